@@ -1,0 +1,24 @@
+"""tf_vrre: variance-reduced replica-exchange SG-MCMC (VR-reSGLD / VR-reSGHMC) for Keras 3.
+
+Public API (see README.md):
+
+- :class:`ReplicaExchangeSampler` - the ``keras.Model`` that runs K chains under ``fit``.
+- :class:`CorrectedSwap` - the swap rule (corrected acceptance, sigma^2 estimation, pairs).
+- :class:`ControlVariates` - variance-reduced energies (snapshots every m steps).
+- :func:`gaussian_nll` - per-example Gaussian NLL for regression.
+- modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
+  ``stats`` (variance / coefficient estimators), ``seeds``, ``mixture`` (the paper's 1-D
+  Gaussian-mixture target with its exact posterior).
+"""
+
+from tf_vrre import dynamics, energy, seeds, stats, swaps
+from tf_vrre.energy import ControlVariates, gaussian_nll
+from tf_vrre.sampler import ReplicaExchangeSampler
+from tf_vrre.swaps import CorrectedSwap, SwapResults
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
+    "dynamics", "energy", "seeds", "stats", "swaps", "__version__",
+]

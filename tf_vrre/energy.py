@@ -1,0 +1,180 @@
+"""Energy estimators: mini-batch and control-variate (variance-reduced) energies.
+
+Energy of a chain with weights ``beta`` (N training examples, mini-batch ``B`` of size n)::
+
+    U(beta)     = sum_{i=1..N} l(x_i | beta) + prior(beta)          (exact)
+    U_B(beta)   = (N/n) sum_{i in B} l(x_i | beta) + prior(beta)    (mini-batch)
+    U~_B(beta)  = U_B(beta) + c * ((N/n) sum_{i in B} l(x_i | beta_hat) - U_hat)
+
+with ``beta_hat`` the snapshot taken every ``m`` steps and ``U_hat`` its full-data energy
+(``c = -1`` in VR-reSG*, adaptive in the paper's Algorithm 2).  ``prior`` is the Gaussian
+prior ``wd/2 ||beta||^2``: deterministic, so it enters every estimator exactly.
+
+``l`` is a per-example negative log-likelihood: a Keras loss evaluated without reduction
+(e.g. ``SparseCategoricalCrossentropy(from_logits=True)`` *is* the NLL) or a user callable
+``nll(x, y, y_pred) -> [batch]``.
+"""
+
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+ENERGY_MODES = ("auto", "train", "inference")
+
+# Layers whose forward pass depends on the `training` flag.
+_TRAINING_DEPENDENT = tuple(getattr(keras.layers, name) for name in (
+    "BatchNormalization", "Dropout", "SpatialDropout1D", "SpatialDropout2D",
+    "SpatialDropout3D", "GaussianNoise", "GaussianDropout", "AlphaDropout",
+    "ActivityRegularization") if hasattr(keras.layers, name))
+
+
+def has_training_dependent_layers(model):
+    """True if ``model`` contains a layer whose output depends on ``training``."""
+    return any(isinstance(layer, _TRAINING_DEPENDENT) for layer in model._flatten_layers())
+
+
+def resolve_nll(loss):
+    """Turns a Keras loss identifier into ``nll(x, y, y_pred) -> [batch]`` (needs labels).
+
+    Losses are evaluated without reduction and summed over any trailing axes so the result
+    is one value per example.
+    """
+    fn = keras.losses.get(loss)
+    if isinstance(fn, keras.losses.Loss):
+        call = fn.call
+    elif callable(fn):
+        call = fn
+    else:  # pragma: no cover - keras.losses.get raises first
+        raise ValueError(f"loss: cannot use {loss!r} as a per-example negative log-likelihood")
+
+    def nll(x, y, y_pred):
+        del x
+        if y is None:
+            raise ValueError(
+                "energy: the compiled loss needs labels but the dataset yields inputs only; "
+                "yield (x, y) pairs or pass nll=callable(x, y, y_pred) for an unlabeled model")
+        return call(y, y_pred)
+
+    nll.__name__ = f"nll[{getattr(fn, '__name__', type(fn).__name__)}]"
+    return nll
+
+
+def per_example(values, batch_size_tensor, name="nll"):
+    """Checks that ``values`` has one entry per example (trailing axes are summed)."""
+    values = tf.convert_to_tensor(values)
+    if values.shape.rank is None:
+        raise ValueError(f"{name} must return a tensor of known rank, one value per example")
+    if values.shape.rank == 0:
+        raise ValueError(
+            f"{name} returned a scalar; it must return one negative log-likelihood per "
+            "example (shape [batch]), without reduction")
+    if values.shape.rank > 1:
+        values = tf.reduce_sum(values, axis=list(range(1, values.shape.rank)))
+    return values
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+def gaussian_nll(x, y, y_pred, scale=1.0):
+    """Gaussian regression NLL per example: ``sum (y - f)^2 / (2 s^2) + log(s sqrt(2 pi))``."""
+    del x
+    y = tf.cast(y, y_pred.dtype)
+    y = tf.reshape(y, tf.shape(y_pred))
+    r = (y - y_pred) / scale
+    per = 0.5 * r * r + np.log(scale * np.sqrt(2.0 * np.pi))
+    return tf.reduce_sum(tf.reshape(per, [tf.shape(per)[0], -1]), axis=1)
+
+
+def prior_energy(weights, weight_decay):
+    """Gaussian prior energy ``wd/2 * sum ||w||^2`` in float64."""
+    if weight_decay == 0.0 or not weights:
+        return tf.constant(0.0, tf.float64)
+    total = tf.add_n([tf.reduce_sum(tf.square(tf.cast(w, tf.float64))) for w in weights])
+    return 0.5 * tf.cast(weight_decay, tf.float64) * total
+
+
+def minibatch_energy(nll_sum, batch_size, data_size, prior=0.0):
+    """``(N/n) * sum_B l + prior`` in float64 (``nll_sum`` already all-reduced)."""
+    scale = tf.cast(data_size, tf.float64) / tf.cast(batch_size, tf.float64)
+    return scale * tf.cast(nll_sum, tf.float64) + prior
+
+
+def control_variate_energy(nll_sum, snapshot_nll_sum, snapshot_energy, coefficient,
+                           batch_size, data_size, prior=0.0):
+    """``U_B(beta) + c * (U_B(beta_hat) - U_hat)``; with ``c = -1``:
+    ``(N/n) sum_B [l(beta) - l(beta_hat)] + U_hat``."""
+    c = tf.cast(coefficient, tf.float64)
+    cur = minibatch_energy(nll_sum, batch_size, data_size)
+    snap = minibatch_energy(snapshot_nll_sum, batch_size, data_size)
+    return cur + c * (snap - tf.cast(snapshot_energy, tf.float64)) + prior
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class ControlVariates:
+    """Variance-reduced energies (VR-reSG*): snapshots and full-data energies every ``m`` steps.
+
+    Every ``period`` steps each chain's weights are copied to its snapshot ``beta_hat`` and
+    ``U_hat = sum_i l(x_i | beta_hat)`` is computed by one pass over the reference data
+    (``sampler.set_reference_data``) in batches of ``batch_size``.  Between refreshes the swap
+    energy is ``U_B(beta) + c (U_B(beta_hat) - U_hat)`` on the current batch.
+
+    Args:
+      period: ``m >= 1``, steps between snapshot refreshes.
+      coefficient: ``c``; ``-1.0`` (the paper's Algorithm 1) or ``"adaptive"``
+        (Algorithm 2: ``c <- (1 - gamma) c + gamma * (-Cov/Var)`` at each refresh, per chain,
+        starting at ``initial_coefficient``).
+      smoothing: ``gamma`` in ``(0, 1]`` for the adaptive coefficient.
+      initial_coefficient: starting value of the adaptive coefficient.
+      batch_size: batch size of the full-data pass (inference mode: large is fast).
+
+    Example:
+      >>> vr = ControlVariates(period=392, coefficient="adaptive", batch_size=1000)
+    """
+
+    def __init__(self, period, coefficient=-1.0, smoothing=0.3, initial_coefficient=-1.0,
+                 batch_size=1024):
+        if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+            raise ValueError(f"period (m) must be an integer >= 1, got {period!r}")
+        if coefficient != "adaptive" and (isinstance(coefficient, bool)
+                                          or not isinstance(coefficient, (int, float))
+                                          or not np.isfinite(coefficient)):
+            raise ValueError(f"coefficient must be a finite number or 'adaptive', got {coefficient!r}")
+        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
+            raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
+        if not isinstance(initial_coefficient, (int, float)) or not np.isfinite(initial_coefficient):
+            raise ValueError(f"initial_coefficient must be a finite number, got {initial_coefficient!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.period = period
+        self.coefficient = coefficient if coefficient == "adaptive" else float(coefficient)
+        self.smoothing = float(smoothing)
+        self.initial_coefficient = float(initial_coefficient)
+        self.batch_size = batch_size
+
+    @property
+    def adaptive(self):
+        return self.coefficient == "adaptive"
+
+    def get_config(self):
+        return {"period": self.period, "coefficient": self.coefficient,
+                "smoothing": self.smoothing, "initial_coefficient": self.initial_coefficient,
+                "batch_size": self.batch_size}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"ControlVariates({args})"
+
+
+def check_nll_callable(fn, name="nll"):
+    """Raises ``TypeError`` unless ``fn`` is callable as ``fn(x, y, y_pred)``."""
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable(x, y, y_pred) -> [batch], got {fn!r}")
+    try:
+        inspect.signature(fn).bind(None, None, None)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must accept (x, y, y_pred): {err}") from None

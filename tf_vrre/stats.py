@@ -1,0 +1,61 @@
+"""Estimators of the swap-energy variance and of the control-variate coefficient.
+
+All statistics are *within-batch*: for a mini-batch ``B`` of size ``n`` drawn without
+replacement from ``N`` examples and per-example values ``d_i``, the estimator
+``(N/n) sum_{i in B} d_i`` has variance ``N^2 (1 - n/N) S^2 / n`` where ``S^2`` is the
+population variance of ``d``; the sample variance of ``d`` over the batch is unbiased for
+``S^2``.  So each swap attempt yields an estimate of ``Var(U~_1 - U~_2)`` at the *current*
+weights, with no extra forward pass.  Sums are float64.
+"""
+
+import tensorflow as tf
+
+
+def moments(values):
+    """``[count, sum, sum of squares]`` of a 1-D tensor, float64 (to be all-reduced)."""
+    v = tf.cast(tf.reshape(values, [-1]), tf.float64)
+    return tf.stack([tf.cast(tf.size(v), tf.float64), tf.reduce_sum(v), tf.reduce_sum(v * v)])
+
+
+def cross_moments(a, b):
+    """``[count, sum a, sum b, sum a*b, sum b*b]`` of two 1-D tensors, float64."""
+    a = tf.cast(tf.reshape(a, [-1]), tf.float64)
+    b = tf.cast(tf.reshape(b, [-1]), tf.float64)
+    return tf.stack([
+        tf.cast(tf.size(a), tf.float64),
+        tf.reduce_sum(a),
+        tf.reduce_sum(b),
+        tf.reduce_sum(a * b),
+        tf.reduce_sum(b * b),
+    ])
+
+
+def sample_variance(count, total, total_sq):
+    """Unbiased sample variance from moments (0 when ``count < 2``)."""
+    mean = tf.math.divide_no_nan(total, count)
+    ss = tf.maximum(total_sq - count * mean * mean, 0.0)
+    return tf.math.divide_no_nan(ss, tf.maximum(count - 1.0, 0.0))
+
+
+def estimator_variance(count, total, total_sq, data_size):
+    """Variance of ``(N/n) sum_B d_i`` estimated from one batch's moments of ``d``.
+
+    ``N^2 (1 - n/N) S^2 / n`` (sampling without replacement).
+    """
+    n = count
+    big_n = tf.cast(data_size, tf.float64)
+    fpc = tf.maximum(1.0 - n / big_n, 0.0)
+    return big_n * big_n * fpc * tf.math.divide_no_nan(sample_variance(count, total, total_sq), n)
+
+
+def covariance_and_variance(cm):
+    """``(Cov(a, b), Var(b))`` (unbiased) from :func:`cross_moments` output."""
+    n, sa, sb, sab, sbb = tf.unstack(cm, axis=-1)
+    cov = tf.math.divide_no_nan(sab - sa * sb / tf.maximum(n, 1.0), tf.maximum(n - 1.0, 0.0))
+    var = sample_variance(n, sb, sbb)
+    return cov, var
+
+
+def stochastic_approximation(old, new, smoothing, initialized):
+    """``(1 - gamma) old + gamma new``; the first estimate is taken as is."""
+    return tf.where(initialized, (1.0 - smoothing) * old + smoothing * new, new)

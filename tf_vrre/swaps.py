@@ -1,0 +1,144 @@
+"""Swap rules: corrected replica-exchange acceptance, pair proposals, permutations.
+
+Swap rules *take* energies; they never compute them.  Chains are ordered by temperature
+``tau_0 < tau_1 < ... < tau_{K-1}``; pair ``p`` is ``(p, p + 1)``.  For a pair with energies
+``U_lo`` (colder) and ``U_hi`` (hotter), ``delta = 1/tau_lo - 1/tau_hi > 0`` and the corrected
+log acceptance ratio (Deng et al. 2020/2021) is::
+
+    log S = delta * (U_lo - U_hi - delta * sigma2 / F)
+
+The swap is accepted when ``log u < log S``, ``u ~ U(0, 1)``.  With exact energies and
+``sigma2 = 0`` this is parallel tempering's Metropolis rule ``min(1, exp(delta (U_lo - U_hi)))``:
+the colder chain tends to take the lower-energy state.
+
+Pair proposals share one signature ``propose(num_chains, attempt, seed) -> bool [K-1]``
+(which pairs are attempted); attempted pairs are always disjoint.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+PAIR_SCHEDULES = ("random", "deo")
+
+
+class SwapResults(collections.namedtuple(
+        "SwapResults", ["log_accept_ratio", "attempted", "accepted", "permutation"])):
+    """Diagnostics of one swap attempt.
+
+    Fields:
+      log_accept_ratio: float64 ``[K-1]``, ``log S`` of every adjacent pair.
+      attempted: bool ``[K-1]``, pairs proposed this step.
+      accepted: bool ``[K-1]``, pairs swapped this step.
+      permutation: int32 ``[K]``; slot ``j`` receives the state of slot ``permutation[j]``.
+    """
+
+
+def log_swap_ratio(energy_lo, energy_hi, temperature_lo, temperature_hi, sigma2, correction):
+    """Corrected log acceptance ratio ``delta * (U_lo - U_hi - delta * sigma2 / F)``."""
+    energy_lo = tf.cast(energy_lo, tf.float64)
+    energy_hi = tf.cast(energy_hi, tf.float64)
+    delta = 1.0 / tf.cast(temperature_lo, tf.float64) - 1.0 / tf.cast(temperature_hi, tf.float64)
+    sigma2 = tf.cast(sigma2, tf.float64)
+    correction = tf.cast(correction, tf.float64)
+    return delta * (energy_lo - energy_hi - delta * sigma2 / correction)
+
+
+def random_pair(num_chains, attempt, seed):
+    """Attempts one adjacent pair drawn uniformly."""
+    del attempt
+    num_pairs = num_chains - 1
+    p = tf.random.stateless_uniform([], seed, minval=0, maxval=num_pairs, dtype=tf.int32)
+    return tf.equal(tf.range(num_pairs), p)
+
+
+def even_odd_pairs(num_chains, attempt, seed):
+    """Deterministic even/odd (DEO, non-reversible) schedule.
+
+    Even attempts propose pairs ``(0,1), (2,3), ...``; odd attempts ``(1,2), (3,4), ...``.
+    """
+    del seed
+    parity = tf.cast(tf.math.floormod(attempt, 2), tf.int32)
+    return tf.equal(tf.math.floormod(tf.range(num_chains - 1), 2), parity)
+
+
+_PROPOSALS = {"random": random_pair, "deo": even_odd_pairs}
+
+
+def permutation_from_pairs(accepted):
+    """Permutation ``[K]`` that exchanges the (disjoint) accepted adjacent pairs."""
+    num_pairs = accepted.shape[0]
+    idx = tf.range(num_pairs + 1)
+    pad = tf.zeros([1], tf.bool)
+    left = tf.concat([accepted, pad], 0)   # slot j is the lower end of an accepted pair
+    right = tf.concat([pad, accepted], 0)  # slot j is the upper end of an accepted pair
+    return tf.where(left, idx + 1, tf.where(right, idx - 1, idx))
+
+
+def decide_swaps(log_ratio, attempted, seed):
+    """Metropolis decisions for the attempted pairs; returns :class:`SwapResults`."""
+    u = tf.random.stateless_uniform(tf.shape(log_ratio), seed, dtype=tf.float64)
+    accepted = tf.logical_and(attempted, tf.math.log(u) < log_ratio)
+    return SwapResults(log_ratio, attempted, accepted, permutation_from_pairs(accepted))
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class CorrectedSwap:
+    """Replica-exchange swaps with the variance-corrected acceptance rule (reSG*).
+
+    ``log S = delta (U_lo - U_hi - delta sigma2 / F)``, with ``sigma2`` (one per adjacent pair)
+    an estimate of ``Var(U~_lo - U~_hi)`` over mini-batches, updated every ``period`` steps by
+    stochastic approximation ``sigma2 <- (1 - gamma) sigma2 + gamma s2``.  No swap happens
+    before the first estimate exists.
+
+    Args:
+      correction: ``F > 0``.  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian energy
+        noise; larger ``F`` swaps more at the price of bias.
+      smoothing: ``gamma`` in ``(0, 1]``.
+      period: steps between ``sigma2`` updates; ``None`` uses the variance-reduction period
+        ``m`` when control variates are on, else 1.
+      pairs: ``"random"`` (one uniformly chosen adjacent pair per attempt) or ``"deo"``
+        (deterministic even/odd).  With two chains both attempt the only pair every step.
+      cooling_steps: after an accepted swap, no swap is attempted for this many steps
+        (``0``: off).  ``cooling_steps = steps_per_epoch`` gives the authors' "at most one
+        swap per epoch".
+
+    Example:
+      >>> swap = CorrectedSwap(correction=2.0, smoothing=0.3, pairs="deo")
+    """
+
+    def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
+                 cooling_steps=0):
+        if isinstance(correction, bool) or not isinstance(correction, (int, float)) or not correction > 0:
+            raise ValueError(f"correction (F) must be a number > 0, got {correction!r}")
+        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
+            raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
+        if period is not None and (isinstance(period, bool) or not isinstance(period, int) or period < 1):
+            raise ValueError(f"period must be a positive integer or None, got {period!r}")
+        if pairs not in PAIR_SCHEDULES:
+            raise ValueError(f"pairs must be one of {PAIR_SCHEDULES}, got {pairs!r}")
+        if isinstance(cooling_steps, bool) or not isinstance(cooling_steps, int) or cooling_steps < 0:
+            raise ValueError(f"cooling_steps must be an integer >= 0, got {cooling_steps!r}")
+        self.correction = float(correction)
+        self.smoothing = float(smoothing)
+        self.period = period
+        self.pairs = pairs
+        self.cooling_steps = cooling_steps
+
+    def propose(self, num_chains, attempt, seed):
+        """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
+        return _PROPOSALS[self.pairs](num_chains, attempt, seed)
+
+    def get_config(self):
+        return {"correction": self.correction, "smoothing": self.smoothing,
+                "period": self.period, "pairs": self.pairs,
+                "cooling_steps": self.cooling_steps}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"CorrectedSwap({args})"
