@@ -1,0 +1,61 @@
+"""Tests of the CIFAR ResNet builders in ``models``."""
+
+import keras
+import numpy as np
+import pytest
+
+import models
+
+
+def test_resnet20_shape_and_parameter_count():
+    net = models.resnet20()
+    assert isinstance(net, keras.Model)
+    assert net.built
+    assert net.output_shape == (None, 10)
+    assert net.name == "resnet20"
+    # He et al. 2016: ~0.27M (projection shortcuts add ~3K); all within 3%.
+    assert 0.27e6 * 0.97 <= net.count_params() <= 0.27e6 * 1.03
+    # No regularizers: weight decay is the sampler's prior.
+    assert not net.losses
+
+
+def test_resnet32_parameter_count():
+    net = models.resnet32()
+    assert net.output_shape == (None, 10)
+    assert 0.46e6 * 0.97 <= net.count_params() <= 0.46e6 * 1.03
+
+
+def test_resnet_options():
+    net = models.resnet(8, num_classes=100, width=8, name="tiny")
+    assert net.name == "tiny"
+    assert net.output_shape == (None, 100)
+    convs = [layer for layer in net.layers if isinstance(layer, keras.layers.Conv2D)]
+    # stem + 3 blocks x 2 convs + 2 projection shortcuts
+    assert len(convs) == 1 + 6 + 2
+    assert max(layer.filters for layer in convs) == 32
+
+
+@pytest.mark.parametrize("depth", [0, 7, 10, 21, 2, 20.0, True])
+def test_invalid_depth(depth):
+    with pytest.raises(ValueError, match="depth"):
+        models.resnet(depth)
+
+
+def test_invalid_num_classes():
+    with pytest.raises(ValueError, match="num_classes"):
+        models.resnet(8, num_classes=1)
+
+
+def test_forward_pass_finite_logits():
+    net = models.resnet(8)
+    x = np.random.default_rng(0).random((2, 32, 32, 3), dtype=np.float32)
+    for training in (False, True):
+        logits = keras.ops.convert_to_numpy(net(x, training=training))
+        assert logits.shape == (2, 10)
+        assert np.all(np.isfinite(logits))
+
+
+@pytest.mark.parametrize("builder", [models.resnet20, models.resnet32, models.resnet56])
+def test_builders_serialize_round_trip(builder):
+    config = keras.saving.serialize_keras_object(builder)
+    assert keras.saving.deserialize_keras_object(config) is builder
