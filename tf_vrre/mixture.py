@@ -93,3 +93,67 @@ def mode_weights(x, temperature, split=PHI / 2):
     grid, p = exact_posterior(x, temperature)
     left = np.trapezoid(np.where(grid < split, p, 0.0), grid)
     return left, 1.0 - left
+
+
+METHODS = ("sgld", "resgld", "vr-resgld")
+
+
+def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, temperatures=(10.0, 3000.0),
+        correction=2.0, smoothing=0.3, initial=30.0, seed=0, record_every=10, callbacks=()):
+    """Samples the mixture posterior with one method through ``model.fit``; returns a dict.
+
+    Args:
+      method: ``"sgld"`` (one chain at ``temperatures[0]``), ``"resgld"`` (two chains, plain
+        mini-batch energies) or ``"vr-resgld"`` (control variates refreshed every ``period``).
+      data: ``[N, 1]`` float32 observations.
+      steps: number of SGLD iterations.
+      period: ``m`` (sigma^2 window and, for VR, snapshot period).
+      record_every: the cold chain's beta and sigma^2 are recorded every this many steps.
+
+    Returns:
+      ``{"beta": [T] cold-chain trace, "sigma2": [T], "swaps", "attempts", "seconds", ...}``.
+    """
+    import time
+
+    from tf_vrre.energy import ControlVariates
+    from tf_vrre.sampler import ReplicaExchangeSampler
+    from tf_vrre.swaps import CorrectedSwap
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    n_data = int(len(data))
+    common = dict(data_size=n_data, learning_rates=learning_rate, dynamics="sgld",
+                  weight_decay=weight_decay(), nll=nll, seed=seed)
+    builder = (lambda: build_model(initial))
+    if method == "sgld":
+        sampler = ReplicaExchangeSampler(builder, num_chains=1, temperatures=float(temperatures[0]),
+                                         swap=None, **common)
+    else:
+        vr = ControlVariates(period=period, batch_size=min(n_data, 10000)) if method == "vr-resgld" else None
+        sampler = ReplicaExchangeSampler(
+            builder, num_chains=len(temperatures), temperatures=[float(t) for t in temperatures],
+            swap=CorrectedSwap(correction=correction, smoothing=smoothing, period=period),
+            variance_reduction=vr, **common)
+        if vr is not None:
+            sampler.set_reference_data(data)
+    sampler.compile(steps_per_execution=record_every)
+    ds = (tf.data.Dataset.from_tensor_slices(data).repeat().shuffle(min(n_data, 100000), seed=seed)
+          .batch(batch_size, drop_remainder=True))
+    beta, sig = [], []
+    weight = sampler.cold_model.trainable_weights[0]
+
+    class _Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            beta.append(float(weight.numpy()))
+            if method != "sgld":
+                sig.append(float(sampler.sigma2.numpy()[0]))
+
+    start = time.perf_counter()
+    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, callbacks=[_Record(), *callbacks])
+    seconds = time.perf_counter() - start
+    out = {"method": method, "beta": np.asarray(beta), "sigma2": np.asarray(sig), "seconds": seconds,
+           "steps": int(steps), "record_every": record_every}
+    if method != "sgld":
+        out["swaps"] = int(sampler.swap_count.numpy().sum())
+        out["attempts"] = int(sampler.attempt_count.numpy().sum())
+    return out

@@ -1,0 +1,85 @@
+"""Run in a fresh process: one CPU split into 2 logical devices (must happen before any TF op).
+
+Trains the same sampler on one device and under MirroredStrategy over 2 logical CPUs and
+prints a JSON report: max |difference| between the trajectories and the max difference
+between mirrored copies of every variable (must be exactly 0).
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tf_vrre  # noqa: E402
+
+N = 160
+
+
+def build():
+    inp = keras.Input((4,))
+    h = keras.layers.Dense(8)(inp)
+    h = keras.layers.BatchNormalization(synchronized=True)(h)
+    h = keras.layers.Activation("tanh")(h)
+    return keras.Model(inp, keras.layers.Dense(3)(h))
+
+
+def data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(N, 4)).astype("float32")
+    y = ((x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5).astype("int64"))
+    return x, y
+
+
+def train(strategy):
+    x, y = data()
+    with strategy.scope():
+        s = tf_vrre.ReplicaExchangeSampler(
+            build, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[2e-3, 3e-3],
+            dynamics="sghmc", weight_decay=1.0, seed=4,
+            swap=tf_vrre.CorrectedSwap(correction=2.0, period=3),
+            variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48))
+        s.set_reference_data((x, y))
+        s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(40)
+    hist = s.fit(ds, epochs=int(sys.argv[1]) if len(sys.argv) > 1 else 4, verbose=0)
+    return s, hist.history
+
+
+def values(s):
+    return [np.asarray(keras.ops.convert_to_numpy(v)) for v in s.weights]
+
+
+single, h1 = train(tf.distribute.OneDeviceStrategy("/cpu:0"))
+mirrored, h2 = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+
+copy_diff = 0.0
+for v in mirrored.weights:
+    parts = mirrored.distribute_strategy.experimental_local_results(v.value)
+    if len(parts) != 2:
+        raise SystemExit(f"variable {v.path} is not mirrored: {len(parts)} copies")
+    a, b = (np.asarray(p.numpy(), np.float64) for p in parts)
+    copy_diff = max(copy_diff, float(np.max(np.abs(a - b))) if a.size else 0.0)
+
+def rel_diff(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1.0)) if a.size else 0.0
+
+
+traj_diff = max(rel_diff(a, b) for a, b in zip(values(single), values(mirrored)))
+print(json.dumps({
+    "copy_diff": copy_diff, "trajectory_diff": traj_diff,
+    "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
+    "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
+    "loss": [h1["loss"][-1], h2["loss"][-1]],
+    "sigma2": [h1["sigma2_0"][-1], h2["sigma2_0"][-1]],
+    "snapshot_energy": [float(x) for x in single.snapshot_energy.numpy()] +
+                       [float(x) for x in mirrored.snapshot_energy.numpy()],
+}))

@@ -1,0 +1,20 @@
+"""MirroredStrategy over 2 logical CPUs: same trajectory as one device, bit-identical copies."""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(__file__)
+
+
+def test_mirrored_strategy_matches_single_device_and_copies_are_identical():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, os.path.join(HERE, "_distributed_check.py"), "4"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["copy_diff"] == 0.0, report            # mirrored copies bit-identical
+    assert report["trajectory_diff"] < 1e-5, report      # float round-off only (reduction order)
+    assert report["swaps"][0] == report["swaps"][1], report
+    assert report["attempts"][0] == report["attempts"][1] > 0, report
