@@ -1,0 +1,42 @@
+"""`tf-vrre mixture`: a short run writes its summary; bad flags exit 2 with one line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tf_vrre import cli
+
+ROOT = os.path.dirname(os.path.dirname(__file__))
+
+
+def test_short_run_writes_summary(tmp_path, capsys):
+    assert cli.main(["mixture", "--steps", "400", "--data-size", "300", "--out", str(tmp_path)]) == 0
+    summary = json.load(open(tmp_path / "summary.json"))
+    assert set(summary["methods"]) == {"sgld", "resgld", "vr-resgld"}
+    assert summary["methods"]["vr-resgld"]["attempts"] > 0
+    assert 0 < summary["exact_mode_weights"][0] < 1
+    assert "variance reduction factor" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--lr", "-1"], "--lr"),
+    (["--tau1", "3000", "--tau2", "10"], "--tau1"),
+    (["--smoothing", "2"], "--smoothing"),
+    (["--out", "/proc/forbidden/x"], "--out"),
+])
+def test_bad_flags_exit_2(flags, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["mixture", *flags])
+    assert exc.value.code == 2
+    last = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip()][-1]
+    assert message in last and "error" in last
+
+
+def test_console_entry_point_exit_code():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-m", "tf_vrre.cli", "mixture", "--batch", "0"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 2 and "--batch" in out.stderr

@@ -1,0 +1,16 @@
+"""Every ```python block in README.md runs as written."""
+
+import os
+import re
+
+README = os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")
+
+
+def test_readme_python_blocks_run(capsys):
+    text = open(README).read()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README has no python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {"__name__": "__readme__"})
+    out = capsys.readouterr().out
+    assert "swaps" in out
