@@ -365,6 +365,8 @@ class ReplicaExchangeSampler(keras.Model):
                         weighted_metrics=weighted_metrics, run_eagerly=run_eagerly,
                         steps_per_execution=steps_per_execution, jit_compile=jit_compile, **kwargs)
         self._compiled_loss = loss
+        self._compile_args = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics,
+                              "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
         self._nll_fn = self.nll if self.nll is not None else en.resolve_nll(loss)
         self._chain_metrics = []
         if metrics is not None or weighted_metrics is not None:
@@ -372,6 +374,17 @@ class ReplicaExchangeSampler(keras.Model):
             self._chain_metrics = [CompileMetrics(metrics, weighted_metrics, name=f"chain_{h}_metrics")
                                    for h in range(1, self.num_chains)]
         self.train_function = None
+
+    def get_compile_config(self):
+        """Serialized ``compile`` arguments (loss, metrics, steps_per_execution, jit_compile)."""
+        if not getattr(self, "_compile_args", None):
+            return {}
+        return {k: keras.saving.serialize_keras_object(v) for k, v in self._compile_args.items()}
+
+    def compile_from_config(self, config):
+        """Re-compiles from :meth:`get_compile_config` output (used by ``keras.saving``)."""
+        if config:
+            self.compile(**{k: keras.saving.deserialize_keras_object(v) for k, v in config.items()})
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         for m in self._chain_metrics:
