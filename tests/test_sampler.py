@@ -368,3 +368,19 @@ def test_keras_save_and_load_restores_full_sampler_state(tmp_path):
     for a, b in zip(s.weights, back.weights):  # weights of all chains, velocities, snapshots, sigma2, counters
         np.testing.assert_array_equal(np.asarray(a.numpy()), np.asarray(b.numpy()))
     np.testing.assert_allclose(back.predict(x[:3], verbose=0), s.predict(x[:3], verbose=0))
+
+
+def test_divergence_is_reported_not_silent():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(100, 4)).astype("float32")
+    y = x.sum(1, keepdims=True)
+
+    def linear():
+        inp = keras.Input((4,))
+        return keras.Model(inp, keras.layers.Dense(1)(inp))
+
+    s = tf_vrre.ReplicaExchangeSampler(linear, data_size=100, num_chains=1, dynamics="sgld",
+                                       learning_rates=1.0, seed=0)
+    s.compile(loss="mse")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not finite"):
+        s.fit(x, y, batch_size=20, epochs=50, verbose=0)

@@ -527,7 +527,10 @@ class ReplicaExchangeSampler(keras.Model):
             with tf.GradientTape() as tape:
                 y_pred = chain(x, training=True)
                 nll = self._per_example_nll(x, y, y_pred, swt)
-                objective = tf.reduce_sum(nll) * tf.cast(scale, nll.dtype)
+                objective = tf.debugging.assert_all_finite(
+                    tf.reduce_sum(nll) * tf.cast(scale, nll.dtype),
+                    "tf_vrre: a chain's mini-batch energy is not finite (diverged?). Lower learning_rates: "
+                    "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)")
             g = tape.gradient(objective, weights)
             g = [tf.zeros_like(w) if gi is None else tf.convert_to_tensor(gi) for gi, w in zip(g, weights)]
             nlls.append(nll)
