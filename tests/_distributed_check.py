@@ -38,7 +38,7 @@ def data():
     return x, y
 
 
-def train(strategy):
+def train(strategy, indexed):
     x, y = data()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
@@ -48,7 +48,8 @@ def train(strategy):
             variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48))
         s.set_reference_data((x, y))
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(40)
+    # indexed: batches carry example indices, snapshot NLLs come from the all-reduced cache
+    ds = s.make_dataset(40, shuffle=False) if indexed else tf.data.Dataset.from_tensor_slices((x, y)).batch(40)
     hist = s.fit(ds, epochs=int(sys.argv[1]) if len(sys.argv) > 1 else 4, verbose=0)
     return s, hist.history
 
@@ -57,29 +58,29 @@ def values(s):
     return [np.asarray(keras.ops.convert_to_numpy(v)) for v in s.weights]
 
 
-single, h1 = train(tf.distribute.OneDeviceStrategy("/cpu:0"))
-mirrored, h2 = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+def compare(indexed):
+    single, h1 = train(tf.distribute.OneDeviceStrategy("/cpu:0"), indexed)
+    mirrored, h2 = train(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), indexed)
+    copy_diff = 0.0
+    for v in mirrored.weights:
+        parts = mirrored.distribute_strategy.experimental_local_results(v.value)
+        if len(parts) != 2:
+            raise SystemExit(f"variable {v.path} is not mirrored: {len(parts)} copies")
+        a, b = (np.asarray(p.numpy(), np.float64) for p in parts)
+        copy_diff = max(copy_diff, float(np.max(np.abs(a - b))) if a.size else 0.0)
+    traj_diff = max(rel_diff(a, b) for a, b in zip(values(single), values(mirrored)))
+    return {
+        "copy_diff": copy_diff, "trajectory_diff": traj_diff,
+        "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
+        "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
+        "loss": [h1["loss"][-1], h2["loss"][-1]],
+        "sigma2": [h1["sigma2_0"][-1], h2["sigma2_0"][-1]],
+    }
 
-copy_diff = 0.0
-for v in mirrored.weights:
-    parts = mirrored.distribute_strategy.experimental_local_results(v.value)
-    if len(parts) != 2:
-        raise SystemExit(f"variable {v.path} is not mirrored: {len(parts)} copies")
-    a, b = (np.asarray(p.numpy(), np.float64) for p in parts)
-    copy_diff = max(copy_diff, float(np.max(np.abs(a - b))) if a.size else 0.0)
 
 def rel_diff(a, b):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1.0)) if a.size else 0.0
 
 
-traj_diff = max(rel_diff(a, b) for a, b in zip(values(single), values(mirrored)))
-print(json.dumps({
-    "copy_diff": copy_diff, "trajectory_diff": traj_diff,
-    "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
-    "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
-    "loss": [h1["loss"][-1], h2["loss"][-1]],
-    "sigma2": [h1["sigma2_0"][-1], h2["sigma2_0"][-1]],
-    "snapshot_energy": [float(x) for x in single.snapshot_energy.numpy()] +
-                       [float(x) for x in mirrored.snapshot_energy.numpy()],
-}))
+print(json.dumps({"forward": compare(False), "cached": compare(True)}))

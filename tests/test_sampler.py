@@ -384,3 +384,47 @@ def test_divergence_is_reported_not_silent():
     s.compile(loss="mse")
     with pytest.raises(tf.errors.InvalidArgumentError, match="not finite"):
         s.fit(x, y, batch_size=20, epochs=50, verbose=0)
+
+
+@pytest.mark.parametrize("model_fn,mode", [(mx.build_default_model, "train"), (bn_classifier, "inference")])
+def test_cached_snapshot_energies_equal_snapshot_forwards(model_fn, mode):
+    """Batches with example indices read snapshot NLLs from the full pass: same trajectory."""
+    if model_fn is bn_classifier:
+        x, y = _classification_data()
+        data, kw = (x, y), {}
+    else:
+        data, kw = mx.make_data(N_MIX, seed=6), {"nll": mx.nll, "weight_decay": mx.weight_decay()}
+    out = []
+    for cache in (True, False):
+        s = tf_vrre.ReplicaExchangeSampler(
+            model_fn, data_size=len(data[0]) if isinstance(data, tuple) else len(data), num_chains=2,
+            temperatures=[1.0, 30.0], learning_rates=1e-4, dynamics="sgld", seed=8, energy_mode=mode,
+            variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64, cache=cache), **kw)
+        if "nll" not in kw:
+            s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        s.set_reference_data(data)
+        assert s._cache_exact == cache
+        s.fit(s.make_dataset(40, seed=1), epochs=3, verbose=0)
+        out.append((s.last_energy.numpy(), s.sigma2.numpy(), [c.get_weights() for c in s.chains]))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-6)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-3)
+    for a, b in zip(out[0][2], out[1][2]):
+        for u, v in zip(a, b):
+            np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+
+
+def test_make_dataset_structure_and_errors():
+    x, y = _classification_data()
+    s = tf_vrre.ReplicaExchangeSampler(small_classifier, data_size=len(x), num_chains=2, temperatures=[1.0, 2.0],
+                                       variance_reduction=tf_vrre.ControlVariates(period=4))
+    with pytest.raises(ValueError, match="set_reference_data"):
+        s.make_dataset(10)
+    s.set_reference_data((x, y))
+    xb, yb, extra = next(iter(s.make_dataset(16, shuffle=False)))
+    np.testing.assert_array_equal(extra["example_index"].numpy(), np.arange(16))
+    np.testing.assert_array_equal(xb.numpy(), x[:16])
+    np.testing.assert_array_equal(yb.numpy(), y[:16])
+    seen = np.concatenate([e["example_index"].numpy() for _, _, e in s.make_dataset(32, seed=3)])
+    assert sorted(seen.tolist()) == list(range(len(x)))
+    with pytest.raises(ValueError, match="batch_size"):
+        s.make_dataset(0)

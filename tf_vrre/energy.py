@@ -127,13 +127,18 @@ class ControlVariates:
       smoothing: ``gamma`` in ``(0, 1]`` for the adaptive coefficient.
       initial_coefficient: starting value of the adaptive coefficient.
       batch_size: batch size of the full-data pass (inference mode: large is fast).
+      cache: keep the per-example snapshot NLLs of the full pass (``K * N`` floats).  Batches
+        that carry their example index (``sampler.make_dataset``) then read the snapshot
+        energies from the cache instead of running a snapshot forward pass.  Used only where
+        it is exact: un-augmented reference data and energies that do not depend on the batch
+        (``energy_mode="inference"``, or a model without BatchNorm/Dropout).
 
     Example:
       >>> vr = ControlVariates(period=392, coefficient="adaptive", batch_size=1000)
     """
 
     def __init__(self, period, coefficient=-1.0, smoothing=0.3, initial_coefficient=-1.0,
-                 batch_size=1024):
+                 batch_size=1024, cache=True):
         if isinstance(period, bool) or not isinstance(period, int) or period < 1:
             raise ValueError(f"period (m) must be an integer >= 1, got {period!r}")
         if coefficient != "adaptive" and (isinstance(coefficient, bool)
@@ -150,7 +155,10 @@ class ControlVariates:
         self.coefficient = coefficient if coefficient == "adaptive" else float(coefficient)
         self.smoothing = float(smoothing)
         self.initial_coefficient = float(initial_coefficient)
+        if not isinstance(cache, bool):
+            raise TypeError(f"cache must be a bool, got {cache!r}")
         self.batch_size = batch_size
+        self.cache = cache
 
     @property
     def adaptive(self):
@@ -159,7 +167,7 @@ class ControlVariates:
     def get_config(self):
         return {"period": self.period, "coefficient": self.coefficient,
                 "smoothing": self.smoothing, "initial_coefficient": self.initial_coefficient,
-                "batch_size": self.batch_size}
+                "batch_size": self.batch_size, "cache": self.cache}
 
     @classmethod
     def from_config(cls, config):

@@ -41,6 +41,21 @@ from tf_vrre import stats
 from tf_vrre import swaps as sw
 
 _NEVER = -(2 ** 62)
+INDEX_KEY = "example_index"
+
+
+def unpack(data):
+    """``(x, y, sample_weight, example_index)`` of a batch.
+
+    Batches from :meth:`ReplicaExchangeSampler.make_dataset` carry ``{"example_index": i}`` (and
+    optionally ``"sample_weight"``) in the sample-weight slot.
+    """
+    x, y, swt = keras.utils.unpack_x_y_sample_weight(data)
+    index = None
+    if isinstance(swt, dict):
+        index = swt.get(INDEX_KEY)
+        swt = swt.get("sample_weight")
+    return x, y, swt, index
 
 
 def _all_reduce(value):
@@ -221,6 +236,10 @@ class ReplicaExchangeSampler(keras.Model):
         if mode == "auto":
             mode = "inference" if en.has_training_dependent_layers(ref) else "train"
         self.energy_mode = mode
+        # Cached per-example snapshot NLLs equal a snapshot forward only if energies do not
+        # depend on the rest of the batch (inference mode, or no BN/Dropout-like layers).
+        self._cache_exact = bool(variance_reduction is not None and variance_reduction.cache and (
+            mode == "inference" or not en.has_training_dependent_layers(ref)))
 
         # ---- sampler state (created eagerly: fit() does not build subclassed models) ----
         K = num_chains
@@ -259,6 +278,8 @@ class ReplicaExchangeSampler(keras.Model):
                                      if variance_reduction.adaptive else variance_reduction.coefficient)
             self.window_cov = state("window_cov", (K,), "float64")
             self.window_var = state("window_var", (K,), "float64")
+            if variance_reduction.cache:
+                self.snapshot_nll = state("snapshot_nll", (K, self.data_size), "float32")
         self._reference = None  # (dataset, num_batches, num_examples)
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, K)]
         self._chain_metrics = []
@@ -339,6 +360,46 @@ class ReplicaExchangeSampler(keras.Model):
         self._reference = (source, batches, count, int(batch_size))
         self.train_function = None  # retrace with the new dataset
 
+    def make_dataset(self, batch_size, shuffle=True, seed=None, repeat=False, drop_remainder=False):
+        """Training batches drawn from the reference data, each carrying its example indices.
+
+        Elements are ``(x, y, {"example_index": i})`` (``y`` is zeros for unlabeled data; a
+        sample weight in the reference data is carried as ``"sample_weight"``).  With
+        ``ControlVariates(cache=True)`` the snapshot energies of these batches are read from the
+        per-example table of the last full pass, so VR costs no snapshot forward per step.
+        Do not add random augmentation to these batches (the cache would no longer match).
+
+        Args:
+          batch_size: mini-batch size ``n``.
+          shuffle: reshuffle every epoch (seeded by ``seed``, default the sampler's seed).
+          repeat: repeat indefinitely (then pass ``steps_per_epoch`` to ``fit``).
+          drop_remainder: drop the last partial batch.
+        """
+        if self._reference is None or isinstance(self._reference[0], tf.data.Dataset):
+            raise ValueError("make_dataset: call set_reference_data with in-memory arrays first")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        source = self._reference[0]
+        parts = list(source) if isinstance(source, (tuple, list)) else [source]
+        idx = tf.data.Dataset.range(self.data_size)
+        if shuffle:
+            idx = idx.shuffle(self.data_size, seed=self.seed if seed is None else seed,
+                              reshuffle_each_iteration=True)
+        if repeat:
+            idx = idx.repeat()
+
+        def take(i):
+            got = [tf.gather(p, i) for p in parts]
+            extra = {INDEX_KEY: i}
+            if len(got) == 1:
+                got.append(tf.zeros(tf.shape(i), tf.float32))
+            if len(got) == 3:
+                extra["sample_weight"] = got.pop()
+            return got[0], got[1], extra
+
+        return idx.batch(batch_size, drop_remainder=drop_remainder).map(
+            take, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss=None, metrics=None, weighted_metrics=None, run_eagerly=False,
                 steps_per_execution=1, jit_compile=False, **kwargs):
@@ -387,6 +448,8 @@ class ReplicaExchangeSampler(keras.Model):
             self.compile(**{k: keras.saving.deserialize_keras_object(v) for k, v in config.items()})
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        if isinstance(sample_weight, dict):
+            sample_weight = sample_weight.get("sample_weight")
         for m in self._chain_metrics:
             if not m.built:
                 m.build(y, y_pred)
@@ -446,21 +509,32 @@ class ReplicaExchangeSampler(keras.Model):
                 return tf.nest.map_structure(lambda t: t[start:stop], source)
         num = (tf.constant(num_batches, tf.int64) - rid + replicas - 1) // replicas
 
-        def body(j, total):
-            batch = get(rid + j * replicas)
-            x, y, swt = keras.utils.unpack_x_y_sample_weight(batch)
-            sums = [tf.reduce_sum(tf.cast(self._per_example_nll(x, y, snap(x, training=training), swt),
-                                          tf.float64)) for snap in self.snapshots]
-            return j + 1, total + tf.stack(sums)
+        cache = self.variance_reduction.cache
+        K = self.num_chains
 
-        _, total = tf.while_loop(lambda j, t: j < num, body,
-                                 (tf.constant(0, tf.int64), tf.zeros([self.num_chains], tf.float64)))
-        return total
+        def body(j, total, table):
+            i = rid + j * replicas
+            x, y, swt = keras.utils.unpack_x_y_sample_weight(get(i))
+            vals = [self._per_example_nll(x, y, snap(x, training=training), swt) for snap in self.snapshots]
+            total = total + tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in vals])
+            if cache:
+                pos = i * batch_size + tf.range(tf.shape(vals[0], out_type=tf.int64)[0])
+                table = tf.tensor_scatter_nd_update(table, pos[:, None], tf.stack(vals, axis=1))
+            return j + 1, total, table
+
+        table = tf.zeros([count if cache else 0, K], tf.float32)
+        _, total, table = tf.while_loop(lambda j, t, c: j < num, body,
+                                        (tf.constant(0, tf.int64), tf.zeros([K], tf.float64), table))
+        return total, (tf.transpose(table) if cache else None)
 
     def _refresh(self, step):
         """VR: on ``step % m == 0`` copy weights to snapshots and recompute ``U_hat``."""
         m = self.variance_reduction.period
         due = tf.equal(tf.math.floormod(step, m), 0)
+
+        K, cache = self.num_chains, self.variance_reduction.cache
+        ctx = tf.distribute.get_replica_context()
+        single = ctx is None or ctx.num_replicas_in_sync == 1
 
         def do():
             ops = []
@@ -468,11 +542,24 @@ class ReplicaExchangeSampler(keras.Model):
                 for dst, src in zip(snap.weights, chain.weights):
                     ops.append(dst.assign(tf.identity(src)))
             with tf.control_dependencies(ops):
-                return self._full_pass()
+                total, table = self._full_pass()
+            if not cache:
+                return total, tf.zeros([K, 0])
+            if single:  # no all-reduce needed: write the per-example table here
+                with tf.control_dependencies([self.snapshot_nll.assign(table)]):
+                    return tf.identity(total), tf.zeros([K, 0])
+            return total, table
 
-        partial = tf.cond(due, do, lambda: tf.zeros([self.num_chains], tf.float64))
+        def skip():
+            width = 0 if (single or not cache) else self.data_size
+            return tf.zeros([K], tf.float64), tf.zeros([K, width])
+
+        partial, table = tf.cond(due, do, skip)
         total = _all_reduce(partial)
         self.snapshot_energy.assign(tf.where(due, total, self.snapshot_energy))
+        if cache and not single:  # shards fill disjoint examples: the sum is the full table
+            table = _all_reduce(table)
+            self.snapshot_nll.assign(tf.where(due, table, self.snapshot_nll))
 
     # ---- swaps --------------------------------------------------------------------------
     def _state_groups(self):
@@ -500,11 +587,13 @@ class ReplicaExchangeSampler(keras.Model):
                     self.velocities[h][i].assign(new[h] * tf.cast(scale[h], new.dtype))
         if self.variance_reduction is not None:
             self.snapshot_energy.assign(tf.gather(self.snapshot_energy, perm))
+            if self.variance_reduction.cache:
+                self.snapshot_nll.assign(tf.gather(self.snapshot_nll, perm))
         return [tf.unstack(tf.gather(tf.stack(t), perm), num=K) for t in tensors]
 
     # ---- the train step -------------------------------------------------------------------
     def train_step(self, data):
-        x, y, swt = keras.utils.unpack_x_y_sample_weight(data)
+        x, y, swt, index = unpack(data)
         self._check_batch(x, y)
         K = self.num_chains
         step = tf.convert_to_tensor(self.step_counter)
@@ -544,7 +633,7 @@ class ReplicaExchangeSampler(keras.Model):
                      for g, chain in zip(grads, self.chains)]
 
         if self.swap_rule is not None:
-            grads, nlls, preds = self._swap_step(step, key, x, y, swt, n, scale, lrs, temps,
+            grads, nlls, preds = self._swap_step(step, key, x, y, swt, index, n, scale, lrs, temps,
                                                  nlls, preds, grads, priors)
 
         # Updates.
@@ -580,12 +669,13 @@ class ReplicaExchangeSampler(keras.Model):
         self.step_counter.assign_add(1)
         return self._logs(lrs, temps)
 
-    def _swap_step(self, step, key, x, y, swt, n, scale, lrs, temps, nlls, preds, grads, priors):
+    def _swap_step(self, step, key, x, y, swt, index, n, scale, lrs, temps, nlls, preds, grads, priors):
         K, rule, vr = self.num_chains, self.swap_rule, self.variance_reduction
         P = K - 1
         period = rule.period or (vr.period if vr is not None else 1)
         possible = step - self.last_swap_step > rule.cooling_steps
-        need_extra = vr is not None or self.energy_mode == "inference"
+        cached = vr is not None and index is not None and self._cache_exact
+        need_extra = (vr is not None and not cached) or self.energy_mode == "inference"
 
         # Per-example energies (current, snapshot) on this batch; extra forwards in a cond.
         if need_extra:
@@ -595,18 +685,20 @@ class ReplicaExchangeSampler(keras.Model):
                 else:
                     cur = list(nlls)
                 snap = []
-                if vr is not None:
+                if vr is not None and not cached:
                     training = self.energy_mode == "train"
                     snap = [self._per_example_nll(x, y, s(x, training=training), swt) for s in self.snapshots]
                 return cur, snap
 
             def none():
                 z = tf.zeros_like(nlls[0])
-                return [z] * K, ([z] * K if vr is not None else [])
+                return [z] * K, ([z] * K if (vr is not None and not cached) else [])
 
             cur, snap = tf.cond(possible, extra, none)
         else:
             cur, snap = list(nlls), []
+        if cached:  # per-example snapshot NLLs from the last full pass: no snapshot forward
+            snap = tf.unstack(tf.gather(self.snapshot_nll, tf.cast(index, tf.int64), axis=1), num=K)
 
         cur64 = [tf.cast(c, tf.float64) for c in cur]
         coef = None
@@ -710,7 +802,7 @@ class ReplicaExchangeSampler(keras.Model):
         return logs
 
     def test_step(self, data):
-        x, y, swt = keras.utils.unpack_x_y_sample_weight(data)
+        x, y, swt, _ = unpack(data)
         self._check_batch(x, y)
         y_pred = self.chains[0](x, training=False)
         nll = self._per_example_nll(x, y, y_pred, swt)
@@ -722,7 +814,7 @@ class ReplicaExchangeSampler(keras.Model):
         return logs
 
     def predict_step(self, data):
-        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        x, _, _, _ = unpack(data)
         return self.chains[0](x, training=False)
 
     # ---- config ----------------------------------------------------------------------
