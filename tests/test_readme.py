@@ -10,7 +10,8 @@ def test_readme_python_blocks_run(capsys):
     text = open(README).read()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, "README has no python example"
+    namespace = {"__name__": "__readme__"}  # blocks build on each other, like a notebook
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {"__name__": "__readme__"})
+        exec(compile(block, "README.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert "swaps" in out
