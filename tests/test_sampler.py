@@ -428,3 +428,21 @@ def test_make_dataset_structure_and_errors():
     assert sorted(seen.tolist()) == list(range(len(x)))
     with pytest.raises(ValueError, match="batch_size"):
         s.make_dataset(0)
+
+
+def test_train_mode_snapshot_uses_batch_statistics_like_the_chain():
+    """energy_mode="train" with BatchNorm: at a refresh (snapshot == weights) the VR energy is
+    U_hat + prior, U_hat summing training-mode (batch-statistics) losses over the reference
+    batches; a snapshot evaluated with moving statistics gives something else."""
+    x, y = _classification_data(80)
+    s = tf_vrre.ReplicaExchangeSampler(bn_classifier, data_size=80, num_chains=2, temperatures=[1.0, 2.0],
+                                       learning_rates=1e-4, energy_mode="train", weight_decay=0.5, seed=0,
+                                       independent_init=True,
+                                       variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=40))
+    s.set_reference_data((x, y))
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")
+    expected = [float(loss(y[:40], c(x[:40], training=True))) + float(loss(y[40:], c(x[40:], training=True)))
+                + 0.25 * sum(float(np.sum(np.square(v.numpy()))) for v in c.trainable_weights) for c in s.chains]
+    s.fit(tf.data.Dataset.from_tensor_slices((x[:40], y[:40])).batch(40).take(1), epochs=1, verbose=0)
+    np.testing.assert_allclose(s.last_energy.numpy(), expected, rtol=1e-5)

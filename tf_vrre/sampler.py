@@ -297,8 +297,10 @@ class ReplicaExchangeSampler(keras.Model):
         if not model.built or not model.weights:
             raise ValueError("model_fn must return a built model (e.g. a functional model with "
                              "keras.Input, or call model.build(input_shape) inside model_fn)")
-        if snapshot:
-            model.trainable = False
+        # Snapshots stay `trainable` (never updated: the sampler only moves chain weights):
+        # Keras BatchNormalization uses batch statistics only when `training and trainable`,
+        # and energy_mode="train" needs the snapshot evaluated exactly like the chain.
+        del snapshot
         return model
 
     @property
@@ -347,7 +349,7 @@ class ReplicaExchangeSampler(keras.Model):
             for batch in ds:
                 count += int(_batch_size(batch))
                 batches += 1
-            source = ds.prefetch(2)
+            source = ds
         else:
             # In-memory data: kept as tensors and sliced inside the graph (no iterator set-up
             # per refresh, which dominates for small m).
@@ -397,8 +399,10 @@ class ReplicaExchangeSampler(keras.Model):
                 extra["sample_weight"] = got.pop()
             return got[0], got[1], extra
 
-        return idx.batch(batch_size, drop_remainder=drop_remainder).map(
-            take, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+        ds = idx.batch(batch_size, drop_remainder=drop_remainder).map(take).prefetch(2)
+        options = tf.data.Options()
+        options.autotune.enabled = False  # autotuning stalled short fit() calls in benchmarks
+        return ds.with_options(options)
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss=None, metrics=None, weighted_metrics=None, run_eagerly=False,
