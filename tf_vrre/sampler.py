@@ -599,7 +599,6 @@ class ReplicaExchangeSampler(keras.Model):
     def train_step(self, data):
         x, y, swt, index = unpack(data)
         self._check_batch(x, y)
-        K = self.num_chains
         step = tf.convert_to_tensor(self.step_counter)
         key = seeds.step_key(seeds.base_key(self.seed), step)
         lrs, temps = self._current_hyper(step)

@@ -1,0 +1,432 @@
+"""Per-step cost of SGHMC, reSGHMC and VR-reSGHMC on a CIFAR-shaped ResNet, in one run.
+
+What is measured
+----------------
+Seconds per sampler step (``ReplicaExchangeSampler.fit``, batch 128) for four
+configurations built on the same network and data:
+
+  (a) ``sghmc``    one chain, SGHMC, no swaps                        (the 1x baseline)
+  (b) ``resghmc``  two chains, SGHMC + corrected swaps               (reSGHMC)
+  (c) ``vr``       (b) + control variates, refresh every ``m`` steps, ``energy_mode="train"``
+  (d) ``vr_inf``   (c) with ``energy_mode="inference"``
+
+and the ratios ``vr / resghmc`` (target <= 1.20; the paper reports 1.40),
+``resghmc / sghmc`` (target <= 2.2) and ``vr_inf / resghmc``.  Two clocks are reported:
+
+* **wall**: ``time.perf_counter`` around each window (what a user waits);
+* **cpu**: ``time.process_time`` (CPU seconds of all the process's threads).  A cross-check
+  on a shared machine, where other processes take cores away and inflate wall times; it
+  also counts thread-pool spinning, so it is not a pure FLOP count.
+
+How the timing is made honest
+-----------------------------
+* The variance-reduced samplers refresh their snapshots (one full pass over the ``N``
+  reference examples, per chain) every ``m`` steps.  Every timed window is a multiple of
+  ``m`` consecutive steps, so it contains exactly ``steps / m`` refreshes wherever it
+  starts: the refresh is amortised in the right proportion.
+* Each sampler is built, compiled and warmed up (``--warmup`` steps through ``fit``:
+  tracing and first executions), then all get one more untimed round of ``--warmup`` steps,
+  before any timing; the timed windows continue the same samplers.
+* Configurations are interleaved round-robin (the first configuration rotates every round)
+  and the median over ``--repeats`` rounds is reported.
+* A window is one ``fit(..., steps_per_epoch=steps, epochs=1)`` call timed end to end (so
+  it includes ``fit``'s small fixed per-call overhead, the same for every configuration).
+  The weight updates are stateful and the last loss is read back and checked, so nothing
+  can be pruned as dead code.
+* Data: ``N = --data-size`` real CIFAR-10 images (``../shared/data/cifar10`` from the
+  repository root; random images, with a printed note, if the file is missing), normalised
+  per channel.  The same ``N`` images are the reference data of the full pass and the
+  source of the shuffled mini-batches.
+* Batches: the VR samplers get ``sampler.make_dataset`` batches (``--batches indexed``, the
+  default), which carry example indices so that, where exact (``energy_mode="inference"``
+  with BatchNorm nets), the snapshot energies are read from the full pass's per-example
+  cache instead of a snapshot forward; ``--batches plain`` feeds plain ``(x, y)`` batches
+  (snapshot forward every step).  The other samplers get plain batches from an identical
+  pipeline (shuffled indices, gather from in-memory tensors), so input costs match.
+* tf.data autotuning is switched off on every timed dataset (``--tf-data-autotune`` turns
+  it back on).  With it on, ``fit`` windows on this CPU machine intermittently ended on a
+  ~10.24 s grid (the window's wall time rounded up to a multiple of 10.24 s while its CPU
+  time did not change: idle waiting, plausibly on the autotuning thread of ``fit``'s
+  iterator).  Raw ``tf.function`` loops and pipelines without autotuning do not show it.
+
+Refresh proportion
+------------------
+The amortised refresh costs ``N / m`` forward passes per chain and step.  The defaults
+(``N = 640``, ``m = 98``: 6.5 images per step) keep the proportion of ``N = 2560``,
+``m = 392`` at a quarter of the run time; ``--m 392 --data-size 2560`` uses the paper's
+``m`` (4x the timed part, about 10 min).  The paper's CIFAR-10 setting (``N = 50000``,
+``m = 392``) does about 128 forwards per step, so the script also times the full pass and
+prints the VR ratios extrapolated to ``--paper-data-size`` / ``--paper-m`` (an estimate,
+labelled so).
+
+Run (from the repository root)::
+
+    python benchmarks/step_cost.py                      # ResNet-8: ~3 min on 2 idle CPU cores
+    python benchmarks/step_cost.py --m 392 --data-size 2560 --json step_cost.json
+    python benchmarks/step_cost.py --depth 20 --repeats 3
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import models  # noqa: E402
+import tf_vrre  # noqa: E402
+
+warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
+
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz"
+
+CONFIGS = {
+    "sghmc": "(a) SGHMC, 1 chain",
+    "resghmc": "(b) reSGHMC, 2 chains",
+    "vr": "(c) VR-reSGHMC, energy_mode=train",
+    "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
+}
+RATIOS = {  # name: (numerator, denominator, target, paper)
+    "vr/resghmc": ("vr", "resghmc", 1.20, 1.40),
+    "resghmc/sghmc": ("resghmc", "sghmc", 2.2, None),
+    "vr_inf/resghmc": ("vr_inf", "resghmc", None, None),
+}
+CLOCKS = ("wall", "cpu")
+
+# Network of every chain and snapshot; set from the command line in main().
+_MODEL_KWARGS = {"depth": 8, "width": 16, "num_classes": 10}
+
+
+def benchmark_model():
+    """``model_fn`` of the samplers: the CIFAR ResNet chosen by ``--depth`` / ``--width``."""
+    return models.resnet(**_MODEL_KWARGS)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--depth", type=int, default=8, help="ResNet depth 6n+2 (8, 14, 20, ...)")
+    p.add_argument("--width", type=int, default=16, help="filters of the first stage")
+    p.add_argument("--batch", type=int, default=128, help="mini-batch size")
+    p.add_argument("--data-size", type=int, default=640, help="N: training = reference examples")
+    p.add_argument("--m", type=int, default=98, help="control-variate refresh period")
+    p.add_argument("--steps", type=int, default=None,
+                   help="timed steps per window, a multiple of m (default: m)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="untimed steps per sampler before timing (default: 2 x steps-per-execution)")
+    p.add_argument("--repeats", type=int, default=2, help="rounds; the median is reported")
+    p.add_argument("--steps-per-execution", type=int, default=7,
+                   help="steps per compiled call; must divide --steps and --warmup")
+    p.add_argument("--ref-batch", type=int, default=1000, help="batch size of the full pass")
+    p.add_argument("--batches", choices=("indexed", "plain"), default="indexed",
+                   help="VR samplers: sampler.make_dataset batches with example indices "
+                        "(snapshot-NLL cache where exact) or plain (x, y) batches")
+    p.add_argument("--tf-data-autotune", action="store_true",
+                   help="leave tf.data autotuning on (off by default: see the module docstring)")
+    p.add_argument("--configs", default=",".join(CONFIGS),
+                   help="comma-separated subset of " + ", ".join(CONFIGS))
+    p.add_argument("--paper-data-size", type=int, default=50000,
+                   help="N of the extrapolated VR ratios (CIFAR-10 training set)")
+    p.add_argument("--paper-m", type=int, default=392, help="m of the extrapolated VR ratios")
+    p.add_argument("--data", default=str(DEFAULT_DATA), help="npz with x (uint8 NHWC) and y")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inter-op-threads", type=int, default=0,
+                   help="tf.config.threading inter-op threads (0: TensorFlow's default)")
+    p.add_argument("--intra-op-threads", type=int, default=0,
+                   help="tf.config.threading intra-op threads (0: TensorFlow's default)")
+    p.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON")
+    args = p.parse_args(argv)
+    if args.steps is None:
+        args.steps = args.m
+    if args.warmup is None:
+        args.warmup = 2 * args.steps_per_execution
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs or len(set(configs)) != len(configs):
+        p.error(f"--configs: got {configs}; choose distinct names from {list(CONFIGS)}")
+    args.configs = configs
+    for name in ("depth", "width", "batch", "data_size", "m", "steps", "warmup", "repeats",
+                 "steps_per_execution", "ref_batch", "paper_data_size", "paper_m"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.depth < 8 or (args.depth - 2) % 6:
+        p.error(f"--depth must be 6n + 2 with n >= 1 (8, 14, 20, 32, ...), got {args.depth}")
+    if args.steps % args.m:
+        p.error(f"--steps ({args.steps}) must be a multiple of --m ({args.m}) so that every "
+                "timed window holds the same number of refreshes")
+    k = args.steps_per_execution
+    if args.steps % k or args.warmup % k:
+        p.error(f"--steps-per-execution ({k}) must divide --steps ({args.steps}) and "
+                f"--warmup ({args.warmup})")
+    if args.batch > args.data_size:
+        p.error("--batch must not exceed --data-size")
+    return args
+
+
+def load_data(path, n, seed):
+    """``n`` CIFAR-10 images normalised per channel and int64 labels; random if ``path`` is missing."""
+    rng = np.random.default_rng(seed)
+    if os.path.exists(path):
+        with np.load(path) as f:
+            x, y = f["x"], f["y"]
+        if len(x) < n:
+            raise SystemExit(f"{path} holds {len(x)} images, fewer than --data-size={n}")
+        idx = rng.permutation(len(x))[:n]
+        x, y = x[idx], y[idx]
+        source = f"CIFAR-10 {os.path.basename(path)}"
+    else:
+        print(f"NOTE: {path} not found; using {n} random images with random labels "
+              "(timings are comparable, losses are meaningless)", flush=True)
+        x = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
+        y = rng.integers(0, 10, size=(n,), dtype=np.int64)
+        source = "random"
+    x = x.astype(np.float32) / 255.0
+    x = (x - x.mean(axis=(0, 1, 2))) / x.std(axis=(0, 1, 2))
+    return x.astype(np.float32), y.reshape(-1).astype(np.int64), source
+
+
+def make_dataset(x, y, batch, seed):
+    """Endless shuffled ``(x, y)`` batches; the same pipeline as ``sampler.make_dataset``."""
+    x, y = tf.convert_to_tensor(x), tf.convert_to_tensor(y)
+    idx = tf.data.Dataset.range(int(x.shape[0]))
+    idx = idx.shuffle(int(x.shape[0]), seed=seed, reshuffle_each_iteration=True).repeat()
+    return idx.batch(batch, drop_remainder=True).map(
+        lambda i: (tf.gather(x, i), tf.gather(y, i)),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def without_autotune(ds):
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return ds.with_options(options)
+
+
+def sampler_dataset(sampler, config, args, plain):
+    """The batches a configuration is timed on, and a description of them."""
+    if config in ("vr", "vr_inf") and args.batches == "indexed":
+        if not hasattr(sampler, "make_dataset"):
+            raise SystemExit("--batches indexed needs ReplicaExchangeSampler.make_dataset; "
+                             "use --batches plain")
+        ds = sampler.make_dataset(args.batch, shuffle=True, seed=args.seed, repeat=True,
+                                  drop_remainder=True)
+        cached = bool(getattr(sampler, "_cache_exact", False))
+        what = "indexed batches, " + ("snapshot NLLs from the cache" if cached
+                                      else "cache not exact here: snapshot forward")
+    else:
+        ds = plain
+        what = "plain batches" + (", snapshot forward" if config in ("vr", "vr_inf") else "")
+    return (ds if args.tf_data_autotune else without_autotune(ds)), what
+
+
+def build_sampler(config, args, data):
+    two = config != "sghmc"
+    vr = config in ("vr", "vr_inf")
+    sampler = tf_vrre.ReplicaExchangeSampler(
+        benchmark_model,
+        data_size=args.data_size,
+        num_chains=2 if two else 1,
+        temperatures=[0.01, 0.05] if two else 0.01,
+        learning_rates=2e-6,
+        dynamics="sghmc", momentum=0.9, weight_decay=25.0,
+        swap=tf_vrre.CorrectedSwap(correction=1.5e5) if two else None,
+        variance_reduction=(tf_vrre.ControlVariates(period=args.m, batch_size=args.ref_batch)
+                            if vr else None),
+        energy_mode="inference" if config == "vr_inf" else "train",
+        seed=args.seed)
+    if vr:
+        sampler.set_reference_data(data)
+    sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                    steps_per_execution=args.steps_per_execution)
+    return sampler
+
+
+def run_window(sampler, ds, steps):
+    """Runs ``steps`` sampler steps through ``fit``; returns (wall s, cpu s, last logs)."""
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    hist = sampler.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    logs = {k: float(v[-1]) for k, v in hist.history.items()}
+    if not np.isfinite(logs["loss"]):
+        raise RuntimeError(f"non-finite loss after the window: {logs}")
+    return wall, cpu, logs
+
+
+def full_pass_seconds(data, num_models, batch_size, repeats=3):
+    """Median (wall, cpu) seconds of a full inference pass of ``num_models`` nets over ``data``.
+
+    Mirrors the sampler's refresh (K snapshot forwards over the N reference examples, NLLs
+    summed in float64) to extrapolate its amortised cost to another ``N``; the sums are
+    read back and checked.
+    """
+    nets = [benchmark_model() for _ in range(num_models)]
+    for net in nets:
+        net.trainable = False
+    x, y = (tf.convert_to_tensor(a) for a in data)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+    n = int(x.shape[0])
+
+    @tf.function(autograph=False)  # plain Python loop over static batch offsets
+    def full_pass():
+        total = tf.zeros([num_models], tf.float64)
+        for start in range(0, n, batch_size):
+            xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+            total += tf.stack([tf.reduce_sum(tf.cast(loss(yb, net(xb, training=False)), tf.float64))
+                               for net in nets])
+        return total
+
+    full_pass().numpy()  # trace
+    walls, cpus = [], []
+    for _ in range(repeats):
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        value = full_pass().numpy()
+        walls.append(time.perf_counter() - wall0)
+        cpus.append(time.process_time() - cpu0)
+        if not np.all(np.isfinite(value)):
+            raise RuntimeError("non-finite full-pass energy")
+    return {"wall": statistics.median(walls), "cpu": statistics.median(cpus)}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    wall_start = time.perf_counter()
+    if args.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+    if args.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+    _MODEL_KWARGS.update(depth=args.depth, width=args.width)
+    params = benchmark_model().count_params()
+
+    x, y, source = load_data(args.data, args.data_size, args.seed)
+    ds = make_dataset(x, y, args.batch, args.seed)
+    print(f"step_cost: ResNet-{args.depth} (width {args.width}, {params:,} parameters), "
+          f"batch {args.batch}, N={args.data_size} {source} images, m={args.m} "
+          f"({args.data_size / args.m:.1f} refresh images/step/chain), {args.steps} timed steps "
+          f"x {args.repeats} rounds, steps_per_execution={args.steps_per_execution}, "
+          f"warm-up {args.warmup} steps", flush=True)
+    print(f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
+          f"devices {[d.device_type for d in tf.config.list_logical_devices()]}", flush=True)
+
+    samplers, datasets, batches = {}, {}, {}
+    for config in args.configs:
+        t0 = time.perf_counter()
+        samplers[config] = build_sampler(config, args, (x, y))
+        datasets[config], batches[config] = sampler_dataset(samplers[config], config, args, ds)
+        run_window(samplers[config], datasets[config], args.warmup)
+        print(f"  built + warmed up {CONFIGS[config]:<40s} ({args.warmup} steps incl. tracing) "
+              f"in {time.perf_counter() - t0:5.1f} s; {batches[config]}", flush=True)
+    # One more untimed round-robin pass: the first window after the other samplers' set-up
+    # ran up to 25% slow in trials.
+    t0 = time.perf_counter()
+    for config in args.configs:
+        run_window(samplers[config], datasets[config], args.warmup)
+    print(f"  untimed settling round ({args.warmup} steps each) in {time.perf_counter() - t0:.1f} s",
+          flush=True)
+
+    per_step = {clock: {c: [] for c in args.configs} for clock in CLOCKS}
+    last_logs = {}
+    for r in range(args.repeats):
+        shift = r % len(args.configs)
+        for config in args.configs[shift:] + args.configs[:shift]:
+            wall, cpu, logs = run_window(samplers[config], datasets[config], args.steps)
+            per_step["wall"][config].append(wall / args.steps)
+            per_step["cpu"][config].append(cpu / args.steps)
+            last_logs[config] = logs
+            swaps = (f", swaps {int(logs['swaps'])}/{int(logs['swap_attempts'])} so far"
+                     if "swaps" in logs else "")
+            print(f"  [round {r + 1}/{args.repeats}] {CONFIGS[config]:<40s} {args.steps} steps: "
+                  f"wall {wall:7.2f} s = {wall / args.steps * 1e3:7.1f} ms/step, "
+                  f"cpu {cpu / args.steps * 1e3:7.1f} ms/step (loss {logs['loss']:.3f}{swaps})",
+                  flush=True)
+
+    med = {clock: {c: statistics.median(v) for c, v in per_step[clock].items()} for clock in CLOCKS}
+    ratios = {clock: {} for clock in CLOCKS}
+    for clock in CLOCKS:
+        for name, (num, den, _, _) in RATIOS.items():
+            if num in med[clock] and den in med[clock]:
+                ratios[clock][name] = med[clock][num] / med[clock][den]
+
+    # Full-pass cost, to extrapolate the amortised refresh to the paper's N and m.
+    full, extrapolated = None, {clock: {} for clock in CLOCKS}
+    if any(c in args.configs for c in ("vr", "vr_inf")):
+        full = full_pass_seconds((x, y), 2, args.ref_batch)
+        for clock in CLOCKS:
+            if "resghmc" not in med[clock]:
+                continue
+            # Replace the measured amortised refresh (full / m) by (N_paper / N) full / m_paper.
+            delta = full[clock] * (args.paper_data_size / args.data_size / args.paper_m - 1.0 / args.m)
+            for c in ("vr", "vr_inf"):
+                if c in med[clock]:
+                    extrapolated[clock][f"{c}/resghmc"] = (med[clock][c] + delta) / med[clock]["resghmc"]
+
+    print()
+    print(f"{'configuration':<40s} {'wall ms/step: median':>21s} {'min':>7s} {'max':>7s}"
+          f" {'cpu ms/step: median':>20s} {'min':>7s} {'max':>7s}")
+    for c in args.configs:
+        row = f"{CONFIGS[c]:<40s}"
+        for clock, width in (("wall", 21), ("cpu", 20)):
+            v = per_step[clock][c]
+            row += f" {med[clock][c] * 1e3:{width}.1f} {min(v) * 1e3:7.1f} {max(v) * 1e3:7.1f}"
+        print(row)
+    print()
+    print(f"{'ratio (of medians)':<40s} {'wall':>7s} {'cpu':>7s} {'target':>8s} {'paper':>6s}")
+    for name, (_, _, target, paper) in RATIOS.items():
+        if name not in ratios["wall"]:
+            continue
+        w, c = ratios["wall"][name], ratios["cpu"][name]
+        verdict = "" if target is None else "   " + ", ".join(
+            f"{clock} {'ok' if ratios[clock][name] <= target else 'ABOVE TARGET'}" for clock in CLOCKS)
+        print(f"{name:<40s} {w:7.3f} {c:7.3f} {('<= %.2f' % target) if target else '':>8s} "
+              f"{('%.2f' % paper) if paper else '':>6s}{verdict}")
+    if full is not None:
+        print()
+        print(f"full pass (2 nets x {args.data_size} images, inference, batch {args.ref_batch}): "
+              f"wall {full['wall']:.3f} s, cpu {full['cpu']:.3f} s; amortised over m={args.m}: "
+              f"wall {full['wall'] / args.m * 1e3:.2f} ms/step")
+        for name in extrapolated["wall"]:
+            label = f"{name} at N={args.paper_data_size}, m={args.paper_m}"
+            print(f"{label:<40s} {extrapolated['wall'][name]:7.3f} {extrapolated['cpu'][name]:7.3f}"
+                  f"   (estimate: measured full-pass cost scaled to "
+                  f"{args.paper_data_size / args.paper_m:.1f} images/step/chain)")
+    wall_total = time.perf_counter() - wall_start
+    print(f"\nwall time {wall_total:.1f} s", flush=True)
+
+    if args.json:
+        result = {
+            "settings": {k: v for k, v in vars(args).items() if k != "json"},
+            "model": {"depth": args.depth, "width": args.width, "parameters": params},
+            "data_source": source,
+            "batches": batches,
+            "environment": {"tensorflow": tf.__version__, "keras": keras.__version__,
+                            "python": platform.python_version(), "cpus": os.cpu_count(),
+                            "devices": [d.name for d in tf.config.list_logical_devices()]},
+            "seconds_per_step": {clock: {c: {"median": med[clock][c], "rounds": per_step[clock][c]}
+                                         for c in args.configs} for clock in CLOCKS},
+            "ratios": ratios,
+            "targets": {name: t for name, (_, _, t, _) in RATIOS.items() if t is not None},
+            "paper": {name: p for name, (_, _, _, p) in RATIOS.items() if p is not None},
+            "full_pass_seconds": full,
+            "extrapolated_ratios": extrapolated,
+            "last_logs": last_logs,
+            "wall_seconds": wall_total,
+        }
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return {"median_seconds_per_step": med, "ratios": ratios}
+
+
+if __name__ == "__main__":
+    main()
