@@ -61,7 +61,7 @@ def resolve_nll(loss):
     return nll
 
 
-def per_example(values, batch_size_tensor, name="nll"):
+def per_example(values, name="nll"):
     """Checks that ``values`` has one entry per example (trailing axes are summed)."""
     values = tf.convert_to_tensor(values)
     if values.shape.rank is None:

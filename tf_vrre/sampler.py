@@ -461,7 +461,7 @@ class ReplicaExchangeSampler(keras.Model):
 
     # ---- energy helpers -----------------------------------------------------------------
     def _per_example_nll(self, x, y, y_pred, sample_weight):
-        nll = en.per_example(self._nll_fn(x, y, y_pred), None)
+        nll = en.per_example(self._nll_fn(x, y, y_pred))
         nll = tf.cast(nll, tf.float32)
         if sample_weight is not None:
             nll = nll * tf.cast(tf.reshape(sample_weight, tf.shape(nll)), nll.dtype)
@@ -636,7 +636,7 @@ class ReplicaExchangeSampler(keras.Model):
                      for g, chain in zip(grads, self.chains)]
 
         if self.swap_rule is not None:
-            grads, nlls, preds = self._swap_step(step, key, x, y, swt, index, n, scale, lrs, temps,
+            grads, nlls, preds = self._swap_step(step, key, x, y, swt, index, n, lrs, temps,
                                                  nlls, preds, grads, priors)
 
         # Updates.
@@ -672,7 +672,7 @@ class ReplicaExchangeSampler(keras.Model):
         self.step_counter.assign_add(1)
         return self._logs(lrs, temps)
 
-    def _swap_step(self, step, key, x, y, swt, index, n, scale, lrs, temps, nlls, preds, grads, priors):
+    def _swap_step(self, step, key, x, y, swt, index, n, lrs, temps, nlls, preds, grads, priors):
         K, rule, vr = self.num_chains, self.swap_rule, self.variance_reduction
         P = K - 1
         period = rule.period or (vr.period if vr is not None else 1)
@@ -711,18 +711,22 @@ class ReplicaExchangeSampler(keras.Model):
             per_ex = [c + coef[h] * s for h, (c, s) in enumerate(zip(cur64, snap64))]
         else:
             per_ex = cur64
-        pieces = [tf.stack([tf.reduce_sum(e) for e in per_ex])]                     # [K]
+        pieces = [tf.stack([tf.reduce_sum(c) for c in cur64])]                      # [K]
+        if vr is not None:
+            pieces += [tf.stack([tf.reduce_sum(sn) for sn in snap64])]              # [K]
         pieces += [stats.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]       # P x [3]
         if vr is not None and vr.adaptive:
             pieces += [stats.cross_moments(cur64[h], snap64[h]) for h in range(K)]   # K x [5]
         flat = _all_reduce(tf.concat(pieces, 0))
-        sums = flat[:K]
-        pair_m = tf.reshape(flat[K:K + 3 * P], [P, 3])
         prior = tf.stack(priors)
         if vr is not None:
-            energy = scale * sums - tf.stack(coef) * self.snapshot_energy + prior
+            energy = en.control_variate_energy(flat[:K], flat[K:2 * K], self.snapshot_energy, tf.stack(coef),
+                                               n, self.data_size, prior)
+            flat = flat[2 * K:]
         else:
-            energy = scale * sums + prior
+            energy = en.minibatch_energy(flat[:K], n, self.data_size, prior)
+            flat = flat[K:]
+        pair_m = tf.reshape(flat[:3 * P], [P, 3])
 
         # Decision.
         attempt = tf.logical_and(possible, tf.convert_to_tensor(self.sigma2_ready))
@@ -759,13 +763,13 @@ class ReplicaExchangeSampler(keras.Model):
         self.sigma2.assign(tf.where(end, new_sigma2, self.sigma2))
         self.sigma2_ready.assign(tf.logical_or(self.sigma2_ready, end))
         if vr is not None and vr.adaptive:
-            cm = tf.reshape(flat[K + 3 * P:], [K, 5])
+            cm = tf.reshape(flat[3 * P:], [K, 5])
             cov, var = stats.covariance_and_variance(cm)
             self.window_cov.assign_add(w * cov)
             self.window_var.assign_add(w * var)
             vr_end = tf.logical_and(tf.equal(tf.math.floormod(step + 1, vr.period), 0), self.window_var > 0)
             c_new = -tf.math.divide_no_nan(tf.convert_to_tensor(self.window_cov), self.window_var)
-            smoothed = (1.0 - vr.smoothing) * self.coefficient + vr.smoothing * c_new
+            smoothed = stats.stochastic_approximation(self.coefficient, c_new, vr.smoothing, True)
             self.coefficient.assign(tf.where(vr_end, smoothed, self.coefficient))
             vr_reset = tf.equal(tf.math.floormod(step + 1, vr.period), 0)
             self.window_cov.assign(tf.where(vr_reset, tf.zeros_like(self.window_cov), self.window_cov))
