@@ -284,7 +284,6 @@ class ReplicaExchangeSampler(keras.Model):
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, K)]
         self._chain_metrics = []
         self._nll_fn = nll
-        self._compiled_loss = None
         self.built = True
         if nll is not None:
             self.compile()
@@ -429,7 +428,6 @@ class ReplicaExchangeSampler(keras.Model):
         super().compile(optimizer=None, loss=None, metrics=metrics,
                         weighted_metrics=weighted_metrics, run_eagerly=run_eagerly,
                         steps_per_execution=steps_per_execution, jit_compile=jit_compile, **kwargs)
-        self._compiled_loss = loss
         self._compile_args = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics,
                               "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
         self._nll_fn = self.nll if self.nll is not None else en.resolve_nll(loss)
