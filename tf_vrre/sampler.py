@@ -42,6 +42,22 @@ from tf_vrre import swaps as sw
 
 _NEVER = -(2 ** 62)
 INDEX_KEY = "example_index"
+SWAP_LOG_CAPACITY = 1024
+"""Rows (steps) of the in-graph swap record ring buffer read by ``tf_vrre.callbacks.SwapLogger``."""
+
+
+def swap_log_columns(num_chains):
+    """Column names of :attr:`ReplicaExchangeSampler.swap_log` rows.
+
+    ``step, sigma2_updated, refreshed`` then, per adjacent pair ``p``: ``proposed_p,
+    accepted_p, energy_lo_p, energy_hi_p, log_ratio_p, sigma2_p``, then ``c_h`` per chain
+    (0 without variance reduction) and ``correction``.
+    """
+    cols = ["step", "sigma2_updated", "refreshed"]
+    for p in range(max(num_chains - 1, 1)):
+        cols += [f"{k}_{p}" for k in ("proposed", "accepted", "energy_lo", "energy_hi", "log_ratio", "sigma2")]
+    cols += [f"c_{h}" for h in range(num_chains)]
+    return cols + ["correction"]
 
 
 def unpack(data):
@@ -270,6 +286,12 @@ class ReplicaExchangeSampler(keras.Model):
             self.window_variance = state("window_variance", (P,), "float64")
             self.last_energy = state("last_energy", (K,), "float64")
             self.last_log_ratio = state("last_log_ratio", (P,), "float64")
+            self.correction = state("correction", (), "float64", swap_rule.initial_correction())
+            # Ring buffer of per-step swap records (slot = step % capacity), drained by
+            # tf_vrre.callbacks.SwapLogger; rows are laid out as swap_log_columns(K).
+            self.swap_log = state("swap_log", (SWAP_LOG_CAPACITY, len(swap_log_columns(K))), "float64", -1)
+        # Mini-batch energy U_B of the state in each slot on this step's batch (before the update).
+        self.batch_energy = state("batch_energy", (K,), "float64")
         if variance_reduction is not None:
             self.snapshots = [self._build_chain(h, snapshot=True) for h in range(K)]
             self.snapshot_energy = state("snapshot_energy", (K,), "float64")
@@ -327,6 +349,18 @@ class ReplicaExchangeSampler(keras.Model):
             raise ValueError(f"learning_rates must be > 0, got {v}")
         self.learning_rate.assign(np.asarray(v, np.float32))
 
+    def set_correction(self, correction):
+        """Assigns a new correction factor ``F > 0`` (not with a scheduled ``F``)."""
+        if self.swap_rule is None:
+            raise ValueError("set_correction: the sampler has no swap rule")
+        if self.swap_rule.scheduled_correction:
+            raise ValueError("set_correction: F follows the swap rule's schedule; build the "
+                             "CorrectedSwap with a number to set F from a callback")
+        if isinstance(correction, bool) or not isinstance(correction, numbers.Real) or not (
+                correction > 0 and np.isfinite(correction)):
+            raise ValueError(f"correction (F) must be a finite number > 0, got {correction!r}")
+        self.correction.assign(float(correction))
+
     def set_reference_data(self, data, batch_size=None):
         """Sets the full training data used for the snapshot energies ``U_hat`` (VR only).
 
@@ -370,24 +404,47 @@ class ReplicaExchangeSampler(keras.Model):
         per-example table of the last full pass, so VR costs no snapshot forward per step.
         Do not add random augmentation to these batches (the cache would no longer match).
 
+        The order is a pure function of the seed and the sampler's step counter (read when
+        the iterator yields its first batch): data epoch ``e`` is the stateless permutation
+        ``shuffle(seed, e)``.  So a run resumed from a checkpoint
+        (``keras.callbacks.BackupAndRestore``) sees exactly the batches the uninterrupted run
+        would have seen, and a second ``fit`` continues the stream instead of restarting it.
+
         Args:
           batch_size: mini-batch size ``n``.
-          shuffle: reshuffle every epoch (seeded by ``seed``, default the sampler's seed).
-          repeat: repeat indefinitely (then pass ``steps_per_epoch`` to ``fit``).
-          drop_remainder: drop the last partial batch.
+          shuffle: a new permutation every data epoch (seeded by ``seed``, default the
+            sampler's seed); ``False``: the reference order.
+          repeat: an endless stream (then pass ``steps_per_epoch`` to ``fit``), starting at
+            batch ``step_counter``; otherwise each iterator yields one whole data epoch, number
+            ``ceil(step_counter / batches_per_epoch)``.
+          drop_remainder: drop the last partial batch of every data epoch.
         """
         if self._reference is None or isinstance(self._reference[0], tf.data.Dataset):
             raise ValueError("make_dataset: call set_reference_data with in-memory arrays first")
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if drop_remainder and batch_size > self.data_size:
+            raise ValueError(f"batch_size must be <= data_size ({self.data_size}) with drop_remainder, "
+                             f"got {batch_size}")
         source = self._reference[0]
         parts = list(source) if isinstance(source, (tuple, list)) else [source]
-        idx = tf.data.Dataset.range(self.data_size)
-        if shuffle:
-            idx = idx.shuffle(self.data_size, seed=self.seed if seed is None else seed,
-                              reshuffle_each_iteration=True)
-        if repeat:
-            idx = idx.repeat()
+        N, n = self.data_size, int(batch_size)
+        per_epoch = N // n if drop_remainder else -(-N // n)
+        key = seeds.fold(seeds.base_key(self.seed if seed is None else seed), seeds.DATA)
+        counter = self.step_counter
+
+        def epoch_batches(e):
+            order = tf.range(N, dtype=tf.int64)
+            if shuffle:
+                order = tf.random.experimental.stateless_shuffle(order, seeds.fold(key, e))
+            return tf.data.Dataset.from_tensor_slices(order).batch(n, drop_remainder=drop_remainder)
+
+        def stream(_):
+            start = tf.convert_to_tensor(counter)  # read when the iterator first yields
+            if not repeat:  # one whole data epoch: the first one not yet (fully) started
+                return epoch_batches((start + per_epoch - 1) // per_epoch)
+            first = start // per_epoch
+            return tf.data.Dataset.range(first, tf.int64.max).flat_map(epoch_batches).skip(start % per_epoch)
 
         def take(i):
             got = [tf.gather(p, i) for p in parts]
@@ -398,7 +455,9 @@ class ReplicaExchangeSampler(keras.Model):
                 extra["sample_weight"] = got.pop()
             return got[0], got[1], extra
 
-        ds = idx.batch(batch_size, drop_remainder=drop_remainder).map(take).prefetch(2)
+        ds = tf.data.Dataset.from_tensors(0).flat_map(stream).map(take)
+        ds = ds.repeat() if repeat else ds.apply(tf.data.experimental.assert_cardinality(per_epoch))
+        ds = ds.prefetch(2)
         options = tf.data.Options()
         options.autotune.enabled = False  # autotuning stalled short fit() calls in benchmarks
         return ds.with_options(options)
@@ -637,6 +696,11 @@ class ReplicaExchangeSampler(keras.Model):
             grads, nlls, preds = self._swap_step(step, key, x, y, swt, index, n, lrs, temps,
                                                  nlls, preds, grads, priors)
 
+        # Energy of the state now in each slot on this batch, before the update (recorded).
+        sums = _all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in nlls]))
+        prior_now = tf.stack([self._prior(c.trainable_weights) for c in self.chains])
+        self.batch_energy.assign(en.minibatch_energy(sums, n, self.data_size, prior_now))
+
         # Updates.
         noise_key = seeds.fold(key, seeds.NOISE)
         friction = 1.0 - self.momentum
@@ -667,7 +731,10 @@ class ReplicaExchangeSampler(keras.Model):
             self._compile_metrics.update_state(y, preds[0], swt)
             for m, p in zip(self._chain_metrics, preds[1:]):
                 m.update_state(y, p, swt)
-        self.step_counter.assign_add(1)
+        # After the batch is consumed (make_dataset reads the counter when its iterator starts;
+        # without the data dependency the increment may run before get_next).
+        with tf.control_dependencies([sums]):  # sums of this batch's NLLs: data-dependent
+            self.step_counter.assign_add(1)
         return self._logs(lrs, temps)
 
     def _swap_step(self, step, key, x, y, swt, index, n, lrs, temps, nlls, preds, grads, priors):
@@ -729,7 +796,10 @@ class ReplicaExchangeSampler(keras.Model):
         # Decision.
         attempt = tf.logical_and(possible, tf.convert_to_tensor(self.sigma2_ready))
         proposed = tf.logical_and(rule.propose(K, self.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)), attempt)
-        log_ratio = sw.log_swap_ratio(energy[:-1], energy[1:], temps[:-1], temps[1:], self.sigma2, rule.correction)
+        if rule.scheduled_correction:
+            self.correction.assign(tf.cast(rule.correction(step), tf.float64))
+        correction = tf.convert_to_tensor(self.correction)
+        log_ratio = sw.log_swap_ratio(energy[:-1], energy[1:], temps[:-1], temps[1:], self.sigma2, correction)
         res = sw.decide_swaps(log_ratio, proposed, seeds.fold(key, seeds.SWAP_UNIFORM))
         any_acc = tf.reduce_any(res.accepted)
 
@@ -775,6 +845,18 @@ class ReplicaExchangeSampler(keras.Model):
             self.window_var.assign(tf.where(vr_reset, tf.zeros_like(self.window_var), self.window_var))
         self.window_steps.assign(tf.where(reset, tf.zeros_like(self.window_steps), self.window_steps))
         self.window_variance.assign(tf.where(reset, tf.zeros_like(self.window_variance), self.window_variance))
+
+        # Per-step record (ring buffer; see swap_log_columns).
+        f64 = lambda t: tf.cast(t, tf.float64)  # noqa: E731
+        refreshed = tf.equal(tf.math.floormod(step, vr.period), 0) if vr is not None else tf.constant(False)
+        per_pair = tf.stack([f64(proposed), f64(res.accepted), energy[:-1], energy[1:], log_ratio,
+                             tf.convert_to_tensor(self.sigma2)], axis=1)
+        coefs = tf.convert_to_tensor(self.coefficient) if vr is not None else tf.zeros([K], tf.float64)
+        row = tf.concat([tf.stack([f64(step), f64(end), f64(refreshed)]), tf.reshape(per_pair, [-1]),
+                         coefs, correction[None]], 0)
+        slot = tf.math.floormod(step, SWAP_LOG_CAPACITY)
+        self.swap_log.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(self.swap_log),
+                                                         slot[None, None], row[None]))
         return grads, nlls, preds
 
     def _logs(self, lrs, temps):
@@ -795,6 +877,7 @@ class ReplicaExchangeSampler(keras.Model):
             logs["swaps"] = swaps
             logs["swap_attempts"] = attempts
             logs["accept_rate"] = tf.math.divide_no_nan(tf.cast(swaps, tf.float64), tf.cast(attempts, tf.float64))
+            logs["correction"] = self.correction
             for p in range(self.num_chains - 1):
                 logs[f"sigma2_{p}"] = self.sigma2[p]
                 if self.num_chains > 2:

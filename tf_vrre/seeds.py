@@ -12,6 +12,7 @@ import tensorflow as tf
 NOISE = 1
 SWAP_UNIFORM = 2
 SWAP_PAIR = 3
+DATA = 4  # data order of ReplicaExchangeSampler.make_dataset (folded with the data epoch)
 
 
 def base_key(seed):

@@ -93,8 +93,10 @@ class CorrectedSwap:
     before the first estimate exists.
 
     Args:
-      correction: ``F > 0``.  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian energy
-        noise; larger ``F`` swaps more at the price of bias.
+      correction: ``F > 0``, a number or a ``keras.optimizers.schedules.LearningRateSchedule``
+        of the step (e.g. ``tf_vrre.schedules.EpochExponential(1.5e5, 1.02, ...)`` for the
+        paper's ``F_k = F_0 1.02^k``).  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian
+        energy noise; larger ``F`` swaps more at the price of bias.
       smoothing: ``gamma`` in ``(0, 1]``.
       period: steps between ``sigma2`` updates; ``None`` uses the variance-reduction period
         ``m`` when control variates are on, else 1.
@@ -110,8 +112,14 @@ class CorrectedSwap:
 
     def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
                  cooling_steps=0):
-        if isinstance(correction, bool) or not isinstance(correction, (int, float)) or not correction > 0:
-            raise ValueError(f"correction (F) must be a number > 0, got {correction!r}")
+        if isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
+            first = float(keras.ops.convert_to_numpy(correction(0)))
+            if not first > 0 or not first < float("inf"):
+                raise ValueError(f"correction (F) schedule must give values > 0, got {first} at step 0")
+        elif isinstance(correction, bool) or not isinstance(correction, (int, float)) or not correction > 0:
+            raise ValueError(f"correction (F) must be a number > 0 or a LearningRateSchedule, got {correction!r}")
+        else:
+            correction = float(correction)
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
             raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
         if period is not None and (isinstance(period, bool) or not isinstance(period, int) or period < 1):
@@ -120,7 +128,7 @@ class CorrectedSwap:
             raise ValueError(f"pairs must be one of {PAIR_SCHEDULES}, got {pairs!r}")
         if isinstance(cooling_steps, bool) or not isinstance(cooling_steps, int) or cooling_steps < 0:
             raise ValueError(f"cooling_steps must be an integer >= 0, got {cooling_steps!r}")
-        self.correction = float(correction)
+        self.correction = correction
         self.smoothing = float(smoothing)
         self.period = period
         self.pairs = pairs
@@ -130,13 +138,29 @@ class CorrectedSwap:
         """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
         return _PROPOSALS[self.pairs](num_chains, attempt, seed)
 
+    @property
+    def scheduled_correction(self):
+        """True when ``correction`` is a schedule of the step."""
+        return isinstance(self.correction, keras.optimizers.schedules.LearningRateSchedule)
+
+    def initial_correction(self):
+        """``F`` at step 0, a float."""
+        if self.scheduled_correction:
+            return float(keras.ops.convert_to_numpy(self.correction(0)))
+        return self.correction
+
     def get_config(self):
-        return {"correction": self.correction, "smoothing": self.smoothing,
+        correction = (keras.saving.serialize_keras_object(self.correction)
+                      if self.scheduled_correction else self.correction)
+        return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
                 "cooling_steps": self.cooling_steps}
 
     @classmethod
     def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("correction"), dict):
+            config["correction"] = keras.saving.deserialize_keras_object(config["correction"])
         return cls(**config)
 
     def __repr__(self):
