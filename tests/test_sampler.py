@@ -151,7 +151,7 @@ def test_classifier_fit_logs_and_csv(tmp_path):
     hist = s.fit(ds, epochs=4, verbose=0, callbacks=[keras.callbacks.CSVLogger(str(path))])
     logs = {k: v[-1] for k, v in hist.history.items()}
     for key in ("loss", "loss_1", "accuracy", "accuracy_1", "swaps", "swap_attempts", "accept_rate",
-                "sigma2_0", "temperature_0", "temperature_1", "lr_0", "lr_1"):
+                "sigma2_0", "temperature_0", "temperature_1", "lr_0", "lr_1", "correction"):
         assert key in logs, key
         assert isinstance(logs[key], float), (key, type(logs[key]))
         assert np.isfinite(logs[key])
@@ -164,6 +164,11 @@ def test_classifier_fit_logs_and_csv(tmp_path):
     assert set(ev) >= {"loss", "accuracy"}
     assert s.predict(x[:5], verbose=0).shape == (5, 3)
     np.testing.assert_allclose(s.predict(x[:5], verbose=0), s.cold_model.predict(x[:5], verbose=0))
+    # Re-compiling without metrics drops the hot chains' metrics (they were built: stale ones
+    # used to break fit's epoch logs).
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    hist = s.fit(ds, epochs=1, verbose=0).history
+    assert "accuracy_1" not in hist and "correction" in hist
 
 
 def test_regression_with_compiled_mse_and_single_chain_msgd():

@@ -50,12 +50,14 @@ def swap_log_columns(num_chains):
     """Column names of :attr:`ReplicaExchangeSampler.swap_log` rows.
 
     ``step, sigma2_updated, refreshed`` then, per adjacent pair ``p``: ``proposed_p,
-    accepted_p, energy_lo_p, energy_hi_p, log_ratio_p, sigma2_p``, then ``c_h`` per chain
-    (0 without variance reduction) and ``correction``.
+    accepted_p, energy_lo_p, energy_hi_p, log_ratio_p, sigma2_p`` (the value the decision
+    used), ``sigma2_new_p`` (after this step's window update), then ``c_h`` per chain (0
+    without variance reduction) and ``correction``.
     """
     cols = ["step", "sigma2_updated", "refreshed"]
     for p in range(max(num_chains - 1, 1)):
-        cols += [f"{k}_{p}" for k in ("proposed", "accepted", "energy_lo", "energy_hi", "log_ratio", "sigma2")]
+        cols += [f"{k}_{p}" for k in ("proposed", "accepted", "energy_lo", "energy_hi", "log_ratio", "sigma2",
+                                      "sigma2_new")]
     cols += [f"c_{h}" for h in range(num_chains)]
     return cols + ["correction"]
 
@@ -490,6 +492,9 @@ class ReplicaExchangeSampler(keras.Model):
         self._compile_args = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics,
                               "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
         self._nll_fn = self.nll if self.nll is not None else en.resolve_nll(loss)
+        for old in getattr(self, "_chain_metrics", []):  # a re-compile replaces them: untrack
+            if old in self._metrics:
+                self._metrics.remove(old)
         self._chain_metrics = []
         if metrics is not None or weighted_metrics is not None:
             from keras.src.trainers.compile_utils import CompileMetrics
@@ -799,7 +804,8 @@ class ReplicaExchangeSampler(keras.Model):
         if rule.scheduled_correction:
             self.correction.assign(tf.cast(rule.correction(step), tf.float64))
         correction = tf.convert_to_tensor(self.correction)
-        log_ratio = sw.log_swap_ratio(energy[:-1], energy[1:], temps[:-1], temps[1:], self.sigma2, correction)
+        sigma2_used = tf.convert_to_tensor(self.sigma2)
+        log_ratio = sw.log_swap_ratio(energy[:-1], energy[1:], temps[:-1], temps[1:], sigma2_used, correction)
         res = sw.decide_swaps(log_ratio, proposed, seeds.fold(key, seeds.SWAP_UNIFORM))
         any_acc = tf.reduce_any(res.accepted)
 
@@ -850,7 +856,7 @@ class ReplicaExchangeSampler(keras.Model):
         f64 = lambda t: tf.cast(t, tf.float64)  # noqa: E731
         refreshed = tf.equal(tf.math.floormod(step, vr.period), 0) if vr is not None else tf.constant(False)
         per_pair = tf.stack([f64(proposed), f64(res.accepted), energy[:-1], energy[1:], log_ratio,
-                             tf.convert_to_tensor(self.sigma2)], axis=1)
+                             sigma2_used, tf.convert_to_tensor(self.sigma2)], axis=1)
         coefs = tf.convert_to_tensor(self.coefficient) if vr is not None else tf.zeros([K], tf.float64)
         row = tf.concat([tf.stack([f64(step), f64(end), f64(refreshed)]), tf.reshape(per_pair, [-1]),
                          coefs, correction[None]], 0)

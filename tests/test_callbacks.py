@@ -1,0 +1,196 @@
+"""HyperparameterScheduler and SwapLogger with a small classifier under ``fit``."""
+
+import csv
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
+from tf_vrre.callbacks import HyperparameterScheduler, SwapLogger
+from tf_vrre.schedules import EpochExponential
+
+N = 64
+
+
+@keras.saving.register_keras_serializable(package="test_callbacks")
+def small_net():
+    inp = keras.Input((4,))
+    return keras.Model(inp, keras.layers.Dense(3)(inp))
+
+
+def data(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, 4)).astype("float32")
+    y = (x[:, 0] + 0.5 * rng.normal(size=N) > 0).astype("int32") + (x[:, 1] > 1).astype("int32")
+    return x, y
+
+
+def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4):
+    s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=len(temperatures),
+                               temperatures=list(temperatures), learning_rates=lr, seed=seed,
+                               swap=CorrectedSwap(correction=correction),
+                               variance_reduction=ControlVariates(period=period) if vr else None)
+    x, y = data()
+    if vr:
+        s.set_reference_data((x, y))
+    else:
+        s._reference = None
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
+              metrics=["accuracy"])
+    return s, x, y
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---- HyperparameterScheduler -------------------------------------------------------------
+def test_scheduler_sets_values_per_epoch():
+    s, x, y = make_sampler(vr=False)
+    sched = HyperparameterScheduler(
+        learning_rates=[lambda e: 1e-3 * 0.5 ** e, lambda e: 1.5e-3 * 0.5 ** e],
+        temperatures=lambda e: [1.0 / 1.02 ** min(e, 2), 5.0 / 1.02 ** min(e, 2)],
+        correction=lambda e: 2.0 * 1.02 ** min(e, 2))
+    hist = s.fit(x, y, batch_size=16, epochs=4, verbose=0, callbacks=[sched]).history
+    for e in range(4):
+        assert hist["lr_0"][e] == pytest.approx(1e-3 * 0.5 ** e, rel=1e-6)
+        assert hist["lr_1"][e] == pytest.approx(1.5e-3 * 0.5 ** e, rel=1e-6)
+        assert hist["temperature_0"][e] == pytest.approx(1.0 / 1.02 ** min(e, 2), rel=1e-6)
+        assert hist["temperature_1"][e] == pytest.approx(5.0 / 1.02 ** min(e, 2), rel=1e-6)
+        assert hist["correction"][e] == pytest.approx(2.0 * 1.02 ** min(e, 2), rel=1e-9)
+        assert isinstance(hist["lr_0"][e], float)
+
+
+def test_scheduler_accepts_numbers_and_step_schedules():
+    s, x, y = make_sampler(vr=False)
+    sched = HyperparameterScheduler(learning_rates=EpochExponential(1e-3, 0.5, steps_per_epoch=4, constant_epochs=1),
+                                    correction=3.0)
+    hist = s.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[sched]).history
+    assert hist["lr_0"] == pytest.approx([1e-3, 5e-4, 2.5e-4], rel=1e-6)
+    assert hist["correction"] == pytest.approx([3.0] * 3)
+
+
+def test_scheduler_errors():
+    with pytest.raises(ValueError, match="at least one"):
+        HyperparameterScheduler()
+    with pytest.raises(TypeError, match="temperatures"):
+        HyperparameterScheduler(temperatures="hot")
+    with pytest.raises(TypeError, match="correction"):
+        HyperparameterScheduler(correction=[1.0, 2.0])
+    s, x, y = make_sampler(vr=False)
+    with pytest.raises(ValueError, match="temperatures must be"):
+        s.fit(x, y, batch_size=16, epochs=1, verbose=0,
+              callbacks=[HyperparameterScheduler(temperatures=lambda e: [2.0, 1.0])])
+    with pytest.raises(ValueError, match="correction"):
+        s.fit(x, y, batch_size=16, epochs=1, verbose=0,
+              callbacks=[HyperparameterScheduler(correction=lambda e: -1.0)])
+    scheduled = ReplicaExchangeSampler(small_net, data_size=N, temperatures=[1.0, 2.0],
+                                       learning_rates=EpochExponential(1e-3, 0.9, 4), seed=0)
+    scheduled.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
+    with pytest.raises(ValueError, match="already a schedule"):
+        scheduled.fit(x, y, batch_size=16, epochs=1, verbose=0,
+                      callbacks=[HyperparameterScheduler(learning_rates=1e-3)])
+    with pytest.raises(ValueError, match="correction"):
+        s.set_correction(0.0)
+
+
+def test_scheduler_config_round_trip():
+    sched = HyperparameterScheduler(learning_rates=[EpochExponential(1e-3, 0.9, 4), 2e-3],
+                                    temperatures=[1.0, 3.0], correction=2.5, verbose=1)
+    config = sched.get_config()
+    assert set(config) == {"learning_rates", "temperatures", "correction", "verbose"}
+    back = HyperparameterScheduler.from_config(config)
+    assert back.get_config() == config
+    assert back.values(epoch=2, step=9) == sched.values(epoch=2, step=9)
+    assert keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(sched)).get_config() == config
+
+
+# ---- SwapLogger --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    out = tmp_path_factory.mktemp("swaplog")
+    s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
+              steps_per_execution=4)
+    logger = SwapLogger(str(out / "csv"), tensorboard_dir=str(out / "tb"))
+    hist = s.fit(s.make_dataset(16), epochs=60, verbose=0, callbacks=[logger]).history
+    return s, out, hist
+
+
+def test_swap_log_matches_sampler_counters(logged):
+    s, out, hist = logged
+    swaps = read_csv(out / "csv" / "swaps.csv")
+    assert len(swaps) == int(s.attempt_count.numpy().sum()) > 100
+    assert sum(int(r["accepted"]) for r in swaps) == int(s.swap_count.numpy().sum())
+    steps = [int(r["step"]) for r in swaps]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    assert max(steps) < int(s.step_counter.numpy())
+    epochs = read_csv(out / "csv" / "epochs.csv")
+    assert [int(r["epoch"]) for r in epochs] == list(range(60))
+    assert sum(int(r["swaps"]) for r in epochs) == int(s.swap_count.numpy().sum())
+    assert sum(int(r["steps"]) for r in epochs) == int(s.step_counter.numpy())
+    assert hist["epoch_swaps"] == [float(r["swaps"]) for r in epochs]
+    assert all(isinstance(v, float) for v in hist["epoch_accept_rate"])
+
+
+def test_swap_log_records_are_consistent(logged):
+    """Each record satisfies log S = delta (U_lo - U_hi - delta sigma2 / F); decisions follow
+    min(1, exp(log S)) within binomial error."""
+    s, out, _ = logged
+    rows = read_csv(out / "csv" / "swaps.csv")
+    lo = np.array([float(r["energy_lo"]) for r in rows])
+    hi = np.array([float(r["energy_hi"]) for r in rows])
+    t_lo = np.array([float(r["temperature_lo"]) for r in rows])
+    t_hi = np.array([float(r["temperature_hi"]) for r in rows])
+    sig = np.array([float(r["sigma2"]) for r in rows])
+    f = np.array([float(r["correction"]) for r in rows])
+    log_s = np.array([float(r["log_ratio"]) for r in rows])
+    delta = 1 / t_lo - 1 / t_hi
+    np.testing.assert_allclose(log_s, delta * (lo - hi - delta * sig / f), rtol=1e-9, atol=1e-9)
+    p = np.minimum(1.0, np.exp(log_s))
+    acc = np.array([int(r["accepted"]) for r in rows])
+    se = np.sqrt(np.sum(p * (1 - p)))
+    assert 0.02 < p.mean() < 0.98, p.mean()  # the check below is informative
+    assert abs(acc.sum() - p.sum()) < 4.5 * se + 1e-9, (acc.sum(), p.sum(), se)
+
+
+def test_refresh_records(logged):
+    s, out, _ = logged
+    rows = read_csv(out / "csv" / "refresh.csv")
+    snap = [int(r["step"]) for r in rows if r["snapshot_refreshed"] == "1"]
+    upd = [int(r["step"]) for r in rows if r["sigma2_updated"] == "1"]
+    total = int(s.step_counter.numpy())
+    assert snap == list(range(0, total, 4))                  # refresh every m = 4 steps
+    assert upd == list(range(3, total, 4))                   # sigma2 at the end of each window
+    last = [r for r in rows if r["sigma2_updated"] == "1"][-1]
+    assert float(last["sigma2_0"]) == pytest.approx(float(s.sigma2.numpy()[0]))
+    assert float(last["c_0"]) == -1.0
+
+
+def test_tensorboard_scalars_written(logged):
+    _, out, _ = logged
+    import tensorflow as tf
+
+    tags = set()
+    for name in os.listdir(out / "tb"):
+        for event in tf.compat.v1.train.summary_iterator(str(out / "tb" / name)):
+            for v in event.summary.value:
+                tags.add(v.tag)
+    assert {"swap/log_ratio_0", "swap/accepted_0", "sigma2/0", "c/0", "epoch/swaps"} <= tags
+
+
+def test_swap_logger_errors_and_config(tmp_path):
+    s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=1, seed=0, swap=None)
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
+    x, y = data()
+    with pytest.raises(ValueError, match="no swap rule"):
+        s.fit(x, y, epochs=1, verbose=0, callbacks=[SwapLogger(str(tmp_path))])
+    with pytest.raises(TypeError, match="log_dir"):
+        SwapLogger(None)
+    logger = SwapLogger(str(tmp_path / "a"), tensorboard_dir=str(tmp_path / "b"))
+    config = logger.get_config()
+    assert config == {"log_dir": str(tmp_path / "a"), "tensorboard_dir": str(tmp_path / "b")}
+    assert SwapLogger.from_config(config).get_config() == config
