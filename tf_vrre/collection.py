@@ -132,6 +132,16 @@ def load_samples(directory):
     return SampleSet(directory, manifest["entries"])
 
 
+def reservoir_slot(seed, count, capacity):
+    """Reservoir sampling (Algorithm R) for the ``count``-th item (1-based): the slot it
+    takes, or ``None`` when it is not kept.  After ``n`` items each one is in the reservoir
+    with probability ``capacity / n``; the choice is a pure function of ``(seed, count)``."""
+    if count <= capacity:
+        return count - 1
+    j = int(np.random.default_rng([int(seed), int(count)]).integers(0, count))
+    return j if j < capacity else None
+
+
 def _softmax(z):
     z = z - z.max(-1, keepdims=True)
     e = np.exp(z)
@@ -292,8 +302,10 @@ class SampleCollector(keras.callbacks.Callback):
                  "energy": float(s.batch_energy.numpy()[0])}
         pred = None
         if self.validation_data is not None:
-            pred = self._predictive()
-            arrays["predictive"] = pred.astype(np.float32)
+            # The running sum uses the stored (float32) values, so a resume that rebuilds it
+            # from the files gets bit-identical metrics.
+            arrays["predictive"] = self._predictive().astype(np.float32)
+            pred = arrays["predictive"].astype(np.float64)
         _atomic_write(path, lambda f: np.savez(f, **arrays))
         entry["bytes"] = os.path.getsize(path)
         entry["sha256"] = _sha256(path)
@@ -310,20 +322,16 @@ class SampleCollector(keras.callbacks.Callback):
             if len(entries) > self.max_samples:
                 evicted = entries.pop(0)
         else:  # reservoir (Algorithm R): slot j of count, a function of (seed, count)
-            if count <= self.max_samples:
-                entry["slot"] = count - 1
+            j = reservoir_slot(self.seed, count, self.max_samples)
+            if j is not None:
+                old = [e for e in entries if e.get("slot") == j]
+                evicted = old[0] if old else None
+                if evicted is not None:
+                    entries.remove(evicted)
+                entry["slot"] = j
                 entries.append(entry)
             else:
-                j = int(np.random.default_rng([self.seed, count]).integers(0, count))
-                if j < self.max_samples:
-                    old = [e for e in entries if e.get("slot") == j]
-                    evicted = old[0] if old else None
-                    if evicted is not None:
-                        entries.remove(evicted)
-                    entry["slot"] = j
-                    entries.append(entry)
-                else:
-                    entry = None
+                entry = None
         if pred is not None:
             if entry is not None:
                 self._bma_add(pred, +1)
