@@ -13,11 +13,14 @@ ROOT = os.path.dirname(os.path.dirname(__file__))
 
 
 def test_short_run_writes_summary(tmp_path, capsys):
-    assert cli.main(["mixture", "--steps", "400", "--data-size", "300", "--out", str(tmp_path)]) == 0
+    assert cli.main(["mixture", "--steps", "400", "--data-size", "300", "--seeds", "1", "--variance-m", "40",
+                     "--variance-steps", "200", "--sens-ratios", "0.5", "--sens-lrs", "1e-4", "--sens-seeds", "1",
+                     "--sens-steps", "20", "--out", str(tmp_path)]) == 0
     summary = json.load(open(tmp_path / "summary.json"))
     assert set(summary["methods"]) == {"sgld", "resgld", "vr-resgld"}
-    assert summary["methods"]["vr-resgld"]["attempts"] > 0
-    assert 0 < summary["exact_mode_weights"][0] < 1
+    assert summary["config"]["steps"] == 400  # --steps is an alias of --iterations
+    assert summary["methods"]["vr-resgld"]["per_seed"][0]["attempts"] > 0
+    assert 0 < summary["exact"]["mode_weights"][0] < 1
     assert "variance reduction factor" in capsys.readouterr().out
 
 

@@ -95,16 +95,77 @@ def mode_weights(x, temperature, split=PHI / 2):
     return left, 1.0 - left
 
 
+def barrier(x, temperature=1.0, split=PHI / 2):
+    """Height of the energy barrier at ``split`` above the lower mode, in units of ``temperature``.
+
+    ``(U(split) - min U) / tau``: ~3.8e3 nats at N = 1e3 (tau = 1), linear in N.
+    """
+    grid = np.linspace(-20.0, 40.0, 12001)
+    u = energy(grid, x)
+    return float((energy(np.array([split]), x)[0] - u.min()) / temperature)
+
+
+def exact_cdf(x, temperature, grid=None):
+    """``(grid, cdf)`` of the exact tempered posterior (trapezoid rule on the grid)."""
+    grid, p = exact_posterior(x, temperature, grid)
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(grid))])
+    return grid, cdf / cdf[-1]
+
+
+def ks_distance(samples, grid, cdf):
+    """Kolmogorov-Smirnov distance ``sup |F_emp - F_exact|`` of samples to a grid CDF."""
+    s = np.sort(np.asarray(samples, np.float64).reshape(-1))
+    if s.size == 0:
+        raise ValueError("ks_distance needs at least one sample")
+    f = np.interp(s, grid, cdf)
+    i = np.arange(1, s.size + 1)
+    return float(max(np.max(i / s.size - f), np.max(f - (i - 1) / s.size)))
+
+
+def left_fraction(beta, split=PHI / 2, batches=10):
+    """Fraction of a trace below ``split`` and its batch-means standard error (``batches`` blocks).
+
+    Mode changes are rare events, so the batch-means error of one run is itself noisy: compare
+    several chain seeds (``cli``: mean and standard error across seeds).
+    """
+    left = (np.asarray(beta) < split).astype(float)
+    t = len(left) - len(left) % batches
+    if t < 2 * batches:
+        return float(left.mean()), float("nan")
+    means = left[:t].reshape(batches, -1).mean(1)
+    return float(left.mean()), float(means.std(ddof=1) / np.sqrt(batches))
+
+
+def mode_changes(beta, split=PHI / 2, margin=2.0):
+    """Number of times a trace moves from one mode to the other (``split +- margin`` hysteresis)."""
+    state, count = None, 0
+    for b in np.asarray(beta).reshape(-1):
+        s = 0 if b < split - margin else (1 if b > split + margin else state)
+        if state is not None and s != state:
+            count += 1
+        state = s
+    return count
+
+
 METHODS = ("sgld", "resgld", "vr-resgld")
+LADDER = "vr-resgld-ladder"
+ALL_METHODS = METHODS + (LADDER,)
+
+
+def ladder(tau_low, tau_high, num_chains):
+    """Geometric temperature ladder ``tau_low * (tau_high / tau_low) ** (h / (K - 1))``."""
+    return [float(t) for t in np.geomspace(tau_low, tau_high, int(num_chains))]
 
 
 def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, temperatures=(10.0, 3000.0),
-        correction=2.0, smoothing=0.3, initial=30.0, seed=0, record_every=10, callbacks=()):
+        correction=2.0, smoothing=0.3, initial=30.0, seed=0, record_every=10, callbacks=(), num_chains=4):
     """Samples the mixture posterior with one method through ``model.fit``; returns a dict.
 
     Args:
       method: ``"sgld"`` (one chain at ``temperatures[0]``), ``"resgld"`` (two chains, plain
-        mini-batch energies) or ``"vr-resgld"`` (control variates refreshed every ``period``).
+        mini-batch energies), ``"vr-resgld"`` (control variates refreshed every ``period``) or
+        ``"vr-resgld-ladder"`` (VR with ``num_chains`` chains on the geometric ladder from
+        ``temperatures[0]`` to ``temperatures[-1]``; ``sigma2`` is then the cold pair's).
       data: ``[N, 1]`` float32 observations.
       steps: number of SGLD iterations.
       period: ``m`` (sigma^2 window and, for VR, snapshot period).
@@ -119,8 +180,10 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
     from tf_vrre.sampler import ReplicaExchangeSampler
     from tf_vrre.swaps import CorrectedSwap
 
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method not in ALL_METHODS:
+        raise ValueError(f"method must be one of {ALL_METHODS}, got {method!r}")
+    if method == LADDER:
+        temperatures = ladder(temperatures[0], temperatures[-1], num_chains)
     n_data = int(len(data))
     common = dict(data_size=n_data, learning_rates=learning_rate, dynamics="sgld",
                   weight_decay=weight_decay(), nll=nll, seed=seed)
@@ -129,7 +192,8 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
         sampler = ReplicaExchangeSampler(builder, num_chains=1, temperatures=float(temperatures[0]),
                                          swap=None, **common)
     else:
-        vr = ControlVariates(period=period, batch_size=min(n_data, 10000)) if method == "vr-resgld" else None
+        vr = (ControlVariates(period=period, batch_size=min(n_data, 10000))
+              if method in ("vr-resgld", LADDER) else None)
         sampler = ReplicaExchangeSampler(
             builder, num_chains=len(temperatures), temperatures=[float(t) for t in temperatures],
             swap=CorrectedSwap(correction=correction, smoothing=smoothing, period=period),
@@ -156,4 +220,7 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
     if method != "sgld":
         out["swaps"] = int(sampler.swap_count.numpy().sum())
         out["attempts"] = int(sampler.attempt_count.numpy().sum())
+        out["pair_swaps"] = [int(v) for v in sampler.swap_count.numpy()]
+        out["pair_attempts"] = [int(v) for v in sampler.attempt_count.numpy()]
+        out["temperatures"] = [float(t) for t in sampler.temperature.numpy()]
     return out
