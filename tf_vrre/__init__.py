@@ -6,19 +6,28 @@ Public API (see README.md):
 - :class:`CorrectedSwap` - the swap rule (corrected acceptance, sigma^2 estimation, pairs).
 - :class:`ControlVariates` - variance-reduced energies (snapshots every m steps).
 - :func:`gaussian_nll` - per-example Gaussian NLL for regression.
+- schedules (``tf_vrre.schedules``): :class:`EpochExponential`, :class:`Scaled`,
+  :class:`CyclicalCosine`, :func:`paper_cifar_schedules`.
+- callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
+  :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
   ``stats`` (variance / coefficient estimators), ``seeds``, ``mixture`` (the paper's 1-D
   Gaussian-mixture target with its exact posterior).
 """
 
-from tf_vrre import dynamics, energy, seeds, stats, swaps
+from tf_vrre import callbacks, collection, dynamics, energy, schedules, seeds, stats, swaps
+from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
+from tf_vrre.collection import SampleSet, load_samples
 from tf_vrre.energy import ControlVariates, gaussian_nll
 from tf_vrre.sampler import ReplicaExchangeSampler
+from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
 from tf_vrre.swaps import CorrectedSwap, SwapResults
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
-    "dynamics", "energy", "seeds", "stats", "swaps", "__version__",
+    "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
+    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples",
+    "callbacks", "collection", "dynamics", "energy", "schedules", "seeds", "stats", "swaps", "__version__",
 ]
