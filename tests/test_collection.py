@@ -104,11 +104,11 @@ def test_reservoir_collector(tmp_path):
 
 def test_cyclical_sampling_phase(tmp_path):
     s, x, y = make_sampler(vr=False)
-    cycle = CyclicalCosine(2e-3, total_steps=40, cycles=2)  # cycles of 20 steps, collect at r >= 0.7
+    cycle = CyclicalCosine(2e-3, total_steps=40, cycles=2)  # cycles of 20 steps, collect at r > 0.7
     col = SampleCollector(str(tmp_path), every=1, cycle=cycle)
     s.fit(x, y, batch_size=16, epochs=10, verbose=0, shuffle=False, callbacks=[col])
     steps = load_samples(str(tmp_path)).steps
-    assert steps == [t for t in range(1, 41) if (t - 1) % 20 >= 14]
+    assert steps == [t for t in range(1, 41) if (t - 1) % 20 > 14]
 
 
 def test_running_bma_metrics(tmp_path):

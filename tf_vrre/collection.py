@@ -155,7 +155,7 @@ class SampleCollector(keras.callbacks.Callback):
     Sample ``beta^(1)_{iT}`` (paper Algorithm 1, thinning ``T``) is taken after the step that
     brings the step counter to ``s``, when ``s % every == 0``, ``s > burn_in_steps`` and, with
     ``cycle``, the step ``s - 1`` lies in the cycle's sampling phase
-    (``cycle.in_sampling_phase``: position >= 0.7 by default).  The manifest entry records
+    (``cycle.in_sampling_phase``: position > 0.7 by default).  The manifest entry records
     ``step, epoch, temperature, lr`` (cold slot) and ``energy``: the mini-batch energy
     ``U_B`` of the sampled state's chain on step ``s - 1``'s batch, before its update.
 

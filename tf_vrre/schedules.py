@@ -124,8 +124,8 @@ class CyclicalCosine(Schedule):
         eta_k = initial / 2 * (cos(pi * r(k)) + 1)
 
     Each cycle starts at ``initial`` and decays to ~0.  The cycle is split into an
-    *exploration* phase (``r < threshold``) and a *sampling* phase (``r >= threshold``, the
-    paper collects when ``r > 0.7``); :meth:`in_sampling_phase` tells them apart and
+    *exploration* phase (``r <= threshold``) and a *sampling* phase (``r > threshold``: the
+    paper collects when the position exceeds 0.7); :meth:`in_sampling_phase` tells them apart and
     :class:`tf_vrre.callbacks.SampleCollector` accepts ``cycle=`` this schedule.
 
     Args:
@@ -163,8 +163,8 @@ class CyclicalCosine(Schedule):
         return int(step) // self.cycle_length
 
     def in_sampling_phase(self, step):
-        """True when ``position(step) >= threshold`` (collect samples here)."""
-        return self.position(step) >= self.threshold
+        """True when ``position(step) > threshold`` (collect samples here)."""
+        return self.position(step) > self.threshold
 
     def __call__(self, step):
         length = tf.constant(self.cycle_length, tf.int64)
