@@ -271,8 +271,8 @@ class SampleCollector(keras.callbacks.Callback):
         manifest["config"] = {k: v for k, v in self.get_config().items() if k != "validation_data"}
         _write_json(path, manifest)
         listed = {e["file"] for e in manifest["entries"]} | {MANIFEST}
-        for name in os.listdir(self.directory):  # replayed or half-written samples
-            if name.startswith("sample-") and name not in listed:
+        for name in os.listdir(self.directory):  # replayed or half-written files
+            if (name.startswith("sample-") or name.endswith(".tmp")) and name not in listed:
                 os.remove(os.path.join(self.directory, name))
         self._state = manifest
         self._bma_sum = None
