@@ -26,9 +26,9 @@ class Slow(keras.callbacks.Callback):
 
 def main(out, sleep=0.0):
     s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
-    callbacks = [keras.callbacks.BackupAndRestore(os.path.join(out, "backup")),
-                 SampleCollector(os.path.join(out, "samples"), every=2, burn_in_steps=4, validation_data=(x, y)),
-                 SwapLogger(os.path.join(out, "swaps")), Slow(sleep)]
+    callbacks = [SampleCollector(os.path.join(out, "samples"), every=2, burn_in_steps=4, validation_data=(x, y)),
+                 SwapLogger(os.path.join(out, "swaps")), Slow(sleep),
+                 keras.callbacks.BackupAndRestore(os.path.join(out, "backup"), double_checkpoint=True)]
     s.fit(s.make_dataset(16), epochs=12, verbose=0, callbacks=callbacks)
     s.save_weights(os.path.join(out, "final.weights.h5"))
     print("done", int(s.step_counter.numpy()), flush=True)

@@ -194,3 +194,12 @@ def test_swap_logger_errors_and_config(tmp_path):
     config = logger.get_config()
     assert config == {"log_dir": str(tmp_path / "a"), "tensorboard_dir": str(tmp_path / "b")}
     assert SwapLogger.from_config(config).get_config() == config
+
+
+def test_truncate_drops_replayed_and_cut_rows(tmp_path):
+    from tf_vrre.callbacks import _truncate_csv
+
+    path = tmp_path / "swaps.csv"
+    path.write_text("step,epoch,accepted\n1,0,1\n2,0,0\n5,1,1\n6,1,0\n7,1")  # last row cut by a kill
+    _truncate_csv(str(path), ["step", "epoch", "accepted"], lambda r: int(r["step"]) < 6)
+    assert path.read_text().splitlines() == ["step,epoch,accepted", "1,0,1", "2,0,0", "5,1,1"]

@@ -168,12 +168,20 @@ class HyperparameterScheduler(keras.callbacks.Callback):
 
 
 # ----------------------------------------------------------------------------------------
+def _complete(row, header):
+    try:
+        return all(row.get(k) not in (None, "") for k in header) and int(row[header[0]]) >= 0
+    except ValueError:
+        return False
+
+
 def _truncate_csv(path, header, keep):
-    """Rewrites ``path`` keeping the rows for which ``keep(row)`` holds (atomic)."""
+    """Rewrites ``path`` keeping the complete rows for which ``keep(row)`` holds (atomic); a
+    row cut short by a kill is dropped."""
     if not os.path.exists(path):
         return
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = [r for r in csv.DictReader(f) if _complete(r, header)]
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header)
@@ -339,6 +347,8 @@ class SwapLogger(keras.callbacks.Callback):
                 if s.variance_reduction is not None:
                     tb += [(f"c/{h}", v, step) for h, v in enumerate(cs)]
         self._next_step = end
+        for f in self._files.values():  # on disk before any later checkpoint
+            f.file.flush()
         if self._writer is not None and tb:
             import tensorflow as tf
 
