@@ -123,3 +123,13 @@ def test_unwritable_out_exits_2(tmp_path, capsys):
         cli.main(["mixture", "--out", str(blocker / "sub")])
     assert exc.value.code == 2
     assert "--out" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_refined_grid_for_large_n_matches_uniform_grid():
+    data = mx.make_data(3000, seed=0)
+    grid = mx.default_grid(data, 10.0)
+    assert grid.size < 24001 and np.all(np.diff(grid) > 0)  # coarse + refined pieces
+    left, _ = mx.mode_weights(data, 10.0, grid=grid)
+    uniform, _ = mx.mode_weights(data, 10.0, grid=np.linspace(-20, 40, 24001))
+    assert left == pytest.approx(uniform, abs=1e-3)
+    assert mx.barrier(data, grid=grid) == pytest.approx(mx.barrier(data, grid=np.linspace(-20, 40, 24001)), rel=1e-3)

@@ -67,47 +67,78 @@ def weight_decay():
     return 1.0 / PRIOR_SD ** 2
 
 
-def energy(beta, x):
-    """Exact ``U(beta) = sum_i -log p(x_i | beta) + beta^2 / (2 PRIOR_SD^2)`` for an array of beta."""
-    beta = np.asarray(beta, np.float64)[..., None]
+def energy(beta, x, chunk_elements=2 ** 22):
+    """Exact ``U(beta) = sum_i -log p(x_i | beta) + beta^2 / (2 PRIOR_SD^2)`` for an array of beta.
+
+    Evaluated in blocks of about ``chunk_elements`` (beta, x) pairs, so a fine grid times
+    N = 1e5 points stays within a few tens of MB.
+    """
+    beta = np.asarray(beta, np.float64)
+    shape = beta.shape
+    flat = beta.reshape(-1)
     x = np.asarray(x, np.float64).reshape(-1)
-    a = -0.5 * ((x - beta) / SIGMA) ** 2
-    b = -0.5 * ((x - (PHI - beta)) / SIGMA) ** 2
-    ll = np.logaddexp(a, b) + np.log(0.5) - np.log(SIGMA * np.sqrt(2 * np.pi))
-    return -ll.sum(-1) + 0.5 * beta[..., 0] ** 2 / PRIOR_SD ** 2
+    out = np.empty(flat.shape, np.float64)
+    step = max(1, int(chunk_elements) // max(1, x.size))
+    const = np.log(0.5) - np.log(SIGMA * np.sqrt(2 * np.pi))
+    for i in range(0, flat.size, step):
+        b_ = flat[i:i + step, None]
+        a = -0.5 * ((x - b_) / SIGMA) ** 2
+        b = -0.5 * ((x - (PHI - b_)) / SIGMA) ** 2
+        out[i:i + step] = -(np.logaddexp(a, b) + const).sum(-1)
+    return (out + 0.5 * flat ** 2 / PRIOR_SD ** 2).reshape(shape)
 
 
-def exact_posterior(x, temperature, grid=None):
-    """``(grid, density)`` of ``exp(-U / tau)`` normalised on a fine grid."""
+def default_grid(x, temperature=1.0, points=24001, lo=-20.0, hi=40.0):
+    """Grid for the exact posterior: uniform for small N; for large N a coarse grid refined
+    (2001 points each) where the tempered density is within ``exp(-60)`` of its maximum, since
+    the modes narrow as ``1/sqrt(N)`` and a uniform fine grid would cost ``points * N``."""
+    x = np.asarray(x).reshape(-1)
+    if x.size * points <= 5e7:
+        return np.linspace(lo, hi, points)
+    coarse = np.linspace(lo, hi, 1201)
+    u = energy(coarse, x)
+    hot = np.flatnonzero((u - u.min()) / temperature < 60.0)
+    pieces = [coarse]
+    for run in np.split(hot, np.flatnonzero(np.diff(hot) > 1) + 1):
+        a, b = coarse[max(run[0] - 1, 0)], coarse[min(run[-1] + 1, coarse.size - 1)]
+        pieces.append(np.linspace(a, b, 2001))
+    return np.unique(np.concatenate(pieces))
+
+
+def exact_posterior(x, temperature, grid=None, u=None):
+    """``(grid, density)`` of ``exp(-U / tau)`` normalised on a fine grid (``u``: U on the grid)."""
     if grid is None:
-        grid = np.linspace(-20.0, 40.0, 24001)
-    u = energy(grid, x)
+        grid = default_grid(x, temperature)
+    if u is None:
+        u = energy(grid, x)
     logp = -(u - u.min()) / temperature
     p = np.exp(logp)
     p /= np.trapezoid(p, grid)
     return grid, p
 
 
-def mode_weights(x, temperature, split=PHI / 2):
+def mode_weights(x, temperature, split=PHI / 2, grid=None, u=None):
     """Exact probability of ``beta < split`` and ``beta >= split`` at ``temperature``."""
-    grid, p = exact_posterior(x, temperature)
+    grid, p = exact_posterior(x, temperature, grid, u)
     left = np.trapezoid(np.where(grid < split, p, 0.0), grid)
     return left, 1.0 - left
 
 
-def barrier(x, temperature=1.0, split=PHI / 2):
+def barrier(x, temperature=1.0, split=PHI / 2, grid=None, u=None):
     """Height of the energy barrier at ``split`` above the lower mode, in units of ``temperature``.
 
     ``(U(split) - min U) / tau``: ~3.8e3 nats at N = 1e3 (tau = 1), linear in N.
     """
-    grid = np.linspace(-20.0, 40.0, 12001)
-    u = energy(grid, x)
+    if grid is None:
+        grid = default_grid(x)
+    if u is None:
+        u = energy(grid, x)
     return float((energy(np.array([split]), x)[0] - u.min()) / temperature)
 
 
-def exact_cdf(x, temperature, grid=None):
+def exact_cdf(x, temperature, grid=None, u=None):
     """``(grid, cdf)`` of the exact tempered posterior (trapezoid rule on the grid)."""
-    grid, p = exact_posterior(x, temperature, grid)
+    grid, p = exact_posterior(x, temperature, grid, u)
     cdf = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(grid))])
     return grid, cdf / cdf[-1]
 
