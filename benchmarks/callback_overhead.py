@@ -1,0 +1,113 @@
+"""Per-step overhead of the swap logger and the sample collector, measured side by side.
+
+Four VR-reSGHMC samplers on the same data and network, timed in interleaved rounds:
+
+  (a) ``bare``     no callbacks
+  (b) ``swaplog``  + ``SwapLogger`` (drains the in-graph record buffer after every call)
+  (c) ``collect``  + ``SampleCollector(every=--every)`` (one ``.npz`` + manifest per sample)
+  (d) ``both``     (b) + (c)
+
+It prints ms per step (median over ``--repeats`` rounds of ``--steps`` steps) and the
+ratios to ``bare``.  The default network is a small MLP, so that the per-step work is tiny
+and the callbacks' host-side cost shows at its largest; ``--model resnet8`` uses a
+CIFAR-shaped ResNet-8 (batch 128) where it is a much smaller fraction.
+
+    python benchmarks/callback_overhead.py            # ~1 minute
+    python benchmarks/callback_overhead.py --model resnet8 --steps 40
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tf_vrre  # noqa: E402
+
+CONFIGS = ("bare", "swaplog", "collect", "both")
+
+
+def mlp():
+    inp = keras.Input((32,))
+    h = keras.layers.Dense(64, activation="relu")(inp)
+    return keras.Model(inp, keras.layers.Dense(10)(h))
+
+
+def resnet8():
+    from models.resnet import resnet
+
+    return resnet(8, num_classes=10)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=("mlp", "resnet8"), default="mlp")
+    p.add_argument("--steps", type=int, default=200, help="steps per timed window")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--every", type=int, default=16, help="collector thinning T")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.repeats < 1 or args.every < 1:
+        p.error("--steps, --repeats and --every must be >= 1")
+
+    build = mlp if args.model == "mlp" else resnet8
+    rng = np.random.default_rng(0)
+    if args.model == "mlp":
+        n, batch = 4096, 64
+        x = rng.normal(size=(n, 32)).astype("float32")
+    else:
+        n, batch = 640, 128
+        x = rng.normal(size=(n, 32, 32, 3)).astype("float32")
+    y = rng.integers(0, 10, size=n).astype("int32")
+    tmp = tempfile.mkdtemp(prefix="tf_vrre_cb_")
+    samplers, callbacks = {}, {}
+    for name in CONFIGS:
+        s = tf_vrre.ReplicaExchangeSampler(build, data_size=n, num_chains=2, temperatures=[1e-3, 5e-3],
+                                           learning_rates=1e-5, weight_decay=1.0,
+                                           variance_reduction=tf_vrre.ControlVariates(period=50), seed=0)
+        s.set_reference_data((x, y))
+        s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        cbs = []
+        if name in ("swaplog", "both"):
+            cbs.append(tf_vrre.SwapLogger(os.path.join(tmp, name, "swaps")))
+        if name in ("collect", "both"):
+            cbs.append(tf_vrre.SampleCollector(os.path.join(tmp, name, "samples"), every=args.every))
+        samplers[name], callbacks[name] = s, cbs
+    data = {k: s.make_dataset(batch, repeat=True, drop_remainder=True) for k, s in samplers.items()}
+
+    def window(name, steps):
+        start = time.perf_counter()
+        samplers[name].fit(data[name], steps_per_epoch=steps, epochs=1, verbose=0, callbacks=callbacks[name])
+        return time.perf_counter() - start
+
+    for name in CONFIGS:  # trace + warm up
+        window(name, max(args.steps // 4, 2 * args.every))
+    times = {k: [] for k in CONFIGS}
+    for r in range(args.repeats):
+        order = CONFIGS[r % 4:] + CONFIGS[:r % 4]
+        for name in order:
+            times[name].append(window(name, args.steps) / args.steps)
+        print(f"round {r + 1}/{args.repeats}: " + ", ".join(f"{k} {1e3 * times[k][-1]:.2f} ms" for k in CONFIGS),
+              file=sys.stderr)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    out = {"model": args.model, "batch": batch, "steps": args.steps, "repeats": args.repeats, "every": args.every,
+           "ms_per_step": {k: 1e3 * v for k, v in med.items()},
+           "ratio_to_bare": {k: med[k] / med["bare"] for k in CONFIGS}}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{args.model}, batch {batch}, {args.steps} steps x {args.repeats} rounds (median), collector every {args.every}")
+        for k in CONFIGS:
+            print(f"  {k:<8} {1e3 * med[k]:8.2f} ms/step   x{med[k] / med['bare']:.3f}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
