@@ -112,7 +112,7 @@ def test_scheduler_config_round_trip():
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory):
     out = tmp_path_factory.mktemp("swaplog")
-    s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
+    s, x, y = make_sampler(vr=True, correction=10.0, temperatures=(1.0, 1.5), lr=3e-3)  # ~50% acceptance
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
               steps_per_execution=4)
     logger = SwapLogger(str(out / "csv"), tensorboard_dir=str(out / "tb"))
@@ -153,7 +153,7 @@ def test_swap_log_records_are_consistent(logged):
     p = np.minimum(1.0, np.exp(log_s))
     acc = np.array([int(r["accepted"]) for r in rows])
     se = np.sqrt(np.sum(p * (1 - p)))
-    assert 0.02 < p.mean() < 0.98, p.mean()  # the check below is informative
+    assert 0.1 < p.mean() < 0.9, p.mean()  # the check below is informative
     assert abs(acc.sum() - p.sum()) < 4.5 * se + 1e-9, (acc.sum(), p.sum(), se)
 
 
