@@ -451,3 +451,40 @@ def test_train_mode_snapshot_uses_batch_statistics_like_the_chain():
                 + 0.25 * sum(float(np.sum(np.square(v.numpy()))) for v in c.trainable_weights) for c in s.chains]
     s.fit(tf.data.Dataset.from_tensor_slices((x[:40], y[:40])).batch(40).take(1), epochs=1, verbose=0)
     np.testing.assert_allclose(s.last_energy.numpy(), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pairs", ["random", "deo"])
+def test_ladder_swaps_sample_the_exact_permutation_law(pairs):
+    """Three frozen states (exact energies U = 2.4 beta^2, beta in {0, 1, 1.5}) on the ladder
+    tau = (1, 2, 4): the swap chain over assignments sigma must visit each with probability
+    prop. to exp(-sum_h U(x_sigma(h)) / tau_h) (both pair schedules preserve it)."""
+    import itertools
+
+    x = np.zeros((100, 1), np.float32)
+    temps, vals = [1.0, 2.0, 4.0], [0.0, 1.0, 1.5]
+    s = tf_vrre.ReplicaExchangeSampler(scalar_model, data_size=100, num_chains=3, temperatures=temps,
+                                       learning_rates=1e-12, dynamics="sgld", nll=two_state_nll,
+                                       swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs), seed=3,
+                                       independent_init=True)
+    s.compile(steps_per_execution=4)  # the state every 4 steps
+    for chain, b in zip(s.chains, vals):
+        chain.set_weights([np.float32(b)])
+    states = []
+
+    class Track(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            states.append(tuple(round(float(c.weights[0].numpy()), 3) for c in s.chains))
+
+    s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=6000, epochs=1,
+          verbose=0, callbacks=[Track()])
+    perms = list(itertools.permutations(vals))
+    w = np.array([np.exp(-sum(DELTA_U * b * b / t for b, t in zip(p, temps))) for p in perms])
+    w /= w.sum()
+    seq = states[1:]  # sigma2 is ready after the first window
+    assert set(seq) <= set(perms)
+    ind = np.array([[st == p for p in perms] for st in seq], float)  # [T, 6]
+    batches = 20
+    t = len(ind) - len(ind) % batches
+    means = ind[:t].reshape(batches, -1, len(perms)).mean(1)
+    est, se = means.mean(0), means.std(0, ddof=1) / np.sqrt(batches)
+    assert np.all(np.abs(est - w) <= 4.5 * se + 2e-3), (est, w, se)
