@@ -84,7 +84,8 @@ def main(argv=None):
 
     def window(name, steps):
         start = time.perf_counter()
-        samplers[name].fit(data[name], steps_per_epoch=steps, epochs=1, verbose=0, callbacks=callbacks[name])
+        samplers[name].fit(data[name], steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
+                           callbacks=callbacks[name])
         return time.perf_counter() - start
 
     for name in CONFIGS:  # trace + warm up

@@ -244,7 +244,8 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
                 sig.append(float(sampler.sigma2.numpy()[0]))
 
     start = time.perf_counter()
-    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, callbacks=[_Record(), *callbacks])
+    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, shuffle=False,
+                callbacks=[_Record(), *callbacks])
     seconds = time.perf_counter() - start
     out = {"method": method, "beta": np.asarray(beta), "sigma2": np.asarray(sig), "seconds": seconds,
            "steps": int(steps), "record_every": record_every}
