@@ -203,3 +203,40 @@ def test_truncate_drops_replayed_and_cut_rows(tmp_path):
     path.write_text("step,epoch,accepted\n1,0,1\n2,0,0\n5,1,1\n6,1,0\n7,1")  # last row cut by a kill
     _truncate_csv(str(path), ["step", "epoch", "accepted"], lambda r: int(r["step"]) < 6)
     assert path.read_text().splitlines() == ["step,epoch,accepted", "1,0,1", "2,0,0", "5,1,1"]
+
+
+def test_batch_energy_is_the_pre_update_energy_of_each_slots_state():
+    """``batch_energy[h]`` = N-scaled NLL + prior of the state in slot h after the swap,
+    before its update; checked by hand on full batches, across accepted swaps."""
+    x, y = data()
+    s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=2, temperatures=[1.0, 1.2],
+                               learning_rates=3e-3, weight_decay=2.0, seed=0,
+                               swap=CorrectedSwap(correction=10.0, period=1))
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+    before, checked = {}, [0, 0]
+
+    def energy(weights):
+        net = small_net()
+        net.set_weights(weights)
+        nll = float(np.sum(keras.ops.convert_to_numpy(loss(y, net(x)))))
+        return nll + 0.5 * 2.0 * sum(float(np.sum(np.square(w.astype(np.float64)))) for w in weights)
+
+    class Probe(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            before["w"] = [c.get_weights() for c in s.chains]
+
+        def on_train_batch_end(self, batch, logs=None):
+            from tf_vrre.sampler import SWAP_LOG_CAPACITY, swap_log_columns
+
+            step = int(s.step_counter.numpy()) - 1
+            row = s.swap_log.numpy()[step % SWAP_LOG_CAPACITY]
+            swapped = row[swap_log_columns(2).index("accepted_0")] > 0.5
+            order = [1, 0] if swapped else [0, 1]
+            got = s.batch_energy.numpy()
+            for h in range(2):
+                assert got[h] == pytest.approx(energy(before["w"][order[h]]), rel=1e-5)
+            checked[int(swapped)] += 1
+
+    s.fit(x, y, batch_size=N, epochs=40, verbose=0, shuffle=False, callbacks=[Probe()])
+    assert checked[0] > 3 and checked[1] > 3, checked

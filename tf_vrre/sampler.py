@@ -698,12 +698,13 @@ class ReplicaExchangeSampler(keras.Model):
                      for g, chain in zip(grads, self.chains)]
 
         if self.swap_rule is not None:
-            grads, nlls, preds = self._swap_step(step, key, x, y, swt, index, n, lrs, temps,
-                                                 nlls, preds, grads, priors)
+            grads, nlls, preds, prior_now = self._swap_step(step, key, x, y, swt, index, n, lrs, temps,
+                                                            nlls, preds, grads, priors)
+        else:
+            prior_now = tf.stack([self._prior(c.trainable_weights) for c in self.chains])
 
         # Energy of the state now in each slot on this batch, before the update (recorded).
         sums = _all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in nlls]))
-        prior_now = tf.stack([self._prior(c.trainable_weights) for c in self.chains])
         self.batch_energy.assign(en.minibatch_energy(sums, n, self.data_size, prior_now))
 
         # Updates.
@@ -863,7 +864,7 @@ class ReplicaExchangeSampler(keras.Model):
         slot = tf.math.floormod(step, SWAP_LOG_CAPACITY)
         self.swap_log.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(self.swap_log),
                                                          slot[None, None], row[None]))
-        return grads, nlls, preds
+        return grads, nlls, preds, tf.gather(prior, res.permutation)  # prior of each slot's new state
 
     def _logs(self, lrs, temps):
         logs = {"loss": self._loss_tracker.result()}
