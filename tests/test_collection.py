@@ -277,3 +277,15 @@ def test_sigkill_and_rerun_same_command(tmp_path):
             np.testing.assert_array_equal(wa, wb)
     assert read_csv(tmp_path / "full" / "swaps" / "swaps.csv") == read_csv(out / "swaps" / "swaps.csv")
     assert not [f for f in os.listdir(out / "samples") if f.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("keep", ["last", "reservoir"])
+def test_running_bma_is_over_the_kept_samples(tmp_path, keep):
+    s, x, y = make_sampler(vr=False)
+    col = SampleCollector(str(tmp_path), every=2, max_samples=3, keep=keep, validation_data=(x, y), seed=1)
+    hist = s.fit(x, y, batch_size=16, epochs=5, verbose=0, shuffle=False, callbacks=[col]).history
+    samples = load_samples(str(tmp_path))
+    assert len(samples) == 3 and hist["bma_samples"][-1] == 3.0
+    probs = samples.predict(small_net(), x)
+    assert hist["bma_accuracy"][-1] == pytest.approx(float(np.mean(probs.argmax(-1) == y)))
+    assert hist["bma_nll"][-1] == pytest.approx(float(-np.mean(np.log(probs[np.arange(len(y)), y]))), rel=1e-5)

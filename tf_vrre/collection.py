@@ -293,6 +293,19 @@ class SampleCollector(keras.callbacks.Callback):
             self._collect(step)
 
     def _collect(self, step):
+        """Takes the sample of ``step``: decides where it goes, then writes file and manifest."""
+        st = self._state
+        st["events"].append(step)
+        entries, slot, evicted = st["entries"], None, None
+        if self.max_samples is not None and self.keep == "reservoir":  # Algorithm R
+            slot = reservoir_slot(self.seed, len(st["events"]), self.max_samples)
+            if slot is None:  # not kept: only the event is recorded
+                _write_json(os.path.join(self.directory, MANIFEST), st)
+                return
+            evicted = next((e for e in entries if e.get("slot") == slot), None)
+        elif self.max_samples is not None and len(entries) >= self.max_samples:  # keep="last"
+            evicted = entries[0]
+
         s = self.model
         name = f"sample-{step:09d}.npz"
         path = os.path.join(self.directory, name)
@@ -300,48 +313,27 @@ class SampleCollector(keras.callbacks.Callback):
         entry = {"file": name, "step": step, "epoch": int(self._epoch),
                  "temperature": float(s.temperature.numpy()[0]), "lr": float(s.learning_rate.numpy()[0]),
                  "energy": float(s.batch_energy.numpy()[0])}
-        pred = None
+        if slot is not None:
+            entry["slot"] = slot
         if self.validation_data is not None:
             # The running sum uses the stored (float32) values, so a resume that rebuilds it
             # from the files gets bit-identical metrics.
             arrays["predictive"] = self._predictive().astype(np.float32)
-            pred = arrays["predictive"].astype(np.float64)
         _atomic_write(path, lambda f: np.savez(f, **arrays))
         entry["bytes"] = os.path.getsize(path)
         entry["sha256"] = _sha256(path)
 
-        st = self._state
-        st["events"].append(step)
-        count = len(st["events"])
-        entries = st["entries"]
-        evicted = None
-        if self.max_samples is None:
-            entries.append(entry)
-        elif self.keep == "last":
-            entries.append(entry)
-            if len(entries) > self.max_samples:
-                evicted = entries.pop(0)
-        else:  # reservoir (Algorithm R): slot j of count, a function of (seed, count)
-            j = reservoir_slot(self.seed, count, self.max_samples)
-            if j is not None:
-                old = [e for e in entries if e.get("slot") == j]
-                evicted = old[0] if old else None
-                if evicted is not None:
-                    entries.remove(evicted)
-                entry["slot"] = j
-                entries.append(entry)
-            else:
-                entry = None
-        if pred is not None:
-            if entry is not None:
-                self._bma_add(pred, +1)
+        if evicted is not None:
+            entries.remove(evicted)
+        entries.append(entry)
+        if self.validation_data is not None:
+            self._bma_add(arrays["predictive"].astype(np.float64), +1)
             if evicted is not None:
                 self._bma_add(self._stored_predictive(evicted["file"]), -1)
-            if entry is not None:
-                entry.update(self._bma_metrics())
-        _write_json(os.path.join(self.directory, MANIFEST), st)
-        for gone in ([evicted["file"]] if evicted else []) + ([] if entry is not None else [name]):
-            os.remove(os.path.join(self.directory, gone))
+            entry.update(self._bma_metrics())
+        _write_json(os.path.join(self.directory, MANIFEST), st)  # the sample exists before this
+        if evicted is not None:  # the manifest no longer points at it
+            os.remove(os.path.join(self.directory, evicted["file"]))
 
     # --- BMA -------------------------------------------------------------------------------
     def _predictive(self):
