@@ -8,6 +8,7 @@ between mirrored copies of every variable (must be exactly 0).
 import json
 import os
 import sys
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
@@ -50,8 +51,20 @@ def train(strategy, indexed):
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     # indexed: batches carry example indices, snapshot NLLs come from the all-reduced cache
     ds = s.make_dataset(40, shuffle=False) if indexed else tf.data.Dataset.from_tensor_slices((x, y)).batch(40)
-    hist = s.fit(ds, epochs=int(sys.argv[1]) if len(sys.argv) > 1 else 4, verbose=0)
+    out = tempfile.mkdtemp()
+    callbacks = [tf_vrre.SwapLogger(os.path.join(out, "swaps")),
+                 tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y))]
+    hist = s.fit(ds, epochs=int(sys.argv[1]) if len(sys.argv) > 1 else 4, verbose=0, callbacks=callbacks)
+    s.log_dir = out
     return s, hist.history
+
+
+def callback_outputs(s):
+    """Swap records, sample steps and sample weights written under the strategy."""
+    with open(os.path.join(s.log_dir, "swaps", "swaps.csv")) as f:
+        rows = f.read().strip().splitlines()[1:]
+    samples = tf_vrre.load_samples(os.path.join(s.log_dir, "samples"))
+    return rows, samples.steps, [w for ws in samples for w in ws]
 
 
 def values(s):
@@ -69,7 +82,12 @@ def compare(indexed):
         a, b = (np.asarray(p.numpy(), np.float64) for p in parts)
         copy_diff = max(copy_diff, float(np.max(np.abs(a - b))) if a.size else 0.0)
     traj_diff = max(rel_diff(a, b) for a, b in zip(values(single), values(mirrored)))
+    (rows1, steps1, w1), (rows2, steps2, w2) = callback_outputs(single), callback_outputs(mirrored)
     return {
+        "swap_rows": [len(rows1), len(rows2)],
+        "accepted_rows": [sum(r.split(",")[9] == "1" for r in rows1), sum(r.split(",")[9] == "1" for r in rows2)],
+        "sample_steps": [steps1, steps2],
+        "sample_diff": max(rel_diff(a, b) for a, b in zip(w1, w2)),
         "copy_diff": copy_diff, "trajectory_diff": traj_diff,
         "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
         "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],

@@ -20,3 +20,8 @@ def test_mirrored_strategy_matches_single_device_and_copies_are_identical():
         assert report["trajectory_diff"] < 1e-5, (path, report)    # float round-off only (reduction order)
         assert report["swaps"][0] == report["swaps"][1], (path, report)
         assert report["attempts"][0] == report["attempts"][1] > 0, (path, report)
+        # SwapLogger and SampleCollector read mirrored state correctly.
+        assert report["swap_rows"] == [report["attempts"][0]] * 2, (path, report)
+        assert report["accepted_rows"] == [report["swaps"][0]] * 2, (path, report)
+        assert report["sample_steps"][0] == report["sample_steps"][1] == list(range(2, 17, 2)), (path, report)
+        assert report["sample_diff"] < 1e-5, (path, report)
