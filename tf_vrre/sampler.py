@@ -594,7 +594,7 @@ class ReplicaExchangeSampler(keras.Model):
         return total, (tf.transpose(table) if cache else None)
 
     def _refresh(self, step):
-        """VR: on ``step % m == 0`` copy weights to snapshots and recompute ``U_hat``."""
+        """VR: on ``step % m == 0`` copy weights to snapshots and recompute ``U_hat``; returns that flag."""
         m = self.variance_reduction.period
         due = tf.equal(tf.math.floormod(step, m), 0)
 
@@ -626,6 +626,7 @@ class ReplicaExchangeSampler(keras.Model):
         if cache and not single:  # shards fill disjoint examples: the sum is the full table
             table = _all_reduce(table)
             self.snapshot_nll.assign(tf.where(due, table, self.snapshot_nll))
+        return due
 
     # ---- swaps --------------------------------------------------------------------------
     def _state_groups(self):
@@ -672,7 +673,9 @@ class ReplicaExchangeSampler(keras.Model):
             if self._reference is None:
                 raise ValueError("variance_reduction needs the full training data: call "
                                  "sampler.set_reference_data((x_train, y_train)) before fit")
-            self._refresh(step)
+            refreshed = self._refresh(step)
+        else:
+            refreshed = tf.constant(False)
 
         # Forward + gradients of every chain.
         nlls, preds, grads, priors = [], [], [], []
@@ -699,7 +702,7 @@ class ReplicaExchangeSampler(keras.Model):
 
         if self.swap_rule is not None:
             grads, nlls, preds, prior_now = self._swap_step(step, key, x, y, swt, index, n, lrs, temps,
-                                                            nlls, preds, grads, priors)
+                                                            nlls, preds, grads, priors, refreshed)
         else:
             prior_now = tf.stack([self._prior(c.trainable_weights) for c in self.chains])
 
@@ -743,7 +746,7 @@ class ReplicaExchangeSampler(keras.Model):
             self.step_counter.assign_add(1)
         return self._logs(lrs, temps)
 
-    def _swap_step(self, step, key, x, y, swt, index, n, lrs, temps, nlls, preds, grads, priors):
+    def _swap_step(self, step, key, x, y, swt, index, n, lrs, temps, nlls, preds, grads, priors, refreshed):
         K, rule, vr = self.num_chains, self.swap_rule, self.variance_reduction
         P = K - 1
         period = rule.period or (vr.period if vr is not None else 1)
@@ -855,7 +858,6 @@ class ReplicaExchangeSampler(keras.Model):
 
         # Per-step record (ring buffer; see swap_log_columns).
         f64 = lambda t: tf.cast(t, tf.float64)  # noqa: E731
-        refreshed = tf.equal(tf.math.floormod(step, vr.period), 0) if vr is not None else tf.constant(False)
         per_pair = tf.stack([f64(proposed), f64(res.accepted), energy[:-1], energy[1:], log_ratio,
                              sigma2_used, tf.convert_to_tensor(self.sigma2)], axis=1)
         coefs = tf.convert_to_tensor(self.coefficient) if vr is not None else tf.zeros([K], tf.float64)
