@@ -1,4 +1,4 @@
-"""Command line: ``tf-vrre mixture`` runs the paper's Gaussian-mixture study offline.
+"""``tf-vrre mixture``: the paper's Gaussian-mixture study offline (the main job).
 
     tf-vrre mixture                      # default scenario (N = 1e3), ~3-4 minutes on 2 CPU cores
     tf-vrre mixture --iterations 20000 --seeds 2 --out runs/quick
@@ -6,11 +6,16 @@
     tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta = 1e-5)
 """
 
-import argparse
 import json
 import os
-import sys
 import time
+
+from tf_vrre.cli._args import Progress as _Progress
+from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
+from tf_vrre.cli._args import positive as _positive
+from tf_vrre.cli._args import positive_list as _positive_list
+from tf_vrre.cli._args import writable as _writable
 
 # Scenario presets; an explicit flag overrides its entry.  ``correction_re`` is F for reSGLD
 # (``correction`` is F for VR-reSGLD and the ladder).
@@ -32,45 +37,13 @@ FULL_GRID = 5          # --full: 5 x 5 sensitivity grid ...
 FULL_SEEDS = 10        # ... averaged over the paper's 10 realisations
 
 
-def _positive(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-    return parse
+HELP = "SGLD vs reSGLD vs VR-reSGLD on the 1-D Gaussian mixture (offline)"
+DESCRIPTION = ("The paper's Section 5.1 study against the exact tempered posterior. "
+               "Defaults are the 'default' scenario; --paper / --appendix change them.")
 
 
-def _nonnegative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _positive_list(kind):
-    one = _positive(kind)
-
-    def parse(text):
-        items = [t for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
-        return tuple(one(t.strip()) for t in items)
-    return parse
-
-
-def _parser():
-    p = argparse.ArgumentParser(prog="tf-vrre", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("mixture", help="SGLD vs reSGLD vs VR-reSGLD on the 1-D Gaussian mixture (offline)",
-                       description="The paper's Section 5.1 study against the exact tempered posterior. "
-                                   "Defaults are the 'default' scenario; --paper / --appendix change them.")
+def add_arguments(m):
+    """Flags of ``tf-vrre mixture``."""
     scen = m.add_mutually_exclusive_group()
     scen.add_argument("--paper", action="store_true",
                       help="Section 5.1 numbers: N=1e5, m=40, tau=(10,1000), eta=1e-7, F=1 (VR) / 100 (reSGLD)")
@@ -109,32 +82,6 @@ def _parser():
                    help="iterations per sensitivity run; sigma2 averaged over the second half (default 300)")
     m.add_argument("--full", action="store_true", help="5 x 5 sensitivity grid averaged over 10 seeds")
     m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>)")
-    return p
-
-
-class _Progress:
-    def __init__(self, label, steps):
-        import keras
-
-        outer = self
-
-        class CB(keras.callbacks.Callback):
-            def on_train_batch_end(self, batch, logs=None):
-                outer.update(batch + 1)
-
-        self.callback = CB()
-        self.label, self.steps, self.last = label, steps, -1
-        self.start = time.perf_counter()
-
-    def update(self, done):
-        pct = int(100 * done / self.steps)
-        if pct // 5 != self.last // 5:
-            self.last = pct
-            bar = "#" * (pct // 5) + "." * (20 - pct // 5)
-            sys.stderr.write(f"\r  {self.label:<22} [{bar}] {pct:3d}%  {time.perf_counter() - self.start:6.1f}s")
-            if pct >= 100:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def _settings(args):
@@ -184,16 +131,6 @@ def _validate(args):
         _die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
 
 
-def _writable(out):
-    try:
-        os.makedirs(out, exist_ok=True)
-        probe = os.path.join(out, ".write-test")
-        open(probe, "w").close()
-        os.remove(probe)
-    except OSError as err:
-        _die(f"--out {out!r} is not writable: {err}")
-
-
 def _mean_se(values):
     import numpy as np
 
@@ -207,7 +144,8 @@ def _fmt(value, spec, none="-"):
     return none if value is None else format(value, spec)
 
 
-def mixture(args):
+def run(args):
+    """Runs the study; returns the exit status."""
     scenario = _settings(args)
     _validate(args)
     out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
@@ -371,18 +309,3 @@ def mixture(args):
     return 0
 
 
-def _die(message):
-    sys.stderr.write(f"tf-vrre: error: {message}\n")
-    raise SystemExit(2)
-
-
-def main(argv=None):
-    args = _parser().parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if args.command == "mixture":
-        return mixture(args)
-    return 2  # pragma: no cover
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
