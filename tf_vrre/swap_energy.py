@@ -41,32 +41,41 @@ class SwapEnergyEstimator:
       energy_mode: ``"train"`` or ``"inference"`` (the ``training`` flag of energy forwards).
       use_cache: read snapshot NLLs of indexed batches from ``vr_state.snapshot_nll``.
       data_size: ``N``.
+
+    A batch with ``energy_x`` (un-augmented inputs, see :mod:`tf_vrre.batch`) gets its current
+    and snapshot energies from forwards on ``energy_x`` (the cached snapshot NLLs, computed on
+    the un-augmented reference data, still apply).
     """
 
     def __init__(self, chains, vr_state, per_example_nll, energy_mode, use_cache, data_size):
         self.chains, self.vr = chains, vr_state
         self.nll, self.mode = per_example_nll, energy_mode
         self.use_cache, self.data_size = use_cache, data_size
+        self.batch_dependent = en.has_training_dependent_layers(chains[0])
 
     def _forwards(self, batch, nlls, need_snapshots):
-        """Per-example current and snapshot NLLs that need a forward pass."""
-        x, y, swt = batch.x, batch.y, batch.sample_weight
-        if self.mode == "inference":
-            cur = [self.nll(x, y, c(x, training=False), swt) for c in self.chains]
+        """Per-example current and snapshot NLLs that need a forward pass (on the un-augmented
+        view ``batch.energy_x`` when the batch carries one)."""
+        y, swt, training = batch.y, batch.sample_weight, self.mode == "train"
+        x = batch.x if batch.energy_x is None else batch.energy_x
+        if self.mode == "inference" or batch.energy_x is not None:
+            cur = [self.nll(x, y, c(x, training=training), swt) for c in self.chains]
         else:
             cur = list(nlls)
         snap = []
         if need_snapshots:
-            training = self.mode == "train"
             snap = [self.nll(x, y, s(x, training=training), swt) for s in self.vr.snapshots]
         return cur, snap
 
     def __call__(self, batch, forward, possible, adaptive):
         """:class:`SwapEnergies` of ``batch`` (``forward``: the gradient pass's nlls and priors)."""
         K, vr, nlls = len(self.chains), self.vr, forward.nlls
+        if batch.energy_x is not None and self.mode == "train" and self.batch_dependent:
+            raise ValueError('energy_inputs: with energy_mode="train" the extra forward on the un-augmented '
+                             "view would update BatchNorm statistics; use energy_mode=\"inference\"")
         cached = vr is not None and batch.index is not None and self.use_cache
         need_snapshots = vr is not None and not cached
-        if need_snapshots or self.mode == "inference":
+        if need_snapshots or self.mode == "inference" or batch.energy_x is not None:
             def none():
                 z = tf.zeros_like(nlls[0])
                 return [z] * K, ([z] * K if need_snapshots else [])
