@@ -10,15 +10,17 @@ Public API (see README.md):
   :class:`CyclicalCosine`, :func:`paper_cifar_schedules`.
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
   :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
+- :func:`export_ensemble` - the samples' Bayesian model average as a TF Serving SavedModel.
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
   ``stats`` (variance / coefficient estimators), ``seeds``, ``mixture`` (the paper's 1-D
   Gaussian-mixture target with its exact posterior).
 """
 
-from tf_vrre import callbacks, collection, dynamics, energy, schedules, seeds, stats, swaps
+from tf_vrre import callbacks, collection, dynamics, energy, export, schedules, seeds, stats, swaps
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import SampleSet, load_samples
 from tf_vrre.energy import ControlVariates, gaussian_nll
+from tf_vrre.export import export_ensemble
 from tf_vrre.sampler import ReplicaExchangeSampler
 from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
 from tf_vrre.swaps import CorrectedSwap, SwapResults
@@ -28,6 +30,6 @@ __version__ = "0.1.0"
 __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
-    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples",
-    "callbacks", "collection", "dynamics", "energy", "schedules", "seeds", "stats", "swaps", "__version__",
+    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
+    "callbacks", "collection", "dynamics", "energy", "export", "schedules", "seeds", "stats", "swaps", "__version__",
 ]
