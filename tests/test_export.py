@@ -2,6 +2,7 @@
 (``load_samples(...).predict``) within 1e-5; TF Serving request formats; member choice,
 temperature, versions; bad input gives one clear error and leaves nothing behind."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -279,6 +280,19 @@ def test_bad_input_errors_leave_nothing_behind(tiny, tmp_path):
     manifest = json.load(open(os.path.join(empty, "samples", "manifest.json")))
     json.dump(dict(manifest, entries=[]), open(os.path.join(empty, "samples", "manifest.json"), "w"))
     fails("no samples in", source=empty)
+    with pytest.raises(ValueError, match="no samples in"):
+        export_ensemble(empty, str(tmp_path / "new_base"))
+    assert not os.path.exists(tmp_path / "new_base")  # not even the base directory
+
+    garbage = _copy_run(tiny, tmp_path / "garbage")  # right checksum, not an npz
+    path = os.path.join(garbage, "samples", "manifest.json")
+    manifest = json.load(open(path))
+    entry = manifest["entries"][1]
+    with open(os.path.join(garbage, "samples", entry["file"]), "wb") as f:
+        f.write(b"not a zip file")
+    entry["bytes"], entry["sha256"] = 14, hashlib.sha256(b"not a zip file").hexdigest()
+    json.dump(manifest, open(path, "w"))
+    fails(f"sample file .*{entry['file']} is unreadable", source=garbage)
 
     broken = _copy_run(tiny, tmp_path / "broken")
     name = sorted(f for f in os.listdir(os.path.join(broken, "samples")) if f.startswith("sample-"))[2]

@@ -23,6 +23,7 @@ import numbers
 import os
 import shutil
 import time
+import zipfile
 
 import keras
 import numpy as np
@@ -185,12 +186,12 @@ def _check_out(out):
     out = str(out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise ValueError(f"out {out!r} exists and is not a directory")
-    os.makedirs(out, exist_ok=True)
-    _remove_stale_tmp(out)
     return out
 
 
 def _versions(out):
+    if not os.path.isdir(out):
+        return []
     return sorted(int(n) for n in os.listdir(out) if n.isdigit() and os.path.isdir(os.path.join(out, n)))
 
 
@@ -296,11 +297,11 @@ def _stack_members(tf, template, samples, picked):
     for k, i in enumerate(picked):
         path = os.path.join(samples.directory, samples.entries[i]["file"])
         try:
-            arrays = samples.weights(i)
-        except ValueError:
-            raise
-        except Exception as err:  # noqa: BLE001  (np.load: unreadable despite its checksum)
-            raise ValueError(f"sample file {path} is unreadable: {err}") from None
+            arrays = samples.weights(i)  # checks size and SHA-256 again: ValueError naming the file
+        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
+            if isinstance(err, ValueError) and path in str(err):
+                raise
+            raise ValueError(f"sample file {path} is unreadable as .npz: {err}") from None
         if len(arrays) != len(weights):
             raise ValueError(f"sample file {path} does not match the model: {len(arrays)} arrays, the model "
                              f"has {len(weights)} weights")
@@ -396,6 +397,8 @@ def _dir_bytes(path):
 
 def _write(archive, out, version, record, start):
     """Writes to ``out/.tmp-export-<version>-<pid>`` and renames it to ``out/<version>``."""
+    os.makedirs(out, exist_ok=True)
+    _remove_stale_tmp(out)
     final = os.path.join(out, str(version))
     tmp = os.path.join(out, f"{TMP_PREFIX}{version}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
