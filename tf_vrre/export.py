@@ -174,6 +174,7 @@ def _read_run(run_dir):
         raise ValueError(f"{path}: preprocessing needs numbers 'scale', 'mean', 'std' and model.input_shape "
                          f"[H, W, C] ({err!r})") from None
     if (len(shape) != 3 or mean.shape != std.shape or len(mean) != shape[-1] or not np.all(std > 0)
+            or not np.all(np.isfinite(std))
             or not np.all(np.isfinite(mean)) or not (np.isfinite(scale) and scale > 0)):
         raise ValueError(f"{path}: need model.input_shape [H, W, C], scale > 0 and C means and C stds > 0, "
                          f"got input_shape {shape}, scale {scale}, mean {mean.tolist()}, std {std.tolist()}")
