@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import pytest
 
+from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.collection import load_samples, reservoir_slot
 from tf_vrre.schedules import CyclicalCosine
@@ -289,3 +290,42 @@ def test_running_bma_is_over_the_kept_samples(tmp_path, keep):
     probs = samples.predict(small_net(), x)
     assert hist["bma_accuracy"][-1] == pytest.approx(float(np.mean(probs.argmax(-1) == y)))
     assert hist["bma_nll"][-1] == pytest.approx(float(-np.mean(np.log(probs[np.arange(len(y)), y]))), rel=1e-5)
+
+
+def test_model_json_rebuilds_the_sampled_architecture(tmp_path):
+    """``model.json`` is written when collection starts; the model it describes takes the samples."""
+    s, x, _ = make_sampler(vr=True)
+    col = SampleCollector(str(tmp_path), every=4)
+    s.fit(s.make_dataset(16), epochs=2, verbose=0, callbacks=[col])
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    rebuilt = keras.models.model_from_json(open(tmp_path / "model.json").read())
+    samples = load_samples(str(tmp_path))
+    rebuilt.set_weights(samples.weights(len(samples) - 1))
+    np.testing.assert_array_equal(rebuilt.predict(x, verbose=0), s.cold_model.predict(x, verbose=0))
+
+
+class Subclassed(keras.Model):  # not registered: its JSON cannot be loaded back
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(3)
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+
+def _subclassed_net():
+    net = Subclassed()
+    net(np.zeros((1, 4), "float32"))  # builds the weights
+    return net
+
+
+def test_unserializable_model_warns_and_writes_no_model_json(tmp_path):
+    s = ReplicaExchangeSampler(_subclassed_net, data_size=64, num_chains=2, temperatures=[1.0, 4.0],
+                               learning_rates=2e-3, seed=0, swap=CorrectedSwap(correction=2.0))
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
+    x, y = data()
+    with pytest.warns(UserWarning, match="model=") as record:
+        s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False,
+              callbacks=[SampleCollector(str(tmp_path), every=2)])
+    assert "model.json not written" in str(record[0].message)
+    assert not os.path.exists(tmp_path / "model.json") and len(load_samples(str(tmp_path))) == 2

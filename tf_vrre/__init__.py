@@ -10,6 +10,7 @@ Public API (see README.md):
   :class:`CyclicalCosine`, :func:`paper_cifar_schedules`.
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
   :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
+- :func:`export_ensemble` - the samples' Bayesian model average as a TF Serving SavedModel.
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
   ``control_variates`` (snapshot refresh, full pass), ``state`` (chain / swap / VR state
   containers), ``record`` (per-step swap record), ``stats`` (variance / coefficient
@@ -17,10 +18,12 @@ Public API (see README.md):
   posterior).
 """
 
-from tf_vrre import callbacks, collection, control_variates, dynamics, energy, record, schedules, seeds, state, stats, swaps
+from tf_vrre import (callbacks, collection, control_variates, dynamics, energy, export, record, schedules, seeds,
+                     state, stats, swaps)
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import SampleSet, load_samples
 from tf_vrre.energy import ControlVariates, gaussian_nll
+from tf_vrre.export import export_ensemble
 from tf_vrre.sampler import ReplicaExchangeSampler
 from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
 from tf_vrre.swaps import CorrectedSwap, SwapResults
@@ -30,7 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
-    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples",
-    "callbacks", "collection", "control_variates", "dynamics", "energy", "record", "schedules", "seeds", "state",
-    "stats", "swaps", "__version__",
+    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
+    "callbacks", "collection", "control_variates", "dynamics", "energy", "export", "record", "schedules", "seeds",
+    "state", "stats", "swaps", "__version__",
 ]

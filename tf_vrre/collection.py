@@ -3,6 +3,7 @@
 Layout of a sample directory::
 
     manifest.json            # {"format", "entries": [...], "events": [...], ...}
+    model.json               # the cold model's architecture (``to_json``), when serializable
     sample-000000256.npz     # cold-chain weights w000, w001, ... (+ "predictive" with BMA)
 
 Every file is written to ``<name>.tmp`` and renamed (atomic on POSIX), the sample before the
@@ -15,6 +16,7 @@ import hashlib
 import json
 import numbers
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -23,6 +25,7 @@ from tf_vrre.sampler import require_sampler
 from tf_vrre.schedules import CyclicalCosine
 
 MANIFEST = "manifest.json"
+MODEL_JSON = "model.json"
 FORMAT = "tf_vrre.samples/1"
 KEEP = ("last", "reservoir")
 
@@ -177,7 +180,8 @@ class SampleCollector(keras.callbacks.Callback):
     final set equals the uninterrupted run's.
 
     Args:
-      directory: where samples and ``manifest.json`` go (created).
+      directory: where samples, ``manifest.json`` and ``model.json`` (the architecture,
+        written when collection starts if the cold model serializes) go (created).
       every: thinning ``T`` in steps (paper: 256); a multiple of ``steps_per_execution``.
       burn_in_steps: no sample at or before this step.
       cycle: optional :class:`tf_vrre.schedules.CyclicalCosine`; collect only in the sampling
@@ -269,6 +273,7 @@ class SampleCollector(keras.callbacks.Callback):
         manifest["events"] = [t for t in manifest["events"] if t <= step0]
         manifest["config"] = {k: v for k, v in self.get_config().items() if k != "validation_data"}
         _write_json(path, manifest)
+        self._write_architecture()
         listed = {e["file"] for e in manifest["entries"]} | {MANIFEST}
         for name in os.listdir(self.directory):  # replayed or half-written files
             if (name.startswith("sample-") or name.endswith(".tmp")) and name not in listed:
@@ -279,6 +284,21 @@ class SampleCollector(keras.callbacks.Callback):
             for entry in manifest["entries"]:
                 self._bma_add(self._stored_predictive(entry["file"]), +1)
         self._started = True
+
+    def _write_architecture(self):
+        """Writes ``model.json`` (``cold_model.to_json()``, checked to load back) atomically, so
+        the weights-only sample files can be rebuilt into models (``tf_vrre.export_ensemble``);
+        a model that does not serialize (subclassed, unregistered) gets a warning instead."""
+        path = os.path.join(self.directory, MODEL_JSON)
+        try:
+            text = self.model.cold_model.to_json()
+            keras.models.model_from_json(text)
+        except Exception as err:  # noqa: BLE001  (any failure means: not rebuildable from JSON)
+            warnings.warn(f"SampleCollector: the cold model does not serialize to JSON ({type(err).__name__}: "
+                          f"{err}); {path} not written. Export its samples with "
+                          "tf_vrre.export_ensemble(..., model=<built model or model_fn>).", stacklevel=2)
+            return
+        _atomic_write(path, lambda f: f.write(text.encode()))
 
     def on_epoch_begin(self, epoch, logs=None):
         if not self._started:

@@ -1,0 +1,157 @@
+"""What serving the posterior costs: export time, SavedModel size and latency per call of the
+K-member model average (K = 1, 8, 32) beside one plain member, ResNet-20 on CIFAR-10.
+
+    python benchmarks/export_latency.py                 # ~5 minutes on 2 CPU cores
+    python benchmarks/export_latency.py --rounds 3 --ks 1,8
+
+Samples: a short VR-reSGHMC run of ResNet-20 (``models.resnet20``) on real CIFAR-10 training
+images with ``SampleCollector(every=1)`` (the weights' values do not change the cost), written
+as a run directory (``run.json`` + ``samples/``) and exported with
+``tf_vrre.export_ensemble(run, out, max_members=K)``.  The baseline "1 member (plain)" is one
+sample's network exported with Keras' own ``model.export`` (float32 normalised input, logits
+out).  Latency: each SavedModel loaded with ``tf.saved_model.load`` and its serving signature
+called on uint8 images (float32 normalised for the plain member); configurations interleaved in
+rounds, median per call after one warm-up call.  Times include the host -> tensor conversion.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TRAIN = "/work/shared/data/cifar10/cifar10_train_part1of2.npz"
+TEST = "/work/shared/data/cifar10/cifar10_test.npz"
+
+
+def make_run(run_dir, k_max, train_size, batch_size, seed=0):
+    """ResNet-20 samples from a short run: burn-in 4 steps, then one sample per step."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import tf_vrre
+    from models import resnet20
+
+    with np.load(TRAIN) as d:
+        x, y = d["x"][:train_size], d["y"][:train_size]
+    scale = 1.0 / 255.0
+    xs = x.astype(np.float64) * scale
+    pre = {"kind": "normalize", "scale": scale, "mean": xs.mean((0, 1, 2)).tolist(), "std": xs.std((0, 1, 2)).tolist()}
+    xn = ((x.astype(np.float32) * np.float32(scale) - np.float32(pre["mean"])) / np.float32(pre["std"]))
+    spe = train_size // batch_size
+    steps = 4 + k_max
+    sampler = tf_vrre.ReplicaExchangeSampler(
+        resnet20, data_size=train_size, num_chains=2, temperatures=[1e-3, 5e-3], learning_rates=[2e-6 * 50000 / train_size, 3e-6 * 50000 / train_size],
+        dynamics="sghmc", weight_decay=5.0, swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=spe), seed=seed)
+    sampler.set_reference_data((xn, y))
+    sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    collector = tf_vrre.SampleCollector(os.path.join(run_dir, "samples"), every=1, burn_in_steps=4)
+    t0 = time.perf_counter()
+    sampler.fit(sampler.make_dataset(batch_size, repeat=True), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False,
+                callbacks=[collector])
+    print(f"  sampled {k_max} ResNet-20 members in {steps} steps ({time.perf_counter() - t0:.0f} s)")
+    run = {"format": "tf_vrre.run/1", "method": "vr-resghmc", "config": {"benchmark": True},
+           "model": {"name": "resnet20", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+           "data": {"dataset": "cifar10", "source": "npz", "data_dir": os.path.dirname(TRAIN),
+                    "train_size": train_size, "subset": None},
+           "preprocessing": pre, "seed": seed,
+           "versions": {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__},
+           "status": "complete"}
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump(run, f)
+    return run
+
+
+def dir_mib(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 2 ** 20
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ks", default="1,8,32", help="member counts (default 1,8,32)")
+    ap.add_argument("--batches", default="1,64,256", help="batch sizes (default 1,64,256)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed calls per configuration (default 5)")
+    ap.add_argument("--train-size", type=int, default=512)
+    ap.add_argument("--out", default=None, help="keep the run and exports here (default: temporary)")
+    args = ap.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    batches = [int(b) for b in args.batches.split(",")]
+
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import tf_vrre
+    from models import resnet20
+
+    root = args.out or tempfile.mkdtemp(prefix="export_latency-")
+    run_dir = os.path.join(root, "run")
+    os.makedirs(run_dir, exist_ok=True)
+    print(f"ResNet-20, CIFAR-10; tensorflow {tf.__version__}, keras {keras.__version__}, "
+          f"{os.cpu_count()} CPUs; work dir {root}")
+    run = make_run(run_dir, max(ks), args.train_size, 64)
+
+    configs = {}  # name -> (signature, input dtype)
+    exports = {}
+    for k in ks:
+        info = tf_vrre.export_ensemble(run_dir, os.path.join(root, "serving"), max_members=k)
+        exports[k] = info
+        configs[f"K={k}"] = (tf.saved_model.load(info["path"]).signatures["serving_default"], "uint8")
+    samples = tf_vrre.load_samples(os.path.join(run_dir, "samples"))
+    net = resnet20()
+    net.set_weights(samples.weights(len(samples) - 1))
+    plain = os.path.join(root, "plain")
+    shutil.rmtree(plain, ignore_errors=True)
+    t0 = time.perf_counter()
+    net.export(plain, format="tf_saved_model", verbose=False)
+    plain_seconds = time.perf_counter() - t0
+    configs["plain"] = (tf.saved_model.load(plain).signatures["serving_default"], "normalized")
+
+    with np.load(TEST) as d:
+        images = d["x"][:max(batches)]
+    pre = run["preprocessing"]
+    normalized = ((images.astype(np.float32) * np.float32(pre["scale"]) - np.float32(pre["mean"]))
+                  / np.float32(pre["std"]))
+    times = {(name, b): [] for name in configs for b in batches}
+
+    def call(name, b):
+        fn, kind = configs[name]
+        x = images[:b] if kind == "uint8" else normalized[:b]
+        t = time.perf_counter()
+        out = fn(tf.constant(x))
+        next(iter(out.values())).numpy()
+        return time.perf_counter() - t
+
+    for name in configs:  # warm-up
+        for b in batches:
+            call(name, b)
+    for r in range(args.rounds):  # interleaved: every configuration once per round
+        for b in batches:
+            for name in configs:
+                times[(name, b)].append(call(name, b))
+        print(f"  round {r + 1}/{args.rounds} done", flush=True)
+
+    med = {key: float(np.median(v)) * 1e3 for key, v in times.items()}
+    print(f"\nmedian ms per call over {args.rounds} interleaved rounds (ratio: / plain member)")
+    head = "| members | export s | SavedModel MiB | " + " | ".join(f"batch {b} ms (ratio)" for b in batches) + " |"
+    print(head)
+    print("|" + "---|" * (3 + len(batches)))
+    row = [f"{med[('plain', b)]:.1f}" for b in batches]
+    print(f"| 1, plain `model.export` | {plain_seconds:.1f} | {dir_mib(plain):.2f} | " + " | ".join(row) + " |")
+    for k in ks:
+        cells = [f"{med[(f'K={k}', b)]:.1f} ({med[(f'K={k}', b)] / med[('plain', b)]:.1f}x)" for b in batches]
+        print(f"| {k} | {exports[k]['export_seconds']:.1f} | {exports[k]['bytes'] / 2 ** 20:.2f} | "
+              + " | ".join(cells) + " |")
+    if args.out is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""`tf-vrre export`: a run exports and prints its numbers; bad flags and bad input exit 2 with
+one line on stderr and leave nothing behind."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tf_vrre import cli
+
+from _tiny_run import make_tiny_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("cli_export") / "run")
+    os.makedirs(path)
+    make_tiny_run(path, epochs=1)  # 8 steps: samples at steps 6 and 8
+    return path
+
+
+def _last_error_line(capsys):
+    lines = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_export_run_prints_and_writes_versions(run_dir, tmp_path, capsys):
+    out = str(tmp_path / "serving")
+    assert cli.main(["export", "--run", run_dir, "--out", out]) == 0
+    text = capsys.readouterr().out
+    assert "exported 2 of 2 samples (steps 6..8)" in text and "SavedModel size" in text
+    assert "export time" in text and "serving_default, members" in text
+    assert cli.main(["export", "--samples", os.path.join(run_dir, "samples"), "--out", out,
+                     "--max-members", "1", "--temperature", "0.5", "--version", "5"]) == 0
+    assert "exported 1 of 2 samples (steps 8)" in capsys.readouterr().out
+    assert sorted(os.listdir(out)) == ["1", "5"]
+    record = json.load(open(os.path.join(out, "5", "export.json")))
+    assert record["temperature"] == 0.5 and record["steps"] == [8] and record["preprocessing"] is None
+    assert record["input"]["dtypes"] == ["float32"]  # --samples: the model's own signature
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--max-members", "0"], "--max-members: must be > 0"),
+    (["--temperature", "-1"], "--temperature: must be > 0"),
+    (["--temperature", "nan"], "--temperature: must be a finite number"),
+    (["--version", "0"], "--version: must be > 0"),
+    (["--version", "x"], "--version: expected an int"),
+])
+def test_bad_flags_exit_2(run_dir, tmp_path, flags, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export", "--run", run_dir, "--out", str(tmp_path / "o"), *flags])
+    assert exc.value.code == 2
+    line = _last_error_line(capsys)
+    assert message in line and "error" in line
+    assert not os.path.exists(tmp_path / "o")
+
+
+def test_bad_sources_and_versions_exit_2(run_dir, tmp_path, capsys):
+    out = str(tmp_path / "serving")
+    cases = [
+        (["--run", str(tmp_path)], "no run.json there"),
+        (["--samples", str(tmp_path)], "no manifest.json there"),
+        ([], "one of the arguments --run --samples is required"),
+        (["--run", run_dir, "--samples", run_dir], "not allowed with argument"),
+    ]
+    for flags, message in cases:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["export", *flags, "--out", out])
+        assert exc.value.code == 2 and message in _last_error_line(capsys)
+
+    assert cli.main(["export", "--run", run_dir, "--out", out, "--max-members", "1"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export", "--run", run_dir, "--out", out, "--version", "1"])
+    assert exc.value.code == 2 and "--version 1" in _last_error_line(capsys)
+
+    no_model = str(tmp_path / "no_model")  # samples of a model that did not serialize
+    shutil.copytree(run_dir, no_model)
+    os.remove(os.path.join(no_model, "samples", "model.json"))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export", "--run", no_model, "--out", out])
+    line = _last_error_line(capsys)
+    assert exc.value.code == 2 and "model.json is missing" in line
+    assert "tf_vrre.export_ensemble(source, out, model=" in line
+    assert sorted(os.listdir(out)) == ["1"]
+
+
+def test_help_lists_flags(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("--run", "--samples", "--out", "--version", "--max-members", "--temperature"):
+        assert flag in text

@@ -1,0 +1,77 @@
+"""``tf-vrre export``: the posterior's Bayesian model average as a TF Serving SavedModel.
+
+    tf-vrre export --run runs/cifar10 --out serving/cifar10                   # version 1, 2, ...
+    tf-vrre export --run runs/cifar10 --out serving/cifar10 --max-members 16 --version 7
+    tf-vrre export --samples runs/toy/samples --out serving/toy --temperature 2
+"""
+
+import os
+
+from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import positive as _positive
+from tf_vrre.cli._args import writable as _writable
+
+HELP = "export the samples' model average as one SavedModel for TF Serving"
+DESCRIPTION = (
+    "Writes OUT/<version>/ (saved_model.pb, variables/, export.json): the Bayesian model average of the "
+    "collected samples, servable by TF Serving or tf.saved_model.load without tf_vrre. Signatures: "
+    "serving_default (probabilities, predictive_entropy, predicted_class) and members (also "
+    "member_probabilities, expected_entropy, mutual_information); runs with run.json take raw uint8 "
+    "images (serving_float32 / members_float32: float32) with the training normalisation inside the "
+    "graph. Versions are never overwritten; a failed or killed export leaves no version behind.")
+
+
+def add_arguments(p):
+    """Flags of ``tf-vrre export``."""
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", metavar="RUN", help="run directory: RUN/run.json (preprocessing) and RUN/samples")
+    src.add_argument("--samples", metavar="DIR",
+                     help="SampleCollector directory (manifest.json, model.json); the model's own input signature")
+    p.add_argument("--out", required=True, metavar="DIR", help="TF Serving model base path; writes DIR/<version>/")
+    p.add_argument("--version", type=_positive(int), metavar="N",
+                   help="version number (default: highest existing + 1); an existing version is an error")
+    p.add_argument("--max-members", type=_positive(int), metavar="K",
+                   help="at most K members, spread evenly over the chain (default: every sample)")
+    p.add_argument("--temperature", type=_positive(float), default=1.0, metavar="T",
+                   help="divide the members' logits by T before the softmax (default 1)")
+
+
+def _check_source(args):
+    if args.run is not None:
+        if not os.path.isfile(os.path.join(args.run, "run.json")):
+            _die(f"--run {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
+        return args.run
+    if not os.path.isfile(os.path.join(args.samples, "manifest.json")):
+        _die(f"--samples {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
+    return args.samples
+
+
+def run(args):
+    """Exports; prints version path, member count, export time and size; returns the exit status."""
+    source = _check_source(args)
+    _writable(args.out)
+    if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
+        _die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "
+             "(exported versions are never overwritten)")
+
+    from tf_vrre.export import export_ensemble
+
+    try:
+        info = export_ensemble(source, args.out, version=args.version, max_members=args.max_members,
+                               temperature=args.temperature)
+    except ValueError as err:
+        message = str(err)
+        if "model=<built keras.Model" in message:
+            message += " (the CLI cannot take a model object)"
+        _die(message)
+    print(f"exported {info['members']} of {info['samples_available']} samples (steps {_span(info['steps'])}) "
+          f"to {info['path']}")
+    print(f"  export time {info['export_seconds']:.1f} s, SavedModel size {info['bytes'] / 2 ** 20:.2f} MiB, "
+          f"temperature {info['temperature']:g}, input {info['input']['name']} "
+          f"{'/'.join(info['input']['dtypes'])} {info['input']['shape']}")
+    print(f"  signatures: {', '.join(info['signatures'])}")
+    return 0
+
+
+def _span(steps):
+    return f"{steps[0]}..{steps[-1]}" if len(steps) > 1 else str(steps[0])
