@@ -1,0 +1,105 @@
+"""Figures of ``tf-vrre diagnose``: ``replicas.png`` (each state's slot over time) and
+``acceptance.png`` (per-pair acceptance).  matplotlib (Agg) is imported lazily."""
+
+import os
+
+import numpy as np
+
+MAX_STATES = 8
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path):
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=80)
+    os.replace(tmp, path)
+
+
+def replicas(path, flows, labels):
+    """One panel per state (rows) and run (columns): the slot the state holds over the steps
+    (0 = coldest at the bottom, K-1 = hottest at the top), with its round-trip count.
+
+    Args:
+      path: the PNG to write.
+      flows: :func:`tf_vrre.diagnostics.replica_flow` results (with ``"_paths"``).
+      labels: a title per run.
+    """
+    plt = _plt()
+    rows = min(MAX_STATES, max(f["num_chains"] for f in flows))
+    fig, axes = plt.subplots(rows, len(flows), figsize=(7.5 * len(flows), 0.9 * rows + 1.4), sharex="col",
+                             squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for c, (flow, label) in enumerate(zip(flows, labels)):
+        times, slots = flow["_paths"]
+        K = flow["num_chains"]
+        t = np.append(times, flow["end_step"])
+        for i in range(rows):
+            ax = axes[i, c]
+            if i >= K:
+                ax.axis("off")
+                continue
+            y = np.append(slots[:, i], slots[-1, i])
+            ax.step(t, y, where="post", lw=0.8, color=colors(i % 10))
+            ax.set_ylim(-0.3, K - 0.7)
+            ax.set_yticks([0, K - 1])
+            ax.set_yticklabels(["cold", "hot"], fontsize=7)
+            ax.text(1.0, 0.5, f"state {i}\n{flow['round_trips_per_state'][i]} trips", transform=ax.transAxes,
+                    fontsize=7, va="center", ha="left")
+        axes[0, c].set_title(f"{label}\nK={K}, {flow['swaps']} swaps, {flow['round_trips']} round trips "
+                             f"({_fmt(flow['round_trips_per_1000_steps'])} / 1000 steps)", fontsize=9)
+        axes[min(rows, K) - 1, c].set_xlabel("step")
+    if len(flows) > 0 and max(f["num_chains"] for f in flows) > MAX_STATES:
+        fig.text(0.01, 0.01, f"first {MAX_STATES} states shown", fontsize=7)
+    fig.suptitle("Slot of each state over time (states named by their slot at the start)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.96, 1))
+    _save(fig, path)
+    plt.close(fig)
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.3g}"
+
+
+def acceptance(path, flows, labels):
+    """Per adjacent pair: swap acceptance rate with +-2 batch-means standard errors (bars) and
+    the mean Metropolis probability ``min(1, exp(log S))`` (diamonds), one colour per run.
+
+    Args:
+      path: the PNG to write.
+      flows: :func:`tf_vrre.diagnostics.replica_flow` results.
+      labels: a legend entry per run.
+    """
+    plt = _plt()
+    P = max(f["num_chains"] for f in flows) - 1
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * P + 3), 3.6))
+    width = 0.8 / len(flows)
+    colors = plt.get_cmap("tab10")
+    for r, (flow, label) in enumerate(zip(flows, labels)):
+        pairs = flow["pairs"]
+        x = np.array([p["pair"] for p in pairs]) + (r - (len(flows) - 1) / 2) * width
+        rate = np.array([np.nan if p["acceptance"] is None else p["acceptance"] for p in pairs])
+        se = np.array([0.0 if p["acceptance_se"] is None else 2 * p["acceptance_se"] for p in pairs])
+        mean_p = np.array([np.nan if p["mean_accept_prob"] is None else p["mean_accept_prob"] for p in pairs])
+        ax.bar(x, rate, width * 0.9, yerr=se, capsize=3, color=colors(r % 10), alpha=0.75,
+               label=f"{label}: accepted / attempted (+-2 se)")
+        ax.plot(x, mean_p, "D", color="k", ms=4, label="mean min(1, exp(log S))" if r == 0 else None)
+    ticks = range(P)
+    temps = flows[0]["temperatures"]
+    ax.set_xticks(list(ticks))
+    ax.set_xticklabels([f"{p}: {_fmt(temps[p])}-{_fmt(temps[p + 1])}" for p in ticks], fontsize=7)
+    ax.set_xlabel("pair: temperatures (lo-hi)")
+    ax.set_ylabel("swap acceptance")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title("Per-pair swap acceptance", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
