@@ -109,6 +109,7 @@ def to_inference_data(runs, burn_in=0.0, points=4):
     stats = {k: np.stack([s[k][:n] for _, s in parts]) for k in parts[0][1] if all(k in s for _, s in parts)}
     dims = {"predictive": ["point"]} if "predictive" in post else None
     coords = {"point": np.arange(post["predictive"].shape[-1])} if dims else None
-    attrs = {"runs": [os.fspath(p) for p in paths], "burn_in": burn_in, "source": "tf_vrre",
-             "predictive_classes": classes or []}
-    return az.from_dict(posterior=post, sample_stats=stats, coords=coords, dims=dims, attrs=attrs)
+    idata = az.from_dict(posterior=post, sample_stats=stats, coords=coords, dims=dims)
+    idata.posterior.attrs.update({"runs": [os.fspath(p) for p in paths], "burn_in": burn_in,
+                                  "inference_library": "tf_vrre", "predictive_classes": classes or []})
+    return idata

@@ -11,7 +11,23 @@ a single run still gets an R-hat that sees within-run drift.
 - R-hat: the square root of ``tfp.mcmc.potential_scale_reduction`` over the (split) chains.
 """
 
+import contextlib
+import logging
+
 import numpy as np
+
+
+@contextlib.contextmanager
+def _quiet_tf():
+    """TFP's FFT auto-correlation casts complex128 to float64 and TF logs a warning for every
+    call; the imaginary part is zero by construction, so silence it here."""
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _as_chains(values, name):
@@ -60,8 +76,9 @@ def effective_sample_size(values, split=True):
         raise ValueError(f"values: need at least 4 draws per chain{' after splitting' if split else ''}, "
                          f"got {x.shape[1]}")
     states = tf.constant(np.moveaxis(x, 0, 1))  # [draws, chains, ...]
-    ess = tfp.mcmc.effective_sample_size(states, filter_beyond_positive_pairs=True,
-                                         cross_chain_dims=1 if x.shape[0] > 1 else None)
+    with _quiet_tf():
+        ess = tfp.mcmc.effective_sample_size(states, filter_beyond_positive_pairs=True,
+                                             cross_chain_dims=1 if x.shape[0] > 1 else None)
     ess = np.asarray(ess.numpy(), np.float64)
     return ess[0] if x.shape[0] == 1 else ess
 

@@ -49,17 +49,18 @@ def replicas(path, flows, labels):
             y = np.append(slots[:, i], slots[-1, i])
             ax.step(t, y, where="post", lw=0.8, color=colors(i % 10))
             ax.set_ylim(-0.3, K - 0.7)
-            ax.set_yticks([0, K - 1])
-            ax.set_yticklabels(["cold", "hot"], fontsize=7)
-            ax.text(1.0, 0.5, f"state {i}\n{flow['round_trips_per_state'][i]} trips", transform=ax.transAxes,
-                    fontsize=7, va="center", ha="left")
+            ax.set_yticks(range(K) if K <= 4 else [0, K - 1])
+            ax.set_yticklabels(["cold" if k == 0 else "hot" if k == K - 1 else str(k)
+                                for k in (range(K) if K <= 4 else [0, K - 1])], fontsize=7)
+            ax.set_ylabel(f"state {i}\n{flow['round_trips_per_state'][i]} trips", fontsize=7, rotation=0,
+                          ha="right", va="center")
         axes[0, c].set_title(f"{label}\nK={K}, {flow['swaps']} swaps, {flow['round_trips']} round trips "
                              f"({_fmt(flow['round_trips_per_1000_steps'])} / 1000 steps)", fontsize=9)
         axes[min(rows, K) - 1, c].set_xlabel("step")
     if len(flows) > 0 and max(f["num_chains"] for f in flows) > MAX_STATES:
         fig.text(0.01, 0.01, f"first {MAX_STATES} states shown", fontsize=7)
     fig.suptitle("Slot of each state over time (states named by their slot at the start)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 0.96, 1))
+    fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
 
@@ -79,7 +80,7 @@ def acceptance(path, flows, labels):
     """
     plt = _plt()
     P = max(f["num_chains"] for f in flows) - 1
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * P + 3), 3.6))
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * P + 3), 3.6 + 0.15 * len(flows)))
     width = 0.8 / len(flows)
     colors = plt.get_cmap("tab10")
     for r, (flow, label) in enumerate(zip(flows, labels)):
@@ -97,8 +98,11 @@ def acceptance(path, flows, labels):
     ax.set_xticklabels([f"{p}: {_fmt(temps[p])}-{_fmt(temps[p + 1])}" for p in ticks], fontsize=7)
     ax.set_xlabel("pair: temperatures (lo-hi)")
     ax.set_ylabel("swap acceptance")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, loc="upper right")
+    tops = [p["acceptance"] + 2 * (p["acceptance_se"] or 0) for f in flows for p in f["pairs"]
+            if p["acceptance"] is not None]
+    tops += [p["mean_accept_prob"] for f in flows for p in f["pairs"] if p["mean_accept_prob"] is not None]
+    ax.set_ylim(0, min(1.05, max([0.05] + [1.25 * t for t in tops])))
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     ax.set_title("Per-pair swap acceptance", fontsize=10)
     fig.tight_layout()
     _save(fig, path)
