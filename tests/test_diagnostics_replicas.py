@@ -109,6 +109,15 @@ def test_read_swap_log_layouts_cut_rows_and_errors(tmp_path):
         dg.read_swap_log(tmp_path / "bad")
 
 
+def test_log_without_attempts(tmp_path):
+    """A run stopped before sigma2 was ready: header-only swaps.csv, nothing to divide by."""
+    _write_log(tmp_path, [], refresh=["3,0,1,0,2.0,0,0,2.0"])
+    flow = dg.replica_flow(dg.read_swap_log(tmp_path))
+    assert flow["swaps"] == flow["attempts"] == flow["round_trips"] == 0
+    assert flow["pairs"][0]["acceptance"] is None and flow["mean_first_passage_cold_to_hot"] is None
+    assert flow["round_trips_per_1000_steps"] == 0.0 and flow["steps"] == 1
+
+
 # ---- exact reference: the swap chain over slot assignments ---------------------------------
 def exact_flow(energies, temperatures, pairs):
     """Stationary per-pair acceptance and round trips per step of frozen states.

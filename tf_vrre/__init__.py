@@ -10,14 +10,17 @@ Public API (see README.md):
   :class:`CyclicalCosine`, :func:`paper_cifar_schedules`.
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
   :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
+- diagnostics (``tf_vrre.diagnostics``): replica flow, ESS / R-hat (TFP), ``diagnose``;
+  :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
   ``stats`` (variance / coefficient estimators), ``seeds``, ``mixture`` (the paper's 1-D
   Gaussian-mixture target with its exact posterior).
 """
 
-from tf_vrre import callbacks, collection, dynamics, energy, schedules, seeds, stats, swaps
+from tf_vrre import callbacks, collection, diagnostics, dynamics, energy, schedules, seeds, stats, swaps
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import SampleSet, load_samples
+from tf_vrre.diagnostics import to_inference_data
 from tf_vrre.energy import ControlVariates, gaussian_nll
 from tf_vrre.sampler import ReplicaExchangeSampler
 from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
@@ -29,5 +32,6 @@ __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples",
-    "callbacks", "collection", "dynamics", "energy", "schedules", "seeds", "stats", "swaps", "__version__",
+    "to_inference_data", "callbacks", "collection", "diagnostics", "dynamics", "energy", "schedules", "seeds",
+    "stats", "swaps", "__version__",
 ]

@@ -23,9 +23,19 @@ def _save(fig, path):
     os.replace(tmp, path)
 
 
+def _zoom_window(flow):
+    """Steps shown in the zoom panel: about 8 mean round-trip times from the start (at least
+    100 steps, at most the whole log)."""
+    span = flow["end_step"] - flow["start_step"]
+    trip = flow["mean_round_trip_time"]
+    return int(min(span, max(100, 8 * trip))) if trip else span
+
+
 def replicas(path, flows, labels):
-    """One panel per state (rows) and run (columns): the slot the state holds over the steps
-    (0 = coldest at the bottom, K-1 = hottest at the top), with its round-trip count.
+    """One panel per state (rows) and run (columns): the slot the state holds over the whole
+    log (0 = coldest at the bottom, K-1 = hottest at the top; a flat stretch is a stuck
+    state), with its round-trip count; the bottom panel overlays all states over the first ~8
+    mean round-trip times (random pairs diffuse, DEO pairs sweep the ladder).
 
     Args:
       path: the PNG to write.
@@ -34,30 +44,42 @@ def replicas(path, flows, labels):
     """
     plt = _plt()
     rows = min(MAX_STATES, max(f["num_chains"] for f in flows))
-    fig, axes = plt.subplots(rows, len(flows), figsize=(7.5 * len(flows), 0.9 * rows + 1.4), sharex="col",
-                             squeeze=False)
+    fig, axes = plt.subplots(rows + 1, len(flows), figsize=(7.5 * len(flows), 0.9 * rows + 3.2), squeeze=False,
+                             gridspec_kw={"height_ratios": [1] * rows + [2.2]})
     colors = plt.get_cmap("tab10")
     for c, (flow, label) in enumerate(zip(flows, labels)):
         times, slots = flow["_paths"]
         K = flow["num_chains"]
         t = np.append(times, flow["end_step"])
+        ticks = list(range(K)) if K <= 4 else [0, K - 1]
+        names = ["cold" if k == 0 else "hot" if k == K - 1 else str(k) for k in ticks]
+        window = flow["start_step"] + _zoom_window(flow)
+        zoom = axes[rows, c]
         for i in range(rows):
             ax = axes[i, c]
             if i >= K:
                 ax.axis("off")
                 continue
             y = np.append(slots[:, i], slots[-1, i])
-            ax.step(t, y, where="post", lw=0.8, color=colors(i % 10))
+            ax.step(t, y, where="post", lw=0.6, color=colors(i % 10))
             ax.set_ylim(-0.3, K - 0.7)
-            ax.set_yticks(range(K) if K <= 4 else [0, K - 1])
-            ax.set_yticklabels(["cold" if k == 0 else "hot" if k == K - 1 else str(k)
-                                for k in (range(K) if K <= 4 else [0, K - 1])], fontsize=7)
+            ax.set_yticks(ticks)
+            ax.set_yticklabels(names, fontsize=7)
+            ax.set_xlim(flow["start_step"], flow["end_step"])
+            ax.axvspan(flow["start_step"], window, color="0.9", zorder=0)
             ax.set_ylabel(f"state {i}\n{flow['round_trips_per_state'][i]} trips", fontsize=7, rotation=0,
                           ha="right", va="center")
+            if i < min(rows, K) - 1:
+                ax.set_xticklabels([])
+            m = t <= window
+            zoom.step(t[m], y[m] + 0.06 * (i - (K - 1) / 2), where="post", lw=1.0, color=colors(i % 10))
         axes[0, c].set_title(f"{label}\nK={K}, {flow['swaps']} swaps, {flow['round_trips']} round trips "
                              f"({_fmt(flow['round_trips_per_1000_steps'])} / 1000 steps)", fontsize=9)
-        axes[min(rows, K) - 1, c].set_xlabel("step")
-    if len(flows) > 0 and max(f["num_chains"] for f in flows) > MAX_STATES:
+        zoom.set_xlim(flow["start_step"], window)
+        zoom.set_yticks(ticks)
+        zoom.set_yticklabels(names, fontsize=7)
+        zoom.set_xlabel(f"step (bottom: all states, steps {flow['start_step']}-{window}, shaded above)", fontsize=8)
+    if max(f["num_chains"] for f in flows) > MAX_STATES:
         fig.text(0.01, 0.01, f"first {MAX_STATES} states shown", fontsize=7)
     fig.suptitle("Slot of each state over time (states named by their slot at the start)", fontsize=10)
     fig.tight_layout()
