@@ -13,11 +13,14 @@ Public API (see README.md):
 - diagnostics (``tf_vrre.diagnostics``): replica flow, ESS / R-hat (TFP), ``diagnose``;
   :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
-  ``stats`` (variance / coefficient estimators), ``seeds``, ``mixture`` (the paper's 1-D
-  Gaussian-mixture target with its exact posterior).
+  ``control_variates`` (snapshot refresh, full pass), ``state`` (chain / swap / VR state
+  containers), ``record`` (per-step swap record), ``stats`` (variance / coefficient
+  estimators), ``seeds``, ``mixture`` (the paper's 1-D Gaussian-mixture target with its exact
+  posterior).
 """
 
-from tf_vrre import callbacks, collection, diagnostics, dynamics, energy, schedules, seeds, stats, swaps
+from tf_vrre import (callbacks, collection, control_variates, diagnostics, dynamics, energy, record, schedules, seeds,
+                     state, stats, swaps)
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import SampleSet, load_samples
 from tf_vrre.diagnostics import to_inference_data
@@ -32,6 +35,7 @@ __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples",
-    "to_inference_data", "callbacks", "collection", "diagnostics", "dynamics", "energy", "schedules", "seeds",
+    "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
+    "record", "schedules", "seeds", "state",
     "stats", "swaps", "__version__",
 ]
