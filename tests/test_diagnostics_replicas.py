@@ -124,8 +124,8 @@ def exact_flow(energies, temperatures, pairs):
 
     The chain's state is (state in each slot, each state's direction: 1 once it has visited
     the top since it last held slot 0, phase of the DEO schedule).  A round trip ends when a
-    state with direction 1 arrives in slot 0.  The lazy chain (P + I) / 2 has the same
-    stationary law and is aperiodic, so power iteration converges."""
+    state with direction 1 arrives in slot 0.  The stationary law solves pi (P - I) = 0,
+    sum pi = 1 (states that cannot recur, e.g. slot 0 with direction 1, get pi = 0)."""
     K = len(energies)
     u, beta = np.asarray(energies, float), 1.0 / np.asarray(temperatures, float)
     perms = list(itertools.permutations(range(K)))
@@ -163,11 +163,10 @@ def exact_flow(energies, temperatures, pairs):
                 j = index[(tuple(new), tuple(nd), (ph + 1) % phases)]
                 P[i, j] += pr
                 trips[i] += pr * done
-    pi = np.zeros(len(space))
-    pi[0] = 1.0
-    lazy = 0.5 * (P + np.eye(len(space)))
-    for _ in range(4000):
-        pi = pi @ lazy
+    a = (P - np.eye(len(space))).T      # pi (P - I) = 0 and sum(pi) = 1 (unique: one recurrent class)
+    a[-1] = 1.0
+    pi = np.linalg.solve(a, np.eye(len(space))[-1])
+    np.testing.assert_allclose(pi @ P, pi, atol=1e-12)
     pi_perm = {}
     for (perm, _, _), v in zip(space, pi):
         pi_perm[perm] = pi_perm.get(perm, 0.0) + v
@@ -186,7 +185,7 @@ def _frozen_run(directory, values, temperatures, pairs, steps, seed=3):
                                        temperatures=list(temperatures), learning_rates=1e-12, dynamics="sgld",
                                        nll=_nll, swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs), seed=seed,
                                        independent_init=True)
-    s.compile(steps_per_execution=500)
+    s.compile(steps_per_execution=1000)
     for chain, b in zip(s.chains, values):
         chain.set_weights([np.float32(b)])
     x = np.zeros((100, 1), np.float32)
@@ -200,7 +199,7 @@ LADDERS = {
     "K4-random": (list(np.linspace(0.0, 1.2, 4)), list(np.geomspace(1.0, 4.0, 4)), "random"),
     "K4-deo": (list(np.linspace(0.0, 1.2, 4)), list(np.geomspace(1.0, 4.0, 4)), "deo"),
 }
-STEPS = 15000
+STEPS = 10000
 BLOCKS = 25
 
 
