@@ -39,7 +39,7 @@ def test_runs_as_chains_with_samples(diag_runs):
 
 def test_swap_log_only_run(diag_runs):
     swaps = os.path.join(diag_runs[1], "swaps")
-    idata = dg.to_inference_data(swaps)
+    idata = dg.to_inference_data(swaps, burn_in=0.0)
     log = dg.read_swap_log(swaps)
     m = log.swaps["pair"] == 0
     np.testing.assert_allclose(idata.posterior["cold_energy"].values[0], log.swaps["energy_lo"][m])

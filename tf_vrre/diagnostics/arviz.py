@@ -70,7 +70,7 @@ def _draws(loaded, burn_in, classes):
              "accept_prob": log.swaps["accept_prob"][m], "log_ratio": log.swaps["log_ratio"][m]})
 
 
-def to_inference_data(runs, burn_in=0.0, points=4):
+def to_inference_data(runs, burn_in=0.1, points=4):
     """An ``arviz.InferenceData`` of one run or of several runs (chains) for ``az.summary``,
     ``az.plot_trace``, ``az.plot_rank``, ``az.ess`` / ``az.rhat``.
 
@@ -79,7 +79,7 @@ def to_inference_data(runs, burn_in=0.0, points=4):
 
     Args:
       runs: a run directory (see :func:`tf_vrre.diagnostics.locate`) or a list of them.
-      burn_in: fraction in ``[0, 1)`` of each run's steps dropped.
+      burn_in: fraction in ``[0, 1)`` of each run's steps dropped (as in :func:`diagnose`).
       points: validation points in ``posterior.predictive`` (>= 1).
 
     Raises:
