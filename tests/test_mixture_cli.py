@@ -44,6 +44,10 @@ def test_per_method_summary_fields(short_run):
     for method, r in summary["methods"].items():
         assert 0 <= r["ks"] <= 1 and 0 <= r["left_mode_weight"] <= 1, method
         assert r["per_seed"][0]["seed"] == 1
+        # ESS / R-hat of beta (one seed: split halves); mode changes make VR's ESS a small fraction
+        assert 1 <= r["beta_ess"] <= 2 * r["beta_draws"] and 0.9 < r["beta_rhat"] < 50, (method, r)
+    vr = summary["methods"]["vr-resgld"]
+    assert vr["beta_ess"] < 0.2 * vr["beta_draws"], vr
 
 
 def test_vr_swaps_more_and_reduces_variance_at_equal_f(short_run):

@@ -11,6 +11,8 @@ Public API (see README.md):
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
   :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
 - :func:`export_ensemble` - the samples' Bayesian model average as a TF Serving SavedModel.
+- diagnostics (``tf_vrre.diagnostics``): replica flow, ESS / R-hat (TFP), ``diagnose``;
+  :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
   ``control_variates`` (snapshot refresh, full pass), ``state`` (chain / swap / VR state
   containers), ``record`` (per-step swap record), ``stats`` (variance / coefficient
@@ -18,10 +20,12 @@ Public API (see README.md):
   posterior).
 """
 
-from tf_vrre import (callbacks, collection, control_variates, dynamics, energy, export, record, schedules, seeds,
+from tf_vrre import (callbacks, collection, control_variates, diagnostics, dynamics, energy, export, record,
+                     schedules, seeds,
                      state, stats, swaps)
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import SampleSet, load_samples
+from tf_vrre.diagnostics import to_inference_data
 from tf_vrre.energy import ControlVariates, gaussian_nll
 from tf_vrre.export import export_ensemble
 from tf_vrre.sampler import ReplicaExchangeSampler
@@ -34,6 +38,6 @@ __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
-    "callbacks", "collection", "control_variates", "dynamics", "energy", "export", "record", "schedules", "seeds",
-    "state", "stats", "swaps", "__version__",
+    "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
+    "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
 ]

@@ -2,6 +2,7 @@
 
     tf-vrre mixture            # the paper's Gaussian-mixture study (offline main job)
     tf-vrre export             # the samples' model average as a TF Serving SavedModel
+    tf-vrre diagnose --run RUN # replica flow, acceptance, ESS / R-hat of a run
 
 Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION``, ``add_arguments(parser)``
 and ``run(args) -> int``; modules import TensorFlow only inside ``run`` so that flags are
@@ -15,7 +16,7 @@ import os
 
 from tf_vrre.cli._args import die  # noqa: F401  (re-export for subcommands and tests)
 
-SUBCOMMANDS = ("mixture", "export")
+SUBCOMMANDS = ("mixture", "export", "diagnose")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -140,6 +140,21 @@ def _mean_se(values):
     return float(v.mean()), (float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None)
 
 
+def _beta_chains(rs, burn_in):
+    """ESS / R-hat (TFP) of the cold chain's beta after burn-in, seeds as chains, each split in
+    halves (one seed: split-R-hat of its halves)."""
+    import numpy as np
+
+    from tf_vrre.diagnostics import chain_summary
+
+    traces = [r["beta"][int(len(r["beta"]) * burn_in):] for r in rs]
+    n = min(len(t) for t in traces)
+    if n < 8:
+        return {"beta_ess": None, "beta_rhat": None}
+    s = chain_summary(np.stack([t[:n] for t in traces]))
+    return {"beta_ess": s["ess"], "beta_rhat": s["rhat"], "beta_draws": n * len(traces)}
+
+
 def _fmt(value, spec, none="-"):
     return none if value is None else format(value, spec)
 
@@ -211,6 +226,7 @@ def run(args):
         for key in ("swaps", "accept_rate", "mean_sigma2", "left_mode_weight", "mode_changes", "ks"):
             agg[key], agg[key + "_se"] = _mean_se([p[key] for p in per_seed])
         agg["seconds"] = float(sum(p["seconds"] for p in per_seed))
+        agg.update(_beta_chains(rs, args.burn_in))
         agg["per_seed"] = per_seed
         results[method] = agg
 
@@ -292,14 +308,17 @@ def run(args):
     print(f"\n{len(seeds)} chain seeds; mean +- standard error across seeds; weights after {args.burn_in:.0%} "
           f"burn-in")
     head = (f"{'method':<17}{'swaps':>8}{'accept':>9}{'mean sigma2':>13}{'mode changes':>14}"
-            f"{'left-mode weight':>19}{'KS':>16}{'time':>8}")
+            f"{'left-mode weight':>19}{'KS':>16}{'ESS(beta)':>10}{'R-hat':>7}{'time':>8}")
     print(head)
     for method, r in results.items():
         w = f"{r['left_mode_weight']:.3f} +- {_fmt(r['left_mode_weight_se'], '.3f')}"
         ks = f"{r['ks']:.3f} +- {_fmt(r['ks_se'], '.3f')}"
         print(f"{method:<17}{_fmt(r['swaps'], '.0f'):>8}{_fmt(r['accept_rate'], '.4f'):>9}"
-              f"{_fmt(r['mean_sigma2'], '.4g'):>13}{r['mode_changes']:>14.1f}{w:>19}{ks:>16}{r['seconds']:>7.1f}s")
+              f"{_fmt(r['mean_sigma2'], '.4g'):>13}{r['mode_changes']:>14.1f}{w:>19}{ks:>16}"
+              f"{_fmt(r['beta_ess'], '.0f'):>10}{_fmt(r['beta_rhat'], '.2f'):>7}{r['seconds']:>7.1f}s")
     print(f"{'exact':<17}{'':>8}{'':>9}{'':>13}{'':>14}{exact_left:>19.3f}{0:>16.3f}")
+    print(f"ESS(beta), R-hat: tfp.mcmc on the recorded cold-chain beta (every {args.record_every} steps) after "
+          "burn-in, seeds as chains split in halves")
     if factor is not None:
         print(f"variance reduction factor (reSGLD sigma2 / VR sigma2): {factor:.1f}")
     if variance_m:

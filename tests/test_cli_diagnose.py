@@ -1,0 +1,116 @@
+"""`tf-vrre diagnose`: a real run's table, figures and diagnostics.json agree with its logs; bad
+flags exit 2 with one line."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tf_vrre import cli
+from tf_vrre import diagnostics as dg
+
+
+def _read_csv(path):
+    import csv
+
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_single_run_writes_json_figures_and_table(diag_runs, tmp_path, capsys):
+    import matplotlib.image as mpimg
+
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    assert cli.main(["diagnose", "--run", str(run)]) == 0
+    out = capsys.readouterr().out
+    for text in ("round trips", "acceptance", "ESS", "R-hat", "sigma2 pair 0", "predictive_0", "weight_norm"):
+        assert text in out, text
+    for name in ("replicas.png", "acceptance.png"):
+        img = mpimg.imread(run / name)
+        assert img.shape[0] > 150 and img.shape[1] > 300 and img[..., :3].std() > 0.01, name
+    d = json.load(open(run / "diagnostics.json"))
+    assert d["format"] == "tf_vrre.diagnostics/1" and not [f for f in os.listdir(run) if f.endswith(".tmp")]
+    flow = d["replica_flow"][0]
+    rows = _read_csv(run / "swaps" / "swaps.csv")
+    epochs = _read_csv(run / "swaps" / "epochs.csv")
+    assert flow["num_chains"] == 3 and flow["steps"] == sum(int(e["steps"]) for e in epochs) == 96
+    assert flow["swaps"] == sum(int(r["accepted"]) for r in rows) == int(epochs[-1]["total_swaps"])
+    assert [p["attempts"] for p in flow["pairs"]] == [sum(r["pair"] == str(p) for r in rows) for p in range(2)]
+    cut = 0.1 * 96
+    n_cold = sum(r["pair"] == "0" and int(r["step"]) >= cut for r in rows)
+    s = d["summaries"]
+    assert s["cold_energy"]["draws"] == n_cold and s["cold_energy"]["chains"] == 1 and d["split"]
+    manifest = json.load(open(run / "samples" / "manifest.json"))
+    energies = [e["energy"] for e in manifest["entries"] if e["step"] >= cut]
+    assert s["sample_energy"]["mean"] == pytest.approx(np.mean(energies[len(energies) % 2:]))
+    for name in ("cold_energy", "sample_energy", "weight_norm", "predictive_0", "predictive_3"):
+        assert s[name]["ess"] > 1 and np.isfinite(s[name]["rhat"]), name
+    assert len(d["classes"]) == 4
+
+
+def test_two_runs_as_chains_and_bare_directories(diag_runs, tmp_path, capsys):
+    out = tmp_path / "both"
+    assert cli.main(["diagnose", "--run", diag_runs[0], "--run", diag_runs[1], "--out", str(out),
+                     "--burn-in", "0.25", "--points", "2", "--no-split"]) == 0
+    d = json.load(open(out / "diagnostics.json"))
+    assert len(d["replica_flow"]) == 2 and d["burn_in"] == 0.25 and not d["split"]
+    assert d["summaries"]["sample_energy"]["chains"] == 2 and "predictive_2" not in d["summaries"]
+    bare = tmp_path / "bare"
+    assert cli.main(["diagnose", "--run", os.path.join(diag_runs[0], "swaps"), "--out", str(bare),
+                     "--no-figures"]) == 0
+    d = json.load(open(bare / "diagnostics.json"))
+    assert set(d["summaries"]) == {"cold_energy"} and not (bare / "replicas.png").exists()
+    assert cli.main(["diagnose", "--run", os.path.join(diag_runs[0], "samples"), "--out", str(bare)]) == 0
+    d = json.load(open(bare / "diagnostics.json"))
+    assert d["replica_flow"] == [None] and "sample_energy" in d["summaries"]
+    assert "no swap log" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--run", "/nonexistent/run"], "--run"),
+    (["--run", "{run}", "--burn-in", "1.5"], "--burn-in"),
+    (["--run", "{run}", "--blocks", "1"], "--blocks"),
+    (["--run", "{run}", "--points", "0"], "--points"),
+    (["--run", "{run}", "--run", "{run}", "--out", "{tmp}"], "same run"),
+    (["--run", "{run}", "--run", "{run1}"], "--out"),
+    (["--run", "{run}", "--out", "/proc/forbidden/x"], "--out"),
+    (["--run", "{tmp}"], "no swap log"),
+])
+def test_bad_flags_exit_2_with_one_line(diag_runs, tmp_path, capsys, flags, message):
+    flags = [f.format(run=diag_runs[0], run1=diag_runs[1], tmp=tmp_path) for f in flags]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diagnose", *flags])
+    assert exc.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and message in err[0] and "error" in err[0], err
+
+
+def test_corrupt_sample_file_is_named(diag_runs, tmp_path, capsys):
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    victim = sorted(f for f in os.listdir(run / "samples") if f.startswith("sample-"))[3]
+    with open(run / "samples" / victim, "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diagnose", "--run", str(run)])
+    assert exc.value.code == 2 and victim in capsys.readouterr().err
+    assert not (run / "diagnostics.json").exists()
+
+
+def test_help_answers(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diagnose", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--run" in out and "round trips" in out and "diagnostics.json" in out
+
+
+def test_diagnose_function_matches_replica_flow(diag_runs):
+    d = dg.diagnose(diag_runs[0])
+    flow = dg.replica_flow(dg.read_swap_log(os.path.join(diag_runs[0], "swaps")))
+    assert {k: v for k, v in flow.items() if k != "_paths"} == dg.to_json(d)["replica_flow"][0]
+    with pytest.raises(ValueError, match="burn_in"):
+        dg.diagnose(diag_runs[0], burn_in=1.0)
+    with pytest.raises(ValueError, match="at least one run"):
+        dg.diagnose([])

@@ -1,0 +1,101 @@
+"""``tf-vrre diagnose``: is the sampler mixing?  Replica flow and ESS / R-hat of a run.
+
+    tf-vrre diagnose --run runs/cifar10                  # writes into the run directory
+    tf-vrre diagnose --run runs/s0 --run runs/s1 --out runs/diag   # seeds as chains
+"""
+
+import json
+import os
+
+from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
+from tf_vrre.cli._args import positive as _positive
+from tf_vrre.cli._args import writable as _writable
+
+HELP = "replica flow, per-pair acceptance, ESS / R-hat of a run (swap log and/or samples)"
+DESCRIPTION = (
+    "Reads RUN/swaps/ (SwapLogger: swaps.csv, refresh.csv, epochs.csv) and RUN/samples/ "
+    "(SampleCollector), or a bare SwapLogger / sample directory. Prints swaps, acceptance per "
+    "pair, round trips cold -> hottest -> cold per 1000 steps, mean first-passage time cold -> "
+    "hot, the sigma2 trend, and ESS / R-hat (tfp.mcmc) of the cold chain's energy, the samples' "
+    "energy and weight norm and the predictive probability of the first validation points. "
+    "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
+    "several chains (e.g. seeds) for R-hat.")
+
+
+def _fraction(text):
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def add_arguments(p):
+    """Flags of ``tf-vrre diagnose``."""
+    p.add_argument("--run", action="append", required=True, metavar="RUN",
+                   help="run directory (repeat for several runs as chains, e.g. seeds)")
+    p.add_argument("--out", default=None,
+                   help="output directory (default: the run directory; required with several --run)")
+    p.add_argument("--burn-in", type=_fraction, default=0.1,
+                   help="fraction of each run's steps dropped before ESS / R-hat (default 0.1)")
+    p.add_argument("--points", type=_positive(int), default=4,
+                   help="validation points whose predictive probability is tracked (default 4)")
+    p.add_argument("--blocks", type=_nonnegative_int, default=20,
+                   help="batch-means blocks for acceptance standard errors, >= 2 (default 20)")
+    p.add_argument("--no-split", action="store_true", help="do not split chains in halves for ESS / R-hat")
+    p.add_argument("--no-figures", action="store_true", help="skip replicas.png and acceptance.png")
+
+
+def _check(args):
+    from tf_vrre.diagnostics import runs as rn
+
+    if args.blocks < 2:
+        _die(f"--blocks must be >= 2, got {args.blocks}")
+    for run in args.run:
+        try:
+            rn.locate(run)
+        except ValueError as err:
+            _die(f"--run: {err}")
+    if len(set(map(os.path.realpath, args.run))) != len(args.run):
+        _die("--run: the same run given twice")
+    if args.out is None:
+        if len(args.run) > 1:
+            _die("--out is required with several --run")
+        args.out = args.run[0]
+    _writable(args.out)
+
+
+def _write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def run(args):
+    """Diagnoses the runs; returns the exit status."""
+    _check(args)
+    from tf_vrre import diagnostics as dg
+    from tf_vrre.diagnostics import plots
+
+    try:
+        diag = dg.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
+                           split=not args.no_split)
+    except ValueError as err:
+        _die(f"--run: {err}")
+    print(dg.format_table(diag))
+    written = ["diagnostics.json"]
+    with_log = [(f, p) for f, p in zip(diag["replica_flow"], diag["runs"]) if f is not None]
+    if with_log and not args.no_figures:
+        flows, labels = [f for f, _ in with_log], [os.path.basename(os.path.normpath(p)) for _, p in with_log]
+        plots.replicas(os.path.join(args.out, "replicas.png"), flows, labels)
+        plots.acceptance(os.path.join(args.out, "acceptance.png"), flows, labels)
+        written += ["replicas.png", "acceptance.png"]
+    _write_json(os.path.join(args.out, "diagnostics.json"), dg.to_json(diag))
+    print(f"wrote {', '.join(written)} to {args.out}")
+    return 0

@@ -1,0 +1,27 @@
+"""Mixing diagnostics of a run: is the sampler mixing?
+
+Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.SwapLogger`,
+``RUN/samples/`` from :class:`tf_vrre.SampleCollector`):
+
+- replica flow (:mod:`.replicas`): each state's slot over time, round trips cold -> hottest
+  -> cold per 1,000 steps, mean first-passage time cold -> hot, per-pair acceptance with
+  batch-means errors, the sigma^2 trend;
+- chain quality (:mod:`.chains`): ESS and R-hat through ``tfp.mcmc`` on scalar summaries
+  (cold energy, sample energy, weight norm, predictive probabilities of validation points,
+  the mixture's beta) across runs / seeds or split chains;
+- :func:`diagnose` / :func:`format_table` / :func:`to_json` (:mod:`.report`), the figures
+  (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
+
+``tf-vrre diagnose --run RUN`` runs all of it.
+"""
+
+from tf_vrre.diagnostics.arviz import to_inference_data
+from tf_vrre.diagnostics.chains import chain_summary, effective_sample_size, potential_scale_reduction, split_chains
+from tf_vrre.diagnostics.replicas import (pair_acceptance, replica_flow, round_trips, sigma2_trend,
+                                          slot_paths)
+from tf_vrre.diagnostics.report import diagnose, format_table, to_json
+from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_log
+
+__all__ = ["to_inference_data", "chain_summary", "effective_sample_size", "potential_scale_reduction",
+           "split_chains", "pair_acceptance", "replica_flow", "round_trips", "sigma2_trend", "slot_paths",
+           "diagnose", "format_table", "to_json", "SwapLog", "locate", "read_samples", "read_swap_log"]
