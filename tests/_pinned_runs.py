@@ -1,7 +1,8 @@
 """Short sampler runs whose final state is pinned in ``tests/fixtures/`` (behaviour guard).
 
 The fixtures were produced by the sampler *before* its train step was reshaped (commit
-2d968d7): ``python tests/_pinned_runs.py`` rewrites them.  ``tests/test_pinned.py`` checks that
+2d968d7), whose only swap penalty was the paper's window rule (``penalty="window"``, named
+explicitly below since the default changed): ``python tests/_pinned_runs.py`` rewrites them.  ``tests/test_pinned.py`` checks that
 today's code reproduces every variable of every configuration, loads a ``.keras`` file and
 resumes a ``BackupAndRestore`` checkpoint written by that code.
 
@@ -59,7 +60,7 @@ def build(name):
     if name == "vr_sghmc_cached":
         s = tf_vrre.ReplicaExchangeSampler(
             mlp, data_size=N, num_chains=2, temperatures=[1.0, 2.0], learning_rates=[2e-3, 3e-3],
-            weight_decay=0.5, seed=3, swap=tf_vrre.CorrectedSwap(correction=10.0),
+            weight_decay=0.5, seed=3, swap=tf_vrre.CorrectedSwap(correction=10.0, penalty="window"),
             variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24))
         s.set_reference_data((x, y))
         s.compile(loss=_loss(), metrics=["accuracy"])
@@ -68,7 +69,8 @@ def build(name):
         s = tf_vrre.ReplicaExchangeSampler(
             bn_mlp, data_size=N, num_chains=2, temperatures=[0.2, 1.0], learning_rates=2e-3, seed=4,
             weight_decay=1.0, energy_mode="inference",
-            swap=tf_vrre.CorrectedSwap(correction=tf_vrre.EpochExponential(1.0, 1.5, spe), smoothing=0.5),
+            swap=tf_vrre.CorrectedSwap(correction=tf_vrre.EpochExponential(1.0, 1.5, spe), smoothing=0.5,
+                                        penalty="window"),
             variance_reduction=tf_vrre.ControlVariates(period=3, coefficient="adaptive", cache=False))
         s.set_reference_data((x, y))
         s.compile(loss=_loss())
@@ -77,7 +79,7 @@ def build(name):
         s = tf_vrre.ReplicaExchangeSampler(
             bn_mlp, data_size=N, num_chains=3, temperatures=[0.2, 0.6, 2.0], learning_rates=1e-3, seed=5,
             energy_mode="train", independent_init=True,
-            swap=tf_vrre.CorrectedSwap(correction=3.0, pairs="random", period=2),
+            swap=tf_vrre.CorrectedSwap(correction=3.0, pairs="random", period=2, penalty="window"),
             variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=16))
         s.set_reference_data((x, y))
         s.compile(loss=_loss(), metrics=["accuracy"])
@@ -88,7 +90,7 @@ def build(name):
             mx.build_default_model, data_size=N, num_chains=3, temperatures=[10.0, 100.0, 1000.0],
             learning_rates=tf_vrre.EpochExponential(1e-3, 0.5, spe), dynamics="sgld",
             weight_decay=mx.weight_decay(), nll=mx.nll, seed=6,
-            swap=tf_vrre.CorrectedSwap(correction=2.0, pairs="deo", cooling_steps=2))
+            swap=tf_vrre.CorrectedSwap(correction=2.0, pairs="deo", cooling_steps=2, penalty="window"))
         return s, lambda smp: dict(x=d, batch_size=16, shuffle=False)
     if name == "msgd_single":
         s = tf_vrre.ReplicaExchangeSampler(mlp, data_size=N, num_chains=1, dynamics="msgd",

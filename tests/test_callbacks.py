@@ -240,3 +240,23 @@ def test_batch_energy_is_the_pre_update_energy_of_each_slots_state():
 
     s.fit(x, y, batch_size=N, epochs=40, verbose=0, shuffle=False, callbacks=[Probe()])
     assert checked[0] > 3 and checked[1] > 3, checked
+
+
+def test_offsets_csv_tallies_attempts_and_the_sigma2_used_by_offset(tmp_path):
+    """``offsets.csv``: per epoch, pair and offset k = step mod m, the attempts and swaps of
+    ``swaps.csv`` and the mean sigma2 used; 0 at the refresh offset with the default VR penalty."""
+    s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3, period=4)
+    assert s.swap_penalty == "batch"
+    s.fit(s.make_dataset(16), epochs=3, verbose=0, callbacks=[SwapLogger(str(tmp_path))])
+    swaps, offsets = read_csv(tmp_path / "swaps.csv"), read_csv(tmp_path / "offsets.csv")
+    assert {int(r["epoch"]) for r in offsets} == {0, 1, 2}
+    for row in offsets:
+        mine = [r for r in swaps if r["epoch"] == row["epoch"] and r["pair"] == row["pair"]
+                and int(r["step"]) % 4 == int(row["offset"])]
+        assert int(row["attempts"]) == len(mine) > 0
+        assert int(row["swaps"]) == sum(int(r["accepted"]) for r in mine)
+        assert float(row["mean_sigma2_used"]) == pytest.approx(np.mean([float(r["sigma2"]) for r in mine]),
+                                                                rel=1e-9, abs=1e-12)
+    assert sum(int(r["attempts"]) for r in offsets) == len(swaps)
+    used = {k: np.mean([float(r["mean_sigma2_used"]) for r in offsets if r["offset"] == str(k)]) for k in range(4)}
+    assert used[0] <= 1e-6 * max(used[1], used[2], used[3]), used  # the estimator is exact at the refresh

@@ -5,7 +5,6 @@ exact values (a finite Markov chain over slot assignments, computed here)."""
 import itertools
 import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf

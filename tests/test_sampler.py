@@ -232,7 +232,9 @@ def test_reference_dataset_and_arrays_give_identical_trajectories():
 # ---- energies and swaps inside the model --------------------------------------------------------
 def test_vr_energy_is_exact_at_refresh():
     data = mx.make_data(N_MIX, seed=1)
-    s = _mixture_sampler(variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64))
+    # The paper's penalty: no swap before the first sigma2 window, so the states stay in their slots.
+    s = _mixture_sampler(variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64),
+                         swap=tf_vrre.CorrectedSwap(penalty="window"))
     s.chains[1].set_weights([np.float32(20.0)])
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).batch(40).take(1), epochs=1, verbose=0)

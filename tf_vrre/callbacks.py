@@ -222,6 +222,9 @@ class SwapLogger(keras.callbacks.Callback):
       snapshot_refreshed, sigma2_<p>..., c_<h>..., correction``.
     - ``epochs.csv``: per epoch: ``epoch, steps, attempts, swaps, accept_rate`` (this epoch
       only) and the totals.
+    - ``offsets.csv``: per epoch, pair and offset ``k = step mod m`` (steps since the snapshot
+      refresh): ``attempts, swaps, accept_rate, mean_sigma2_used`` (the penalty's sigma2 as
+      used, see ``CorrectedSwap(penalty=...)``).
 
     ``logs`` get ``epoch_swaps``, ``epoch_attempts`` and ``epoch_accept_rate`` (floats); the
     sampler already puts the running ``swaps`` / ``accept_rate`` there for the progress bar.
@@ -267,7 +270,9 @@ class SwapLogger(keras.callbacks.Callback):
             "refresh": (["step", "epoch", "sigma2_updated", "snapshot_refreshed"]
                         + [f"sigma2_{p}" for p in range(P)] + [f"c_{h}" for h in range(K)] + ["correction"]),
             "epochs": ["epoch", "steps", "attempts", "swaps", "accept_rate", "total_attempts", "total_swaps"],
+            "offsets": ["epoch", "pair", "offset", "attempts", "swaps", "accept_rate", "mean_sigma2_used"],
         }
+        self._offsets = s.swap_state.offsets
         self._started = False
 
     def _start(self, epoch):
@@ -277,7 +282,7 @@ class SwapLogger(keras.callbacks.Callback):
         step0 = int(s.step_counter.numpy())
         for name, header in self._headers.items():
             path = os.path.join(self.log_dir, f"{name}.csv")
-            if name == "epochs":
+            if name in ("epochs", "offsets"):
                 _truncate_csv(path, header, lambda r: int(r["epoch"]) < epoch)
             else:
                 _truncate_csv(path, header, lambda r: int(r["step"]) < step0)
@@ -295,6 +300,7 @@ class SwapLogger(keras.callbacks.Callback):
             self._start(epoch)
         self._epoch = epoch
         self._epoch_start = (self._next_step, self._totals())
+        self._by_offset = {}  # (pair, offset) -> [attempts, swaps, sum of sigma2 used]
 
     def _totals(self):
         s = self.model
@@ -323,6 +329,10 @@ class SwapLogger(keras.callbacks.Callback):
                 if row[c[f"proposed_{p}"]] > 0.5:
                     lr = float(row[c[f"log_ratio_{p}"]])
                     acc = int(row[c[f"accepted_{p}"]] > 0.5)
+                    tally = self._by_offset.setdefault((p, step % self._offsets), [0, 0, 0.0])
+                    tally[0] += 1
+                    tally[1] += acc
+                    tally[2] += float(row[c[f"sigma2_{p}"]])
                     self._files["swaps"].write([
                         step, self._epoch, p, temps[p], temps[p + 1], float(row[c[f"energy_lo_{p}"]]),
                         float(row[c[f"energy_hi_{p}"]]), lr, math.exp(min(lr, 0.0)), acc,
@@ -356,6 +366,8 @@ class SwapLogger(keras.callbacks.Callback):
         d_att, d_sw = att - att0, sw - sw0
         rate = d_sw / d_att if d_att else 0.0
         self._files["epochs"].write([epoch, self._next_step - step0, d_att, d_sw, rate, att, sw])
+        for (p, k), (n_att, n_sw, s2) in sorted(self._by_offset.items()):
+            self._files["offsets"].write([epoch, p, k, n_att, n_sw, n_sw / n_att, s2 / n_att])
         for f in self._files.values():
             f.file.flush()
         if logs is not None:

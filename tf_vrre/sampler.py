@@ -37,7 +37,6 @@ from tf_vrre import gradients
 from tf_vrre import indexed_data
 from tf_vrre import record
 from tf_vrre import seeds
-from tf_vrre import stats
 from tf_vrre import swaps as sw
 from tf_vrre.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
 from tf_vrre.chain_metrics import ChainMetrics
@@ -152,6 +151,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self.momentum = float(momentum)
         self.weight_decay = float(weight_decay)
         self.swap_rule = swap_rule
+        self._swap = None if swap_rule is None else swap_rule.resolved(variance_reduction is not None)
         self.variance_reduction = variance_reduction
         self.energy_mode_arg = energy_mode
         self.nll = nll
@@ -211,8 +211,11 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self.chain_state = ChainState.create(self.chains, new_variable, self._diffusion.has_velocity)
         self.swap_state = None
         if self.swap_rule is not None:
-            self.swap_state = SwapState.create(new_variable, K, self.swap_rule.initial_correction(),
-                                               (record.CAPACITY, len(record.swap_log_columns(K))))
+            vr = self.variance_reduction
+            self._window_period = self.swap_rule.period or (vr.period if vr is not None else 1)
+            offsets = vr.period if vr is not None else self._window_period  # steps since the refresh
+            self.swap_state = SwapState.create(new_variable, K, self._swap,
+                                               (record.CAPACITY, len(record.swap_log_columns(K))), offsets)
         # Mini-batch energy U_B of the state in each slot on this step's batch (before the update).
         self.batch_energy = new_variable("batch_energy", (K,), "float64")
         self.vr_state = None
@@ -236,6 +239,11 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         # Keras BatchNormalization uses batch statistics only when `training and trainable`,
         # and energy_mode="train" needs the snapshot evaluated exactly like the chain.
         return model
+
+    @property
+    def swap_penalty(self):
+        """The swap penalty in force (``CorrectedSwap(penalty="auto")`` resolved), or ``None``."""
+        return None if self._swap is None else self._swap.penalty
 
     @property
     def cold_model(self):
@@ -405,11 +413,10 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """Step 6: sigma2 and adaptive-c windows (steps where a swap was possible count), then
         the per-step record."""
         weight = tf.cast(possible, tf.float64)
-        rule, vr = self.swap_rule, self.variance_reduction
-        pm = energies.pair_moments
-        variance = stats.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
-        period = rule.period or (vr.period if vr is not None else 1)
-        updated = rule.update_sigma2(self.swap_state, variance, weight, step, period)
+        rule, vr = self._swap, self.variance_reduction
+        updated = rule.update_sigma2(self.swap_state, energies.variance, weight, step, self._window_period)
+        if rule.penalty == "offset":
+            rule.update_offsets(self.swap_state, energies.variance, weight, step)
         if energies.cross_moments is not None:
             cvs.update_coefficient(self.vr_state, energies.cross_moments, weight, step, vr)
         coefs = (tf.convert_to_tensor(self.vr_state.coefficient) if vr is not None
@@ -435,23 +442,26 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         forward = gradients.forward_and_gradients(self.chains, batch, self._per_example_nll,  # 2. gradients
                                                   self.weight_decay, self.data_size)
         if self.swap_rule is not None:
-            possible = self.swap_rule.possible(step, self.swap_state)
+            possible = self._swap.possible(step, self.swap_state)
             adaptive = self.variance_reduction is not None and self.variance_reduction.adaptive
             energies = self._swap_energy(batch, forward, possible, adaptive)               # 3. energies
-            results = self.swap_rule.attempt(self.swap_state, energies.energy, temps, step, key)  # 4. swap
+            results = self._swap.attempt(self.swap_state, energies, temps, step, key)  # 4. swap
             forward = exchange_forward(self.chain_state, self.vr_state, results, (lrs, temps), forward)
-            self.swap_rule.count(self.swap_state, results, step, energies.energy)
+            self._swap.count(self.swap_state, results, step, energies.energy)
         sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
         self.batch_energy.assign(en.minibatch_energy(sums, batch.size, self.data_size, tf.stack(forward.priors)))
         self._diffusion.step(self.chain_state, forward.grads, lrs, temps, key)            # 5. update
         if self.swap_rule is not None:
             self._bookkeeping(step, possible, results, energies, refreshed)                          # 6. bookkeeping
         self._update_metrics(batch, forward)
+        logs = self._logs(lrs, temps)
+        if self.swap_rule is not None:
+            logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(self.num_chains - 1)})
         # After the batch is consumed (make_dataset reads the counter when its iterator starts;
         # without the data dependency the increment may run before get_next).
         with tf.control_dependencies([sums]):  # sums of this batch's NLLs: data-dependent
             self.step_counter.assign_add(1)
-        return self._logs(lrs, temps)
+        return logs
 
     def _logs(self, lrs, temps):
         logs = self._metric_logs()

@@ -88,20 +88,26 @@ class SwapState:
       last_log_ratio: float64 ``[P]``, log acceptance ratios of the last step.
       correction: float64, the correction factor ``F`` in force.
       log: float64 ring buffer of per-step records (``tf_vrre.record``).
+      sigma2_offset: float64 ``[P, offsets]``, one sigma2 per step since the snapshot refresh
+        (``CorrectedSwap(penalty="offset")`` only, else ``None``).
+      offset_ready: bool ``[offsets]``, that offset has an estimate (or ``None``).
+      offsets: int, number of offsets (the snapshot period ``m``; the sigma2 window without VR).
     """
 
     FIELDS = ("sigma2", "sigma2_ready", "swap_count", "attempt_count", "attempt_index", "last_swap_step",
-              "window_steps", "window_variance", "last_energy", "last_log_ratio", "correction", "log")
+              "window_steps", "window_variance", "last_energy", "last_log_ratio", "correction", "log",
+              "sigma2_offset", "offset_ready", "offsets")
 
     def __init__(self, **variables):
         for name in self.FIELDS:
-            setattr(self, name, variables[name])
+            setattr(self, name, variables.get(name))
 
     @classmethod
-    def create(cls, new_variable, num_chains, correction, log_shape):
-        """Creates the variables (names as in saved files) with their initial values."""
+    def create(cls, new_variable, num_chains, rule, log_shape, offsets):
+        """Creates the variables (names as in saved files) with their initial values; the
+        per-offset table only for ``rule.penalty == "offset"`` (files of other rules keep their layout)."""
         K, P = num_chains, max(num_chains - 1, 1)
-        return cls(
+        variables = dict(
             sigma2=new_variable("sigma2", (P,), "float64"),
             sigma2_ready=new_variable("sigma2_ready", (), "bool", False),
             swap_count=new_variable("swap_count", (P,), "int64"),
@@ -112,8 +118,12 @@ class SwapState:
             window_variance=new_variable("window_variance", (P,), "float64"),
             last_energy=new_variable("last_energy", (K,), "float64"),
             last_log_ratio=new_variable("last_log_ratio", (P,), "float64"),
-            correction=new_variable("correction", (), "float64", correction),
+            correction=new_variable("correction", (), "float64", rule.initial_correction()),
             log=new_variable("swap_log", log_shape, "float64", -1))
+        if rule.penalty == "offset":
+            variables.update(sigma2_offset=new_variable("sigma2_offset", (P, offsets), "float64"),
+                             offset_ready=new_variable("offset_ready", (offsets,), "bool", False))
+        return cls(**variables, offsets=int(offsets))
 
     def logs(self):
         """Swap diagnostics for Keras ``logs``: totals, acceptance, ``F``, sigma2 per pair (and

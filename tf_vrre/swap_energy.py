@@ -17,15 +17,18 @@ from tf_vrre import energy as en
 from tf_vrre import stats
 
 
-class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments"])):
+class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",
+                                                           "variance"])):
     """Swap energies of one step (all-reduced).
 
     Fields:
       energy: float64 ``[K]``, ``U~`` of the state in each slot (prior included).
       pair_moments: float64 ``[P, 3]``, moments (count, sum, sum of squares) of the per-example
-        differences of ``U~`` between adjacent slots (see :func:`tf_vrre.stats.estimator_variance`).
+        differences of ``U~`` between adjacent slots.
       cross_moments: float64 ``[K, 5]`` of (current, snapshot) NLLs for the adaptive coefficient,
         else ``None``.
+      variance: float64 ``[P]``, this batch's estimate of ``Var(U~_p - U~_{p+1})`` at the
+        current weights (:func:`tf_vrre.stats.estimator_variance` of ``pair_moments``).
     """
 
 
@@ -111,6 +114,7 @@ class SwapEnergyEstimator:
         else:
             energy = en.minibatch_energy(flat[:K], n, self.data_size, prior)
             flat = flat[K:]
-        pair_moments = tf.reshape(flat[:3 * P], [P, 3])
+        pm = tf.reshape(flat[:3 * P], [P, 3])
         cross = tf.reshape(flat[3 * P:], [K, 5]) if adaptive else None
-        return SwapEnergies(energy, pair_moments, cross)
+        variance = stats.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
+        return SwapEnergies(energy, pm, cross, variance)

@@ -24,6 +24,7 @@ from tf_vrre import seeds
 from tf_vrre import stats
 
 PAIR_SCHEDULES = ("random", "deo")
+PENALTIES = ("auto", "batch", "offset", "window")
 
 
 class SwapResults(collections.namedtuple(
@@ -119,7 +120,7 @@ class CorrectedSwap:
     """
 
     def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
-                 cooling_steps=0):
+                 cooling_steps=0, penalty="auto"):
         if isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
             first = float(keras.ops.convert_to_numpy(correction(0)))
             if not first > 0 or not first < float("inf"):
@@ -136,37 +137,65 @@ class CorrectedSwap:
             raise ValueError(f"pairs must be one of {PAIR_SCHEDULES}, got {pairs!r}")
         if isinstance(cooling_steps, bool) or not isinstance(cooling_steps, int) or cooling_steps < 0:
             raise ValueError(f"cooling_steps must be an integer >= 0, got {cooling_steps!r}")
+        if penalty not in PENALTIES:
+            raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
         self.correction = correction
         self.smoothing = float(smoothing)
         self.period = period
         self.pairs = pairs
         self.cooling_steps = cooling_steps
+        self.penalty = penalty
+
+    def resolved(self, variance_reduced):
+        """This rule with ``penalty="auto"`` made concrete: ``"batch"`` with control variates
+        (their noise grows through the snapshot period), else the paper's ``"window"``."""
+        if self.penalty != "auto":
+            return self
+        return CorrectedSwap.from_config({**self.get_config(),
+                                          "penalty": "batch" if variance_reduced else "window"})
 
     def possible(self, step, state):
         """True unless a swap was accepted within the last ``cooling_steps`` steps."""
         return step - state.last_swap_step > self.cooling_steps
 
-    def attempt(self, state, energy, temperatures, step, key):
+    def penalty_variance(self, state, energies, step):
+        """The ``sigma2`` ``[P]`` of this step's penalty and whether it exists yet (bool scalar).
+
+        ``"batch"``: this batch's own estimate of ``Var(U~_p - U~_{p+1})`` at the current
+        weights (exactly 0 at a VR refresh step, where the estimator is exact); ``"offset"``:
+        the smoothed estimate for this step's offset ``step mod m`` since the snapshot refresh;
+        ``"window"``: the paper's one smoothed estimate per window.
+        """
+        if self.penalty == "window":
+            return tf.convert_to_tensor(state.sigma2), tf.convert_to_tensor(state.sigma2_ready)
+        if self.penalty == "offset":
+            k = tf.math.floormod(step, state.offsets)
+            return tf.gather(state.sigma2_offset, k, axis=1), tf.gather(state.offset_ready, k)
+        return energies.variance, tf.constant(True)
+
+    def attempt(self, state, energies, temperatures, step, key):
         """Proposes pairs and decides them with the corrected rule (step 4 of the train step).
 
         Args:
           state: the sampler's :class:`tf_vrre.state.SwapState` (``sigma2``, ``F``, counters);
             a scheduled ``F`` is evaluated at ``step`` and stored in ``state.correction``.
-          energy: float64 ``[K]`` swap energies ``U~`` of the states in the K slots.
+          energies: the step's :class:`tf_vrre.swap_energy.SwapEnergies` (``energy``: float64
+            ``[K]`` swap energies ``U~`` of the states in the K slots; ``variance``).
           temperatures: ``[K]`` temperatures of the slots.
           step: int64 step; key: the step's seed (split here by purpose).
 
         Returns:
           :class:`SwapResults` (nothing is counted or moved yet: see :meth:`count`).
         """
+        energy = energies.energy
         num_chains = energy.shape[0]
-        attempt = tf.logical_and(self.possible(step, state), tf.convert_to_tensor(state.sigma2_ready))
+        sigma2, ready = self.penalty_variance(state, energies, step)
+        attempt = tf.logical_and(self.possible(step, state), ready)
         proposed = tf.logical_and(self.propose(num_chains, state.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)),
                                   attempt)
         if self.scheduled_correction:
             state.correction.assign(tf.cast(self.correction(step), tf.float64))
         correction = tf.convert_to_tensor(state.correction)
-        sigma2 = tf.convert_to_tensor(state.sigma2)
         log_ratio = log_swap_ratio(energy[:-1], energy[1:], temperatures[:-1], temperatures[1:], sigma2, correction)
         res = decide_swaps(log_ratio, proposed, seeds.fold(key, seeds.SWAP_UNIFORM))
         return res._replace(attempt=attempt, sigma2=sigma2, correction=correction)
@@ -200,6 +229,17 @@ class CorrectedSwap:
         state.window_variance.assign(tf.where(reset, tf.zeros_like(total), total))
         return ended
 
+    def update_offsets(self, state, variance, weight, step):
+        """``penalty="offset"``: ``sigma2[p, k] <- (1 - gamma) sigma2[p, k] + gamma s2`` for this
+        step's offset ``k = step mod m`` (the first estimate of an offset is taken as is)."""
+        onehot = tf.one_hot(tf.math.floormod(step, state.offsets), state.offsets, on_value=True, off_value=False)
+        use = tf.logical_and(onehot, weight > 0)
+        ready = tf.convert_to_tensor(state.offset_ready)
+        old = tf.convert_to_tensor(state.sigma2_offset)
+        new = stats.stochastic_approximation(old, variance[:, None], self.smoothing, ready[None, :])
+        state.sigma2_offset.assign(tf.where(use[None, :], new, old))
+        state.offset_ready.assign(tf.logical_or(ready, use))
+
     def propose(self, num_chains, attempt, seed):
         """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
         return _PROPOSALS[self.pairs](num_chains, attempt, seed)
@@ -220,11 +260,13 @@ class CorrectedSwap:
                       if self.scheduled_correction else self.correction)
         return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
-                "cooling_steps": self.cooling_steps}
+                "cooling_steps": self.cooling_steps, "penalty": self.penalty}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        # Files written before the option existed used the paper's rule: keep it for them.
+        config.setdefault("penalty", "window")
         if isinstance(config.get("correction"), dict):
             config["correction"] = keras.saving.deserialize_keras_object(config["correction"])
         return cls(**config)

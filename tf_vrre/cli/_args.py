@@ -28,6 +28,11 @@ def _number(kind, text):
     return value
 
 
+def finite(text):
+    """Argument type: any finite float."""
+    return _number(float, text)
+
+
 def positive(kind):
     """Argument type: a finite ``kind`` (int or float) > 0."""
     def parse(text):

@@ -12,6 +12,7 @@ import time
 
 from tf_vrre.cli._args import Progress as _Progress
 from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import finite as _finite
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import positive_list as _positive_list
@@ -62,7 +63,15 @@ def add_arguments(m):
                    "--correction-re; default 2, the unbiased value for Gaussian energy noise)")
     m.add_argument("--correction-re", type=_positive(float), help="F of reSGLD (default: --correction)")
     m.add_argument("--smoothing", type=_positive(float), default=0.3, help="gamma in (0, 1] (default 0.3)")
-    m.add_argument("--initial", type=float, default=30.0, help="beta_0 of every chain (default 30)")
+    m.add_argument("--initial", type=_finite, default=30.0, help="beta_0 of every chain (default 30)")
+    m.add_argument("--phi", type=_finite, default=20.0, help="mirror point: components at beta and phi - beta "
+                   "(default 20, the paper's)")
+    m.add_argument("--sigma", type=_positive(float), default=5.0, help="component standard deviation (default 5)")
+    m.add_argument("--prior-sd", type=_positive(float), default=10.0, help="prior sd of beta (default 10)")
+    m.add_argument("--true-beta", type=_finite, default=-5.0, help="beta the data are drawn at (default -5)")
+    m.add_argument("--penalty", choices=("auto", "batch", "offset", "window"), default="auto",
+                   help="swap penalty's sigma2 (CorrectedSwap(penalty=...)): auto = batch with VR, the "
+                        "paper's window without (default auto)")
     m.add_argument("--seed", type=_nonnegative_int, default=0, help="first chain seed (default 0)")
     m.add_argument("--seeds", type=_positive(int), help="chain seeds per method: seed, seed+1, ... (default 3)")
     m.add_argument("--methods", default="sgld,resgld,vr-resgld",
@@ -159,61 +168,61 @@ def _fmt(value, spec, none="-"):
     return none if value is None else format(value, spec)
 
 
-def run(args):
-    """Runs the study; returns the exit status."""
-    scenario = _settings(args)
-    _validate(args)
-    out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
-    _writable(out)
+class _Study:
+    """One ``tf-vrre mixture`` invocation: the exact answer, the runs, the figures, the summary."""
 
-    import numpy as np
+    def __init__(self, args, scenario, out):
+        import numpy as np
 
-    from tf_vrre import mixture as mx
-    from tf_vrre import mixture_plots as plots
+        from tf_vrre import mixture as mx
 
-    t_start = time.perf_counter()
-    data = mx.make_data(args.data_size, seed=args.data_seed)
-    split = mx.PHI / 2
-    grid = mx.default_grid(data, args.tau1)
-    u = mx.energy(grid, data)  # once: N = 1e5 makes every evaluation on the grid cost seconds
-    grid, dens = mx.exact_posterior(data, args.tau1, grid, u)
-    _, cdf = mx.exact_cdf(data, args.tau1, grid, u)
-    exact_left, exact_right = mx.mode_weights(data, args.tau1, grid=grid, u=u)
-    modes = (float(grid[grid < split][np.argmax(dens[grid < split])]),
-             float(grid[grid >= split][np.argmax(dens[grid >= split])]))
-    barrier = mx.barrier(data, grid=grid, u=u)
-    seeds = [args.seed + i for i in range(args.seeds)]
-    print(f"Gaussian mixture ({scenario}): N={args.data_size} (data seed {args.data_seed}), "
-          f"tau=({args.tau1:g}, {args.tau2:g}), eta={args.lr:g}, n={args.batch}, m={args.m}, "
-          f"F={args.correction:g} (VR) / {args.correction_re:g} (reSGLD), {args.steps} iterations, "
-          f"chain seeds {seeds}")
-    print(f"exact: modes at {modes[0]:.2f} and {modes[1]:.2f}, weights {exact_left:.3f} / {exact_right:.3f}; "
-          f"barrier at beta=10: {barrier:.4g} nats = {barrier / args.tau1:.3g} x tau1 = "
-          f"{barrier / args.tau2:.3g} x tau2")
+        self.args, self.scenario, self.out, self.mx = args, scenario, out, mx
+        self.target = mx.Mixture(args.phi, args.sigma, args.prior_sd, args.true_beta)
+        self.seeds = [args.seed + i for i in range(args.seeds)]
+        self.data = mx.make_data(args.data_size, seed=args.data_seed, target=self.target)
+        t = self.target
+        grid = mx.default_grid(self.data, args.tau1, target=t)
+        u = mx.energy(grid, self.data, target=t)  # once: N = 1e5 makes every grid evaluation cost seconds
+        self.grid, self.dens = mx.exact_posterior(self.data, args.tau1, grid, u, target=t)
+        _, self.cdf = mx.exact_cdf(self.data, args.tau1, grid, u, target=t)
+        self.exact_left, self.exact_right = mx.mode_weights(self.data, args.tau1, grid=grid, u=u, target=t)
+        lo, hi = self.grid < t.split, self.grid >= t.split
+        self.modes = (float(self.grid[lo][np.argmax(self.dens[lo])]), float(self.grid[hi][np.argmax(self.dens[hi])]))
+        self.barrier = mx.barrier(self.data, grid=grid, u=u, target=t)
 
-    def run(method, seed, steps, label, progress=True, **over):
-        kw = dict(learning_rate=args.lr, batch_size=args.batch, period=args.m,
-                  temperatures=(args.tau1, args.tau2),
-                  correction=args.correction_re if method == "resgld" else args.correction,
-                  smoothing=args.smoothing, initial=args.initial, seed=seed,
-                  record_every=args.record_every, num_chains=args.ladder_chains)
+    def describe(self):
+        a, t = self.args, self.target
+        print(f"Gaussian mixture ({self.scenario}): phi={t.phi:g}, sigma={t.sigma:g}, prior sd={t.prior_sd:g}, "
+              f"N={a.data_size} (data seed {a.data_seed}, beta={t.true_beta:g}), tau=({a.tau1:g}, {a.tau2:g}), "
+              f"eta={a.lr:g}, n={a.batch}, m={a.m}, F={a.correction:g} (VR) / {a.correction_re:g} (reSGLD), "
+              f"penalty {a.penalty}, {a.steps} iterations, chain seeds {self.seeds}")
+        print(f"exact: modes at {self.modes[0]:.2f} and {self.modes[1]:.2f}, weights {self.exact_left:.3f} / "
+              f"{self.exact_right:.3f}; barrier at beta={t.split:g}: {self.barrier:.4g} nats = "
+              f"{self.barrier / a.tau1:.3g} x tau1 = {self.barrier / a.tau2:.3g} x tau2")
+
+    def run(self, method, seed, steps, label, progress=True, **over):
+        a = self.args
+        kw = dict(learning_rate=a.lr, batch_size=a.batch, period=a.m, temperatures=(a.tau1, a.tau2),
+                  correction=a.correction_re if method == "resgld" else a.correction,
+                  smoothing=a.smoothing, initial=a.initial, seed=seed, record_every=a.record_every,
+                  num_chains=a.ladder_chains, target=self.target, swap_options={"penalty": a.penalty})
         kw.update(over)
         callbacks = [_Progress(label, steps).callback] if progress else []
-        return mx.run(method, data, steps=steps, callbacks=callbacks, **kw)
+        return self.mx.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
 
-    # ---- main runs: every method, every chain seed --------------------------------------
-    runs = {method: [] for method in args.methods}
-    for method in args.methods:
-        for seed in seeds:
-            runs[method].append(run(method, seed, args.steps, f"{method} seed {seed}"))
+    def main_runs(self):
+        """Every method, every chain seed; returns ``{method: [run dicts]}``."""
+        return {method: [self.run(method, seed, self.args.steps, f"{method} seed {seed}") for seed in self.seeds]
+                for method in self.args.methods}
 
-    results = {}
-    for method, rs in runs.items():
+    def aggregate(self, method, rs):
+        """Per-seed numbers and their mean +- SE across seeds for one method."""
+        mx, a, split = self.mx, self.args, self.target.split
         per_seed = []
-        for seed, r in zip(seeds, rs):
-            b = r["beta"][int(len(r["beta"]) * args.burn_in):]
+        for seed, r in zip(self.seeds, rs):
+            b = r["beta"][int(len(r["beta"]) * a.burn_in):]
             left, left_bm = mx.left_fraction(b, split)
-            sig = r["sigma2"][int(len(r["sigma2"]) * args.burn_in):]
+            sig = r["sigma2"][int(len(r["sigma2"]) * a.burn_in):]
             per_seed.append({
                 "seed": seed, "swaps": r.get("swaps"), "attempts": r.get("attempts"),
                 "pair_swaps": r.get("pair_swaps"), "temperatures": r.get("temperatures"),
@@ -221,110 +230,137 @@ def run(args):
                 "mean_sigma2": float(sig.mean()) if sig.size else None,
                 "left_mode_weight": left, "left_mode_weight_batch_means_se": left_bm,
                 "mode_changes": mx.mode_changes(r["beta"], split),
-                "ks": mx.ks_distance(b, grid, cdf), "seconds": r["seconds"]})
+                "ks": mx.ks_distance(b, self.grid, self.cdf), "seconds": r["seconds"]})
         agg = {}
         for key in ("swaps", "accept_rate", "mean_sigma2", "left_mode_weight", "mode_changes", "ks"):
             agg[key], agg[key + "_se"] = _mean_se([p[key] for p in per_seed])
         agg["seconds"] = float(sum(p["seconds"] for p in per_seed))
-        agg.update(_beta_chains(rs, args.burn_in))
+        agg.update(_beta_chains(rs, a.burn_in))
         agg["per_seed"] = per_seed
-        results[method] = agg
+        return agg
 
-    factor = None
-    if "resgld" in results and "vr-resgld" in results and results["vr-resgld"]["mean_sigma2"]:
-        factor = results["resgld"]["mean_sigma2"] / results["vr-resgld"]["mean_sigma2"]
+    def variance_runs(self, runs):
+        """variance.png curves (reSGLD and VR-reSGLD at several m) and mean sigma2 by m."""
+        a = self.args
+        curves = []
+        if "resgld" in runs:
+            curves.append((f"reSGLD (F={a.correction_re:g})", "resgld", runs["resgld"][0]["sigma2"]))
+        if "vr-resgld" in runs:
+            curves.append((f"VR-reSGLD m={a.m}", "vr-resgld", runs["vr-resgld"][0]["sigma2"]))
+        variance_m = {}
+        for period in a.variance_m:
+            if period == a.m and "vr-resgld" in runs:
+                continue
+            s2 = self.run("vr-resgld", self.seeds[0], a.variance_steps, f"variance m={period}", period=period)["sigma2"]
+            variance_m[str(period)] = float(s2[len(s2) // 10:].mean())
+            curves.append((f"VR-reSGLD m={period}", "vr-resgld", s2))
+        horizon = a.variance_steps // a.record_every
+        return [(lab, meth, s[:horizon]) for lab, meth, s in curves], variance_m
 
-    # ---- variance.png: sigma2 paths, reSGLD and VR-reSGLD at several m -------------------
-    curves = []
-    if "resgld" in runs:
-        curves.append((f"reSGLD (F={args.correction_re:g})", "resgld", runs["resgld"][0]["sigma2"]))
-    if "vr-resgld" in runs:
-        curves.append((f"VR-reSGLD m={args.m}", "vr-resgld", runs["vr-resgld"][0]["sigma2"]))
-    variance_m = {}
-    for period in args.variance_m:
-        if period == args.m and "vr-resgld" in runs:
-            continue
-        r = run("vr-resgld", seeds[0], args.variance_steps, f"variance m={period}", period=period)
-        s2 = r["sigma2"]
-        variance_m[str(period)] = float(s2[len(s2) // 10:].mean())
-        curves.append((f"VR-reSGLD m={period}", "vr-resgld", s2))
-    horizon = max([args.variance_steps] + [0]) // args.record_every
-    curves = [(lab, meth, s[:horizon]) for lab, meth, s in curves]
+    def sensitivity(self):
+        """log10 sigma2 of VR-reSGLD over (n/N, eta): ``[len(lrs), len(ratios)]``."""
+        import numpy as np
 
-    # ---- sensitivity.png: log10 sigma2 of VR-reSGLD over (n/N, eta) ----------------------
-    sens = np.zeros((len(args.sens_lrs), len(args.sens_ratios)))
-    sens_bar = _Progress("sensitivity grid", len(args.sens_ratios) * len(args.sens_lrs) * args.sens_seeds)
-    sens_done = 0
-    for j, ratio in enumerate(args.sens_ratios):
-        n = max(1, int(round(ratio * args.data_size)))
-        for i, lr in enumerate(args.sens_lrs):
-            vals = []
-            for seed in seeds[:1] + [seeds[0] + 1000 + k for k in range(args.sens_seeds - 1)]:
-                r = run("vr-resgld", seed, args.sens_steps, "", progress=False, batch_size=n,
-                        learning_rate=lr, record_every=1)
-                s2 = r["sigma2"][len(r["sigma2"]) // 2:]
-                vals.append(float(s2.mean()))
-                sens_done += 1
-                sens_bar.update(sens_done)
-            sens[i, j] = float(np.log10(np.mean(vals)))
+        a = self.args
+        sens = np.zeros((len(a.sens_lrs), len(a.sens_ratios)))
+        bar, done = _Progress("sensitivity grid", len(a.sens_ratios) * len(a.sens_lrs) * a.sens_seeds), 0
+        for j, ratio in enumerate(a.sens_ratios):
+            n = max(1, int(round(ratio * a.data_size)))
+            for i, lr in enumerate(a.sens_lrs):
+                vals = []
+                for seed in self.seeds[:1] + [self.seeds[0] + 1000 + k for k in range(a.sens_seeds - 1)]:
+                    r = self.run("vr-resgld", seed, a.sens_steps, "", progress=False, batch_size=n,
+                                 learning_rate=lr, record_every=1)
+                    vals.append(float(r["sigma2"][len(r["sigma2"]) // 2:].mean()))
+                    done += 1
+                    bar.update(done)
+                sens[i, j] = float(np.log10(np.mean(vals)))
+        return sens
 
-    # ---- figures -------------------------------------------------------------------------
-    title = (f"N={args.data_size}, tau=({args.tau1:g},{args.tau2:g}), eta={args.lr:g}, n={args.batch}, "
-             f"m={args.m}, F={args.correction:g}/{args.correction_re:g}")
-    plots.traces(os.path.join(out, "traces.png"), {k: v[0]["beta"] for k, v in runs.items()},
-                 args.record_every, modes, exact_left, title=f"Cold-chain traces (seed {seeds[0]}): {title}")
-    pooled = {k: np.concatenate([r["beta"][int(len(r["beta"]) * args.burn_in):] for r in v])
-              for k, v in runs.items()}
-    plots.density(os.path.join(out, "density.png"), pooled, grid, dens,
-                  {k: mx.ks_distance(v, grid, cdf) for k, v in pooled.items()},
-                  title=f"Cold chain ({len(seeds)} seeds pooled) vs exact posterior at tau1={args.tau1:g}")
-    if curves:
-        plots.variance(os.path.join(out, "variance.png"), curves, args.record_every,
-                       title=f"log10 sigma2 (seed {seeds[0]}): N={args.data_size}, eta={args.lr:g}, "
-                             f"n={args.batch}")
-    plots.sensitivity(os.path.join(out, "sensitivity.png"), args.sens_ratios, args.sens_lrs, sens,
-                      title=f"VR-reSGLD log10 sigma2, m={args.m}, {args.sens_steps} its, "
-                            f"{args.sens_seeds} seeds")
-    wall = time.perf_counter() - t_start
+    def figures(self, runs, curves, sens):
+        import numpy as np
 
-    summary = {
-        "scenario": scenario,
-        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items()} | {"out": out},
-        "chain_seeds": seeds,
-        "exact": {"mode_weights": [exact_left, exact_right], "modes": list(modes),
-                  "barrier_nats": barrier, "barrier_over_tau1": barrier / args.tau1,
-                  "barrier_over_tau2": barrier / args.tau2},
-        "variance_reduction_factor": factor,
-        "methods": results,
-        "variance_by_m": variance_m,
-        "sensitivity": {"ratios": list(args.sens_ratios), "lrs": list(args.sens_lrs),
-                        "log10_sigma2": sens.tolist()},
-        "wall_seconds": wall,
-    }
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+        from tf_vrre import mixture_plots as plots
 
-    # ---- table ---------------------------------------------------------------------------
-    print(f"\n{len(seeds)} chain seeds; mean +- standard error across seeds; weights after {args.burn_in:.0%} "
+        a, out, mx = self.args, self.out, self.mx
+        title = (f"N={a.data_size}, tau=({a.tau1:g},{a.tau2:g}), eta={a.lr:g}, n={a.batch}, "
+                 f"m={a.m}, F={a.correction:g}/{a.correction_re:g}")
+        plots.traces(os.path.join(out, "traces.png"), {k: v[0]["beta"] for k, v in runs.items()},
+                     a.record_every, self.modes, self.exact_left,
+                     title=f"Cold-chain traces (seed {self.seeds[0]}): {title}")
+        pooled = {k: np.concatenate([r["beta"][int(len(r["beta"]) * a.burn_in):] for r in v])
+                  for k, v in runs.items()}
+        plots.density(os.path.join(out, "density.png"), pooled, self.grid, self.dens,
+                      {k: mx.ks_distance(v, self.grid, self.cdf) for k, v in pooled.items()},
+                      title=f"Cold chain ({len(self.seeds)} seeds pooled) vs exact posterior at tau1={a.tau1:g}")
+        if curves:
+            plots.variance(os.path.join(out, "variance.png"), curves, a.record_every,
+                           title=f"log10 sigma2 (seed {self.seeds[0]}): N={a.data_size}, eta={a.lr:g}, "
+                                 f"n={a.batch}")
+        plots.sensitivity(os.path.join(out, "sensitivity.png"), a.sens_ratios, a.sens_lrs, sens,
+                          title=f"VR-reSGLD log10 sigma2, m={a.m}, {a.sens_steps} its, {a.sens_seeds} seeds")
+
+    def summary(self, results, factor, variance_m, sens, wall):
+        a = self.args
+        return {
+            "scenario": self.scenario,
+            "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(a).items()} | {"out": self.out},
+            "target": self.target._asdict(),
+            "chain_seeds": self.seeds,
+            "exact": {"mode_weights": [self.exact_left, self.exact_right], "modes": list(self.modes),
+                      "barrier_nats": self.barrier, "barrier_over_tau1": self.barrier / a.tau1,
+                      "barrier_over_tau2": self.barrier / a.tau2},
+            "variance_reduction_factor": factor,
+            "methods": results,
+            "variance_by_m": variance_m,
+            "sensitivity": {"ratios": list(a.sens_ratios), "lrs": list(a.sens_lrs), "log10_sigma2": sens.tolist()},
+            "wall_seconds": wall,
+        }
+
+
+def _print_table(study, results, factor, variance_m, wrote):
+    a = study.args
+    print(f"\n{len(study.seeds)} chain seeds; mean +- standard error across seeds; weights after {a.burn_in:.0%} "
           f"burn-in")
-    head = (f"{'method':<17}{'swaps':>8}{'accept':>9}{'mean sigma2':>13}{'mode changes':>14}"
-            f"{'left-mode weight':>19}{'KS':>16}{'ESS(beta)':>10}{'R-hat':>7}{'time':>8}")
-    print(head)
+    print(f"{'method':<17}{'swaps':>8}{'accept':>9}{'mean sigma2':>13}{'mode changes':>14}"
+          f"{'left-mode weight':>19}{'KS':>16}{'ESS(beta)':>10}{'R-hat':>7}{'time':>8}")
     for method, r in results.items():
         w = f"{r['left_mode_weight']:.3f} +- {_fmt(r['left_mode_weight_se'], '.3f')}"
         ks = f"{r['ks']:.3f} +- {_fmt(r['ks_se'], '.3f')}"
         print(f"{method:<17}{_fmt(r['swaps'], '.0f'):>8}{_fmt(r['accept_rate'], '.4f'):>9}"
               f"{_fmt(r['mean_sigma2'], '.4g'):>13}{r['mode_changes']:>14.1f}{w:>19}{ks:>16}"
               f"{_fmt(r['beta_ess'], '.0f'):>10}{_fmt(r['beta_rhat'], '.2f'):>7}{r['seconds']:>7.1f}s")
-    print(f"{'exact':<17}{'':>8}{'':>9}{'':>13}{'':>14}{exact_left:>19.3f}{0:>16.3f}")
-    print(f"ESS(beta), R-hat: tfp.mcmc on the recorded cold-chain beta (every {args.record_every} steps) after "
+    print(f"{'exact':<17}{'':>8}{'':>9}{'':>13}{'':>14}{study.exact_left:>19.3f}{0:>16.3f}")
+    print(f"ESS(beta), R-hat: tfp.mcmc on the recorded cold-chain beta (every {a.record_every} steps) after "
           "burn-in, seeds as chains split in halves")
     if factor is not None:
         print(f"variance reduction factor (reSGLD sigma2 / VR sigma2): {factor:.1f}")
     if variance_m:
         print("VR-reSGLD mean sigma2 by m: " + ", ".join(f"m={k}: {v:.4g}" for k, v in variance_m.items()))
-    print(f"wall time {wall:.1f}s; wrote summary.json, traces.png, density.png, "
-          f"{'variance.png, ' if curves else ''}sensitivity.png to {out}")
+    print(wrote)
+
+
+def run(args):
+    """Runs the study; returns the exit status."""
+    scenario = _settings(args)
+    _validate(args)
+    out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
+    _writable(out)
+    t_start = time.perf_counter()
+    study = _Study(args, scenario, out)
+    study.describe()
+    runs = study.main_runs()
+    results = {method: study.aggregate(method, rs) for method, rs in runs.items()}
+    factor = None
+    if "resgld" in results and "vr-resgld" in results and results["vr-resgld"]["mean_sigma2"]:
+        factor = results["resgld"]["mean_sigma2"] / results["vr-resgld"]["mean_sigma2"]
+    curves, variance_m = study.variance_runs(runs)
+    sens = study.sensitivity()
+    study.figures(runs, curves, sens)
+    wall = time.perf_counter() - t_start
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(study.summary(results, factor, variance_m, sens, wall), f, indent=2)
+    _print_table(study, results, factor, variance_m,
+                 f"wall time {wall:.1f}s; wrote summary.json, traces.png, density.png, "
+                 f"{'variance.png, ' if curves else ''}sensitivity.png to {out}")
     return 0
-
-
