@@ -34,14 +34,15 @@ class _States(keras.callbacks.Callback):
         self.beta.append([float(c.trainable_weights[0].numpy()) for c in self.model.chains])
 
 
-def _run(penalty, seed=0):
+def _run(penalty, seed=0, vr=True):
     data = mx.make_data(N, seed=0, target=TARGET)
     s = tf_vrre.ReplicaExchangeSampler(
         lambda: mx.build_model(30.0), data_size=N, num_chains=2, temperatures=[8.0, 1000.0],
         learning_rates=1e-3, dynamics="sgld", weight_decay=mx.weight_decay(TARGET),
         nll=mx.target_nll(TARGET), seed=seed, swap=tf_vrre.CorrectedSwap(correction=2.0, penalty=penalty),
-        variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N))
-    s.set_reference_data(data)
+        variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N) if vr else None)
+    if vr:
+        s.set_reference_data(data)
     states, rows = _States(), []
 
     class _Rows(keras.callbacks.Callback):
@@ -96,3 +97,12 @@ def test_paper_window_penalty_does_not(batch_table):
     assert not _matches(window)[0], window              # charges a penalty where the estimator is exact
     used = window[1:, 2]
     assert used.max() / used.min() < 1.3 < window[3, 0] / window[1, 0], window  # flat vs growing noise
+
+
+def test_plain_minibatch_energies_keep_the_papers_rule_and_it_matches_their_noise():
+    """Without control variates the noise has no period structure: the default is the paper's
+    window rule (one sigma2), and it matches the noise at every offset."""
+    err, used, offset = _run("auto", vr=False)
+    table = _by_offset(err, used, offset)
+    assert _matches(table).all(), table
+    assert table[:, 0].min() > 0.5 * table[:, 0].max(), table  # flat: no growth through a period
