@@ -1,8 +1,9 @@
 """Short sampler runs whose final state is pinned in ``tests/fixtures/`` (behaviour guard).
 
-The fixtures were produced by the sampler *before* its train step was reshaped (commit
-2d968d7), whose only swap penalty was the paper's window rule (``penalty="window"``, named
-explicitly below since the default changed): ``python tests/_pinned_runs.py`` rewrites them.  ``tests/test_pinned.py`` checks that
+The swap penalty is the paper's window rule (``penalty="window"``) and XLA is off
+(``jit_compile=False``), both named explicitly since the defaults changed.
+``python tests/_pinned_runs.py`` rewrites ``pinned_state.npz`` (the ``.keras`` file, the
+checkpoint and their state dump are kept: they were written by older code on purpose).  ``tests/test_pinned.py`` checks that
 today's code reproduces every variable of every configuration, loads a ``.keras`` file and
 resumes a ``BackupAndRestore`` checkpoint written by that code.
 
@@ -63,7 +64,7 @@ def build(name):
             weight_decay=0.5, seed=3, swap=tf_vrre.CorrectedSwap(correction=10.0, penalty="window"),
             variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24))
         s.set_reference_data((x, y))
-        s.compile(loss=_loss(), metrics=["accuracy"])
+        s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=smp.make_dataset(16))
     if name == "vr_bn_forward_adaptive":
         s = tf_vrre.ReplicaExchangeSampler(
@@ -73,7 +74,7 @@ def build(name):
                                         penalty="window"),
             variance_reduction=tf_vrre.ControlVariates(period=3, coefficient="adaptive", cache=False))
         s.set_reference_data((x, y))
-        s.compile(loss=_loss())
+        s.compile(loss=_loss(), jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     if name == "vr_bn_train_ladder":
         s = tf_vrre.ReplicaExchangeSampler(
@@ -82,7 +83,7 @@ def build(name):
             swap=tf_vrre.CorrectedSwap(correction=3.0, pairs="random", period=2, penalty="window"),
             variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=16))
         s.set_reference_data((x, y))
-        s.compile(loss=_loss(), metrics=["accuracy"])
+        s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     if name == "sgld_deo_cooling":
         d = mx.make_data(N, seed=2)
@@ -91,11 +92,12 @@ def build(name):
             learning_rates=tf_vrre.EpochExponential(1e-3, 0.5, spe), dynamics="sgld",
             weight_decay=mx.weight_decay(), nll=mx.nll, seed=6,
             swap=tf_vrre.CorrectedSwap(correction=2.0, pairs="deo", cooling_steps=2, penalty="window"))
+        s.compile(jit_compile=False)
         return s, lambda smp: dict(x=d, batch_size=16, shuffle=False)
     if name == "msgd_single":
         s = tf_vrre.ReplicaExchangeSampler(mlp, data_size=N, num_chains=1, dynamics="msgd",
                                            swap=None, learning_rates=1e-2, weight_decay=0.1, seed=7)
-        s.compile(loss=_loss(), metrics=["accuracy"])
+        s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     raise KeyError(name)
 
@@ -123,6 +125,21 @@ def state(sampler):
     return out
 
 
+def assign_state(sampler, state):
+    """Sets every variable of ``sampler`` from a :func:`state` dict."""
+    for h, chain in enumerate(sampler.chains):
+        for i, v in enumerate(chain.weights):
+            v.assign(state[f"chain{h}/{i}"])
+    for h, snap in enumerate(getattr(sampler, "snapshots", None) or []):
+        for i, v in enumerate(snap.weights):
+            v.assign(state[f"snapshot{h}/{i}"])
+    own = {id(v) for c in sampler.chains for v in c.weights}
+    own |= {id(v) for c in (getattr(sampler, "snapshots", None) or []) for v in c.weights}
+    for v in sampler.weights:
+        if id(v) not in own:
+            v.assign(state[f"state/{v.name}"])
+
+
 def run(name, epochs=EPOCHS, callbacks=None, sampler=None):
     s, fit_kwargs = build(name)
     s = s if sampler is None else sampler
@@ -140,25 +157,26 @@ class _StopAt(keras.callbacks.Callback):
             raise RuntimeError("stop for the fixture")
 
 
-def write_fixtures():
+def write_fixtures(old_files=False):
+    """Rewrites ``pinned_state.npz``; with ``old_files`` also the ``.keras`` file and the
+    checkpoint (only meaningful with the code whose files the tests must keep loading)."""
     os.makedirs(FIXTURES, exist_ok=True)
     arrays = {}
     for name in CONFIGS:
         for key, value in state(run(name)).items():
             arrays[f"{name}:{key}"] = value
     np.savez_compressed(os.path.join(FIXTURES, "pinned_state.npz"), **arrays)
-    # A .keras file after 2 epochs of the cached VR configuration (resumed for 1 more in the test).
-    s = run("vr_sghmc_cached", epochs=2)
-    s.save(os.path.join(FIXTURES, "vr_sghmc_cached_2epochs.keras"))
-    # A BackupAndRestore checkpoint written at the end of epoch 2 (the run stopped at epoch 3).
-    backup = os.path.join(FIXTURES, "vr_sghmc_cached_backup")
-    try:
-        run("vr_sghmc_cached", epochs=EPOCHS,
-            callbacks=[_StopAt(2), keras.callbacks.BackupAndRestore(backup)])
-    except RuntimeError:
-        pass
+    if old_files:
+        s = run("vr_sghmc_cached", epochs=2)  # a .keras file after 2 epochs (resumed for 1 more)
+        s.save(os.path.join(FIXTURES, "vr_sghmc_cached_2epochs.keras"))
+        np.savez_compressed(os.path.join(FIXTURES, "vr_sghmc_cached_2epochs_state.npz"), **state(s))
+        backup = os.path.join(FIXTURES, "vr_sghmc_cached_backup")  # checkpoint at the end of epoch 2
+        try:
+            run("vr_sghmc_cached", epochs=EPOCHS, callbacks=[_StopAt(2), keras.callbacks.BackupAndRestore(backup)])
+        except RuntimeError:
+            pass
     print("wrote", sorted(os.listdir(FIXTURES)))
 
 
 if __name__ == "__main__":
-    sys.exit(write_fixtures())
+    sys.exit(write_fixtures(old_files="--old-files" in sys.argv))

@@ -68,12 +68,13 @@ def _batch_means_se(series, batches=12):
     return means.mean(0), means.std(0, ddof=1) / np.sqrt(batches)
 
 
-@pytest.mark.parametrize("dynamics,lr,tau,batch", [
-    ("sgld", 2e-5, 1.0, 250),
-    ("sghmc", 5e-6, 1.0, 500),
-    ("sghmc", 5e-6, 4.0, 500),
+@pytest.mark.parametrize("dynamics,lr,tau,batch,jit", [
+    ("sgld", 2e-5, 1.0, 250, False),
+    ("sghmc", 5e-6, 1.0, 500, False),
+    ("sghmc", 5e-6, 4.0, 500, False),
+    ("sghmc", 5e-6, 4.0, 500, True),   # the XLA-compiled step samples the same law
 ])
-def test_conjugate_linear_regression(dynamics, lr, tau, batch):
+def test_conjugate_linear_regression(dynamics, lr, tau, batch, jit):
     x, y = _data()
     xd, yd = x.astype(np.float64), y.astype(np.float64)
     a = xd.T @ xd / NOISE_SD ** 2 + WD * np.eye(D)
@@ -90,7 +91,8 @@ def test_conjugate_linear_regression(dynamics, lr, tau, batch):
     sampler = tf_vrre.ReplicaExchangeSampler(
         replicated_regression, data_size=N, num_chains=1, temperatures=tau, learning_rates=lr,
         dynamics=dynamics, momentum=0.9, weight_decay=WD, nll=replicated_nll, seed=11)
-    sampler.compile(steps_per_execution=thin)
+    sampler.compile(steps_per_execution=thin, jit_compile=jit)
+    assert sampler.jit_compile is jit
     kernel = sampler.cold_model.trainable_weights[0]
     samples = []
 

@@ -69,11 +69,12 @@ def test_corrected_swap_rejects_bad_arguments(kwargs, arg):
 def test_corrected_swap_config_round_trip():
     import keras
     rule = CorrectedSwap(correction=1.5e5, smoothing=0.1, period=7, pairs="deo", cooling_steps=390,
-                         penalty="offset")
+                         penalty="offset", attempt_every=4)
     back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(rule))
     assert isinstance(back, CorrectedSwap)
     assert back.get_config() == rule.get_config()
-    assert set(rule.get_config()) == {"correction", "smoothing", "period", "pairs", "cooling_steps", "penalty"}
+    assert set(rule.get_config()) == {"correction", "smoothing", "period", "pairs", "cooling_steps", "penalty",
+                                      "attempt_every"}
     # a config saved before `penalty` existed keeps the paper's rule
     old = {k: v for k, v in rule.get_config().items() if k != "penalty"}
     assert CorrectedSwap.from_config(old).penalty == "window"
@@ -81,3 +82,24 @@ def test_corrected_swap_config_round_trip():
     assert CorrectedSwap().resolved(True).penalty == "batch" and CorrectedSwap().resolved(False).penalty == "window"
     with pytest.raises(ValueError, match="penalty"):
         CorrectedSwap(penalty="per-step")
+    with pytest.raises(ValueError, match="attempt_every must be an integer >= 1"):
+        CorrectedSwap(attempt_every=0)
+    assert CorrectedSwap.from_config(old).attempt_every == 4 and CorrectedSwap().attempt_every == 1
+
+
+def test_attempt_every_k_steps_attempts_only_there():
+    import tf_vrre
+    from tf_vrre import mixture as mx
+
+    data = mx.make_data(120, seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(
+        mx.build_default_model, data_size=120, num_chains=2, temperatures=[10.0, 1000.0], learning_rates=1e-4,
+        dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.nll, seed=0,
+        swap=CorrectedSwap(attempt_every=3), variance_reduction=tf_vrre.ControlVariates(period=6))
+    s.set_reference_data(data)
+    s.fit(tf.data.Dataset.from_tensor_slices(data).batch(20), epochs=4, verbose=0)
+    log = s.swap_log.numpy()
+    log = log[log[:, 0] >= 0]
+    proposed = log[:, 3] > 0
+    assert proposed.sum() == len(log) // 3 and (log[proposed, 0] % 3 == 0).all()
+    assert int(s.attempt_count.numpy()[0]) == proposed.sum()

@@ -27,3 +27,19 @@ def replicas():
 def batch_size(x):
     """Local batch size of ``x`` (the first tensor of any nest)."""
     return tf.shape(tf.nest.flatten(x)[0])[0]
+
+
+def multi_worker():
+    """True under ``MultiWorkerMirroredStrategy`` with more than one worker."""
+    strategy = tf.distribute.get_strategy()
+    return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode())
+
+
+def reducible_logs(logs):
+    """Logs that Keras can reduce across workers: Keras reduces multi-worker logs with
+    ``strategy.reduce("MEAN", v, axis=0)``, which rejects scalars, so each becomes a ``[1]``
+    vector (identical on every replica: the mean is the value)."""
+    if not multi_worker():
+        return logs
+    return {k: tf.reshape(v, [1]) for k, v in logs.items()}

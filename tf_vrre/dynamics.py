@@ -52,9 +52,13 @@ def velocity_scale(lr_from, temperature_from, lr_to, temperature_to):
 
 
 def langevin_noise(weights, key):
-    """Standard normal draws shaped like ``weights``, from one stateless key (one draw, split)."""
+    """Standard normal draws ``xi`` shaped like ``weights``: one stateless draw of
+    ``tfd.Normal(0, 1)`` (TensorFlow Probability) with the step's seed, split per weight."""
+    import tensorflow_probability as tfp
+
     sizes = [int(np.prod(w.shape)) for w in weights]
-    flat = tf.random.stateless_normal([sum(sizes)], key)
+    normal = tfp.distributions.Normal(loc=np.float32(0.0), scale=np.float32(1.0))
+    flat = normal.sample(sum(sizes), seed=seeds.tfp_seed(key))
     return [tf.reshape(z, w.shape) for z, w in zip(tf.split(flat, sizes), weights)]
 
 
@@ -78,19 +82,29 @@ class Diffusion:
         return self.name in ("sghmc", "msgd")
 
     def step(self, chain_state, grads, learning_rates, temperatures, key):
-        """Updates ``chain_state`` (weights and velocities) in place from ``grads`` (per chain)."""
+        """Updates ``chain_state`` (weights and velocities) in place from ``grads`` (per chain).
+
+        A chain whose new weights or velocities would not be finite keeps its old ones; returns
+        the bool ``[K]`` "updated" (a ``False`` is a fault the sampler reports).
+        """
         friction = 1.0 - self.momentum
         key = seeds.fold(key, seeds.NOISE)
+        updated = []
         for h, weights in enumerate(chain_state.trainable):
             lr, tau = learning_rates[h], temperatures[h]
             noises = None if self.name == "msgd" else langevin_noise(weights, seeds.fold(key, h))
+            new = []  # (variable, value)
             for i, (w, g) in enumerate(zip(weights, grads[h])):
                 lr_i, tau_i = tf.cast(lr, w.dtype), tf.cast(tau, w.dtype)
                 z = None if noises is None else tf.cast(noises[i], w.dtype)
                 if self.name == "sgld":
-                    w.assign(sgld_update(w, g, lr_i, tau_i, z))
+                    new.append((w, sgld_update(w, g, lr_i, tau_i, z)))
                 else:
                     v = chain_state.velocities[h][i]
                     new_w, new_v = sghmc_update(w, v, g, lr_i, tau_i, friction, z)
-                    v.assign(new_v)
-                    w.assign(new_w)
+                    new += [(v, new_v), (w, new_w)]
+            ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(value)) for _, value in new])
+            for var, value in new:
+                var.assign(tf.where(ok, value, var))
+            updated.append(ok)
+        return tf.stack(updated)

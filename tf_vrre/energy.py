@@ -75,10 +75,23 @@ def per_example(values, name="nll"):
     return values
 
 
+def computes_in_float16(model):
+    """True if a layer of ``model`` computes in float16 (``mixed_float16``: loss scaling needed)."""
+    return any(getattr(layer, "compute_dtype", None) == "float16" for layer in model._flatten_layers())
+
+
+def to_float32(y_pred):
+    """Low-precision (float16 / bfloat16) outputs cast to float32: under a mixed-precision policy
+    the network computes in low precision, the energies and everything after them do not."""
+    def cast(t):
+        return tf.cast(t, tf.float32) if t.dtype in (tf.float16, tf.bfloat16) else t
+    return tf.nest.map_structure(cast, y_pred)
+
+
 def weighted_nll(nll_fn, x, y, y_pred, sample_weight=None):
     """``nll_fn(x, y, y_pred)`` as float32 ``[batch]`` (checked by :func:`per_example`), times
-    the per-example ``sample_weight`` if given."""
-    nll = tf.cast(per_example(nll_fn(x, y, y_pred)), tf.float32)
+    the per-example ``sample_weight`` if given; low-precision outputs are cast to float32 first."""
+    nll = tf.cast(per_example(nll_fn(x, y, to_float32(y_pred))), tf.float32)
     if sample_weight is not None:
         nll = nll * tf.cast(tf.reshape(sample_weight, tf.shape(nll)), nll.dtype)
     return nll

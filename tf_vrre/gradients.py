@@ -12,9 +12,7 @@ import tensorflow as tf
 
 from tf_vrre import distribute
 from tf_vrre import energy as en
-
-NOT_FINITE = ("tf_vrre: a chain's mini-batch energy is not finite (diverged?). Lower learning_rates: "
-              "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)")
+from tf_vrre import faults
 
 
 class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):
@@ -22,8 +20,34 @@ class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "prio
     prior included, all-reduced) and the prior energy (float64) of the pre-update weights."""
 
 
-def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_size):
-    """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.batch.Batch`)."""
+def _check_length(nll, x):
+    """Static shapes: ``ValueError`` at trace time; else an in-graph check (fault 8)."""
+    n = distribute.batch_size(x)
+    got, want = nll.shape[0], tf.nest.flatten(x)[0].shape[0]
+    if got is not None and want is not None and got != want:
+        raise ValueError(f"nll returned {got} values for a batch of {want}; it must return one negative "
+                         "log-likelihood per example (shape [batch], no reduction)")
+    return faults.check(tf.equal(tf.shape(nll)[0], n), 8, 0, tf.shape(nll)[0], n)
+
+
+def checks(forward, x, nll_sums, overflow=False):
+    """In-graph checks of a :class:`Forward`: the NLL's length; per chain, a finite energy
+    (``nll_sums``: all-reduced ``[K]``, so every replica sees the same) and finite gradients
+    (unless a float16 ``overflow`` of the loss-scaled gradients explains them)."""
+    out = [_check_length(forward.nlls[0], x)]
+    for h, grads in enumerate(forward.grads):
+        out.append(faults.check(tf.math.is_finite(nll_sums[h]), 1, h, nll_sums[h]))
+        out.append(faults.check(tf.logical_or(faults.all_finite(grads), overflow), 2, h, 0.0))
+    return out
+
+
+def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_size, loss_scale=None):
+    """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.batch.Batch`).
+
+    ``loss_scale`` (float16 policies, :class:`tf_vrre.state.LossScale`): the gradient is taken of
+    ``s * (N/n) sum_B l`` and divided by ``s``, so float16 backpropagation neither under- nor
+    overflows (a non-finite result lowers ``s`` and the step's update is skipped).
+    """
     x, y, swt = batch.x, batch.y, batch.sample_weight
     scale = tf.cast(data_size, tf.float64) / batch.size
     nlls, preds, grads, priors = [], [], [], []
@@ -32,9 +56,14 @@ def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_siz
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
             nll = per_example_nll(x, y, y_pred, swt)
-            objective = tf.debugging.assert_all_finite(tf.reduce_sum(nll) * tf.cast(scale, nll.dtype), NOT_FINITE)
+            objective = tf.reduce_sum(nll) * tf.cast(scale, nll.dtype)
+            if loss_scale is not None:
+                objective = objective * loss_scale
         g = tape.gradient(objective, weights)
-        grads.append([tf.zeros_like(w) if gi is None else tf.convert_to_tensor(gi) for gi, w in zip(g, weights)])
+        g = [tf.zeros_like(w) if gi is None else tf.convert_to_tensor(gi) for gi, w in zip(g, weights)]
+        if loss_scale is not None:
+            g = [gi / tf.cast(loss_scale, gi.dtype) for gi in g]
+        grads.append(g)
         nlls.append(nll)
         preds.append(y_pred)
         priors.append(en.prior_energy(weights, weight_decay))

@@ -264,7 +264,7 @@ def ladder(tau_low, tau_high, num_chains):
 
 def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, temperatures=(10.0, 3000.0),
         correction=2.0, smoothing=0.3, initial=30.0, seed=0, record_every=10, callbacks=(), num_chains=4,
-        target=DEFAULT, swap_options=None, jit_compile=False):
+        target=DEFAULT, swap_options=None, jit_compile=None):
     """Samples the mixture posterior with one method through ``model.fit``; returns a dict.
 
     Args:
@@ -278,7 +278,8 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
       record_every: the cold chain's beta and sigma^2 are recorded every this many steps.
       target: the :class:`Mixture` (its NLL and prior).
       swap_options: extra ``CorrectedSwap`` arguments (e.g. ``{"penalty": "window"}``).
-      jit_compile: compile the train step with XLA (about 3x faster for this tiny model on CPU).
+      jit_compile: XLA for the train step (``None``: the sampler's default, ``"auto"`` unless
+        ``$TF_VRRE_JIT_COMPILE`` says otherwise; XLA is about 3x faster for this tiny model on CPU).
 
     Returns:
       ``{"beta": [T] cold-chain trace, "sigma2": [T], "swaps", "attempts", "seconds", ...}``.

@@ -33,15 +33,17 @@ from tf_vrre import control_variates as cvs
 from tf_vrre import distribute
 from tf_vrre import dynamics as dyn
 from tf_vrre import energy as en
+from tf_vrre import faults
 from tf_vrre import gradients
 from tf_vrre import indexed_data
 from tf_vrre import record
 from tf_vrre import seeds
 from tf_vrre import swaps as sw
+from tf_vrre import xla
 from tf_vrre.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
 from tf_vrre.chain_metrics import ChainMetrics
 from tf_vrre.record import swap_log_columns  # noqa: F401
-from tf_vrre.state import ChainState, SwapState, VRState, exchange, exchange_forward
+from tf_vrre.state import ChainState, LossScale, SwapState, VRState, exchange, exchange_forward
 from tf_vrre.swap_energy import SwapEnergyEstimator
 
 SWAP_LOG_CAPACITY = record.CAPACITY
@@ -173,6 +175,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self._cache_exact = bool(variance_reduction is not None and variance_reduction.cache and (
             self.energy_mode == "inference" or not en.has_training_dependent_layers(ref)))
         self._create_state(_hyper.initial_values(temps), _hyper.initial_values(lrs))
+        object.__setattr__(self, "_faults", faults.FaultRegister())  # not a saved weight (see faults.py)
         self._reference = None  # a tf_vrre.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
         self._chain_metrics = []
@@ -222,6 +225,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         if self.variance_reduction is not None:
             self.snapshots = [self._build_chain() for _ in range(K)]
             self.vr_state = VRState.create(self.snapshots, new_variable, self.variance_reduction, self.data_size)
+        self.loss_scale = None
+        if en.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
+            self.loss_scale = LossScale(new_variable, initial=2.0 ** 15 / self.data_size)
         self._swap_energy = None
         if self.swap_rule is not None:
             self._swap_energy = SwapEnergyEstimator(self.chains, self.vr_state, self._per_example_nll,
@@ -353,15 +359,17 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss=None, metrics=None, weighted_metrics=None, run_eagerly=False,
-                steps_per_execution=1, jit_compile=False, **kwargs):
+                steps_per_execution=1, jit_compile=None, **kwargs):
         """Configures the energy and metrics (there is no optimizer: the sampler updates weights).
 
         Args:
           loss: Keras loss used, unreduced, as the per-example NLL (unless ``nll`` was given).
           metrics, weighted_metrics: as in ``keras.Model.compile``; evaluated on the cold chain
             (plain names) and on every other chain ``h`` (names suffixed ``_h``).
-          jit_compile: XLA off by default (slower for convnets on CPU, fails under
-            MirroredStrategy on CPU).
+          jit_compile: ``True``, ``False`` or ``"auto"``: XLA on TPU and GPU, and on a single CPU
+            device for models without convolutions (see :mod:`tf_vrre.xla`, where the
+            measurements behind the rule are); ``None`` (default): ``$TF_VRRE_JIT_COMPILE``, else
+            ``"auto"``.  ``self.jit_compile`` holds the choice.
         """
         if kwargs.get("optimizer") is not None:
             raise TypeError("compile: ReplicaExchangeSampler updates the weights itself; "
@@ -373,9 +381,10 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             raise ValueError("compile: give loss= (a per-example negative log-likelihood, e.g. "
                              "SparseCategoricalCrossentropy(from_logits=True)) or build the "
                              "sampler with nll=callable")
+        use_xla = xla.resolve_jit_compile(jit_compile, self.chains[0]) and not run_eagerly
         super().compile(optimizer=None, loss=None, metrics=metrics,
                         weighted_metrics=weighted_metrics, run_eagerly=run_eagerly,
-                        steps_per_execution=steps_per_execution, jit_compile=jit_compile, **kwargs)
+                        steps_per_execution=steps_per_execution, jit_compile=use_xla, **kwargs)
         self._compile_args = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics,
                               "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
         self._nll_fn = self.nll if self.nll is not None else en.resolve_nll(loss)
@@ -439,8 +448,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
                                  "sampler.set_reference_data((x_train, y_train)) before fit")
             refreshed = cvs.refresh(self.vr_state, self.chains, self._reference, self._energy_fn, step,
                                     self.variance_reduction.period)
+        scale = None if self.loss_scale is None else tf.convert_to_tensor(self.loss_scale.scale)
         forward = gradients.forward_and_gradients(self.chains, batch, self._per_example_nll,  # 2. gradients
-                                                  self.weight_decay, self.data_size)
+                                                  self.weight_decay, self.data_size, scale)
         if self.swap_rule is not None:
             possible = self._swap.possible(step, self.swap_state)
             adaptive = self.variance_reduction is not None and self.variance_reduction.adaptive
@@ -450,9 +460,20 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             self._swap.count(self.swap_state, results, step, energies.energy)
         sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
         self.batch_energy.assign(en.minibatch_energy(sums, batch.size, self.data_size, tf.stack(forward.priors)))
-        self._diffusion.step(self.chain_state, forward.grads, lrs, temps, key)            # 5. update
+        checks = faults.hyperparameter_checks(lrs, temps, self.swap_rule is not None)
+        overflow = tf.constant(False)
+        if self.loss_scale is not None:  # float16: non-finite gradients lower the scale, skip the update
+            overflow = tf.logical_not(faults.all_finite([g for gs in forward.grads for g in gs]))
+            self.loss_scale.update(tf.logical_not(overflow))
+        checks += gradients.checks(forward, batch.x, sums, overflow)
+        updated = self._diffusion.step(self.chain_state, forward.grads, lrs, temps, key)  # 5. update
+        checks += faults.per_chain(tf.logical_or(updated, overflow), 3, tf.zeros([self.num_chains]))
         if self.swap_rule is not None:
-            self._bookkeeping(step, possible, results, energies, refreshed)                          # 6. bookkeeping
+            self._bookkeeping(step, possible, results, energies, refreshed)                # 6. bookkeeping
+            checks.insert(-self.num_chains, faults.check(
+                tf.logical_and(results.correction > 0, tf.math.is_finite(results.correction)), 7, 0,
+                results.correction))
+        self._faults.record(step, checks)
         self._update_metrics(batch, forward)
         logs = self._logs(lrs, temps)
         if self.swap_rule is not None:
@@ -461,7 +482,37 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         # without the data dependency the increment may run before get_next).
         with tf.control_dependencies([sums]):  # sums of this batch's NLLs: data-dependent
             self.step_counter.assign_add(1)
-        return logs
+        return distribute.reducible_logs(logs)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """As Keras, but builds from the first replica's batch instead of a cross-replica MEAN
+        (which fails under ``MultiWorkerMirroredStrategy`` for integer batches: the indices)."""
+        if self._distribute_strategy is None or iterator is None:
+            return super()._maybe_symbolic_build(iterator, data_batch)
+        local = self.distribute_strategy.experimental_local_results
+        for _, _, it in iterator:
+            data_batch = tf.nest.map_structure(
+                lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it))
+            break
+        with self.distribute_strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    def make_train_function(self, force=False):
+        """Keras' train function, followed by the host check of the in-graph fault register
+        (:mod:`tf_vrre.faults`): a broken invariant raises a ``SamplerError`` naming step and chain."""
+        super().make_train_function(force)
+        fn = self.train_function
+        if getattr(fn, "_tf_vrre_checked", False):
+            return fn
+
+        def checked(iterator):
+            logs = fn(iterator)
+            self._faults.raise_if_set(self.learning_rate.numpy(), self.temperature.numpy())
+            return logs
+
+        checked._tf_vrre_checked = True
+        self.train_function = checked
+        return checked
 
     def _logs(self, lrs, temps):
         logs = self._metric_logs()

@@ -28,3 +28,10 @@ def fold(key, data):
 def step_key(key, step):
     """The key of step ``step``: split once per step, then by purpose with :func:`fold`."""
     return fold(key, step)
+
+
+def tfp_seed(key):
+    """The int32 ``[2]`` seed that TensorFlow Probability's stateless samplers take, from an
+    int64 key (each 64-bit word folded to 32 bits by XOR of its halves)."""
+    words = tf.reshape(tf.bitcast(tf.cast(key, tf.int64), tf.int32), [2, 2])
+    return tf.bitwise.bitwise_xor(words[:, 0], words[:, 1])

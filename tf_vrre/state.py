@@ -214,3 +214,24 @@ def exchange_forward(chain_state, vr_state, results, hyper, forward):
     grads = [list(g) for g in zip(*per_var)] if per_var else [[] for _ in range(num)]
     priors = tf.unstack(tf.gather(tf.stack(forward.priors), results.permutation), num=num)
     return forward._replace(grads=grads, nlls=out[-2], preds=out[-1], priors=priors)
+
+
+class LossScale:
+    """Dynamic loss scale of float16 policies (as ``keras.optimizers.LossScaleOptimizer``).
+
+    Fields: ``scale`` (float32; starts at ``initial``), ``good_steps`` (int64).  After a step with
+    non-finite gradients the scale halves (and the step's update is skipped); after ``period``
+    finite steps in a row it doubles.
+    """
+
+    def __init__(self, new_variable, initial=2.0 ** 15, period=2000):
+        self.scale = new_variable("loss_scale", (), "float32", initial)
+        self.good_steps = new_variable("loss_scale_good_steps", (), "int64")
+        self.period = int(period)
+
+    def update(self, finite):
+        good = tf.where(finite, self.good_steps + 1, tf.zeros_like(self.good_steps))
+        grow = good >= self.period
+        scale = tf.where(finite, tf.where(grow, self.scale * 2.0, self.scale), self.scale / 2.0)
+        self.scale.assign(tf.maximum(scale, 1e-30))
+        self.good_steps.assign(tf.where(grow, tf.zeros_like(good), good))

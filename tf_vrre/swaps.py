@@ -114,13 +114,21 @@ class CorrectedSwap:
       cooling_steps: after an accepted swap, no swap is attempted for this many steps
         (``0``: off).  ``cooling_steps = steps_per_epoch`` gives the authors' "at most one
         swap per epoch".
+      penalty: the ``sigma2`` of the rule: ``"batch"`` (this step's within-batch estimate),
+        ``"offset"`` (one smoothed estimate per step since the snapshot refresh), ``"window"``
+        (the paper's one smoothed estimate per window) or ``"auto"`` (``"batch"`` with control
+        variates, ``"window"`` without).
+      attempt_every: attempt swaps only every k steps (``1``: every step, the paper's
+        Algorithm 1).  The swap energies' extra forwards (snapshot or inference-mode) run only
+        on attempt steps, so k > 1 trades swap attempts for cost; each attempt is still an
+        exact corrected-rule decision.
 
     Example:
       >>> swap = CorrectedSwap(correction=2.0, smoothing=0.3, pairs="deo")
     """
 
     def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
-                 cooling_steps=0, penalty="auto"):
+                 cooling_steps=0, penalty="auto", attempt_every=1):
         if isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
             first = float(keras.ops.convert_to_numpy(correction(0)))
             if not first > 0 or not first < float("inf"):
@@ -139,12 +147,15 @@ class CorrectedSwap:
             raise ValueError(f"cooling_steps must be an integer >= 0, got {cooling_steps!r}")
         if penalty not in PENALTIES:
             raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+        if isinstance(attempt_every, bool) or not isinstance(attempt_every, int) or attempt_every < 1:
+            raise ValueError(f"attempt_every must be an integer >= 1, got {attempt_every!r}")
         self.correction = correction
         self.smoothing = float(smoothing)
         self.period = period
         self.pairs = pairs
         self.cooling_steps = cooling_steps
         self.penalty = penalty
+        self.attempt_every = attempt_every
 
     def resolved(self, variance_reduced):
         """This rule with ``penalty="auto"`` made concrete: ``"batch"`` with control variates
@@ -155,8 +166,12 @@ class CorrectedSwap:
                                           "penalty": "batch" if variance_reduced else "window"})
 
     def possible(self, step, state):
-        """True unless a swap was accepted within the last ``cooling_steps`` steps."""
-        return step - state.last_swap_step > self.cooling_steps
+        """True on attempt steps (``step % attempt_every == 0``) unless a swap was accepted
+        within the last ``cooling_steps`` steps."""
+        cooled = step - state.last_swap_step > self.cooling_steps
+        if self.attempt_every == 1:
+            return cooled
+        return tf.logical_and(cooled, tf.equal(tf.math.floormod(step, self.attempt_every), 0))
 
     def penalty_variance(self, state, energies, step):
         """The ``sigma2`` ``[P]`` of this step's penalty and whether it exists yet (bool scalar).
@@ -260,7 +275,7 @@ class CorrectedSwap:
                       if self.scheduled_correction else self.correction)
         return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
-                "cooling_steps": self.cooling_steps, "penalty": self.penalty}
+                "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every}
 
     @classmethod
     def from_config(cls, config):

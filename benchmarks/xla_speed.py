@@ -1,0 +1,100 @@
+"""Per-step cost with and without XLA (``compile(jit_compile=True/False)``), side by side.
+
+Three models, each a 2-chain sampler with control variates: the 1-parameter Gaussian mixture
+(``tf_vrre.mixture``, batch 100), the README's MLP (8-16-2, batch 64) and ResNet-8 on CIFAR
+images (batch 128; ``/work/shared/data`` or ``--data``, random images if absent).  Each sampler is
+built, compiled and warmed up (tracing and XLA compilation excluded), then the two modes are
+timed in interleaved rounds; medians over ``--repeats`` rounds.  What ``jit_compile="auto"``
+picks for each model is printed beside the numbers (``tf_vrre/xla.py``).
+
+    python benchmarks/xla_speed.py             # ~5 minutes on 2 cores
+"""
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tf_vrre  # noqa: E402
+from models import resnet  # noqa: E402
+from tf_vrre import mixture as mx  # noqa: E402
+from tf_vrre import xla  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data",
+                    "cifar10", "cifar10_test.npz")
+
+
+def mlp():
+    inp = keras.Input((8,))
+    return keras.Model(inp, keras.layers.Dense(2)(keras.layers.Dense(16, activation="relu")(inp)))
+
+
+def _problems(data_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(512, 8)).astype("float32")
+    mix = mx.make_data(1000, seed=0)
+    if os.path.exists(data_path):
+        d = np.load(data_path)
+        xi, yi = d["x"][:640], d["y"][:640]
+    else:
+        print(f"note: {data_path} not found, random images")
+        xi, yi = rng.integers(0, 256, (640, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, 640)
+    xi = ((xi / 255.0 - 0.47) / 0.25).astype("float32")
+    return {
+        "mixture (1 parameter, batch 100)": (mx.build_default_model, (mix,), 100, 500,
+                                              dict(nll=mx.nll, weight_decay=mx.weight_decay(), dynamics="sgld",
+                                                   temperatures=[10.0, 3000.0], learning_rates=3e-4)),
+        "MLP 8-16-2 (batch 64)": (mlp, (x, (x[:, 0] > 0).astype("int64")), 64, 200, {}),
+        "ResNet-8 (batch 128)": (lambda: resnet(8), (xi, yi.astype("int64")), 128, 5, {}),
+    }
+
+
+def _sampler(model_fn, data, jit, kw):
+    args = dict(data_size=len(data[0]), num_chains=2, temperatures=[0.01, 0.05], learning_rates=1e-5, seed=0,
+                variance_reduction=tf_vrre.ControlVariates(period=16))
+    args.update(kw)
+    s = tf_vrre.ReplicaExchangeSampler(model_fn, **args)
+    s.set_reference_data(data if len(data) > 1 else data[0])
+    if s.nll is None:
+        s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
+    else:
+        s.compile(jit_compile=jit)
+    return s
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--data", default=DATA)
+    args = p.parse_args(argv)
+    rows = []
+    for name, (model_fn, data, batch, spe, kw) in _problems(args.data).items():
+        samplers, times = {}, {False: [], True: []}
+        for jit in (False, True):
+            s = samplers[jit] = _sampler(model_fn, data, jit, kw)
+            ds = s.make_dataset(batch, repeat=True, drop_remainder=True)
+            s.fit(ds, steps_per_epoch=spe * 2, epochs=1, verbose=0)  # trace, compile, warm up
+            samplers[jit] = (s, ds)
+        for r in range(args.repeats):
+            for jit in ((False, True) if r % 2 == 0 else (True, False)):
+                s, ds = samplers[jit]
+                t0 = time.perf_counter()
+                s.fit(ds, steps_per_epoch=spe * 4, epochs=1, verbose=0)
+                times[jit].append((time.perf_counter() - t0) / (spe * 4) * 1e3)
+        auto = xla.resolve_jit_compile("auto", samplers[False][0].chains[0])
+        graph, fused = np.median(times[False]), np.median(times[True])
+        rows.append((name, graph, fused, fused / graph, "XLA" if auto else "no XLA"))
+        print(f"{name}: graph {graph:.3f} ms/step, XLA {fused:.3f} ms/step", flush=True)
+    print(f"\n{'model (2 chains, VR)':<34}{'graph ms/step':>14}{'XLA ms/step':>13}{'XLA/graph':>11}  auto picks")
+    for name, graph, fused, ratio, auto in rows:
+        print(f"{name:<34}{graph:>14.3f}{fused:>13.3f}{ratio:>11.2f}  {auto}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""One worker of the multi-worker test: ``python _multiworker_job.py OUT`` (TF_CONFIG in the env).
+
+Without TF_CONFIG it is the single-worker reference (one replica, the same global batch).  The
+chief (or the single worker) writes every sampler variable to ``OUT/state.npz``.
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(__file__))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import tf_vrre  # noqa: E402
+
+N, GLOBAL_BATCH = 96, 24
+
+
+def build():
+    inp = keras.Input((4,))
+    h = keras.layers.Dense(8)(inp)
+    h = keras.layers.BatchNormalization(synchronized=True)(h)
+    h = keras.layers.Activation("tanh")(h)
+    return keras.Model(inp, keras.layers.Dense(3)(h))
+
+
+def data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(N, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5).astype("int64")
+    return x, y
+
+
+def main(out):
+    multi = "TF_CONFIG" in os.environ
+    strategy = tf.distribute.MultiWorkerMirroredStrategy() if multi else tf.distribute.get_strategy()
+    with strategy.scope():
+        s = tf_vrre.ReplicaExchangeSampler(
+            build, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[2e-3, 3e-3],
+            weight_decay=1.0, seed=4, energy_mode="inference",
+            swap=tf_vrre.CorrectedSwap(correction=2.0),
+            variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=32))
+        s.set_reference_data(data())
+        s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=False)
+    s.fit(s.make_dataset(GLOBAL_BATCH, drop_remainder=True), epochs=3, verbose=0)
+    chief = not multi or json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 0
+    if chief:
+        state = {f"chain{h}/{i}": v.numpy() for h, c in enumerate(s.chains) for i, v in enumerate(c.weights)}
+        state.update({"sigma2": s.sigma2.numpy(), "swap_log": s.swap_log.numpy(),
+                      "swap_count": s.swap_count.numpy(), "snapshot_energy": s.snapshot_energy.numpy(),
+                      "step": s.step_counter.numpy(), "replicas": strategy.num_replicas_in_sync})
+        os.makedirs(out, exist_ok=True)
+        np.savez(os.path.join(out, "state.npz"), **state)
+    print("done", int(s.step_counter.numpy()), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

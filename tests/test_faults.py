@@ -1,0 +1,117 @@
+"""Runtime invariants: what breaks after step 0 raises a SamplerError naming step, chain and value."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_vrre
+from tf_vrre import faults
+
+N = 64
+
+
+@keras.saving.register_keras_serializable(package="test_faults")
+class Drop(keras.optimizers.schedules.LearningRateSchedule):
+    """``before`` until step ``at``, then ``after``."""
+
+    def __init__(self, before, after, at):
+        self.before, self.after, self.at = before, after, at
+
+    def __call__(self, step):
+        return tf.where(tf.cast(step, tf.int64) >= self.at, float(self.after), float(self.before))
+
+    def get_config(self):
+        return {"before": self.before, "after": self.after, "at": self.at}
+
+
+@keras.saving.register_keras_serializable(package="test_faults")
+def net():
+    inp = keras.Input((4,))
+    return keras.Model(inp, keras.layers.Dense(3)(inp))
+
+
+def _data(nan_at=None):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(N, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int64")
+    if nan_at is not None:
+        x[nan_at, 2] = np.nan
+    return x, y
+
+
+def _fit(jit=False, data=None, nll=None, **kw):
+    args = dict(data_size=N, num_chains=2, temperatures=[1.0, 2.0], learning_rates=1e-3, seed=0)
+    args.update(kw)
+    s = tf_vrre.ReplicaExchangeSampler(net, nll=nll, **args)
+    if nll is None:
+        s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
+    else:
+        s.compile(jit_compile=jit)
+    x, y = _data() if data is None else data
+    s.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False)
+    return s
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_scheduled_temperature_reaching_zero(jit):
+    with pytest.raises(faults.InvariantError, match=r"at step 6, chain slot 0 .*temperatures: chain 0 has "
+                                                    r"temperature 0; it must be > 0 with swaps") as err:
+        _fit(jit, temperatures=[Drop(1.0, 0.0, 6), 2.0])
+    assert (err.value.kind, err.value.step, err.value.chain, err.value.value) == ("temperature", 6, 0, 0.0)
+
+
+def test_temperatures_that_stop_increasing():
+    with pytest.raises(faults.InvariantError, match=r"at step 5, chain slot 1 .*strictly increasing.*chain 1 "
+                                                    r"has 0.5, not above chain 0"):
+        _fit(temperatures=[1.0, Drop(2.0, 0.5, 5)])
+
+
+def test_scheduled_learning_rate_reaching_zero():
+    with pytest.raises(faults.InvariantError, match=r"at step 9, chain slot 1 .*learning rate 0\).*"
+                                                    r"learning_rates: chain 1 has learning rate 0"):
+        _fit(learning_rates=[1e-3, Drop(1e-3, 0.0, 9)])
+
+
+def test_scheduled_correction_reaching_zero():
+    with pytest.raises(faults.InvariantError, match=r"at step 7.*correction \(F\) is 0"):
+        _fit(swap=tf_vrre.CorrectedSwap(correction=Drop(2.0, 0.0, 7)))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_non_finite_input_stops_before_a_non_finite_weight_is_written(jit):
+    """A NaN in example 37 (batch 2, i.e. step 2): reported at that step; no weight becomes NaN
+    (under XLA too, where tf.debugging asserts are compiled away)."""
+    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[1.0, 2.0],
+                                       learning_rates=1e-3, seed=0)
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
+    x, y = _data(nan_at=37)
+    with pytest.raises(faults.DivergenceError, match=r"at step 2, chain slot 0 .*not finite") as err:
+        s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
+    assert err.value.kind in ("energy", "gradient")
+    assert isinstance(err.value, tf.errors.InvalidArgumentError)  # what Keras users already catch
+    for chain in s.chains:
+        assert all(np.isfinite(w).all() for w in chain.get_weights())
+
+
+@keras.saving.register_keras_serializable(package="test_faults")
+def doubled_nll(x, y, y_pred):
+    per = keras.losses.sparse_categorical_crossentropy(y, y_pred, from_logits=True)
+    return tf.concat([per, per], 0)  # one value per example, twice
+
+
+def test_nll_with_the_wrong_length():
+    message = r"nll returned 32 values for a batch of 16; it must return one negative log-likelihood per example"
+    with pytest.raises(ValueError, match=message):  # static batch size: refused when the step is traced
+        _fit(nll=doubled_nll)
+    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[1.0, 2.0], seed=0,
+                                       nll=doubled_nll)
+    ds = tf.data.Dataset.from_tensor_slices(_data()).batch(16)  # unknown static batch size: in-graph check
+    with pytest.raises(faults.InvariantError, match=r"at step 0, .*" + message):
+        s.fit(ds, epochs=1, verbose=0)
+
+
+def test_register_keeps_the_first_fault_and_is_not_saved():
+    s = _fit()
+    assert s._faults.variable.numpy().tolist() == [0.0] * 5
+    assert all(v is not s._faults.variable for v in s.weights)

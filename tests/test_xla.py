@@ -1,0 +1,111 @@
+"""The train step under XLA (``compile(jit_compile=True)``) and the ``"auto"`` rule.
+
+Stateless draws differ between XLA and the plain graph, so trajectories are compared in a
+configuration whose noise is negligible (temperatures 1e-13) and whose swap decisions do not
+depend on the uniforms; the sampling itself is checked against an exact posterior under XLA in
+``tests/test_posterior.py``.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import _pinned_runs as pr
+import tf_vrre
+from models import resnet
+from tf_vrre import xla
+
+
+@pytest.mark.parametrize("name", pr.CONFIGS)
+def test_every_pinned_configuration_compiles_and_runs_under_xla(name):
+    """SGLD / SGHMC / M-SGD, K = 1 / 2 / 3, random / DEO pairs, cooling, scheduled F and lr,
+    cached / forward / train-mode snapshot energies, adaptive c: all under XLA."""
+    s, fit_kwargs = pr.build(name)
+    s.compile(**{**s._compile_args, "loss": None if s.nll is not None else s._compile_args["loss"],
+                 "jit_compile": True})
+    assert s.jit_compile is True
+    s.fit(**fit_kwargs(s), epochs=2, verbose=0)
+    state = pr.state(s)
+    assert int(s.step_counter.numpy()) == 8
+    assert all(np.isfinite(v).all() for k, v in state.items() if v.dtype.kind == "f" and "swap_log" not in k)
+    if s.swap_rule is not None:
+        assert s.attempt_count.numpy().sum() > 0
+
+
+@keras.saving.register_keras_serializable(package="test_xla")
+def _net():
+    inp = keras.Input((4,))
+    return keras.Model(inp, keras.layers.Dense(3)(keras.layers.Dense(6, activation="tanh")(inp)))
+
+
+def _cold_run(jit):
+    """Noise ~ 1e-8 and swaps decided by sign(U_lo - U_hi) at refresh steps (sigma2 = 0 there)."""
+    x, y = pr.data()
+    s = tf_vrre.ReplicaExchangeSampler(
+        _net, data_size=pr.N, num_chains=2, temperatures=[1e-13, 2e-13], learning_rates=[2e-3, 3e-3],
+        weight_decay=0.5, seed=3, independent_init=True, swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24))
+    s.set_reference_data((x, y))
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
+    s.fit(s.make_dataset(16), epochs=4, verbose=0)
+    log = s.swap_log.numpy()
+    return pr.state(s), log[log[:, 0] >= 0]
+
+
+def test_xla_and_graph_trajectories_agree_without_noise():
+    (graph, glog), (fused, xlog) = _cold_run(False), _cold_run(True)
+    np.testing.assert_array_equal(glog[:, :5], xlog[:, :5])  # step, flags, proposed, accepted
+    assert glog[:, 4].sum() >= 1  # at least one swap happened
+    for key in graph:
+        if "chain" in key or "velocity" in key or "snapshot" in key:
+            np.testing.assert_allclose(fused[key], graph[key], rtol=1e-4, atol=1e-5, err_msg=key)
+
+
+def test_auto_rule():
+    assert xla.resolve_jit_compile("auto", _net()) is True           # dense model on one CPU device
+    assert xla.resolve_jit_compile("auto", resnet(8)) is False        # convolutions on CPU: slower
+    assert xla.resolve_jit_compile(False, _net()) is False
+    with pytest.raises(ValueError, match="jit_compile"):
+        xla.resolve_jit_compile("yes", _net())
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        assert xla.resolve_jit_compile("auto", _net()) is True  # one replica in sync
+
+
+def test_default_follows_the_environment(monkeypatch):
+    monkeypatch.setenv(xla.ENV, "auto")
+    assert xla.resolve_jit_compile(None, _net()) is True
+    monkeypatch.setenv(xla.ENV, "0")
+    assert xla.resolve_jit_compile(None, _net()) is False
+    monkeypatch.setenv(xla.ENV, "maybe")
+    with pytest.raises(ValueError, match="TF_VRRE_JIT_COMPILE must be one of auto, 1, 0"):
+        xla.resolve_jit_compile(None, _net())
+
+
+def _hlo_is_step_independent(sampler, batch, steps=5):
+    fn = tf.function(sampler.train_step, jit_compile=True)
+    first = fn.experimental_get_compiler_ir(batch)(stage="hlo")
+    for _ in range(steps):
+        fn(batch)
+    return fn.experimental_get_compiler_ir(batch)(stage="hlo") == first
+
+
+def test_one_compilation_serves_every_step():
+    """No runtime value may become an XLA compile-time constant (e.g. a strided slice with a
+    computed begin): the HLO after steps 1-5 (refreshes, swap attempts) equals step 0's, so
+    ``fit`` compiles once instead of once per step."""
+    from tf_vrre import mixture as mx
+
+    x = mx.make_data(200, seed=0)
+    sgld = tf_vrre.ReplicaExchangeSampler(
+        lambda: mx.build_model(30.0), num_chains=1, temperatures=10.0, swap=None, data_size=200,
+        learning_rates=3e-4, dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.target_nll(), seed=0)
+    assert _hlo_is_step_independent(sgld, tf.constant(x[:50]))
+    xs, ys = pr.data()
+    vr = tf_vrre.ReplicaExchangeSampler(
+        _net, data_size=pr.N, num_chains=2, temperatures=[1.0, 2.0], learning_rates=1e-3, seed=3,
+        swap=tf_vrre.CorrectedSwap(correction=2.0), variance_reduction=tf_vrre.ControlVariates(period=2))
+    vr.set_reference_data((xs, ys))
+    vr.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    assert _hlo_is_step_independent(vr, next(iter(vr.make_dataset(16, drop_remainder=True))))
