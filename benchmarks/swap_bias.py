@@ -18,7 +18,8 @@ Configurations:
 Results are appended to ``--out`` (JSON lines) as each seed finishes, so an interrupted run keeps
 what it did; ``--table`` reprints the table from that file.
 
-    python benchmarks/swap_bias.py                        # ~1 h on 2 cores (32 seeds x 5 configurations)
+    python benchmarks/swap_bias.py                        # ~2-3 min per seed and configuration on 2 cores
+    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch   # the README table, ~85 min
     python benchmarks/swap_bias.py --seeds 8 --steps 20000 --configs vr-window,vr-batch
 """
 
