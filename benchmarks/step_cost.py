@@ -96,14 +96,21 @@ DEFAULT_DATA = REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz"
 
 CONFIGS = {
     "sghmc": "(a) SGHMC, 1 chain",
+    "indep": "(a2) 2 chains, no swaps",
     "resghmc": "(b) reSGHMC, 2 chains",
     "vr": "(c) VR-reSGHMC, energy_mode=train",
     "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
+    "vr_thin4": "(e) (d) + attempt_every=4",
+    "vr_thin8": "(f) (d) + attempt_every=8",
 }
+VR_CONFIGS = ("vr", "vr_inf", "vr_thin4", "vr_thin8")
+ATTEMPT_EVERY = {"vr_thin4": 4, "vr_thin8": 8}
 RATIOS = {  # name: (numerator, denominator, target, paper)
     "vr/resghmc": ("vr", "resghmc", 1.20, 1.40),
     "resghmc/sghmc": ("resghmc", "sghmc", 2.2, None),
-    "vr_inf/resghmc": ("vr_inf", "resghmc", None, None),
+    "vr_inf/resghmc": ("vr_inf", "resghmc", 1.20, 1.40),
+    "vr_thin4/resghmc": ("vr_thin4", "resghmc", 1.20, None),
+    "vr_thin8/resghmc": ("vr_thin8", "resghmc", 1.20, None),
 }
 CLOCKS = ("wall", "cpu")
 
@@ -124,6 +131,9 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=128, help="mini-batch size")
     p.add_argument("--data-size", type=int, default=640, help="N: training = reference examples")
     p.add_argument("--m", type=int, default=98, help="control-variate refresh period")
+    p.add_argument("--paper-ratio", action="store_true",
+                   help="N = m * batch / 2: the paper's refresh work per step (N = 50,000, m = 392, "
+                        "n = 256: 128 images per step and chain), measured, not extrapolated")
     p.add_argument("--steps", type=int, default=None,
                    help="timed steps per window, a multiple of m (default: m)")
     p.add_argument("--warmup", type=int, default=None,
@@ -150,6 +160,8 @@ def parse_args(argv=None):
                    help="tf.config.threading intra-op threads (0: TensorFlow's default)")
     p.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON")
     args = p.parse_args(argv)
+    if args.paper_ratio:
+        args.data_size = args.m * args.batch // 2
     if args.steps is None:
         args.steps = args.m
     if args.warmup is None:
@@ -217,7 +229,7 @@ def without_autotune(ds):
 
 def sampler_dataset(sampler, config, args, plain):
     """The batches a configuration is timed on, and a description of them."""
-    if config in ("vr", "vr_inf") and args.batches == "indexed":
+    if config in VR_CONFIGS and args.batches == "indexed":
         if not hasattr(sampler, "make_dataset"):
             raise SystemExit("--batches indexed needs ReplicaExchangeSampler.make_dataset; "
                              "use --batches plain")
@@ -228,13 +240,16 @@ def sampler_dataset(sampler, config, args, plain):
                                       else "cache not exact here: snapshot forward")
     else:
         ds = plain
-        what = "plain batches" + (", snapshot forward" if config in ("vr", "vr_inf") else "")
+        what = "plain batches" + (", snapshot forward" if config in VR_CONFIGS else "")
     return (ds if args.tf_data_autotune else without_autotune(ds)), what
 
 
 def build_sampler(config, args, data):
     two = config != "sghmc"
-    vr = config in ("vr", "vr_inf")
+    vr = config in VR_CONFIGS
+    swap = None
+    if two and config != "indep":
+        swap = tf_vrre.CorrectedSwap(correction=1.5e5, attempt_every=ATTEMPT_EVERY.get(config, 1))
     sampler = tf_vrre.ReplicaExchangeSampler(
         benchmark_model,
         data_size=args.data_size,
@@ -242,15 +257,15 @@ def build_sampler(config, args, data):
         temperatures=[0.01, 0.05] if two else 0.01,
         learning_rates=2e-6,
         dynamics="sghmc", momentum=0.9, weight_decay=25.0,
-        swap=tf_vrre.CorrectedSwap(correction=1.5e5) if two else None,
+        swap=swap,
         variance_reduction=(tf_vrre.ControlVariates(period=args.m, batch_size=args.ref_batch)
                             if vr else None),
-        energy_mode="inference" if config == "vr_inf" else "train",
+        energy_mode="train" if config in ("vr", "resghmc", "indep", "sghmc") else "inference",
         seed=args.seed)
     if vr:
         sampler.set_reference_data(data)
     sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                    steps_per_execution=args.steps_per_execution)
+                    steps_per_execution=args.steps_per_execution, jit_compile=False)
     return sampler
 
 
@@ -263,6 +278,33 @@ def run_window(sampler, ds, steps):
     if not np.isfinite(logs["loss"]):
         raise RuntimeError(f"non-finite loss after the window: {logs}")
     return wall, cpu, logs
+
+
+def _print_parts(med, full, args, logs):
+    """Each part's share of a step (wall clock), from differences of the measured medians:
+    chains (2 chains without swaps), swap bookkeeping (reSGHMC - that), full pass (measured
+    alone, amortised over m), swap energies (the rest of a VR step); and swaps per epoch."""
+    wall = med["wall"]
+    if not {"indep", "resghmc"} <= set(wall) or full is None:
+        return None
+    chains, swap = wall["indep"], wall["resghmc"] - wall["indep"]
+    refresh = full["wall"] / args.m
+    epoch = args.data_size / args.batch
+    print(f"\n{'parts of a step, wall ms':<40s} {'chains':>8s} {'swap':>7s} {'energies':>9s} {'full pass':>10s}"
+          f" {'total':>7s} {'/ reSGHMC':>10s} {'swaps/epoch':>12s}")
+    parts = {}
+    for c in ("resghmc",) + VR_CONFIGS:
+        if c not in wall:
+            continue
+        energies = wall[c] - wall["resghmc"] - (refresh if c in VR_CONFIGS else 0.0)
+        row = [chains, swap, energies if c in VR_CONFIGS else 0.0, refresh if c in VR_CONFIGS else 0.0]
+        parts[c] = dict(zip(("chains", "swap", "energies", "full_pass"), row))
+        steps_done = args.repeats * args.steps + 2 * args.warmup  # swaps in logs are cumulative
+        per_epoch = logs[c].get("swaps", 0.0) / steps_done * epoch
+        parts[c]["swaps_per_epoch"] = per_epoch
+        print(f"{CONFIGS[c]:<40s} " + " ".join(f"{v * 1e3:{w}.1f}" for v, w in zip(row, (8, 7, 9, 10)))
+              + f" {wall[c] * 1e3:7.1f} {wall[c] / wall['resghmc']:10.3f} {per_epoch:12.2f}")
+    return parts
 
 
 def full_pass_seconds(data, num_models, batch_size, repeats=3):
@@ -361,14 +403,14 @@ def main(argv=None):
 
     # Full-pass cost, to extrapolate the amortised refresh to the paper's N and m.
     full, extrapolated = None, {clock: {} for clock in CLOCKS}
-    if any(c in args.configs for c in ("vr", "vr_inf")):
+    if any(c in args.configs for c in VR_CONFIGS):
         full = full_pass_seconds((x, y), 2, args.ref_batch)
         for clock in CLOCKS:
-            if "resghmc" not in med[clock]:
+            if "resghmc" not in med[clock] or args.paper_ratio:
                 continue
             # Replace the measured amortised refresh (full / m) by (N_paper / N) full / m_paper.
             delta = full[clock] * (args.paper_data_size / args.data_size / args.paper_m - 1.0 / args.m)
-            for c in ("vr", "vr_inf"):
+            for c in VR_CONFIGS:
                 if c in med[clock]:
                     extrapolated[clock][f"{c}/resghmc"] = (med[clock][c] + delta) / med[clock]["resghmc"]
 
@@ -401,6 +443,7 @@ def main(argv=None):
             print(f"{label:<40s} {extrapolated['wall'][name]:7.3f} {extrapolated['cpu'][name]:7.3f}"
                   f"   (estimate: measured full-pass cost scaled to "
                   f"{args.paper_data_size / args.paper_m:.1f} images/step/chain)")
+    parts = _print_parts(med, full, args, last_logs)
     wall_total = time.perf_counter() - wall_start
     print(f"\nwall time {wall_total:.1f} s", flush=True)
 
@@ -420,6 +463,7 @@ def main(argv=None):
             "paper": {name: p for name, (_, _, _, p) in RATIOS.items() if p is not None},
             "full_pass_seconds": full,
             "extrapolated_ratios": extrapolated,
+            "parts_ms_per_step": parts,
             "last_logs": last_logs,
             "wall_seconds": wall_total,
         }

@@ -455,18 +455,19 @@ def test_train_mode_snapshot_uses_batch_statistics_like_the_chain():
     np.testing.assert_allclose(s.last_energy.numpy(), expected, rtol=1e-5)
 
 
-@pytest.mark.parametrize("pairs", ["random", "deo"])
-def test_ladder_swaps_sample_the_exact_permutation_law(pairs):
+@pytest.mark.parametrize("pairs,attempt_every", [("random", 1), ("deo", 1), ("random", 3)])
+def test_ladder_swaps_sample_the_exact_permutation_law(pairs, attempt_every):
     """Three frozen states (exact energies U = 2.4 beta^2, beta in {0, 1, 1.5}) on the ladder
     tau = (1, 2, 4): the swap chain over assignments sigma must visit each with probability
-    prop. to exp(-sum_h U(x_sigma(h)) / tau_h) (both pair schedules preserve it)."""
+    prop. to exp(-sum_h U(x_sigma(h)) / tau_h) (both pair schedules preserve it, and so does
+    attempting swaps only every k-th step)."""
     import itertools
 
     x = np.zeros((100, 1), np.float32)
     temps, vals = [1.0, 2.0, 4.0], [0.0, 1.0, 1.5]
     s = tf_vrre.ReplicaExchangeSampler(scalar_model, data_size=100, num_chains=3, temperatures=temps,
                                        learning_rates=1e-12, dynamics="sgld", nll=two_state_nll,
-                                       swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs), seed=3,
+                                       swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs, attempt_every=attempt_every), seed=3,
                                        independent_init=True)
     s.compile(steps_per_execution=4)  # the state every 4 steps
     for chain, b in zip(s.chains, vals):
