@@ -1,6 +1,8 @@
 """Command line ``tf-vrre``: one module per subcommand in this package.
 
     tf-vrre mixture            # the paper's Gaussian-mixture study (offline main job)
+    tf-vrre train              # a method config on CIFAR / SVHN into a run directory
+    tf-vrre evaluate           # BMA accuracy and uncertainty of a run's samples
 
 Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION``, ``add_arguments(parser)``
 and ``run(args) -> int``; modules import TensorFlow only inside ``run`` so that flags are
@@ -14,7 +16,7 @@ import os
 
 from tf_vrre.cli._args import die  # noqa: F401  (re-export for subcommands and tests)
 
-SUBCOMMANDS = ("mixture",)
+SUBCOMMANDS = ("mixture", "train", "evaluate")
 
 
 class _Parser(argparse.ArgumentParser):
