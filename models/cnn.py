@@ -2,7 +2,7 @@
 
 ``conv(w) - conv(w) - maxpool - conv(2w) - conv(2w) - maxpool - global average pool - dense``,
 ReLU activations, optional BatchNormalization after every convolution.  With ``width = 16``
-(the default) it has about 25k parameters for 10 classes, a fraction of ResNet-8's 78k, and
+(the default) it has about 17k parameters for 10 classes, a fifth of ResNet-8's 78k, and
 its convolutions run at full resolution only in the first block, so a training step on 32x32
 images costs a few times less than ResNet-8's on a CPU.
 """

@@ -82,6 +82,10 @@ class EpochCSVLogger(keras.callbacks.Callback):
     def get_config(self):
         return {"filename": self.filename}
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
 class EpochProgress(keras.callbacks.Callback):
@@ -143,3 +147,7 @@ class EpochProgress(keras.callbacks.Callback):
 
     def get_config(self):
         return {"epochs": self.epochs, "steps_per_epoch": self.steps_per_epoch, "stream": self.stream}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -122,8 +122,12 @@ def _load_tfds(data_dir, name, split, download):
     import tensorflow_datasets as tfds
 
     try:
-        x, y = tfds.as_numpy(tfds.load(name, split=split, data_dir=data_dir, download=download,
-                                       as_supervised=True, batch_size=-1))
+        ds = tfds.load(name, split=split, data_dir=data_dir, download=download, as_supervised=True)
+        xs, ys = [], []
+        for xb, yb in tfds.as_numpy(ds.batch(4096)):  # whole-split batch_size=-1 breaks under mocks
+            xs.append(xb)
+            ys.append(yb)
+        x, y = np.concatenate(xs), np.concatenate(ys)
     except Exception as err:  # tfds raises AssertionError / DatasetNotFoundError / OSError
         hint = "" if download else " (download=False: prepare it first, or use the npz source)"
         raise FileNotFoundError(f"tensorflow-datasets could not load {name}:{split} from data_dir "
