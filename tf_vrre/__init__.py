@@ -11,11 +11,13 @@ Public API (see README.md):
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
   :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
-  ``stats`` (variance / coefficient estimators), ``seeds``, ``mixture`` (the paper's 1-D
-  Gaussian-mixture target with its exact posterior).
+  ``control_variates`` (snapshot refresh, full pass), ``state`` (chain / swap / VR state
+  containers), ``record`` (per-step swap record), ``stats`` (variance / coefficient
+  estimators), ``seeds``, ``mixture`` (the paper's 1-D Gaussian-mixture target with its exact
+  posterior).
 """
 
-from tf_vrre import callbacks, collection, dynamics, energy, schedules, seeds, stats, swaps
+from tf_vrre import callbacks, collection, control_variates, dynamics, energy, record, schedules, seeds, state, stats, swaps
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import SampleSet, load_samples
 from tf_vrre.energy import ControlVariates, gaussian_nll
@@ -29,5 +31,6 @@ __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples",
-    "callbacks", "collection", "dynamics", "energy", "schedules", "seeds", "stats", "swaps", "__version__",
+    "callbacks", "collection", "control_variates", "dynamics", "energy", "record", "schedules", "seeds", "state",
+    "stats", "swaps", "__version__",
 ]

@@ -4,6 +4,7 @@ import numbers
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 
 def is_schedule(value):
@@ -37,3 +38,43 @@ def serialize(values):
 
 def deserialize(values):
     return [keras.saving.deserialize_keras_object(v) if isinstance(v, dict) else v for v in values]
+
+
+def current(values, variable, step):
+    """The per-chain vector in force at ``step``: scheduled entries evaluated (and stored in
+    ``variable``), the others read from ``variable`` (set by the user or a callback)."""
+    if not any(is_schedule(v) for v in values):
+        return tf.convert_to_tensor(variable)
+    cur = tf.unstack(tf.convert_to_tensor(variable))
+    vec = tf.stack([tf.cast(v(step), tf.float32) if is_schedule(v) else cur[h] for h, v in enumerate(values)])
+    variable.assign(vec)
+    return vec
+
+
+def validated(temperatures, learning_rates, num_chains, dynamics, swaps):
+    """Per-chain temperature and lr entries, validated at step 0 (``swaps``: the sampler swaps)."""
+    if dynamics == "msgd":
+        if swaps:
+            raise ValueError("swap: M-SGD runs at temperature 0, where swaps are undefined; "
+                             "use swap=None or dynamics='sghmc'")
+        if temperatures is None:
+            temperatures = 0.0
+    if temperatures is None:
+        if num_chains >= 2:
+            raise ValueError("temperatures: give one temperature per chain (strictly "
+                             f"increasing) for num_chains={num_chains}")
+        temperatures = 1.0
+    temps = per_chain(temperatures, num_chains, "temperatures")
+    lrs = per_chain(learning_rates, num_chains, "learning_rates")
+    temps0, lrs0 = initial_values(temps), initial_values(lrs)
+    if dynamics == "msgd" and any(t != 0 for t in temps0):
+        raise ValueError(f"temperatures must be 0 for dynamics='msgd', got {temps0}")
+    lo = 0.0 if not swaps else np.nextafter(0.0, 1.0)
+    if any(not t >= lo for t in temps0):
+        raise ValueError("temperatures must be " + (">= 0" if not swaps else "> 0 with swaps")
+                         + f", got {temps0}")
+    if any(b <= a for a, b in zip(temps0, temps0[1:])):
+        raise ValueError(f"temperatures must be strictly increasing (tau_1 < tau_2 < ...), got {temps0}")
+    if any(not v > 0 for v in lrs0):
+        raise ValueError(f"learning_rates must be > 0, got {lrs0}")
+    return temps, lrs

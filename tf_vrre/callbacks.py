@@ -22,17 +22,11 @@ import keras
 import numpy as np
 
 from tf_vrre import _hyper
+from tf_vrre import record
 from tf_vrre.collection import SampleCollector  # noqa: F401  (re-export)
+from tf_vrre.sampler import require_sampler
 
 __all__ = ["HyperparameterScheduler", "SwapLogger", "SampleCollector"]
-
-
-def _sampler(model, who):
-    from tf_vrre.sampler import ReplicaExchangeSampler
-
-    if not isinstance(model, ReplicaExchangeSampler):
-        raise TypeError(f"{who} works with a tf_vrre.ReplicaExchangeSampler, got {type(model).__name__}")
-    return model
 
 
 def _check_value(value, name):
@@ -119,7 +113,7 @@ class HyperparameterScheduler(keras.callbacks.Callback):
         self.verbose = int(verbose)
 
     def on_train_begin(self, logs=None):
-        s = _sampler(self.model, "HyperparameterScheduler")
+        s = require_sampler(self.model, "HyperparameterScheduler")
         for arg, values in (("learning_rates", s._learning_rate_values),
                             ("temperatures", s._temperature_values)):
             if getattr(self, arg) is not None and any(_hyper.is_schedule(v) for v in values):
@@ -217,7 +211,7 @@ class SwapLogger(keras.callbacks.Callback):
     The sampler records each step's swap diagnostics in an in-graph ring buffer
     (``sampler.swap_log``, no host copy inside the step); this callback drains it after
     every ``train_function`` call, so it works with any ``steps_per_execution`` up to
-    ``tf_vrre.sampler.SWAP_LOG_CAPACITY``.  Files in ``log_dir``:
+    ``tf_vrre.record.CAPACITY``.  Files in ``log_dir``:
 
     - ``swaps.csv``: one row per attempted pair: ``step, epoch, pair, temperature_lo,
       temperature_hi, energy_lo, energy_hi, log_ratio, accept_prob, accepted, sigma2,
@@ -257,16 +251,14 @@ class SwapLogger(keras.callbacks.Callback):
 
     # --- set-up -------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
-        from tf_vrre import sampler as sm
-
-        s = _sampler(self.model, "SwapLogger")
+        s = require_sampler(self.model, "SwapLogger")
         if s.swap_rule is None:
             raise ValueError("SwapLogger: the sampler has no swap rule (num_chains >= 2 and swap != None)")
         spe = int(getattr(s, "steps_per_execution", 1) or 1)
-        if spe > sm.SWAP_LOG_CAPACITY:
-            raise ValueError(f"SwapLogger: steps_per_execution must be <= {sm.SWAP_LOG_CAPACITY}, got {spe}")
+        if spe > record.CAPACITY:
+            raise ValueError(f"SwapLogger: steps_per_execution must be <= {record.CAPACITY}, got {spe}")
         os.makedirs(self.log_dir, exist_ok=True)
-        self._columns = sm.swap_log_columns(s.num_chains)
+        self._columns = record.swap_log_columns(s.num_chains)
         self._col = {c: i for i, c in enumerate(self._columns)}
         K, P = s.num_chains, s.num_chains - 1
         self._headers = {
@@ -310,22 +302,20 @@ class SwapLogger(keras.callbacks.Callback):
 
     # --- draining -------------------------------------------------------------------------
     def _drain(self):
-        from tf_vrre import sampler as sm
-
         s = self.model
         end = int(s.step_counter.numpy())
         if end <= self._next_step:
             return
-        if end - self._next_step > sm.SWAP_LOG_CAPACITY:
+        if end - self._next_step > record.CAPACITY:
             raise RuntimeError(f"SwapLogger: {end - self._next_step} steps since the last read exceed the "
-                               f"record buffer ({sm.SWAP_LOG_CAPACITY}); records would be lost")
+                               f"record buffer ({record.CAPACITY}); records would be lost")
         buf = keras.ops.convert_to_numpy(s.swap_log)
         temps = keras.ops.convert_to_numpy(s.temperature).astype(float)
         c = self._col
         P, K = s.num_chains - 1, s.num_chains
         tb = []
         for step in range(self._next_step, end):
-            row = buf[step % sm.SWAP_LOG_CAPACITY]
+            row = buf[step % record.CAPACITY]
             if int(row[c["step"]]) != step:
                 raise RuntimeError(f"SwapLogger: record of step {step} missing from the buffer")
             corr = float(row[c["correction"]])

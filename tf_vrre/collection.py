@@ -19,6 +19,9 @@ import os
 import keras
 import numpy as np
 
+from tf_vrre.sampler import require_sampler
+from tf_vrre.schedules import CyclicalCosine
+
 MANIFEST = "manifest.json"
 FORMAT = "tf_vrre.samples/1"
 KEEP = ("last", "reservoir")
@@ -196,8 +199,6 @@ class SampleCollector(keras.callbacks.Callback):
     def __init__(self, directory, every=256, burn_in_steps=0, cycle=None, max_samples=None, keep="last",
                  validation_data=None, output="logits", batch_size=256, seed=0):
         super().__init__()
-        from tf_vrre.schedules import CyclicalCosine
-
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
         for name, value, lo in (("every", every, 1), ("burn_in_steps", burn_in_steps, 0),
@@ -245,9 +246,7 @@ class SampleCollector(keras.callbacks.Callback):
 
     # --- start / resume --------------------------------------------------------------------
     def on_train_begin(self, logs=None):
-        from tf_vrre.callbacks import _sampler
-
-        s = _sampler(self.model, "SampleCollector")
+        s = require_sampler(self.model, "SampleCollector")
         spe = int(getattr(s, "steps_per_execution", 1) or 1)
         if self.every % spe:
             raise ValueError(f"every ({self.every}) must be a multiple of steps_per_execution ({spe}): "

@@ -16,7 +16,10 @@ beta), which is why a velocity that moves to a chain with another ``(lr, tau)`` 
 by :func:`velocity_scale`.
 """
 
+import numpy as np
 import tensorflow as tf
+
+from tf_vrre import seeds
 
 DYNAMICS = ("sgld", "sghmc", "msgd")
 
@@ -46,3 +49,48 @@ def velocity_scale(lr_from, temperature_from, lr_to, temperature_to):
     num = lr_to * temperature_to
     den = lr_from * temperature_from
     return tf.where(den > 0, tf.sqrt(tf.math.divide_no_nan(num, den)), tf.ones_like(den))
+
+
+def langevin_noise(weights, key):
+    """Standard normal draws shaped like ``weights``, from one stateless key (one draw, split)."""
+    sizes = [int(np.prod(w.shape)) for w in weights]
+    flat = tf.random.stateless_normal([sum(sizes)], key)
+    return [tf.reshape(z, w.shape) for z, w in zip(tf.split(flat, sizes), weights)]
+
+
+class Diffusion:
+    """Step 5 of the train step: one update of every chain with its slot's lr and temperature.
+
+    ``"sgld"``: :func:`sgld_update`; ``"sghmc"``: :func:`sghmc_update` with friction
+    ``1 - momentum``; ``"msgd"``: SGHMC without noise.  Chain ``h`` draws its noise from
+    ``fold(fold(step key, NOISE), h)``.
+
+    Args:
+      name: one of :data:`DYNAMICS`.
+      momentum: SGHMC momentum in ``[0, 1)``.
+    """
+
+    def __init__(self, name, momentum):
+        self.name, self.momentum = name, float(momentum)
+
+    @property
+    def has_velocity(self):
+        return self.name in ("sghmc", "msgd")
+
+    def step(self, chain_state, grads, learning_rates, temperatures, key):
+        """Updates ``chain_state`` (weights and velocities) in place from ``grads`` (per chain)."""
+        friction = 1.0 - self.momentum
+        key = seeds.fold(key, seeds.NOISE)
+        for h, weights in enumerate(chain_state.trainable):
+            lr, tau = learning_rates[h], temperatures[h]
+            noises = None if self.name == "msgd" else langevin_noise(weights, seeds.fold(key, h))
+            for i, (w, g) in enumerate(zip(weights, grads[h])):
+                lr_i, tau_i = tf.cast(lr, w.dtype), tf.cast(tau, w.dtype)
+                z = None if noises is None else tf.cast(noises[i], w.dtype)
+                if self.name == "sgld":
+                    w.assign(sgld_update(w, g, lr_i, tau_i, z))
+                else:
+                    v = chain_state.velocities[h][i]
+                    new_w, new_v = sghmc_update(w, v, g, lr_i, tau_i, friction, z)
+                    v.assign(new_v)
+                    w.assign(new_w)

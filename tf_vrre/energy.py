@@ -75,6 +75,15 @@ def per_example(values, name="nll"):
     return values
 
 
+def weighted_nll(nll_fn, x, y, y_pred, sample_weight=None):
+    """``nll_fn(x, y, y_pred)`` as float32 ``[batch]`` (checked by :func:`per_example`), times
+    the per-example ``sample_weight`` if given."""
+    nll = tf.cast(per_example(nll_fn(x, y, y_pred)), tf.float32)
+    if sample_weight is not None:
+        nll = nll * tf.cast(tf.reshape(sample_weight, tf.shape(nll)), nll.dtype)
+    return nll
+
+
 @keras.saving.register_keras_serializable(package="tf_vrre")
 def gaussian_nll(x, y, y_pred, scale=1.0):
     """Gaussian regression NLL per example: ``sum (y - f)^2 / (2 s^2) + log(s sqrt(2 pi))``."""

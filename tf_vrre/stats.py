@@ -59,3 +59,22 @@ def covariance_and_variance(cm):
 def stochastic_approximation(old, new, smoothing, initialized):
     """``(1 - gamma) old + gamma new``; the first estimate is taken as is."""
     return tf.where(initialized, (1.0 - smoothing) * old + smoothing * new, new)
+
+
+def window_ends(step, period):
+    """True on the last step of each window of ``period`` steps (``(step + 1) % period == 0``)."""
+    return tf.equal(tf.math.floormod(step + 1, period), 0)
+
+
+def windowed_estimate(estimate, total, weight, smoothing, reset, initialized):
+    """Folds a window's ratio statistic into ``estimate`` at the window's end.
+
+    ``value = total / weight`` (e.g. the mean within-batch variance of the window, or
+    ``-Cov / Var`` for the control-variate coefficient); where the window ends (``reset``) and
+    holds data (``weight > 0``): ``estimate <- (1 - gamma) estimate + gamma value`` (the value
+    itself while not ``initialized``).  Returns ``(new estimate, ended)``.
+    """
+    value = tf.math.divide_no_nan(total, weight)
+    ended = tf.logical_and(reset, weight > 0)
+    new = stochastic_approximation(estimate, value, smoothing, initialized)
+    return tf.where(ended, new, estimate), ended

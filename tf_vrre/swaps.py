@@ -20,11 +20,15 @@ import collections
 import keras
 import tensorflow as tf
 
+from tf_vrre import seeds
+from tf_vrre import stats
+
 PAIR_SCHEDULES = ("random", "deo")
 
 
 class SwapResults(collections.namedtuple(
-        "SwapResults", ["log_accept_ratio", "attempted", "accepted", "permutation"])):
+        "SwapResults", ["log_accept_ratio", "attempted", "accepted", "permutation", "attempt", "sigma2",
+                        "correction"], defaults=(None, None, None))):
     """Diagnostics of one swap attempt.
 
     Fields:
@@ -32,6 +36,10 @@ class SwapResults(collections.namedtuple(
       attempted: bool ``[K-1]``, pairs proposed this step.
       accepted: bool ``[K-1]``, pairs swapped this step.
       permutation: int32 ``[K]``; slot ``j`` receives the state of slot ``permutation[j]``.
+      attempt: bool, a swap attempt took place (not cooling, sigma2 ready), even if no pair
+        was proposed (the even/odd schedule advances on attempts).
+      sigma2: float64 ``[K-1]``, the sigma2 used in the penalty.
+      correction: float64, the correction factor ``F`` used.
     """
 
 
@@ -134,6 +142,64 @@ class CorrectedSwap:
         self.pairs = pairs
         self.cooling_steps = cooling_steps
 
+    def possible(self, step, state):
+        """True unless a swap was accepted within the last ``cooling_steps`` steps."""
+        return step - state.last_swap_step > self.cooling_steps
+
+    def attempt(self, state, energy, temperatures, step, key):
+        """Proposes pairs and decides them with the corrected rule (step 4 of the train step).
+
+        Args:
+          state: the sampler's :class:`tf_vrre.state.SwapState` (``sigma2``, ``F``, counters);
+            a scheduled ``F`` is evaluated at ``step`` and stored in ``state.correction``.
+          energy: float64 ``[K]`` swap energies ``U~`` of the states in the K slots.
+          temperatures: ``[K]`` temperatures of the slots.
+          step: int64 step; key: the step's seed (split here by purpose).
+
+        Returns:
+          :class:`SwapResults` (nothing is counted or moved yet: see :meth:`count`).
+        """
+        num_chains = energy.shape[0]
+        attempt = tf.logical_and(self.possible(step, state), tf.convert_to_tensor(state.sigma2_ready))
+        proposed = tf.logical_and(self.propose(num_chains, state.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)),
+                                  attempt)
+        if self.scheduled_correction:
+            state.correction.assign(tf.cast(self.correction(step), tf.float64))
+        correction = tf.convert_to_tensor(state.correction)
+        sigma2 = tf.convert_to_tensor(state.sigma2)
+        log_ratio = log_swap_ratio(energy[:-1], energy[1:], temperatures[:-1], temperatures[1:], sigma2, correction)
+        res = decide_swaps(log_ratio, proposed, seeds.fold(key, seeds.SWAP_UNIFORM))
+        return res._replace(attempt=attempt, sigma2=sigma2, correction=correction)
+
+    @staticmethod
+    def count(state, results, step, energy):
+        """Adds one step's results to the counters of ``state``."""
+        state.attempt_count.assign_add(tf.cast(results.attempted, tf.int64))
+        state.swap_count.assign_add(tf.cast(results.accepted, tf.int64))
+        state.attempt_index.assign_add(tf.cast(results.attempt, tf.int64))
+        state.last_swap_step.assign(tf.where(tf.reduce_any(results.accepted), step, state.last_swap_step))
+        state.last_energy.assign(energy)
+        state.last_log_ratio.assign(results.log_accept_ratio)
+
+    def update_sigma2(self, state, variance, weight, step, period):
+        """Step 6 of the train step: the sigma2 window and its stochastic approximation.
+
+        ``variance``: float64 ``[P]`` within-batch estimate of ``Var(U~_p - U~_{p+1})`` at this
+        step; ``weight``: 1.0 if it counts (0.0 during cooling).  Over each window of ``period``
+        steps the weighted mean is folded in: ``sigma2 <- (1 - gamma) sigma2 + gamma mean``.
+        Returns the bool "sigma2 updated at this step".
+        """
+        steps = state.window_steps + weight
+        total = state.window_variance + weight * variance
+        reset = stats.window_ends(step, period)
+        sigma2, ended = stats.windowed_estimate(state.sigma2, total, steps, self.smoothing, reset,
+                                                state.sigma2_ready)
+        state.sigma2.assign(sigma2)
+        state.sigma2_ready.assign(tf.logical_or(state.sigma2_ready, ended))
+        state.window_steps.assign(tf.where(reset, tf.zeros_like(steps), steps))
+        state.window_variance.assign(tf.where(reset, tf.zeros_like(total), total))
+        return ended
+
     def propose(self, num_chains, attempt, seed):
         """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
         return _PROPOSALS[self.pairs](num_chains, attempt, seed)
@@ -166,3 +232,23 @@ class CorrectedSwap:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"CorrectedSwap({args})"
+
+
+def resolve(swap, num_chains):
+    """The swap rule of a sampler's ``swap`` argument (``"auto"``, ``"corrected"``, ``"none"``, ``None`` or a rule)."""
+    if isinstance(swap, str):
+        if swap == "auto":
+            return CorrectedSwap() if num_chains >= 2 else None
+        if swap == "none":
+            return None
+        if swap == "corrected":
+            swap = CorrectedSwap()
+        else:
+            raise ValueError(f"swap must be 'auto', 'none', 'corrected', None or a CorrectedSwap, got {swap!r}")
+    if swap is None:
+        return None
+    if not isinstance(swap, CorrectedSwap):
+        raise TypeError(f"swap must be a tf_vrre.CorrectedSwap, a string or None, got {swap!r}")
+    if num_chains < 2:
+        raise ValueError("swap: swaps need num_chains >= 2 (got num_chains=1); use swap=None")
+    return swap

@@ -1,0 +1,29 @@
+"""Cross-replica helpers for code that runs inside ``tf.distribute`` replica contexts.
+
+Everything the chains must agree on (gradients, energies, variance statistics, the full-data
+pass) is summed with :func:`all_reduce`; outside a strategy (or with one replica) it is the
+identity, so the same train step runs on one device and under ``MirroredStrategy``.
+"""
+
+import tensorflow as tf
+
+
+def all_reduce(value):
+    """Sum of ``value`` (any nest of tensors) over the replicas in sync."""
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return value
+    return ctx.all_reduce("sum", value)
+
+
+def replicas():
+    """``(number of replicas in sync, this replica's id as int64)``; ``(1, 0)`` outside a strategy."""
+    ctx = tf.distribute.get_replica_context()
+    num = 1 if ctx is None else ctx.num_replicas_in_sync
+    rid = tf.constant(0, tf.int64) if num == 1 else tf.cast(ctx.replica_id_in_sync_group, tf.int64)
+    return num, rid
+
+
+def batch_size(x):
+    """Local batch size of ``x`` (the first tensor of any nest)."""
+    return tf.shape(tf.nest.flatten(x)[0])[0]
