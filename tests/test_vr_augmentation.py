@@ -2,16 +2,24 @@
 
 Batches carry ``{"energy_inputs": x_clean}`` next to the augmented ``x``; the sampler computes
 the swap energies (current and snapshot) on ``x_clean``, the distribution of the full-data
-pass ``U_hat``.  Then ``U~_k = (N/n) sum_B [l(x|beta_k) - l(x|beta_hat)] + U_hat + prior`` has
-mean ``U(beta_k)``, the exact energy on the clean training set.  We record both at every step
-of a small augmented run on real images and test that their difference has mean zero within
-its Monte Carlo error.  Power: on this run the augmented views' energy exceeds the clean one by
-15-25 nats (measured), so a swap energy computed on the augmented batch would be off by
-several standard errors.
+pass ``U_hat``.  For a fixed state ``beta`` and snapshot ``beta_hat``,
+``U~_B = (N/n) sum_B [l(x|beta) - l(x|beta_hat)] + U_hat + prior`` then averages to the exact
+clean energy ``U(beta)`` over batches; over one data epoch (the batches partition the data)
+the average is exact, not just in expectation.
 
-The model is a linear softmax classifier (no BatchNorm): with BatchNorm in inference mode the
-step's training forward moves the moving statistics before the energies are evaluated, which
-is a different question than the one tested here.
+The run (real images, crop + flip + random erasing): SGLD trains for 6 epochs (the snapshot is
+refreshed at step 32, then the weights move on), then the learning rate drops to 1e-30 so the
+state is fixed while the sampler keeps computing swap energies on two more epochs of augmented
+batches.  Their per-epoch mean must equal the exact clean energy of the state (float rounding
+only: measured difference 0.0); single batches scatter by several nats.  Power: computing the
+energies on the augmented views instead (the same run with ``energy_inputs`` stripped from the
+batches) misses by 0.3-0.6 nats per chain, hundreds of times the tolerance.
+
+A linear softmax model (no BatchNorm) keeps the question clean.  Note, while the weights move,
+``U~`` is biased upward within a data epoch whatever the augmentation: batches drawn without
+replacement come from the examples the chain has not yet been trained on this epoch (measured
+with this model at lr 0.002, batch 16, m = 8: +20 to +40 nats by the end of an epoch, without
+augmentation too).
 """
 
 import keras
@@ -21,7 +29,8 @@ import tensorflow as tf
 import tf_vrre
 from tf_vrre.data import Augmentation, load_training_data
 
-N, BATCH, M, EPOCHS = 128, 16, 8, 20
+N, BATCH, M, TRAIN_EPOCHS, EPOCHS = 128, 16, 32, 6, 8
+SPE = N // BATCH
 
 
 class ExactEnergies(keras.callbacks.Callback):
@@ -63,22 +72,25 @@ def linear():
 
 def test_vr_energy_is_unbiased_on_an_augmented_run(image_data_dir):
     data, _, _ = load_training_data("cifar10", "npz", image_data_dir, subset=N, holdout=0)
-    lr = 0.002  # on the mean loss
+    lr = 0.002 / N  # 0.002 on the mean loss
     s = tf_vrre.ReplicaExchangeSampler(
-        linear, data_size=N, num_chains=2, temperatures=[1e-3, 5e-3], learning_rates=[lr / N, 1.5 * lr / N],
-        weight_decay=1.0, swap=tf_vrre.CorrectedSwap(correction=1e6, period=1),
+        linear, data_size=N, num_chains=2, temperatures=[1e-3, 5e-3], learning_rates=[lr, 1.5 * lr],
+        dynamics="sgld", weight_decay=1.0, swap=tf_vrre.CorrectedSwap(correction=1e-12, period=1),
         variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N), seed=0)
     s.set_reference_data(data.reference)
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    freeze = tf_vrre.HyperparameterScheduler(
+        learning_rates=lambda e: [lr, 1.5 * lr] if e < TRAIN_EPOCHS else [1e-30, 1.5e-30])
     record = ExactEnergies(*data.reference)
     aug = Augmentation(crop_padding=4, flip=True, erasing=1.0)
     s.fit(data.dataset(BATCH, seed=0, counter=s.step_counter, augmentation=aug), epochs=EPOCHS, verbose=0,
-          shuffle=False, callbacks=[record])
-    steps = np.array(record.steps)
-    err = (np.array(record.estimate) - np.array(record.exact))[steps % M != 0]  # refresh steps are exact
-    assert err.shape[0] >= 130
-    sd = err.std(axis=0, ddof=1)
-    assert np.all(sd > 0.1)  # the estimator is noisy: the test has something to average
-    se = sd / np.sqrt(len(err))
-    z = err.mean(axis=0) / se
-    assert np.all(np.abs(z) < 4), f"VR energy bias per chain: {err.mean(axis=0)} +- {se} (z = {z})"
+          shuffle=False, callbacks=[freeze, record])
+    steps, exact, est = np.array(record.steps), np.array(record.exact), np.array(record.estimate)
+    frozen = steps >= TRAIN_EPOCHS * SPE
+    assert frozen.sum() == (EPOCHS - TRAIN_EPOCHS) * SPE and not np.any(steps[frozen] % M == 0)  # no refresh
+    np.testing.assert_array_equal(exact[frozen], np.broadcast_to(exact[frozen][0], exact[frozen].shape))  # fixed
+    for epoch in range(TRAIN_EPOCHS, EPOCHS):
+        rows = (steps >= epoch * SPE) & (steps < (epoch + 1) * SPE)
+        single = est[rows] - exact[rows]
+        assert np.all(single.std(axis=0) > 1.0)              # one batch is off by nats ...
+        np.testing.assert_allclose(est[rows].mean(axis=0), exact[rows][0], rtol=0, atol=1e-3)  # ... the epoch is exact
