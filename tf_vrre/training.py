@@ -89,7 +89,11 @@ def _schedules(cfg, values):
 
 
 def build_sampler(cfg, values, num_classes, input_shape, data_size, synchronized_bn=False):
-    """The :class:`tf_vrre.ReplicaExchangeSampler` of a resolved config (call in a strategy scope)."""
+    """The :class:`tf_vrre.ReplicaExchangeSampler` of a resolved config (call in a strategy scope).
+
+    BatchNormalization is synchronized across replicas when ``synchronized_bn`` (set by
+    :func:`train` when the strategy has several replicas) or ``model.kwargs.synchronized_bn``.
+    """
     import models
     from tf_vrre.energy import ControlVariates
     from tf_vrre.sampler import ReplicaExchangeSampler
@@ -97,9 +101,10 @@ def build_sampler(cfg, values, num_classes, input_shape, data_size, synchronized
 
     method, s = cfg["method"], cfg["sampler"]
     lrs, taus, correction = _schedules(cfg, values)
+    kwargs = dict(cfg["model"]["kwargs"])
+    synchronized_bn = bool(kwargs.pop("synchronized_bn", False)) or synchronized_bn
     model_fn = functools.partial(models.build, cfg["model"]["name"], num_classes=num_classes,
-                                 input_shape=tuple(input_shape), synchronized_bn=synchronized_bn,
-                                 **cfg["model"]["kwargs"])
+                                 input_shape=tuple(input_shape), synchronized_bn=synchronized_bn, **kwargs)
     swap = vr = None
     if method in cfgmod.REPLICA:
         sw = cfg["swap"]
