@@ -25,8 +25,15 @@ Configurations (same seed, network initialisation and batches):
   vr_train_n       VR-reSGHMC, train mode, full pass in batches of n = 128 (the README's advice)
   vr_inf           VR-reSGHMC, ``energy_mode="inference"`` (cached snapshot energies), c = -1
   vr_inf_adaptive  as vr_inf with the adaptive coefficient (the paper's Algorithm 2)
+  resghmc_m        reSGHMC with the sigma^2 window of the VR runs (m steps): first attempt at step m
+  vr_inf_1         vr_inf with reSGHMC's sigma^2 window (1 step): attempts from step 1
 
-Usage: ``python benchmarks/swap_energies.py [--steps 300] [--json out.json]`` (~10-15 min on 2 cores).
+The last two swap the one other difference between step_cost's reSGHMC and VR samplers:
+``CorrectedSwap(period=None)`` updates sigma^2 every step without control variates (swaps may
+start at step 1) but every ``m`` steps with them (no swap before step ``m``).
+
+Usage: ``python benchmarks/swap_energies.py [--steps 300] [--configs ...] [--json out.json]``
+(about 3-5 minutes per configuration on 2 shared cores).
 """
 
 import argparse
@@ -53,7 +60,7 @@ from tf_vrre.data import Preprocessing, TrainingData  # noqa: E402
 # ../shared/data next to the repository (or next to the worktree folder, /work/wt/<name>)
 DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])
                      if (d / "shared" / "data").is_dir()), REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz")
-CONFIGS = ("resghmc", "resghmc_inf", "vr_train", "vr_train_n", "vr_inf", "vr_inf_adaptive")
+CONFIGS = ("resghmc", "resghmc_inf", "vr_train", "vr_train_n", "vr_inf", "vr_inf_adaptive", "resghmc_m", "vr_inf_1")
 
 
 def parse_args(argv=None):
@@ -107,6 +114,7 @@ class Exact(keras.callbacks.Callback):
 def build(config, args, data):
     vr = config.startswith("vr")
     mode = "inference" if config.endswith("_inf") or "_inf_" in config else "train"
+    period = {"resghmc_m": args.m, "vr_inf_1": 1}.get(config)
     cv = None
     if vr:
         cv = tf_vrre.ControlVariates(period=args.m, batch_size=args.batch if config == "vr_train_n" else 1000,
@@ -114,7 +122,7 @@ def build(config, args, data):
     s = tf_vrre.ReplicaExchangeSampler(
         resnet8, data_size=args.data_size, num_chains=2, temperatures=list(args.temperatures),
         learning_rates=args.lr, dynamics="sghmc", momentum=0.9, weight_decay=25.0,
-        swap=tf_vrre.CorrectedSwap(correction=args.correction), variance_reduction=cv, energy_mode=mode,
+        swap=tf_vrre.CorrectedSwap(correction=args.correction, period=period), variance_reduction=cv, energy_mode=mode,
         seed=args.seed)
     if vr:
         s.set_reference_data(data.reference)

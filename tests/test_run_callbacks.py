@@ -5,7 +5,7 @@ import csv
 import keras
 import pytest
 
-from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress
+from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress, EpochTimer
 
 
 def _rows(path):
@@ -45,7 +45,14 @@ def test_progress_prints_a_bar_and_a_summary(capsys):
         EpochProgress(2, 0)
 
 
-@pytest.mark.parametrize("obj", [EpochCSVLogger("run/log.csv"), EpochProgress(5, 7, stream="stdout")])
+def test_timer_logs_epoch_seconds():
+    t, logs = EpochTimer(), {}
+    t.on_epoch_begin(0)
+    t.on_epoch_end(0, logs)
+    assert 0 <= logs["epoch_seconds"] < 60
+
+
+@pytest.mark.parametrize("obj", [EpochCSVLogger("run/log.csv"), EpochProgress(5, 7, stream="stdout"), EpochTimer()])
 def test_config_round_trip(obj):
     config = keras.saving.serialize_keras_object(obj)
     clone = keras.saving.deserialize_keras_object(config)

@@ -12,7 +12,8 @@ For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-c
    entropy, fraction of entropies > 1.5 (the paper's Figure 4 statistic), OOD Brier score
    (optimum ``1 / C``) and the AUROC of in- vs out-of-distribution by entropy; the last sample
    alone as a point-estimate reference; swap counts and sigma^2 from the swap log;
-4. ``report.json`` and the figures ``entropy_cdf.png``, ``reliability.png``, ``swaps.png``.
+4. ``report.json``, the figures ``entropy_cdf.png``, ``reliability.png``, ``swaps.png`` and
+   ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
 """
 
 import csv
@@ -212,6 +213,11 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     if ood_data:
         report["ood"]["last_sample"] = _ood_metrics(last[0], last[1], C)[0]
     _figures(run_dir, run, report, entropies, bins, C, image_plots)
+    arrays = {f"{where}_{k}": h for k, pair in entropies.items() for where, h in zip(("test", "ood"), pair)
+              if h is not None}
+    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
+    np.savez(tmp, **{k.replace("=", "_"): v.astype(np.float32) for k, v in arrays.items()})
+    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
     rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
     return report
 

@@ -6,6 +6,7 @@
   ``BackupAndRestore`` resume starts from are dropped (they are replayed), so no duplicates.
 - :class:`EpochProgress` - a text progress bar per epoch on stderr and a one-line summary
   (loss, accuracy, swaps, sigma^2, samples, running BMA accuracy, seconds).
+- :class:`EpochTimer` - ``epoch_seconds`` (wall time of the epoch) into ``logs``.
 """
 
 import csv
@@ -16,7 +17,7 @@ import time
 
 import keras
 
-__all__ = ["EpochCSVLogger", "EpochProgress"]
+__all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer"]
 
 
 def _float(value):
@@ -147,6 +148,31 @@ class EpochProgress(keras.callbacks.Callback):
 
     def get_config(self):
         return {"epochs": self.epochs, "steps_per_epoch": self.steps_per_epoch, "stream": self.stream}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class EpochTimer(keras.callbacks.Callback):
+    """Puts ``epoch_seconds``, the wall time from epoch begin to epoch end, into ``logs``.
+
+    Put it first among the callbacks so the time includes the others' per-batch work.
+
+    Example:
+      >>> sampler.fit(ds, epochs=3, callbacks=[EpochTimer(), EpochCSVLogger("log.csv")])
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["epoch_seconds"] = time.perf_counter() - self._start
+
+    def get_config(self):
+        return {}
 
     @classmethod
     def from_config(cls, config):

@@ -11,6 +11,7 @@
       tensorboard/  TensorBoard logs
       backup/       BackupAndRestore state: running the same command again resumes
       report.json, entropy_cdf.png, reliability.png, swaps.png     (tf-vrre evaluate)
+      entropies.npz  per-image BMA entropies (test_T_1, ood_T_1, test_T_2, ...), for plots across runs
 
 Model input is ``(x_uint8 * scale - mean) / std`` (float32, NHWC) with the numbers of
 ``run.json["preprocessing"]`` (statistics of the training images).
@@ -29,8 +30,9 @@ TENSORBOARD = "tensorboard"
 REPORT = "report.json"
 FIGURES = ("entropy_cdf.png", "reliability.png", "swaps.png")
 MODEL_JSON = "model.json"
+ENTROPIES = "entropies.npz"
 TRAIN_OUTPUTS = (RUN_JSON, SAMPLES, SWAPS, BACKUP, LOG, TENSORBOARD)
-EVAL_OUTPUTS = (REPORT,) + FIGURES
+EVAL_OUTPUTS = (REPORT,) + FIGURES + (ENTROPIES,)
 
 __all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOARD", "REPORT", "FIGURES",
            "MODEL_JSON", "write_json", "read_run", "config_difference", "RunDirError"]

@@ -10,8 +10,9 @@
    normalisation is fitted on the training images;
 3. the sampler is built inside the strategy's scope (``BatchNormalization(synchronized=True)``
    when there are several replicas), with the schedule stretched to the run's epochs;
-4. ``fit`` runs with ``SwapLogger`` -> ``SampleCollector`` -> progress -> CSV -> TensorBoard
-   -> ``BackupAndRestore`` (last, so every record of an epoch is on disk before its checkpoint).
+4. ``fit`` runs with ``EpochTimer`` -> ``SwapLogger`` -> ``SampleCollector`` -> progress -> CSV ->
+   TensorBoard -> ``BackupAndRestore`` (last, so every record of an epoch is on disk before its
+   checkpoint).
 
 Example:
   >>> from tf_vrre import config, training
@@ -196,11 +197,11 @@ def _callbacks(cfg, p, sampler, out, verbose):
     import keras
 
     from tf_vrre.callbacks import SampleCollector, SwapLogger
-    from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress
+    from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress, EpochTimer
     from tf_vrre.schedules import CyclicalCosine
 
     sm, values = cfg["samples"], p["values"]
-    cbs = []
+    cbs = [EpochTimer()]  # first: its epoch time includes the other callbacks' work
     if sampler.swap_rule is not None:
         cbs.append(SwapLogger(os.path.join(out, rundir.SWAPS),
                               tensorboard_dir=os.path.join(out, rundir.TENSORBOARD, "swaps")))
