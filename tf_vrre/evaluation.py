@@ -151,7 +151,6 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     """
     import models
     from tf_vrre import image_plots
-    from tf_vrre import metrics as M
     from tf_vrre.data import Preprocessing, check_dataset, num_classes
 
     if ood not in OOD_CHOICES:
@@ -162,7 +161,6 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     source = source or data.get("source", "auto")
     ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
     prep = Preprocessing.from_dict(run["preprocessing"])
-    C = num_classes(data["dataset"])
     x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
     ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None
     held = _heldout(run, source, data_dir, fit_size) if fit_size else None
@@ -170,16 +168,48 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     m = run["model"]
     model = models.build(m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"])
     say = (lambda s: print(s, flush=True)) if verbose else (lambda s: None)
-    fitted = None
-    if held is not None:
-        logits = np.stack([_logits(_set(model, w), held[0], prep, batch_size) for w in samples])
-        t, t_nll = M.fit_temperature(logits, held[1])
-        fitted = {"T": t, "heldout_nll": t_nll, "heldout_nll_T1": float(-np.mean(np.log(np.maximum(
-            M.softmax(logits, 1.0).mean(0)[np.arange(len(held[1])), held[1]], 1e-300)))), "fit_size": len(held[1])}
-        say(f"fitted temperature T = {t:.3f} on {len(held[1])} held-out images ({len(samples)} samples)")
+    fitted = _fit(model, samples, held, prep, batch_size, say)
     temps = {"T=1": 1.0, "T=2": 2.0}
     if fitted:
         temps["T=fitted"] = fitted["T"]
+    sums, last = _stream(model, samples, temps, x_test, ood_data, prep, batch_size, say)
+    report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
+                      "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
+                      "epochs": run["config"]["training"]["epochs"]},
+              "samples": len(samples), "temperature": fitted,
+              "test": {"dataset": data["dataset"], "size": len(y_test)},
+              "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
+              "swaps": swap_summary(run_dir)}
+    entropies, bins = _score(report, sums, last, y_test, num_classes(data["dataset"]))
+    _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), image_plots)
+    arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
+              for where, h in zip(("test", "ood"), pair) if h is not None}
+    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
+    rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
+    return report
+
+
+def _fit(model, samples, held, prep, batch_size, say):
+    """The fitted temperature on the held-out images (``None`` without them)."""
+    from tf_vrre import metrics as M
+
+    if held is None:
+        return None
+    x, y = held
+    logits = np.stack([_logits(_set(model, w), x, prep, batch_size) for w in samples])
+    t, t_nll = M.fit_temperature(logits, y)
+    p1 = M.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
+    say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
+    return {"T": t, "heldout_nll": t_nll, "heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))),
+            "fit_size": len(y)}
+
+
+def _stream(model, samples, temps, x_test, ood_data, prep, batch_size, say):
+    """Running sums of ``softmax(z / T)`` over the samples (test, OOD) per T, and the last sample's."""
+    from tf_vrre import metrics as M
+
     sums = {k: [0.0, 0.0] for k in temps}
     last = None
     for i, w in enumerate(samples):
@@ -193,33 +223,26 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
         last = (M.softmax(z_in), M.softmax(z_out) if z_out is not None else None)
         say(f"  sample {i + 1}/{len(samples)}")
     S = len(samples)
-    report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
-                      "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
-                      "epochs": run["config"]["training"]["epochs"]},
-              "samples": S, "temperature": fitted, "test": {"dataset": data["dataset"], "size": len(y_test)},
-              "ood": None, "swaps": swap_summary(run_dir)}
+    return {k: (v[0] / S, v[1] / S if ood_data else None) for k, v in sums.items()}, last
+
+
+def _score(report, bma, last, y_test, C):
+    """Fills the report's test / OOD metrics; returns the entropies and reliability bins per T."""
+    from tf_vrre import metrics as M
+
     entropies, bins = {}, []
-    for k in temps:
-        p_in = sums[k][0] / S
+    for k, (p_in, p_out) in bma.items():
         report["test"][k] = _classification(p_in, y_test)
         bins.append((f"BMA {k}", M.reliability_bins(p_in, y_test, ECE_BINS), report["test"][k]["ece"]))
-        if ood_data:
-            report["ood"] = report["ood"] or {"dataset": ood_name, "size": len(ood_data[1])}
-            report["ood"][k], h_in, h_out = _ood_metrics(p_in, sums[k][1] / S, C)
+        if p_out is not None:
+            report["ood"][k], h_in, h_out = _ood_metrics(p_in, p_out, C)
             entropies[k] = (h_in, h_out)
         else:
             entropies[k] = (M.entropy(p_in), None)
     report["test"]["last_sample"] = _classification(last[0], y_test)
-    if ood_data:
+    if last[1] is not None:
         report["ood"]["last_sample"] = _ood_metrics(last[0], last[1], C)[0]
-    _figures(run_dir, run, report, entropies, bins, C, image_plots)
-    arrays = {f"{where}_{k}": h for k, pair in entropies.items() for where, h in zip(("test", "ood"), pair)
-              if h is not None}
-    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
-    np.savez(tmp, **{k.replace("=", "_"): v.astype(np.float32) for k, v in arrays.items()})
-    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
-    rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
-    return report
+    return entropies, bins
 
 
 def _set(model, weights):

@@ -225,6 +225,21 @@ def _callbacks(cfg, p, sampler, out, verbose):
     return cbs
 
 
+def _write_run(out, cfg, p, sampler, strategy):
+    """Writes ``run.json`` (status running) and ``samples/model.json`` atomically; returns the run."""
+    run = {"format": rundir.FORMAT, "method": cfg["method"], "config": cfg, "model": p["model"], "data": p["data"],
+           "preprocessing": p["train"].preprocessing.to_dict(), "seed": cfg["training"]["seed"],
+           "schedule": p["values"], "expected_samples": p["samples"],
+           "replicas": int(strategy.num_replicas_in_sync), "versions": _versions(), "status": "running"}
+    rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
+    os.makedirs(os.path.join(out, rundir.SAMPLES), exist_ok=True)
+    model_json = os.path.join(out, rundir.SAMPLES, rundir.MODEL_JSON)
+    with open(model_json + ".tmp", "w") as f:
+        f.write(sampler.cold_model.to_json())
+    os.replace(model_json + ".tmp", model_json)
+    return run
+
+
 def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto", overwrite=False, verbose=1,
           prepared=None):
     """Trains a resolved config into run directory ``out`` (resuming a killed run of it).
@@ -272,17 +287,7 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
         import keras
 
         sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    run = {"format": rundir.FORMAT, "method": cfg["method"], "config": cfg, "model": p["model"], "data": p["data"],
-           "preprocessing": train_data.preprocessing.to_dict(), "seed": cfg["training"]["seed"],
-           "schedule": p["values"], "expected_samples": p["samples"],
-           "replicas": int(strat.num_replicas_in_sync), "versions": _versions(), "status": "running"}
-    rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
-    os.makedirs(os.path.join(out, rundir.SAMPLES), exist_ok=True)
-    model_json = os.path.join(out, rundir.SAMPLES, rundir.MODEL_JSON)
-    with open(model_json + ".tmp", "w") as f:
-        f.write(sampler.cold_model.to_json())
-    os.replace(model_json + ".tmp", model_json)
-
+    run = _write_run(out, cfg, p, sampler, strat)
     aug = None
     d = cfg["data"]
     if d["augment"]:
