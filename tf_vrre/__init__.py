@@ -18,6 +18,10 @@ Public API (see README.md):
   containers), ``record`` (per-step swap record), ``stats`` (variance / coefficient
   estimators), ``seeds``, ``mixture`` (the paper's 1-D Gaussian-mixture target with its exact
   posterior).
+- image workflow (``tf-vrre train`` / ``evaluate``): ``config`` (TOML method configs),
+  ``data`` (tfds / npz sources, augmentation, resumable pipelines), ``training`` (:func:`train`),
+  ``evaluation`` (:func:`evaluate`), ``metrics``, ``rundir`` (the run-directory contract),
+  ``run_callbacks`` (:class:`EpochCSVLogger`, :class:`EpochProgress`), ``image_plots``.
 """
 
 from tf_vrre import (callbacks, collection, control_variates, diagnostics, dynamics, energy, export, record,
@@ -31,6 +35,11 @@ from tf_vrre.export import export_ensemble
 from tf_vrre.sampler import ReplicaExchangeSampler
 from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
 from tf_vrre.swaps import CorrectedSwap, SwapResults
+from tf_vrre import config, data, evaluation, image_plots, metrics, run_callbacks, rundir, training  # noqa: E402
+from tf_vrre.data import Augmentation, Preprocessing, TrainingData  # noqa: E402
+from tf_vrre.evaluation import evaluate  # noqa: E402
+from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress  # noqa: E402
+from tf_vrre.training import train  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -40,4 +49,6 @@ __all__ = [
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
     "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
     "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
+    "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "training",
+    "Augmentation", "Preprocessing", "TrainingData", "EpochCSVLogger", "EpochProgress", "train", "evaluate",
 ]

@@ -1,6 +1,8 @@
 """Command line ``tf-vrre``: one module per subcommand in this package.
 
     tf-vrre mixture            # the paper's Gaussian-mixture study (offline main job)
+    tf-vrre train              # a method config on CIFAR / SVHN into a run directory
+    tf-vrre evaluate           # BMA accuracy and uncertainty of a run's samples
     tf-vrre export             # the samples' model average as a TF Serving SavedModel
     tf-vrre diagnose --run RUN # replica flow, acceptance, ESS / R-hat of a run
 
@@ -16,7 +18,7 @@ import os
 
 from tf_vrre.cli._args import die  # noqa: F401  (re-export for subcommands and tests)
 
-SUBCOMMANDS = ("mixture", "export", "diagnose")
+SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose")
 
 
 class _Parser(argparse.ArgumentParser):
