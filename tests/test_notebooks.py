@@ -114,7 +114,8 @@ def test_cifar10_notebook_runs(tmp_path, data_dir):
               DATA_DIR=data_dir, OOD="svhn", RUN_ROOT=str(runs), TEST_SIZE=100, FIT_SIZE=32, OVERRIDES=TINY_RUN,
               KERAS_LOOP_FOR=["vr-resghmc"], KERAS_LOOP_JIT=False)
     text = _text(nb)
-    assert "accelerator: CPU" in text and "resghmc: finished" in text and "vr-resghmc: finished" in text
+    assert re.search(r"^accelerator: (CPU|GPU|\d+ GPUs); strategy", text, re.M)
+    assert "resghmc: finished" in text and "vr-resghmc: finished" in text
     assert "'already complete'" in text
     for method in ("resghmc", "vr-resghmc"):
         run = runs / method
