@@ -200,6 +200,37 @@ def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
                                 title=f"CIFAR-100 test images under CIFAR-10 models (BMA, T = 2, seed {seeds[0]}; CPU scale)")
 
 
+def sigma2_figure(results, seeds, path):
+    """sigma^2 of reSGHMC and VR-reSGHMC over training (the paper's Figure 2 at CPU scale), every seed."""
+    from tf_vrre.image_plots import _plt, _save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    drawn = False
+    for i, method in enumerate(("resghmc", "vr-resghmc", "cvr-resghmc")):
+        for j, seed in enumerate(seeds):
+            r = next((r for r in results if r["method"] == method and r["seed"] == seed), None)
+            f = os.path.join(r["dir"], rundir.SWAPS, "refresh.csv") if r else None
+            if not f or not os.path.exists(f):
+                continue
+            with open(f, newline="") as fh:
+                rows = [row for row in csv.DictReader(fh) if row.get("sigma2_updated") in ("1", "True")]
+            steps = [int(row["step"]) for row in rows]
+            ax.semilogy(steps, [float(row["sigma2_0"]) for row in rows], color=f"C{i}", ls=("-", "--", ":")[j % 3],
+                        label=f"{method} seed {seed}")
+            drawn = True
+    if drawn:
+        ax.set_xlabel("step")
+        ax.set_ylabel("sigma^2: variance of the energy-difference estimator")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title("CIFAR-10 at CPU scale: estimator variance over training", fontsize=9)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        _save(fig, path)
+    else:
+        plt.close(fig)
+
+
 def main(argv=None):
     args = parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -229,6 +260,7 @@ def main(argv=None):
     rows = table(results, methods, seeds)
     _write(path, {"settings": vars(args), "results": results, "table": rows})
     entropy_figure(results, methods, seeds, args.figure)
+    sigma2_figure(results, seeds, args.figure.replace("entropy", "sigma2"))
     print_table(rows)
     return rows
 
