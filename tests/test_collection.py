@@ -128,7 +128,7 @@ def test_running_bma_metrics(tmp_path):
     # One-hot labels give the same metrics.
     col2 = SampleCollector(str(tmp_path / "b"), every=4, validation_data=(x, np.eye(3)[y]))
     col2._bma_sum = None
-    col2._bma_add(probs, +1)
+    col2._bma_add(probs)
     assert col2._bma_metrics()["bma_accuracy"] == pytest.approx(acc)
 
 
@@ -210,10 +210,10 @@ def test_collector_errors_and_config(tmp_path):
         s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path), every=6)])
     col = SampleCollector(str(tmp_path), every=8, burn_in_steps=3, cycle=CyclicalCosine(1e-3, 100, 2),
                           max_samples=5, keep="reservoir", validation_data=(np.ones((2, 4)), np.array([0, 1])),
-                          output="probabilities", batch_size=32, seed=7)
+                          output="probabilities", batch_size=32, seed=7, overwrite=True)
     config = col.get_config()
     assert set(config) == {"directory", "every", "burn_in_steps", "cycle", "max_samples", "keep",
-                           "validation_data", "output", "batch_size", "seed"}
+                           "validation_data", "output", "batch_size", "seed", "overwrite"}
     back = SampleCollector.from_config(json.loads(json.dumps(config)))
     assert back.get_config() == config
     assert [back.is_collection_step(t) for t in range(100)] == [col.is_collection_step(t) for t in range(100)]

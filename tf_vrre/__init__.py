@@ -20,24 +20,66 @@ Public API (see README.md):
   posterior).
 """
 
-from tf_vrre import (callbacks, collection, control_variates, diagnostics, dynamics, energy, export, record,
-                     schedules, seeds,
-                     state, stats, swaps)
-from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
-from tf_vrre.collection import SampleSet, load_samples
-from tf_vrre.diagnostics import to_inference_data
-from tf_vrre.energy import ControlVariates, gaussian_nll
-from tf_vrre.export import export_ensemble
-from tf_vrre.sampler import ReplicaExchangeSampler
-from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
-from tf_vrre.swaps import CorrectedSwap, SwapResults
+import sys as _sys
 
 __version__ = "0.1.0"
+_loading = False
+
+
+def _load():
+    """Imports the public API (and with it TensorFlow and every Keras class registration).
+
+    Runs when the package is imported, except while the ``tf-vrre`` console script parses its
+    flags (``tf_vrre_cli.DEFER_PACKAGE_IMPORTS``); then on first attribute access or when
+    :func:`tf_vrre.cli.main` starts a subcommand.
+    """
+    global _loading
+    if _loading or "ReplicaExchangeSampler" in globals():
+        return
+    _loading = True  # submodules importing each other meanwhile get AttributeError -> plain submodule import
+    try:
+        _import_api()
+    finally:
+        _loading = False
+
+
+def _import_api():
+    from tf_vrre import (callbacks, checkpoint, collection, control_variates, diagnostics, dynamics,  # noqa: F401
+                         energy, export, record, schedules, seeds, state, stats, swaps)
+    from tf_vrre.callbacks import CSVLogger, HyperparameterScheduler, SampleCollector, SwapLogger
+    from tf_vrre.checkpoint import Checkpoint
+    from tf_vrre.collection import SampleSet, load_samples
+    from tf_vrre.diagnostics import to_inference_data
+    from tf_vrre.energy import ControlVariates, gaussian_nll
+    from tf_vrre.export import export_ensemble
+    from tf_vrre.outputs import RunMismatchError
+    from tf_vrre.sampler import ReplicaExchangeSampler
+    from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
+    from tf_vrre.swaps import CorrectedSwap, SwapResults
+
+    globals().update({k: v for k, v in locals().items() if k in __all__})
+
+
+def __getattr__(name):
+    if name in __all__ and not _loading:
+        _load()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module 'tf_vrre' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
+    "Checkpoint", "CSVLogger", "RunMismatchError", "checkpoint",
     "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
     "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
 ]
+
+if not getattr(_sys.modules.get("tf_vrre_cli"), "DEFER_PACKAGE_IMPORTS", False):
+    _load()

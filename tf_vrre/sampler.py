@@ -36,6 +36,7 @@ from tf_vrre import energy as en
 from tf_vrre import gradients
 from tf_vrre import indexed_data
 from tf_vrre import record
+from tf_vrre import saving
 from tf_vrre import seeds
 from tf_vrre import swaps as sw
 from tf_vrre.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
@@ -477,6 +478,13 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     # ---- config ----------------------------------------------------------------------
     def get_config(self):
+        """The constructor arguments, serialized; ``ValueError`` if they cannot be restored
+        (e.g. an unregistered ``model_fn``), so a save fails now instead of a later load."""
+        config = self._config()
+        saving.check_restorable(self, config)
+        return config
+
+    def _config(self):
         ser = keras.saving.serialize_keras_object
         return {
             "name": self.name,
@@ -495,6 +503,12 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             "seed": self.seed,
             "independent_init": self.independent_init,
         }
+
+    def load_weights(self, filepath, *args, **kwargs):
+        """``keras.Model.load_weights`` after checking that the file's chains match this sampler
+        (``ValueError`` naming another ``num_chains`` or architecture)."""
+        saving.check_weights_file(self, filepath)
+        return super().load_weights(filepath, *args, **kwargs)
 
     @classmethod
     def from_config(cls, config):
