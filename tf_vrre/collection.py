@@ -33,6 +33,8 @@ from tf_vrre.schedules import CyclicalCosine
 KEEP = ("last", "reservoir")
 COMMITTED_STEP = "_tf_vrre_committed_step"
 """Sampler attribute set by :class:`tf_vrre.Checkpoint`: the step of the newest committed checkpoint."""
+COMMIT_LISTENERS = "_tf_vrre_commit_listeners"
+"""Sampler attribute: ``{directory: collector}`` told by :class:`tf_vrre.Checkpoint` after each commit."""
 
 # Kept for callers of the former private names.
 _read_manifest, _check_entry, _write_json, _atomic_write, _softmax = read_manifest, check_entry, write_json, \
@@ -176,6 +178,9 @@ class SampleCollector(keras.callbacks.Callback):
                              "callbacks only see the weights every steps_per_execution steps")
         self._run = self._identity(s)
         outputs.claim(self.directory, self, self.params, "SampleCollector")
+        if not hasattr(s, COMMIT_LISTENERS):
+            setattr(s, COMMIT_LISTENERS, {})
+        getattr(s, COMMIT_LISTENERS)[os.path.realpath(self.directory)] = self
         try:
             self._existing = self._adopt()
         except Exception:
@@ -352,13 +357,18 @@ class SampleCollector(keras.callbacks.Callback):
         return {"bma_accuracy": float(np.mean(avg.argmax(-1) == labels)),
                 "bma_nll": float(-np.mean(np.log(picked))), "bma_samples": float(self._bma_count)}
 
+    def checkpoint_committed(self):
+        """Called by :class:`tf_vrre.Checkpoint` after a commit: deletes the evicted files no
+        resume can need any more."""
+        if not self._started or not self._state["evicted"]:
+            return
+        gone = self._purge_evicted()
+        if gone:
+            write_json(os.path.join(self.directory, MANIFEST), self._state)
+            for old in gone:
+                os.remove(os.path.join(self.directory, old["file"]))
+
     def on_epoch_end(self, epoch, logs=None):
-        if self._started and self._state["evicted"]:  # a checkpoint may have been committed meanwhile
-            gone = self._purge_evicted()
-            if gone:
-                write_json(os.path.join(self.directory, MANIFEST), self._state)
-                for old in gone:
-                    os.remove(os.path.join(self.directory, old["file"]))
         if logs is not None:
             logs["samples"] = float(len(self._state["entries"])) if self._state else 0.0
             if self.validation_data is not None:

@@ -50,21 +50,33 @@ def run_identity(sampler, **extra):
     return ident
 
 
+_FIRST = ("sampler", "num_chains", "model_fn", "weights", "state", "seed", "data_size")  # reported first
+
+
+def _ordered(keys):
+    return sorted(keys, key=lambda k: (_FIRST.index(k) if k in _FIRST else len(_FIRST), k))
+
+
 def difference(stored, current):
-    """The first field in which two identities differ, as text, or ``None`` if they match."""
+    """The first field in which two identities differ, as text, or ``None`` if they match.
+
+    ``num_chains``, ``model_fn`` and the weight shapes are reported before other fields.
+    """
     if stored is None:
         return "no run identity recorded (written by an older tf_vrre or by hand)"
     if stored.get("fingerprint") == current.get("fingerprint"):
         return None
-    for key in sorted(set(stored) | set(current)):
+    for key in _ordered(set(stored) | set(current)):
         if key == "fingerprint":
             continue
         a, b = stored.get(key, "<absent>"), current.get(key, "<absent>")
         if isinstance(a, dict) and isinstance(b, dict):
-            for sub in sorted(set(a) | set(b)):
+            for sub in _ordered(set(a) | set(b)):
                 if a.get(sub, "<absent>") != b.get(sub, "<absent>"):
                     return f"{key}.{sub}: {_short(a.get(sub, '<absent>'))} there, {_short(b.get(sub, '<absent>'))} here"
         elif a != b:
+            if isinstance(a, list) and isinstance(b, list):
+                return f"{key}: {len(a)} arrays {_short(a)} there, {len(b)} arrays {_short(b)} here"
             return f"{key}: {_short(a)} there, {_short(b)} here"
     return "fingerprint differs"
 
