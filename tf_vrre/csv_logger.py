@@ -21,13 +21,19 @@ from tf_vrre.run_files import write_json
 from tf_vrre.sampler import require_sampler
 
 
-def _read_rows(path):
-    """``(header, complete rows as lists)`` of a CSV file; rows cut short by a kill are dropped."""
+def _read_rows(path, separator):
+    """``(header, complete rows as lists)`` of a log file; only newline-terminated lines count (a
+    line cut by a kill is dropped, a cut header drops the file), rows need every column."""
     with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        rows = [r for r in reader if header is not None and len(r) == len(header) and r[0].isdigit()]
-    return header, rows
+        text = f.read()
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines.pop()
+    parsed = list(csv.reader(lines, delimiter=separator))
+    if not parsed or not parsed[0] or parsed[0][0] != "epoch":
+        return None, []
+    header = parsed[0]
+    return header, [r for r in parsed[1:] if len(r) == len(header) and r[0].isdigit()]
 
 
 def _value(v):
@@ -113,7 +119,7 @@ class CSVLogger(keras.callbacks.Callback):
         """First epoch of this fit: keep the rows of epochs before ``epoch``, reopen for appending."""
         self._columns = None
         if os.path.exists(self.filename):
-            header, rows = _read_rows(self.filename)
+            header, rows = _read_rows(self.filename, self.separator)
             keep = [r for r in rows if int(r[0]) < epoch]
             self._columns = header if header else None
             tmp = self.filename + ".tmp"
