@@ -157,3 +157,21 @@ def test_ctrl_c_during_the_mixture_study_keeps_the_finished_seeds(tmp_path):
                                               for k in ("beta", "sigma2"))
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
     shutil.rmtree(out)
+
+
+def test_deferred_package_loads_on_first_use_with_every_registration():
+    """What the console script does while parsing: ``tf_vrre`` without TensorFlow, then the whole
+    package (and every Keras registration) on the first attribute access."""
+    code = ("import sys, tf_vrre_cli\n"
+            "tf_vrre_cli.DEFER_PACKAGE_IMPORTS = True\n"
+            "import tf_vrre, tf_vrre.cli, tf_vrre.run_files\n"
+            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TensorFlow imported early'\n"
+            "tf_vrre_cli.DEFER_PACKAGE_IMPORTS = False\n"
+            "sampler_class = tf_vrre.ReplicaExchangeSampler\n"
+            "import keras\n"
+            "for name in ('ReplicaExchangeSampler', 'SampleCollector', 'SwapLogger', 'Checkpoint', 'CSVLogger',\n"
+            "             'CorrectedSwap', 'ControlVariates', 'EpochExponential'):\n"
+            "    assert keras.saving.get_registered_object('tf_vrre>' + name) is getattr(tf_vrre, name), name\n"
+            "print('ok')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -194,6 +194,9 @@ def check_fit(sampler, args):
         v = args["steps_per_epoch"]
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
             raise ValueError(f"{where}: steps_per_epoch must be a positive integer or None, got {v!r}")
+    if sampler.variance_reduction is not None and sampler._reference is None:
+        raise ValueError("fit: variance_reduction needs the full training data: call "
+                         "sampler.set_reference_data((x_train, y_train)) before fit")
     recheck_reference(sampler)
     x = args["x"]
     if x is None or not (_is_array(x) or isinstance(x, (list, tuple, dict))):

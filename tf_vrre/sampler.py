@@ -524,6 +524,16 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             "independent_init": self.independent_init,
         }
 
+    def save(self, filepath, *args, **kwargs):
+        """``keras.Model.save`` after checking that the config can be restored (nothing is written
+        otherwise; see :func:`tf_vrre.saving.check_restorable`)."""
+        self.get_config()
+        return super().save(filepath, *args, **kwargs)
+
+    def load_own_variables(self, store):
+        saving.check_own_variables(self, store)  # names another num_chains / architecture
+        super().load_own_variables(store)
+
     def load_weights(self, filepath, *args, **kwargs):
         """``keras.Model.load_weights`` after checking that the file's chains match this sampler
         (``ValueError`` naming another ``num_chains`` or architecture)."""

@@ -7,6 +7,9 @@
 - :func:`check_weights_file`: before ``sampler.load_weights(path)`` reads a ``.weights.h5`` or
   ``.keras`` file, compares its number of chains and the shapes of the chain weights with the
   sampler's and names the mismatch (Keras' own message lists layer paths only).
+- :func:`check_own_variables`: when Keras loads the sampler's own state variables (also inside
+  ``keras.saving.load_model``), names another ``num_chains`` or chain architecture instead of
+  Keras' "expected 24 variables, but received 20".
 """
 
 import io
@@ -112,3 +115,29 @@ def check_weights_file(sampler, path):
 def _summary(shapes, limit=6):
     text = ", ".join(str(s) for s in shapes[:limit])
     return f"[{text}{', ...' if len(shapes) > limit else ''}]"
+
+
+def own_variables(layer):
+    """The variables Keras saves for ``layer`` itself (``vars/0, vars/1, ...``), in that order."""
+    return list(layer._trainable_variables) + list(layer._non_trainable_variables)
+
+
+def check_own_variables(sampler, store):
+    """``ValueError`` naming the mismatch between a saved sampler state ``store`` and ``sampler``."""
+    own = own_variables(sampler)
+    ours = [tuple(v.shape) for v in own]
+    theirs = [tuple(store[str(i)].shape) for i in range(len(store.keys()))]
+    if ours == theirs:
+        return
+    names = [v.name for v in own]
+    t = names.index("temperature")
+    if len(theirs) > t and len(theirs[t]) == 1 and theirs[t][0] != sampler.num_chains:
+        raise ValueError(f"the saved sampler has num_chains={theirs[t][0]}; this sampler has "
+                         f"num_chains={sampler.num_chains}")
+    i = next((j for j, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+    first = (f"variable {i} ({names[i] if i < len(names) else '-'}) has shape "
+             f"{theirs[i] if i < len(theirs) else 'none'} in the file, {ours[i] if i < len(ours) else 'none'} here")
+    raise ValueError(f"the saved sampler state does not fit this sampler: {len(theirs)} state variables in the file, "
+                     f"{len(ours)} here ({first}); its chains have another architecture (one velocity per weight "
+                     "array): did model_fn, or the function registered under its name, change since the file was "
+                     "saved?")
