@@ -208,3 +208,20 @@ def test_csv_logger_config_round_trip(tmp_path):
         CSVLogger("x.csv", separator=";;")
     with pytest.raises(TypeError, match="overwrite must be True or False"):
         SampleCollector("x", overwrite=1)
+
+
+def test_a_non_finite_sample_is_never_written(tmp_path):
+    s, x, y = make_sampler(vr=False)
+
+    class Poison(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.step_counter.numpy()) == 6:  # before the collector sees step 6
+                w = self.model.cold_model.weights[0]
+                w.assign(np.full(w.shape, np.nan, "float32"))
+
+    with pytest.raises(FloatingPointError, match=r"weights after step 6 are not finite \(NaN or inf in w0000\); "
+                                                 r"sample not written, 2 earlier samples .* stay loadable"):
+        s.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[Poison(), SampleCollector(str(tmp_path), every=2)])
+    assert tf_vrre.load_samples(str(tmp_path)).steps == [2, 4]
+    assert sorted(os.listdir(tmp_path)) == [".lock", "manifest.json", "model.json", "sample-000000002.npz",
+                                            "sample-000000004.npz"]

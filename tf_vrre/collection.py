@@ -284,6 +284,11 @@ class SampleCollector(keras.callbacks.Callback):
         name = f"sample-{step:09d}.npz"
         path = os.path.join(self.directory, name)
         arrays = {f"w{i:04d}": w for i, w in enumerate(s.cold_model.get_weights())}
+        bad = next((k for k, w in arrays.items() if w.dtype.kind == "f" and not np.isfinite(w).all()), None)
+        if bad is not None:  # never write a sample that cannot be used; the earlier ones stay loadable
+            raise FloatingPointError(f"SampleCollector: the cold chain's weights after step {step} are not finite "
+                                     f"(NaN or inf in {bad}); sample not written, {len(st['entries'])} earlier "
+                                     f"samples in {self.directory} stay loadable")
         entry = {"file": name, "step": step, "epoch": int(self._epoch),
                  "temperature": float(s.temperature.numpy()[0]), "lr": float(s.learning_rate.numpy()[0]),
                  "energy": float(s.batch_energy.numpy()[0])}

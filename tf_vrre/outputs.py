@@ -18,6 +18,7 @@ in one fit, or two processes, on one directory get an error instead of interleav
 import hashlib
 import json
 import os
+import warnings
 
 LOCK = ".lock"
 
@@ -41,7 +42,9 @@ def run_identity(sampler, **extra):
       >>> run_identity(sampler)["sampler"]["num_chains"]
       2
     """
-    config = dict(sampler._config())
+    with warnings.catch_warnings():  # a lambda model_fn serializes with a warning meant for saving
+        warnings.simplefilter("ignore")
+        config = dict(sampler._config())
     config.pop("name", None)
     ident = {"sampler": json.loads(_canonical(config)),
              "weights": [[list(v.shape), str(v.dtype)] for v in sampler.cold_model.weights]}
