@@ -22,7 +22,7 @@ import numpy as np
 
 from tf_vrre import _faults
 from tf_vrre import outputs
-from tf_vrre.collection import COMMIT_LISTENERS, COMMITTED_STEP
+from tf_vrre.collection import COMMITTED_STEP, checkpoint_committed
 from tf_vrre.run_files import write_json
 from tf_vrre.sampler import require_sampler
 
@@ -163,8 +163,7 @@ class Checkpoint(keras.callbacks.Callback):
         self._manager.save(checkpoint_number=epoch, options=options)
         setattr(self.model, COMMITTED_STEP, int(self.model.step_counter.numpy()))
         _faults.point("checkpoint.committed")
-        for collector in list(getattr(self.model, COMMIT_LISTENERS, {}).values()):
-            collector.checkpoint_committed()  # evicted samples no resume can need are deleted
+        checkpoint_committed(self.model)  # evicted samples no resume can need are deleted
         self._pending, self._last_saved = None, epoch
 
     def get_config(self):

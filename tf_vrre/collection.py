@@ -19,6 +19,7 @@ import math
 import numbers
 import os
 import warnings
+import weakref
 
 import keras
 import numpy as np
@@ -33,8 +34,14 @@ from tf_vrre.schedules import CyclicalCosine
 KEEP = ("last", "reservoir")
 COMMITTED_STEP = "_tf_vrre_committed_step"
 """Sampler attribute set by :class:`tf_vrre.Checkpoint`: the step of the newest committed checkpoint."""
-COMMIT_LISTENERS = "_tf_vrre_commit_listeners"
-"""Sampler attribute: ``{directory: collector}`` told by :class:`tf_vrre.Checkpoint` after each commit."""
+_collectors = weakref.WeakKeyDictionary()  # sampler -> {directory: its newest collector}
+
+
+def checkpoint_committed(sampler):
+    """Called by :class:`tf_vrre.Checkpoint` after each commit: the sampler's collectors delete
+    the evicted samples no resume can need any more."""
+    for collector in list(_collectors.get(sampler, {}).values()):
+        collector.checkpoint_committed()
 
 # Kept for callers of the former private names.
 _read_manifest, _check_entry, _write_json, _atomic_write, _softmax = read_manifest, check_entry, write_json, \
@@ -178,9 +185,7 @@ class SampleCollector(keras.callbacks.Callback):
                              "callbacks only see the weights every steps_per_execution steps")
         self._run = self._identity(s)
         outputs.claim(self.directory, self, self.params, "SampleCollector")
-        if not hasattr(s, COMMIT_LISTENERS):
-            setattr(s, COMMIT_LISTENERS, {})
-        getattr(s, COMMIT_LISTENERS)[os.path.realpath(self.directory)] = self
+        _collectors.setdefault(s, {})[os.path.realpath(self.directory)] = self
         try:
             self._existing = self._adopt()
         except Exception:
