@@ -5,7 +5,7 @@ CIFAR ResNets (``resnet8/20/32/56``, ``resnet(depth, ...)``), a small CNN for CP
 """
 
 from models.cnn import cnn
-from models.registry import MODELS, build, check_name, names
+from models.registry import MODELS, Builder, build, check_name, names
 from models.resnet import resnet, resnet20, resnet32, resnet56
 
-__all__ = ["resnet", "resnet20", "resnet32", "resnet56", "cnn", "MODELS", "build", "check_name", "names"]
+__all__ = ["resnet", "resnet20", "resnet32", "resnet56", "cnn", "MODELS", "Builder", "build", "check_name", "names"]

@@ -9,7 +9,7 @@ import keras
 from models.cnn import cnn
 from models.resnet import resnet
 
-__all__ = ["MODELS", "build", "check_name", "names"]
+__all__ = ["MODELS", "Builder", "build", "check_name", "names"]
 
 
 def _resnet(depth):
@@ -69,3 +69,38 @@ def build(name, num_classes=10, input_shape=(32, 32, 3), synchronized_bn=False, 
         raise TypeError(f"model {name!r} did not build a keras.Model")
     return model
 
+
+
+@keras.saving.register_keras_serializable(package="models")
+class Builder:
+    """A sampler's ``model_fn`` for a registered model: ``Builder(name, ...)()`` is ``build(name, ...)``.
+
+    Unlike ``functools.partial(build, ...)`` it is Keras-serializable (``get_config`` holds
+    exactly the constructor arguments), so a sampler built with it has a complete config:
+    ``sampler.save`` works and output directories record the run identity.
+
+    Args:
+      name, num_classes, input_shape, synchronized_bn, **kwargs: as :func:`build`.
+
+    Example:
+      >>> fn = Builder("cnn", num_classes=10, width=8)
+      >>> keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(fn))().count_params()
+    """
+
+    def __init__(self, name, num_classes=10, input_shape=(32, 32, 3), synchronized_bn=False, **kwargs):
+        self.name = check_name(name)
+        self.num_classes = int(num_classes)
+        self.input_shape = tuple(int(d) for d in input_shape)
+        self.synchronized_bn = bool(synchronized_bn)
+        self.kwargs = dict(kwargs)
+
+    def __call__(self):
+        return build(self.name, self.num_classes, self.input_shape, self.synchronized_bn, **self.kwargs)
+
+    def get_config(self):
+        return {"name": self.name, "num_classes": self.num_classes, "input_shape": list(self.input_shape),
+                "synchronized_bn": self.synchronized_bn, **self.kwargs}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

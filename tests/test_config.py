@@ -90,3 +90,10 @@ def test_overrides_parse_toml_values_and_defaults_fill_in():
     assert cfg["model"]["kwargs"] == {"width": 8} and cfg["samples"]["keep"] == "reservoir"
     assert cfg["swap"]["correction"] == 1.5e5  # schema default
     assert "lr_constant_epochs" not in cfg["sampler"]  # does not apply to the cyclical schedule
+
+
+def test_model_names_match_the_registry():
+    """The config schema names the models without importing Keras; the registry is the truth."""
+    import models
+
+    assert C.MODEL_NAMES == models.names()

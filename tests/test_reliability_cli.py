@@ -3,7 +3,7 @@
 The real ``tf-vrre`` console script, in a subprocess: every bad flag value (inf, nan, huge
 numbers, values that conflict) exits 2 with exactly one line on stderr (no usage block, no
 TensorFlow start-up lines: flags are checked before TensorFlow is imported), nothing on stdout,
-nothing created at ``--out``.  Ctrl-C during a long job exits 130 with ``interrupted`` and the
+nothing created at ``--out`` (``train`` / ``evaluate``: nothing written into a run directory).  Ctrl-C during a long job exits 130 with ``interrupted`` and the
 parts finished so far on disk.
 """
 
@@ -57,6 +57,31 @@ BAD = [
     (["diagnose", "--run", "{run}", "--points", "1e3"], "argument --points: expected an int"),
     (["diagnose", "--run", "{run}", "--blocks", "1"], "--blocks must be >= 2, got 1"),
     (["diagnose", "--run", "{corrupt_run}"], "is truncated or corrupt"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--epochs", "0"], "argument --epochs: must be > 0, got 0"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--holdout", "1.5"], "argument --holdout: must be a count"),
+    (["train", "--config", "bogus", "--out", "{out}"], "config 'bogus': no such file; shipped configs are"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--set", "sampler.momentum=1.0"],
+     "config key sampler.momentum must be a number in [0, 1), got 1.0"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--model", "resnet99"], "config key model.name must be one of"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz"], "the npz source needs a directory"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{root}/nowhere"],
+     "data_dir '{root}/nowhere' does not exist"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--dataset", "cifar100"],
+     "no cifar100 train data in '{data}'"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--batch-size", "500"],
+     "data.batch_size (500) must be <= the 190 training examples"),  # 200 images, 5% held out
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--subset", "100",
+      "--batch-size", "50", "--epochs", "2", "--thinning", "100000"], "samples.thinning (100000) collects no sample"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--epochs", "3",
+      "--batch-size", "50"], "variance_reduction.period (392) must be <= the run's 9 steps"),
+    (["train", "--config", "sghmc", "--out", "{corrupt_run}", "--source", "npz", "--data-dir", "{data}"],
+     "holds samples but no run.json"),
+    (["evaluate", "--run", "/nonexistent"], "--run: run directory '/nonexistent' does not exist"),
+    (["evaluate", "--run", "{run}"], "expected format 'tf_vrre.run/1'"),
+    (["evaluate", "--run", "{image_run}", "--test-size", "0"], "argument --test-size: must be > 0"),
+    (["evaluate", "--run", "{image_run}", "--ood", "mnist"], "argument --ood: invalid choice: 'mnist'"),
+    (["evaluate", "--run", "{image_run}", "--data-dir", "{root}/nowhere"], "data_dir '{root}/nowhere' does not exist"),
+    (["evaluate", "--run", "{image_run}", "--ood", "cifar100"], "no cifar100 test data in '{data}'"),
     (["bogus"], "invalid choice: 'bogus'"),
     ([], "the following arguments are required: command"),
 ]
@@ -78,14 +103,41 @@ def dirs(tmp_path_factory):
     (corrupt_run / "samples" / "sample-000000002.npz").write_bytes(b"not a zip")
     (corrupt_run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
         {"file": "sample-000000002.npz", "step": 2, "bytes": 3, "sha256": "0" * 64}]}))
-    return {"run": str(run), "corrupt": str(corrupt), "corrupt_run": str(corrupt_run), "root": root}
+    data = root / "data" / "cifar10"  # the npz layout of tf_vrre.data.sources, 200 synthetic images per split
+    data.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        np.savez(data / f"cifar10_{split}.npz", x=rng.integers(0, 256, (200, 32, 32, 3), dtype=np.uint8),
+                 y=np.arange(200) % 10)
+    return {"run": str(run), "corrupt": str(corrupt), "corrupt_run": str(corrupt_run), "root": root,
+            "data": str(root / "data"), "image_run": _image_run(root / "image_run", root / "data")}
+
+
+def _image_run(run, data_dir):
+    """A run directory as ``tf-vrre train`` leaves it (run.json, one sample), for ``evaluate``'s checks."""
+    import hashlib
+
+    (run / "samples").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "format": "tf_vrre.run/1", "method": "sghmc", "config": {}, "seed": 0,
+        "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+        "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 190},
+        "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3}}))
+    sample = run / "samples" / "sample-000000001.npz"
+    np.savez(sample, w0=np.zeros(3, np.float32))
+    (run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
+        {"file": sample.name, "step": 1, "bytes": sample.stat().st_size,
+         "sha256": hashlib.sha256(sample.read_bytes()).hexdigest()}]}))
+    return str(run)
 
 
 @pytest.mark.parametrize("flags, message", BAD, ids=[" ".join(f) or "none" for f, _ in BAD])
 def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, message):
     out = dirs["root"] / f"out-{abs(hash(tuple(flags)))}"
-    flags = [f.format(run=dirs["run"], corrupt=dirs["corrupt"], corrupt_run=dirs["corrupt_run"], out=out)
-             for f in flags]
+    names = {k: dirs[k] for k in ("run", "corrupt", "corrupt_run", "root", "data", "image_run")}
+    flags = [f.format(out=out, **names) for f in flags]
+    message = message.format(**names)
+    before = {p: sorted(os.listdir(p)) for p in (dirs["corrupt_run"], dirs["image_run"])}
     if flags and flags[0] == "mixture":
         flags += ["--out", str(out)]
     result = tf_vrre_cli(*flags)
@@ -94,6 +146,7 @@ def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, 
     assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: ") and message in lines[0], result.stderr
     assert result.stdout == ""
     assert not out.exists()
+    assert before == {p: sorted(os.listdir(p)) for p in before}  # train / evaluate wrote nothing into a run
 
 
 def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
@@ -114,9 +167,10 @@ def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
 
 
 def test_help_answers_without_tensorflow_lines():
-    for sub in ("mixture", "export", "diagnose"):
+    for sub in ("mixture", "train", "evaluate", "export", "diagnose"):
         result = tf_vrre_cli(sub, "--help")
-        assert result.returncode == 0 and result.stderr == "" and "--out" in result.stdout, result
+        flag = "--run" if sub == "evaluate" else "--out"
+        assert result.returncode == 0 and result.stderr == "" and flag in result.stdout, result
 
 
 def test_methods_list_matches_the_library():

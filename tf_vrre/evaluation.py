@@ -29,7 +29,7 @@ DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "ci
 ENTROPY_THRESHOLD = 1.5
 ECE_BINS = 15
 
-__all__ = ["OOD_CHOICES", "evaluate", "check_run", "swap_summary"]
+__all__ = ["OOD_CHOICES", "evaluate", "check_run", "check_data", "data_sources", "swap_summary"]
 
 
 def _read_csv(path):
@@ -41,8 +41,8 @@ def _read_csv(path):
 
 def check_run(run_dir):
     """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
-    naming the missing / broken file."""
-    from tf_vrre.collection import MANIFEST, load_samples
+    naming the missing / broken file (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
+    from tf_vrre.run_files import MANIFEST, load_samples
 
     run = rundir.read_run(run_dir)
     directory = os.path.join(str(run_dir), rundir.SAMPLES)
@@ -58,6 +58,41 @@ def check_run(run_dir):
         raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
                                  f"(status {run.get('status')!r}; samples start after the burn-in)")
     return run, samples
+
+
+def data_sources(run, ood="auto", data_dir=None, source=None):
+    """``(data_dir, source, ood_name)`` an evaluation of ``run`` reads: the arguments, else the run's.
+
+    ``ood_name`` is ``None`` for ``ood="none"``; ``"auto"`` is :data:`DEFAULT_OOD` of the run's
+    data set.  Raises ``ValueError`` for an unknown ``ood``.
+    """
+    from tf_vrre.data.sources import check_dataset
+
+    if ood not in OOD_CHOICES:
+        raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
+    data = run["data"]
+    data_dir = data_dir if data_dir is not None else data.get("data_dir")
+    source = source or data.get("source", "auto")
+    ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
+    return data_dir, source, ood_name
+
+
+def check_data(run, ood="auto", data_dir=None, source=None, fit_size=2000):
+    """Checks, without reading images or TensorFlow, that the splits an evaluation reads exist.
+
+    Rule: the run's test split, the OOD test split and (``fit_size > 0``) the run's training
+    split (its held-out part fits the temperature) pass :func:`tf_vrre.data.sources.check_available`.
+
+    Raises:
+      ValueError / FileNotFoundError naming the data set, split and expected files.
+    """
+    from tf_vrre.data.sources import check_available
+
+    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
+    needed = [(run["data"]["dataset"], "test")] + ([(ood_name, "test")] if ood_name else [])
+    needed += [(run["data"]["dataset"], "train")] if fit_size else []
+    for name, split in needed:
+        check_available(name, split, source, data_dir)
 
 
 def swap_summary(run_dir, late_fraction=0.2):
@@ -151,15 +186,13 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     """
     import models
     from tf_vrre import image_plots
-    from tf_vrre.data import Preprocessing, check_dataset, num_classes
+    from tf_vrre.data import Preprocessing, num_classes
 
     if ood not in OOD_CHOICES:
         raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
     run, samples = check_run(run_dir)
     data = run["data"]
-    data_dir = data_dir if data_dir is not None else data.get("data_dir")
-    source = source or data.get("source", "auto")
-    ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
+    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
     prep = Preprocessing.from_dict(run["preprocessing"])
     x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
     ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None

@@ -21,7 +21,7 @@ Example:
   >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz")
 """
 
-import functools
+import math
 import os
 import shutil
 import time
@@ -48,15 +48,13 @@ def make_strategy(name="auto"):
 
 def expected_samples(cfg, values):
     """Number of cold-chain samples the run will collect (thinning, burn-in, cycles)."""
-    from tf_vrre.schedules import CyclicalCosine
-
     every, total = cfg["samples"]["thinning"], values["total_steps"]
     burn = values["sample_burn_in_steps"]
-    cycle = None
-    if cfg["method"] in cfgmod.CYCLICAL:
-        cycle = CyclicalCosine(1.0, total, cfg["sampler"]["cycles"], cfg["samples"]["cycle_threshold"])
     steps = range(every * (burn // every + 1), total + 1, every)
-    count = sum(1 for s in steps if cycle is None or cycle.in_sampling_phase(s - 1))
+    if cfg["method"] in cfgmod.CYCLICAL:  # CyclicalCosine.in_sampling_phase(step - 1), without Keras
+        length = math.ceil(total / cfg["sampler"]["cycles"])
+        steps = [s for s in steps if ((s - 1) % length) / length > cfg["samples"]["cycle_threshold"]]
+    count = len(steps)
     cap = cfg["samples"]["max_samples"]
     return min(count, cap) if cap else count
 
@@ -104,8 +102,8 @@ def build_sampler(cfg, values, num_classes, input_shape, data_size, synchronized
     lrs, taus, correction = _schedules(cfg, values)
     kwargs = dict(cfg["model"]["kwargs"])
     synchronized_bn = bool(kwargs.pop("synchronized_bn", False)) or synchronized_bn
-    model_fn = functools.partial(models.build, cfg["model"]["name"], num_classes=num_classes,
-                                 input_shape=tuple(input_shape), synchronized_bn=synchronized_bn, **kwargs)
+    model_fn = models.Builder(cfg["model"]["name"], num_classes=num_classes, input_shape=tuple(input_shape),
+                              synchronized_bn=synchronized_bn, **kwargs)  # serializable: run identity, save
     swap = vr = None
     if method in cfgmod.REPLICA:
         sw = cfg["swap"]
@@ -139,10 +137,22 @@ def plan(cfg, data_dir=None, source="auto", download=True):
     d = cfg["data"]
     train, holdout, info = load_training_data(d["dataset"], source, data_dir, d["subset"] or None, d["holdout"],
                                               d["split_seed"], download)
-    if d["batch_size"] > train.size:
-        raise ValueError(f"data.batch_size ({d['batch_size']}) must be <= the {train.size} training examples")
-    spe = train.steps_per_epoch(d["batch_size"])
-    values = cfgmod.schedule_values(cfg, train.size, spe)
+    values, count = check_numbers(cfg, train.size)
+    model = {"name": cfg["model"]["name"], "kwargs": dict(cfg["model"]["kwargs"]),
+             "num_classes": sources.num_classes(d["dataset"]), "input_shape": list(sources.image_shape(d["dataset"]))}
+    return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
+
+
+def check_numbers(cfg, train_size):
+    """``(values, samples)`` of a run on ``train_size`` images, or a ``ValueError`` (no TensorFlow).
+
+    Checks: the batch fits the data, the control variates are refreshed at least once, the
+    schedule collects at least one sample (naming ``samples.thinning`` and the burn-in).
+    """
+    d = cfg["data"]
+    if d["batch_size"] > train_size:
+        raise ValueError(f"data.batch_size ({d['batch_size']}) must be <= the {train_size} training examples")
+    values = cfgmod.schedule_values(cfg, train_size, train_size // d["batch_size"])
     if "variance_reduction" in cfg and cfg["variance_reduction"]["period"] > values["total_steps"]:
         raise ValueError(f"variance_reduction.period ({cfg['variance_reduction']['period']}) must be <= the run's "
                          f"{values['total_steps']} steps, or the control variates are never refreshed")
@@ -151,9 +161,22 @@ def plan(cfg, data_dir=None, source="auto", download=True):
         raise ValueError(f"samples.thinning ({cfg['samples']['thinning']}) collects no sample: the run has "
                          f"{values['total_steps']} steps, {values['sample_burn_in_steps']} of them burn-in; "
                          "lower --thinning or raise --epochs")
-    model = {"name": cfg["model"]["name"], "kwargs": dict(cfg["model"]["kwargs"]),
-             "num_classes": sources.num_classes(d["dataset"]), "input_shape": list(sources.image_shape(d["dataset"]))}
-    return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
+    return values, count
+
+
+def train_size_hint(cfg, source, data_dir):
+    """The number of training images, known without reading images: ``data.subset``, or for the
+    npz source the split's label count less the held-out part; ``None`` for tfds (no TensorFlow)."""
+    from tf_vrre.data import sources
+
+    d = cfg["data"]
+    if d["subset"]:
+        return int(d["subset"])
+    name = sources.check_dataset(d["dataset"])
+    if sources.resolve_source(source, name, "train", data_dir) != "npz":
+        return None
+    total = sources.npz_split_size(data_dir, name, "train")
+    return total - sources.example_count(d["holdout"], total, "holdout")
 
 
 def check_run_dir(out, cfg, overwrite=False):

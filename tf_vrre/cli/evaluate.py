@@ -36,18 +36,28 @@ def _row(name, d):
             f"ECE {d['ece']:.4f}")
 
 
-def run(args):
-    """Checks the run, evaluates it, prints a summary; returns the exit status."""
+def check(args):
+    """The run, its samples and the data it is scored on, before TensorFlow starts (exit 2 on a bad one)."""
     from tf_vrre import evaluation, rundir
 
     try:
-        evaluation.check_run(args.run)
+        run, _ = evaluation.check_run(args.run)
     except rundir.RunDirError as err:
-        _die(str(err))
+        _die(f"--run: {err}")
+    try:
+        evaluation.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
+    except (ValueError, FileNotFoundError) as err:
+        _die(f"--data-dir / --source / --ood: {err}")
+
+
+def run(args):
+    """Evaluates the run (after :func:`check`), prints a summary; returns the exit status."""
+    from tf_vrre import evaluation, rundir
+
     try:
         report = evaluation.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
                                      args.fit_size, args.batch_size, verbose=not args.quiet)
-    except (FileNotFoundError, rundir.RunDirError) as err:
+    except (ValueError, FileNotFoundError, rundir.RunDirError) as err:
         _die(str(err))
     t = report["temperature"]
     print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "

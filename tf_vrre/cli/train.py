@@ -8,6 +8,7 @@
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
+from tf_vrre.cli._args import writable as _writable
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
 DESCRIPTION = (
@@ -75,7 +76,7 @@ def add_arguments(p):
 
 
 def resolved_config(args):
-    """The resolved config of the parsed flags (``ConfigError`` naming a bad key)."""
+    """The resolved config of the parsed flags (``ConfigError`` naming a bad key; no TensorFlow)."""
     from tf_vrre import config
 
     raw = config.load(args.config)
@@ -86,25 +87,50 @@ def resolved_config(args):
     return config.resolve(config.apply_overrides(raw, overrides))
 
 
-def run(args):
-    """Validates config, run directory and data, then trains; returns the exit status."""
-    from tf_vrre.cli._args import writable
+def check(args):
+    """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
+
+    Sets ``args.cfg`` (the resolved config) and ``args.existing`` (the run already in ``--out``
+    with the same config, or ``None``).  Checks that need the images (sizes, the number of
+    samples the schedule collects) are made here when the training-set size is known without
+    reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
+    """
+    from tf_vrre import rundir, training
+    from tf_vrre.data import sources
 
     try:
-        cfg = resolved_config(args)
+        args.cfg = resolved_config(args)
     except ValueError as err:
         _die(str(err))
-    from tf_vrre import rundir, training
-
     try:
-        existing = training.check_run_dir(args.out, cfg, args.overwrite)
-        if existing is not None and existing.get("status") == "complete":
-            print(f"{args.out}: run already complete ({existing['method']}); nothing to do")
-            return 0
+        args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
+    except rundir.RunDirError as err:
+        _die(f"--out: {err}")
+    try:
+        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir)
+        size = training.train_size_hint(args.cfg, args.source, args.data_dir)
+    except (ValueError, FileNotFoundError) as err:
+        _die(f"--data-dir / --source: {err}")
+    if size is not None:
+        try:
+            training.check_numbers(args.cfg, size)
+        except ValueError as err:
+            _die(str(err))
+    _writable(args.out)
+
+
+def run(args):
+    """Loads the data, checks the run's numbers, then trains (after :func:`check`); returns the exit status."""
+    from tf_vrre import training
+
+    cfg = args.cfg
+    if args.existing is not None and args.existing.get("status") == "complete":
+        print(f"{args.out}: run already complete ({args.existing['method']}); nothing to do")
+        return 0
+    try:
         prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
-    except (ValueError, FileNotFoundError, rundir.RunDirError) as err:
+    except (ValueError, FileNotFoundError) as err:
         _die(str(err))
-    writable(args.out)
     result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, args.strategy,
                             args.overwrite, verbose=not args.quiet, prepared=prepared)
     hist = result["history"]

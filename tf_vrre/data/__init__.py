@@ -9,13 +9,29 @@
   resume) and :func:`eval_dataset`.
 """
 
-from tf_vrre.data.augment import Augmentation, augment, example_key, random_erasing
-from tf_vrre.data.pipeline import (ENERGY_INPUTS_KEY, INDEX_KEY, Preprocessing, TrainingData, eval_dataset,
-                                   indices_digest, load_training_data, split_indices)
-from tf_vrre.data.sources import (ALIASES, DATASETS, SOURCES, check_dataset, image_shape, load_split,
-                                  npz_files, num_classes, resolve_source)
+import importlib
+
+from tf_vrre.data.sources import (ALIASES, DATASETS, SOURCES, check_available, check_dataset, image_shape,
+                                  load_split, npz_files, num_classes, resolve_source)
+
+# Names from the TensorFlow modules, imported on first use: ``tf_vrre.data.sources`` (and so
+# ``tf-vrre train`` / ``evaluate`` checking their flags) stays free of TensorFlow.
+_LAZY = {"augment": ("Augmentation", "augment", "example_key", "random_erasing"),
+         "pipeline": ("ENERGY_INPUTS_KEY", "INDEX_KEY", "Preprocessing", "TrainingData", "eval_dataset",
+                      "indices_digest", "load_training_data", "split_indices")}
+
+
+def __getattr__(name):
+    if name in _LAZY["augment"] + _LAZY["pipeline"] or name == "pipeline":
+        for module, names in _LAZY.items():
+            mod = importlib.import_module(f"{__name__}.{module}")
+            globals().update({n: getattr(mod, n) for n in names})  # ``augment`` is the function, as before
+        globals()["pipeline"] = importlib.import_module(f"{__name__}.pipeline")
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Augmentation", "augment", "example_key", "random_erasing", "Preprocessing", "TrainingData",
            "eval_dataset", "indices_digest", "load_training_data", "split_indices", "ENERGY_INPUTS_KEY",
            "INDEX_KEY", "ALIASES", "DATASETS", "SOURCES", "check_dataset", "image_shape", "load_split",
-           "npz_files", "num_classes", "resolve_source"]
+           "npz_files", "num_classes", "resolve_source", "check_available"]

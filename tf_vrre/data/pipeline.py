@@ -105,17 +105,7 @@ class Preprocessing:
         return (x - tf.constant(self.mean, tf.float32)) / tf.constant(self.std, tf.float32)
 
 
-def _count(value, total, name):
-    """An example count from an integer (>= 0) or a fraction in [0, 1) of ``total``."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
-        raise ValueError(f"{name} must be a count >= 0 or a fraction in [0, 1), got {value!r}")
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if value >= 1:
-        raise ValueError(f"{name} as a fraction must be < 1, got {value!r}")
-    return int(round(value * total))
+_count = sources.example_count
 
 
 def split_indices(y, subset=None, holdout=0, seed=0):

@@ -13,6 +13,7 @@ Both sources return the same thing, ``(x, y)`` numpy arrays with ``x`` uint8 ``[
 """
 
 import glob
+import numbers
 import os
 import re
 
@@ -28,7 +29,7 @@ ALIASES = {"svhn": "svhn_cropped"}
 SOURCES = ("auto", "npz", "tfds")
 
 __all__ = ["DATASETS", "ALIASES", "SOURCES", "check_dataset", "num_classes", "image_shape",
-           "npz_files", "resolve_source", "load_split"]
+           "npz_files", "resolve_source", "check_available", "example_count", "npz_split_size", "load_split"]
 
 
 def check_dataset(name):
@@ -96,7 +97,7 @@ def _check_arrays(x, y, name, where):
     return x, y.astype(np.int64)
 
 
-def _load_npz(data_dir, name, split):
+def _existing_npz_files(data_dir, name, split):
     if not os.path.isdir(str(data_dir)):
         raise FileNotFoundError(f"data_dir {str(data_dir)!r} does not exist")
     files = npz_files(data_dir, name, split)
@@ -105,6 +106,58 @@ def _load_npz(data_dir, name, split):
         raise FileNotFoundError(f"no {name} {split} data in {str(data_dir)!r}: expected "
                                 f"{os.path.join(folder, f'{name}_{split}.npz')} or "
                                 f"{os.path.join(folder, f'{name}_{split}_part1of2.npz')}, ...")
+    return files
+
+
+def check_available(name, split, source="tfds", data_dir=None):
+    """The source :func:`load_split` would use, after the checks it can make without reading data.
+
+    Rule: the data set, split and source names are valid; for the npz source, ``data_dir``
+    exists and holds the split's files.  (A tfds split is only checked when loaded.)  No
+    TensorFlow: the command line calls this before TensorFlow starts.
+
+    Raises:
+      ValueError / FileNotFoundError: as :func:`load_split`, naming the expected paths.
+
+    Example:
+      >>> check_available("cifar10", "train", "npz", "/work/shared/data")
+      'npz'
+    """
+    name = check_dataset(name)
+    _check_split(name, split)
+    used = resolve_source(source, name, split, data_dir)
+    if used == "npz":
+        _existing_npz_files(data_dir, name, split)
+    return used
+
+
+def example_count(value, total, name):
+    """An example count from an integer (>= 0) or a fraction in [0, 1) of ``total`` (``None``: 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+        raise ValueError(f"{name} must be a count >= 0 or a fraction in [0, 1), got {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if value >= 1:
+        raise ValueError(f"{name} as a fraction must be < 1, got {value!r}")
+    return int(round(value * total))
+
+
+def npz_split_size(data_dir, name, split):
+    """Number of examples of an npz split, from its label arrays alone (no images are read)."""
+    total = 0
+    for path in _existing_npz_files(data_dir, name, split):
+        try:
+            with np.load(path) as z:
+                total += len(np.asarray(z["y"]).reshape(-1))
+        except (KeyError, ValueError, OSError) as err:
+            raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' ({err})") from None
+    return total
+
+
+def _load_npz(data_dir, name, split):
+    files = _existing_npz_files(data_dir, name, split)
     xs, ys = [], []
     for path in files:
         try:
