@@ -51,21 +51,21 @@ def _load():
 def _import_api():
     from tf_vrre import (callbacks, checkpoint, collection, control_variates, diagnostics, dynamics,  # noqa: F401
                          energy, export, record, schedules, seeds, state, stats, swaps)
-    from tf_vrre.callbacks import CSVLogger, HyperparameterScheduler, SampleCollector, SwapLogger
-    from tf_vrre.checkpoint import Checkpoint
-    from tf_vrre.collection import SampleSet, load_samples
-    from tf_vrre.diagnostics import to_inference_data
-    from tf_vrre.energy import ControlVariates, gaussian_nll
-    from tf_vrre.export import export_ensemble
-    from tf_vrre.outputs import RunMismatchError
-    from tf_vrre.sampler import ReplicaExchangeSampler
-    from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
-    from tf_vrre.swaps import CorrectedSwap, SwapResults
+    from tf_vrre.callbacks import CSVLogger, HyperparameterScheduler, SampleCollector, SwapLogger  # noqa: F401
+    from tf_vrre.checkpoint import Checkpoint  # noqa: F401
+    from tf_vrre.collection import SampleSet, load_samples  # noqa: F401
+    from tf_vrre.diagnostics import to_inference_data  # noqa: F401
+    from tf_vrre.energy import ControlVariates, gaussian_nll  # noqa: F401
+    from tf_vrre.export import export_ensemble  # noqa: F401
+    from tf_vrre.outputs import RunMismatchError  # noqa: F401
+    from tf_vrre.sampler import ReplicaExchangeSampler  # noqa: F401
+    from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules  # noqa: F401
+    from tf_vrre.swaps import CorrectedSwap, SwapResults  # noqa: F401
     from tf_vrre import config, data, evaluation, image_plots, metrics, run_callbacks, rundir, training  # noqa: F401
-    from tf_vrre.data import Augmentation, Preprocessing, TrainingData
-    from tf_vrre.evaluation import evaluate
-    from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress
-    from tf_vrre.training import train
+    from tf_vrre.data import Augmentation, Preprocessing, TrainingData  # noqa: F401
+    from tf_vrre.evaluation import evaluate  # noqa: F401
+    from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress  # noqa: F401
+    from tf_vrre.training import train  # noqa: F401
 
     globals().update({k: v for k, v in locals().items() if k in __all__})
 

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre.data import sources
-from tf_vrre.data.augment import Augmentation, augment, example_key
+from tf_vrre.data.augment import augment, example_key
 
 ORDER_SALT = 0x0D7A
 INDEX_KEY = "example_index"
