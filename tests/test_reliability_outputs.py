@@ -225,3 +225,29 @@ def test_a_non_finite_sample_is_never_written(tmp_path):
     assert tf_vrre.load_samples(str(tmp_path)).steps == [2, 4]
     assert sorted(os.listdir(tmp_path)) == [".lock", "manifest.json", "model.json", "sample-000000002.npz",
                                             "sample-000000004.npz"]
+
+
+def test_an_unserializable_model_fn_is_named_before_anything_is_written(tmp_path):
+    """``functools.partial`` cannot be serialized by Keras, so no run identity: a ValueError naming
+    the fix, not a TypeError from inside Keras, and no directory; ``models.Builder`` works."""
+    import functools
+
+    import models
+    from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
+
+    def sampler(model_fn):
+        s = ReplicaExchangeSampler(model_fn, data_size=64, num_chains=2, temperatures=[1.0, 4.0],
+                                   learning_rates=1e-3, swap=CorrectedSwap(correction=2.0))
+        s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
+        return s
+
+    x = np.random.default_rng(0).integers(0, 256, (64, 32, 32, 3)).astype(np.float32) / 255.0
+    y = np.arange(64) % 10
+    partial = functools.partial(models.build, "cnn", num_classes=10, width=2)
+    with pytest.raises(ValueError, match="cannot record the run identity.*not functools.partial"):
+        sampler(partial).fit(x, y, batch_size=32, epochs=1, verbose=0,
+                             callbacks=[SampleCollector(str(tmp_path / "p"), every=1)])
+    assert not (tmp_path / "p").exists()
+    sampler(models.Builder("cnn", num_classes=10, width=2)).fit(
+        x, y, batch_size=32, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path / "b"), every=1)])
+    assert len(tf_vrre.load_samples(str(tmp_path / "b"))) == 2

@@ -44,7 +44,13 @@ def run_identity(sampler, **extra):
     """
     with warnings.catch_warnings():  # a lambda model_fn serializes with a warning meant for saving
         warnings.simplefilter("ignore")
-        config = dict(sampler._config())
+        try:
+            config = dict(sampler._config())
+        except TypeError as err:  # e.g. model_fn=functools.partial(...): Keras cannot serialize it
+            raise ValueError(
+                "cannot record the run identity of this sampler: a constructor argument is not serializable "
+                f"({str(err).splitlines()[0][:200]}); pass model_fn / nll as a module-level function or a "
+                "Keras-registered class with get_config (e.g. models.Builder), not functools.partial") from None
     config.pop("name", None)
     ident = {"sampler": json.loads(_canonical(config)),
              "weights": [[list(v.shape), str(v.dtype)] for v in sampler.cold_model.weights]}
