@@ -1,5 +1,11 @@
-"""Reference networks for the experiments: CIFAR ResNets (logits out, no regularizers)."""
+"""Reference networks for the experiments (logits out, no regularizers).
 
+CIFAR ResNets (``resnet8/20/32/56``, ``resnet(depth, ...)``), a small CNN for CPU runs
+(``cnn``) and a registry by name (``build(name, ...)``, ``names()``).
+"""
+
+from models.cnn import cnn
+from models.registry import MODELS, Builder, build, check_name, names
 from models.resnet import resnet, resnet20, resnet32, resnet56
 
-__all__ = ["resnet", "resnet20", "resnet32", "resnet56"]
+__all__ = ["resnet", "resnet20", "resnet32", "resnet56", "cnn", "MODELS", "Builder", "build", "check_name", "names"]

@@ -192,7 +192,7 @@ def test_swap_logger_errors_and_config(tmp_path):
         SwapLogger(None)
     logger = SwapLogger(str(tmp_path / "a"), tensorboard_dir=str(tmp_path / "b"))
     config = logger.get_config()
-    assert config == {"log_dir": str(tmp_path / "a"), "tensorboard_dir": str(tmp_path / "b")}
+    assert config == {"log_dir": str(tmp_path / "a"), "tensorboard_dir": str(tmp_path / "b"), "overwrite": False}
     assert SwapLogger.from_config(config).get_config() == config
 
 

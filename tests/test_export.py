@@ -292,7 +292,7 @@ def test_bad_input_errors_leave_nothing_behind(tiny, tmp_path):
         f.write(b"not a zip file")
     entry["bytes"], entry["sha256"] = 14, hashlib.sha256(b"not a zip file").hexdigest()
     json.dump(manifest, open(path, "w"))
-    fails(f"sample file .*{entry['file']} is unreadable", source=garbage)
+    fails(f"sample file .*{entry['file']} is not a readable .npz file", source=garbage)  # run_files' check
 
     broken = _copy_run(tiny, tmp_path / "broken")
     name = sorted(f for f in os.listdir(os.path.join(broken, "samples")) if f.startswith("sample-"))[2]

@@ -14,6 +14,7 @@ and replayed, never duplicated.
 """
 
 import csv
+import json
 import math
 import numbers
 import os
@@ -21,12 +22,18 @@ import os
 import keras
 import numpy as np
 
+from tf_vrre import _faults
 from tf_vrre import _hyper
+from tf_vrre import outputs
 from tf_vrre import record
 from tf_vrre.collection import SampleCollector  # noqa: F401  (re-export)
+from tf_vrre.csv_logger import CSVLogger  # noqa: F401  (re-export)
+from tf_vrre.run_files import write_json
 from tf_vrre.sampler import require_sampler
 
-__all__ = ["HyperparameterScheduler", "SwapLogger", "SampleCollector"]
+__all__ = ["HyperparameterScheduler", "SwapLogger", "SampleCollector", "CSVLogger"]
+IDENTITY = "identity.json"
+SWAP_LOG_FORMAT = "tf_vrre.swaps/1"
 
 
 def _check_value(value, name):
@@ -231,24 +238,32 @@ class SwapLogger(keras.callbacks.Callback):
     With ``tensorboard_dir`` the same records go to TensorBoard scalars (``swap/*``,
     ``sigma2/*``, ``c/*``, ``epoch/*``) at the global step.
 
-    On a ``BackupAndRestore`` resume, rows at or after the restored step are removed
-    before training continues (they are replayed), so files never hold duplicates.
+    On a resume (:class:`tf_vrre.Checkpoint`, or any restore of the sampler's state), rows at
+    or after the restored step are removed before training continues (they are replayed), so
+    files never hold duplicates.  ``identity.json`` records the run identity
+    (:mod:`tf_vrre.outputs`): logs of another run in ``log_dir`` are refused
+    (:class:`tf_vrre.RunMismatchError`) unless ``overwrite=True``, which deletes them; one
+    writer per directory.
 
     Args:
       log_dir: directory of the CSV files (created).
       tensorboard_dir: optional TensorBoard log directory.
+      overwrite: replace swap logs of another run found in ``log_dir``.
 
     Example:
       >>> sampler.fit(ds, epochs=10, callbacks=[SwapLogger("runs/swaps")])
       >>> import pandas as pd; pd.read_csv("runs/swaps/swaps.csv").accepted.sum()
     """
 
-    def __init__(self, log_dir, tensorboard_dir=None):
+    def __init__(self, log_dir, tensorboard_dir=None, overwrite=False):
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not str(log_dir):
             raise TypeError(f"log_dir must be a path, got {log_dir!r}")
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
         self.log_dir = str(log_dir)
         self.tensorboard_dir = None if tensorboard_dir is None else str(tensorboard_dir)
+        self.overwrite = overwrite
         self._files = None
         self._writer = None
 
@@ -260,7 +275,6 @@ class SwapLogger(keras.callbacks.Callback):
         spe = int(getattr(s, "steps_per_execution", 1) or 1)
         if spe > record.CAPACITY:
             raise ValueError(f"SwapLogger: steps_per_execution must be <= {record.CAPACITY}, got {spe}")
-        os.makedirs(self.log_dir, exist_ok=True)
         self._columns = record.swap_log_columns(s.num_chains)
         self._col = {c: i for i, c in enumerate(self._columns)}
         K, P = s.num_chains, s.num_chains - 1
@@ -273,7 +287,35 @@ class SwapLogger(keras.callbacks.Callback):
             "offsets": ["epoch", "pair", "offset", "attempts", "swaps", "accept_rate", "mean_sigma2_used"],
         }
         self._offsets = s.swap_state.offsets
+        self._run = outputs.run_identity(s)
+        self._abandon()
+        outputs.claim(self.log_dir, self, self.params, "SwapLogger")
+        try:
+            self._adopt()
+        except Exception:
+            outputs.release(self)
+            raise
         self._started = False
+
+    def _adopt(self):
+        """Refuses (or with ``overwrite`` deletes) swap logs of another run; records this run."""
+        path = os.path.join(self.log_dir, IDENTITY)
+        stored = None
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    stored = json.load(f).get("run")
+            except (OSError, ValueError, AttributeError) as err:
+                raise ValueError(f"SwapLogger: {path} is corrupt ({err}); move it away or pass overwrite=True") from None
+        diff = outputs.difference(stored, self._run)
+        logs = [f"{name}.csv" for name in self._headers if os.path.exists(os.path.join(self.log_dir, f"{name}.csv"))]
+        if diff is not None and logs:
+            if not self.overwrite:
+                raise outputs.refuse(self.log_dir, f"swap logs ({', '.join(logs)})", diff)
+            for name in logs:
+                os.remove(os.path.join(self.log_dir, name))
+        if diff is not None:
+            write_json(path, {"format": SWAP_LOG_FORMAT, "run": self._run})
 
     def _start(self, epoch):
         """First epoch of this fit (after every callback's on_train_begin, i.e. after a
@@ -349,6 +391,7 @@ class SwapLogger(keras.callbacks.Callback):
         self._next_step = end
         for f in self._files.values():  # on disk before any later checkpoint
             f.file.flush()
+        _faults.point("swaps.drained")
         if self._writer is not None and tb:
             import tensorflow as tf
 
@@ -381,6 +424,13 @@ class SwapLogger(keras.callbacks.Callback):
                 tf.summary.scalar("epoch/accept_rate", rate, step=self._next_step)
             self._writer.flush()
 
+    def _abandon(self):
+        """Closes files a fit left open when it was interrupted (before the next fit reconciles them)."""
+        if self._files:
+            for f in self._files.values():
+                f.file.close()
+        self._files = None
+
     def on_train_end(self, logs=None):
         if self._files:
             for f in self._files.values():
@@ -389,9 +439,10 @@ class SwapLogger(keras.callbacks.Callback):
         self._started = False
         if self._writer is not None:
             self._writer.flush()
+        outputs.release(self)
 
     def get_config(self):
-        return {"log_dir": self.log_dir, "tensorboard_dir": self.tensorboard_dir}
+        return {"log_dir": self.log_dir, "tensorboard_dir": self.tensorboard_dir, "overwrite": self.overwrite}
 
     @classmethod
     def from_config(cls, config):

@@ -21,6 +21,7 @@ with another ``(lr, tau)`` are rescaled by ``sqrt(lr_new tau_new / (lr_old tau_o
 the stationary velocity law ``N(0, lr tau)`` of one slot onto the other's.
 """
 
+import inspect
 import numbers
 
 import keras
@@ -30,6 +31,7 @@ import tensorflow as tf
 from tf_vrre import _hyper
 from tf_vrre import batch as bt
 from tf_vrre import control_variates as cvs
+from tf_vrre import data_checks
 from tf_vrre import distribute
 from tf_vrre import dynamics as dyn
 from tf_vrre import energy as en
@@ -37,6 +39,7 @@ from tf_vrre import faults
 from tf_vrre import gradients
 from tf_vrre import indexed_data
 from tf_vrre import record
+from tf_vrre import saving
 from tf_vrre import seeds
 from tf_vrre import swaps as sw
 from tf_vrre import xla
@@ -46,6 +49,7 @@ from tf_vrre.record import swap_log_columns  # noqa: F401
 from tf_vrre.state import ChainState, LossScale, SwapState, VRState, exchange, exchange_forward
 from tf_vrre.swap_energy import SwapEnergyEstimator
 
+_FIT_SIGNATURE = inspect.signature(keras.Model.fit)
 SWAP_LOG_CAPACITY = record.CAPACITY
 """Rows (steps) of the in-graph swap record ring buffer read by ``tf_vrre.SwapLogger``."""
 
@@ -165,6 +169,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
         keras.utils.set_random_seed(self.seed)
         self.chains = [self._build_chain() for _ in range(num_chains)]
+        data_checks.check_distinct_models(self.chains)
         self._tie_initial_weights()
         ref = self.chains[0]
         self.energy_mode = energy_mode
@@ -176,6 +181,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             self.energy_mode == "inference" or not en.has_training_dependent_layers(ref)))
         self._create_state(_hyper.initial_values(temps), _hyper.initial_values(lrs))
         object.__setattr__(self, "_faults", faults.FaultRegister())  # not a saved weight (see faults.py)
+        if variance_reduction is not None:
+            data_checks.check_distinct_models(self.chains + self.snapshots)
         self._reference = None  # a tf_vrre.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
         self._chain_metrics = []
@@ -316,10 +323,12 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """
         if self.variance_reduction is None:
             raise ValueError("set_reference_data: the sampler has no variance_reduction")
-        batch_size = batch_size or self.variance_reduction.batch_size
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = self.variance_reduction.batch_size if batch_size is None else batch_size
+        data_checks.check_batch_size("set_reference_data", batch_size)
+        if not isinstance(data, tf.data.Dataset):
+            data = data_checks.check_reference(self, data)  # structure, dtypes, lengths, finite, labels
         self._reference = cvs.make_reference(data, batch_size, self.data_size)
+        self._reference_checked = data_checks.loss_key(self)
         self.train_function = None  # retrace with the new dataset
 
     def make_dataset(self, batch_size, shuffle=True, seed=None, repeat=False, drop_remainder=False):
@@ -346,16 +355,28 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """
         if self._reference is None or isinstance(self._reference.source, tf.data.Dataset):
             raise ValueError("make_dataset: call set_reference_data with in-memory arrays first")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if drop_remainder and batch_size > self.data_size:
-            raise ValueError(f"batch_size must be <= data_size ({self.data_size}) with drop_remainder, "
-                             f"got {batch_size}")
+        data_checks.check_batch_size("make_dataset", batch_size, self.data_size)
+        for name, value in (("shuffle", shuffle), ("repeat", repeat), ("drop_remainder", drop_remainder)):
+            if not isinstance(value, bool):
+                raise TypeError(f"make_dataset: {name} must be True or False, got {value!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise TypeError(f"make_dataset: seed must be an integer or None, got {seed!r}")
         source = self._reference.source
         parts = list(source) if isinstance(source, (tuple, list)) else [source]
         key = seeds.fold(seeds.base_key(self.seed if seed is None else seed), seeds.DATA)
         return indexed_data.indexed_dataset(parts, self.step_counter, batch_size, key, shuffle=shuffle,
                                             repeat=repeat, drop_remainder=drop_remainder)
+
+    def fit(self, *args, **kwargs):
+        """``keras.Model.fit`` after host-side checks of array inputs and the reference data
+        (:func:`tf_vrre.data_checks.check_fit`: lengths, dtypes, finite values, labels within the
+        model's classes, sample weights, ``batch_size <= data_size``; a warning if the training
+        arrays do not hold ``data_size`` examples): bad data fails before any graph runs, with an
+        error naming the argument."""
+        bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        data_checks.check_fit(self, bound.arguments)
+        return super().fit(*args, **kwargs)
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss=None, metrics=None, weighted_metrics=None, run_eagerly=False,
@@ -528,6 +549,13 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     # ---- config ----------------------------------------------------------------------
     def get_config(self):
+        """The constructor arguments, serialized; ``ValueError`` if they cannot be restored
+        (e.g. an unregistered ``model_fn``), so a save fails now instead of a later load."""
+        config = self._config()
+        saving.check_restorable(self, config)
+        return config
+
+    def _config(self):
         ser = keras.saving.serialize_keras_object
         return {
             "name": self.name,
@@ -546,6 +574,22 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             "seed": self.seed,
             "independent_init": self.independent_init,
         }
+
+    def save(self, filepath, *args, **kwargs):
+        """``keras.Model.save`` after checking that the config can be restored (nothing is written
+        otherwise; see :func:`tf_vrre.saving.check_restorable`)."""
+        self.get_config()
+        return super().save(filepath, *args, **kwargs)
+
+    def load_own_variables(self, store):
+        saving.check_own_variables(self, store)  # names another num_chains / architecture
+        super().load_own_variables(store)
+
+    def load_weights(self, filepath, *args, **kwargs):
+        """``keras.Model.load_weights`` after checking that the file's chains match this sampler
+        (``ValueError`` naming another ``num_chains`` or architecture)."""
+        saving.check_weights_file(self, filepath)
+        return super().load_weights(filepath, *args, **kwargs)
 
     @classmethod
     def from_config(cls, config):

@@ -1,22 +1,29 @@
 """Command line ``tf-vrre``: one module per subcommand in this package.
 
     tf-vrre mixture            # the paper's Gaussian-mixture study (offline main job)
+    tf-vrre train              # a method config on CIFAR / SVHN into a run directory
+    tf-vrre evaluate           # BMA accuracy and uncertainty of a run's samples
     tf-vrre export             # the samples' model average as a TF Serving SavedModel
     tf-vrre diagnose --run RUN # replica flow, acceptance, ESS / R-hat of a run
 
-Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION``, ``add_arguments(parser)``
-and ``run(args) -> int``; modules import TensorFlow only inside ``run`` so that flags are
-parsed and validated first.  Shared argument types and the one-line error live in
-:mod:`tf_vrre.cli._args`.
+Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION``, ``add_arguments(parser)``,
+optionally ``check(args)`` (validation that needs more than one flag, or the file system;
+calls ``die`` on a bad value; no TensorFlow) and ``run(args) -> int``.  Modules import
+TensorFlow only inside ``run``, so a bad flag gives exactly one line on stderr and exit status
+2 before anything is written (the console script, :mod:`tf_vrre_cli`, defers the package's
+own TensorFlow import until :func:`main` has checked the flags).  Ctrl-C during ``run``
+prints ``tf-vrre: interrupted`` and exits 130; what finished before is on disk.  Shared
+argument types and the one-line error live in :mod:`tf_vrre.cli._args`.
 """
 
 import argparse
 import importlib
 import os
+import sys
 
 from tf_vrre.cli._args import die  # noqa: F401  (re-export for subcommands and tests)
 
-SUBCOMMANDS = ("mixture", "export", "diagnose")
+SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,8 +47,25 @@ def parser():
     return p
 
 
+INTERRUPTED = 130  # 128 + SIGINT, the shell's status for a job stopped by Ctrl-C
+
+
 def main(argv=None):
-    """Entry point of the ``tf-vrre`` console script; returns the exit status."""
+    """Parses and checks the flags, then runs the subcommand; returns the exit status.
+
+    Exit status: 0 done, 2 bad flag (one line on stderr, nothing written), 130 interrupted
+    (Ctrl-C; parts already finished stay on disk).
+    """
     args = parser().parse_args(argv)
+    mod = _module(args.command)
+    if hasattr(mod, "check"):
+        mod.check(args)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    return _module(args.command).run(args)
+    import tf_vrre
+
+    tf_vrre._load()  # the package's imports, deferred by the console script until the flags were checked
+    try:
+        return mod.run(args)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"\ntf-vrre: interrupted ({args.command}); results finished so far are on disk\n")
+        return INTERRUPTED

@@ -8,6 +8,7 @@ import json
 import os
 
 from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
@@ -23,25 +24,13 @@ DESCRIPTION = (
     "several chains (e.g. seeds) for R-hat.")
 
 
-def _fraction(text):
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
 def add_arguments(p):
     """Flags of ``tf-vrre diagnose``."""
     p.add_argument("--run", action="append", required=True, metavar="RUN",
                    help="run directory (repeat for several runs as chains, e.g. seeds)")
     p.add_argument("--out", default=None,
                    help="output directory (default: the run directory; required with several --run)")
-    p.add_argument("--burn-in", type=_fraction, default=0.1,
+    p.add_argument("--burn-in", type=_fraction(), default=0.1,
                    help="fraction of each run's steps dropped before ESS / R-hat (default 0.1)")
     p.add_argument("--points", type=_positive(int), default=4,
                    help="validation points whose predictive probability is tracked (default 4)")
@@ -51,14 +40,17 @@ def add_arguments(p):
     p.add_argument("--no-figures", action="store_true", help="skip replicas.png and acceptance.png")
 
 
-def _check(args):
-    from tf_vrre.diagnostics import runs as rn
+def check(args):
+    """Runs, sample files and ``--out``, before TensorFlow starts (exit 2 on a bad one)."""
+    from tf_vrre import run_files
 
     if args.blocks < 2:
         _die(f"--blocks must be >= 2, got {args.blocks}")
     for run in args.run:
         try:
-            rn.locate(run)
+            _, samples = run_files.locate(run)
+            if samples is not None:
+                run_files.load_samples(samples)
         except ValueError as err:
             _die(f"--run: {err}")
     if len(set(map(os.path.realpath, args.run))) != len(args.run):
@@ -78,8 +70,8 @@ def _write_json(path, obj):
 
 
 def run(args):
-    """Diagnoses the runs; returns the exit status."""
-    _check(args)
+    """Diagnoses the runs (after :func:`check`); returns the exit status."""
+    os.makedirs(args.out, exist_ok=True)
     from tf_vrre import diagnostics as dg
     from tf_vrre.diagnostics import plots
 

@@ -36,29 +36,36 @@ def add_arguments(p):
                    help="divide the members' logits by T before the softmax (default 1)")
 
 
-def _check_source(args):
+def check(args):
+    """Source, sample files, ``--out`` and ``--version``, before TensorFlow starts (exit 2 on a bad one)."""
+    from tf_vrre import run_files
+
     if args.run is not None:
         if not os.path.isfile(os.path.join(args.run, "run.json")):
             _die(f"--run {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
-        return args.run
-    if not os.path.isfile(os.path.join(args.samples, "manifest.json")):
-        _die(f"--samples {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
-    return args.samples
-
-
-def run(args):
-    """Exports; prints version path, member count, export time and size; returns the exit status."""
-    source = _check_source(args)
+        samples = os.path.join(args.run, "samples")
+    else:
+        if not os.path.isfile(os.path.join(args.samples, "manifest.json")):
+            _die(f"--samples {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
+        samples = args.samples
+    if os.path.isfile(os.path.join(samples, "manifest.json")):
+        try:
+            run_files.load_samples(samples)  # structure, sizes, checksums, shapes
+        except ValueError as err:
+            _die(f"{'--run' if args.run is not None else '--samples'}: {err}")
     _writable(args.out)
     if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
         _die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "
              "(exported versions are never overwritten)")
 
+
+def run(args):
+    """Exports (after :func:`check`); prints version path, member count, export time and size."""
     from tf_vrre.export import export_ensemble
 
     try:
-        info = export_ensemble(source, args.out, version=args.version, max_members=args.max_members,
-                               temperature=args.temperature)
+        info = export_ensemble(args.run if args.run is not None else args.samples, args.out, version=args.version,
+                               max_members=args.max_members, temperature=args.temperature)
     except ValueError as err:
         message = str(err)
         if "model=<built keras.Model" in message:

@@ -6,17 +6,25 @@
     tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta = 1e-5)
 """
 
-import json
 import os
 import time
 
 from tf_vrre.cli._args import Progress as _Progress
+from tf_vrre.cli._args import bounded as _bounded
 from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import finite as _finite
+from tf_vrre.cli._args import fraction as _fraction
+from tf_vrre.cli._args import fresh_directory as _fresh_directory
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import positive_list as _positive_list
 from tf_vrre.cli._args import writable as _writable
+from tf_vrre.cli._args import write_json as _write_json
+
+METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.mixture.ALL_METHODS (no TF import here)
+OUTPUTS = ("summary.json", "traces.npz", "traces.png", "density.png", "variance.png", "sensitivity.png")
+MAX_DATA_SIZE = 10 ** 7   # the data set and the exact-posterior grid live in memory
+MAX_STEPS = 10 ** 9
+MAX_LOCATION = 1e6        # |beta_0|, |phi|, |true beta| and sigma, prior sd: energies stay finite in float32
 
 # Scenario presets; an explicit flag overrides its entry.  ``correction_re`` is F for reSGLD
 # (``correction`` is F for VR-reSGLD and the ladder).
@@ -50,9 +58,10 @@ def add_arguments(m):
                       help="Section 5.1 numbers: N=1e5, m=40, tau=(10,1000), eta=1e-7, F=1 (VR) / 100 (reSGLD)")
     scen.add_argument("--appendix", action="store_true",
                       help="appendix variant: N=1e5, m=40, tau=(1,500), eta=1e-5, F=1 (VR) / 500 (reSGLD)")
-    m.add_argument("--data-size", type=_positive(int), help="N (default 1000; 1e5 with --paper/--appendix)")
+    m.add_argument("--data-size", type=_positive(int, MAX_DATA_SIZE),
+                   help="N (default 1000; 1e5 with --paper/--appendix; at most 1e7)")
     m.add_argument("--data-seed", type=_nonnegative_int, default=0, help="seed of the data set (default 0, fixed)")
-    m.add_argument("--iterations", "--steps", dest="steps", type=_positive(int),
+    m.add_argument("--iterations", "--steps", dest="steps", type=_positive(int, MAX_STEPS),
                    help="iterations per method and seed (default 3e4; 1e4 with --paper/--appendix)")
     m.add_argument("--lr", type=_positive(float), help="eta, multiplies the N-scaled gradient (default 3e-4)")
     m.add_argument("--batch", type=_positive(int), help="mini-batch size n (default 100; 1000 for --paper)")
@@ -62,35 +71,40 @@ def add_arguments(m):
     m.add_argument("--correction", type=_positive(float), help="F of VR-reSGLD (and reSGLD unless "
                    "--correction-re; default 2, the unbiased value for Gaussian energy noise)")
     m.add_argument("--correction-re", type=_positive(float), help="F of reSGLD (default: --correction)")
-    m.add_argument("--smoothing", type=_positive(float), default=0.3, help="gamma in (0, 1] (default 0.3)")
-    m.add_argument("--initial", type=_finite, default=30.0, help="beta_0 of every chain (default 30)")
-    m.add_argument("--phi", type=_finite, default=20.0, help="mirror point: components at beta and phi - beta "
-                   "(default 20, the paper's)")
-    m.add_argument("--sigma", type=_positive(float), default=5.0, help="component standard deviation (default 5)")
-    m.add_argument("--prior-sd", type=_positive(float), default=10.0, help="prior sd of beta (default 10)")
-    m.add_argument("--true-beta", type=_finite, default=-5.0, help="beta the data are drawn at (default -5)")
+    m.add_argument("--smoothing", type=_positive(float, 1.0), default=0.3, help="gamma in (0, 1] (default 0.3)")
+    m.add_argument("--initial", type=_bounded(MAX_LOCATION), default=30.0, help="beta_0 of every chain (default 30)")
+    m.add_argument("--phi", type=_bounded(MAX_LOCATION), default=20.0,
+                   help="mirror point: components at beta and phi - beta (default 20, the paper's)")
+    m.add_argument("--sigma", type=_positive(float, MAX_LOCATION), default=5.0,
+                   help="component standard deviation (default 5)")
+    m.add_argument("--prior-sd", type=_positive(float, MAX_LOCATION), default=10.0,
+                   help="prior sd of beta (default 10)")
+    m.add_argument("--true-beta", type=_bounded(MAX_LOCATION), default=-5.0,
+                   help="beta the data are drawn at (default -5)")
     m.add_argument("--penalty", choices=("auto", "batch", "offset", "window"), default="auto",
                    help="swap penalty's sigma2 (CorrectedSwap(penalty=...)): auto = batch with VR, the "
                         "paper's window without (default auto)")
     m.add_argument("--seed", type=_nonnegative_int, default=0, help="first chain seed (default 0)")
-    m.add_argument("--seeds", type=_positive(int), help="chain seeds per method: seed, seed+1, ... (default 3)")
+    m.add_argument("--seeds", type=_positive(int, 1000), help="chain seeds per method: seed, seed+1, ... (default 3)")
     m.add_argument("--methods", default="sgld,resgld,vr-resgld",
                    help="comma-separated subset of sgld,resgld,vr-resgld,vr-resgld-ladder")
-    m.add_argument("--ladder-chains", type=_positive(int), default=4,
+    m.add_argument("--ladder-chains", type=_positive(int, 64), default=4,
                    help="K of vr-resgld-ladder (geometric tau1..tau2, default 4)")
-    m.add_argument("--burn-in", type=float, default=0.1, help="fraction of each trace discarded (default 0.1)")
+    m.add_argument("--burn-in", type=_fraction(), default=0.1, help="fraction of each trace discarded (default 0.1)")
     m.add_argument("--record-every", type=_positive(int), default=10, help="record beta, sigma2 every k steps")
-    m.add_argument("--variance-m", type=_positive_list(int), default=(10, 40, 200),
+    m.add_argument("--variance-m", type=_positive_list(int, MAX_STEPS), default=(10, 40, 200),
                    help="extra VR-reSGLD periods m for variance.png (default 10,40,200)")
-    m.add_argument("--variance-steps", type=_positive(int), default=4000,
+    m.add_argument("--variance-steps", type=_positive(int, MAX_STEPS), default=4000,
                    help="iterations of each extra variance.png run (default 4000)")
-    m.add_argument("--sens-ratios", type=_positive_list(float), help="n/N values of sensitivity.png")
+    m.add_argument("--sens-ratios", type=_positive_list(float, 1.0), help="n/N values of sensitivity.png, in (0, 1]")
     m.add_argument("--sens-lrs", type=_positive_list(float), help="eta values of sensitivity.png")
-    m.add_argument("--sens-seeds", type=_positive(int), help="seeds averaged per grid point (default 2)")
-    m.add_argument("--sens-steps", type=_positive(int), default=300,
+    m.add_argument("--sens-seeds", type=_positive(int, 1000), help="seeds averaged per grid point (default 2)")
+    m.add_argument("--sens-steps", type=_positive(int, MAX_STEPS), default=300,
                    help="iterations per sensitivity run; sigma2 averaged over the second half (default 300)")
     m.add_argument("--full", action="store_true", help="5 x 5 sensitivity grid averaged over 10 seeds")
-    m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>)")
+    m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>); results "
+                   "are written as each method / seed finishes")
+    m.add_argument("--overwrite", action="store_true", help="replace the results of an earlier study in --out")
 
 
 def _settings(args):
@@ -114,26 +128,27 @@ def _settings(args):
     return scenario
 
 
-def _validate(args):
-    from tf_vrre import mixture as mx
+def check(args):
+    """Fills the preset, validates flags that depend on each other and ``--out`` (no TensorFlow)."""
+    args.scenario = _settings(args)
+    _validate(args)
+    args.out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
+    _writable(args.out)
+    _fresh_directory(args.out, OUTPUTS, args.overwrite)
 
+
+def _validate(args):
     if args.tau1 >= args.tau2:
         _die(f"--tau1 must be < --tau2 (got {args.tau1} >= {args.tau2})")
-    if not 0 < args.smoothing <= 1:
-        _die(f"--smoothing must be in (0, 1], got {args.smoothing}")
     if args.batch > args.data_size:
         _die(f"--batch must be <= --data-size ({args.data_size}), got {args.batch}")
-    if not 0 <= args.burn_in < 1:
-        _die(f"--burn-in must be in [0, 1), got {args.burn_in}")
     methods = tuple(t.strip() for t in args.methods.split(",") if t.strip())
-    bad = [t for t in methods if t not in mx.ALL_METHODS]
+    bad = [t for t in methods if t not in METHODS]
     if not methods or bad or len(set(methods)) != len(methods):
-        _die(f"--methods must be distinct names from {','.join(mx.ALL_METHODS)}, got {args.methods!r}")
+        _die(f"--methods must be distinct names from {','.join(METHODS)}, got {args.methods!r}")
     args.methods = methods
     if "vr-resgld-ladder" in methods and args.ladder_chains < 3:
         _die(f"--ladder-chains must be >= 3, got {args.ladder_chains}")
-    if any(r > 1 for r in args.sens_ratios):
-        _die(f"--sens-ratios must be in (0, 1], got {args.sens_ratios}")
     if args.steps < 20 * args.record_every:
         _die(f"--iterations must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
     if args.sens_steps < 2 * args.m:
@@ -210,10 +225,28 @@ class _Study:
         callbacks = [_Progress(label, steps).callback] if progress else []
         return self.mx.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
 
-    def main_runs(self):
-        """Every method, every chain seed; returns ``{method: [run dicts]}``."""
-        return {method: [self.run(method, seed, self.args.steps, f"{method} seed {seed}") for seed in self.seeds]
-                for method in self.args.methods}
+    def main_runs(self, runs, on_finished):
+        """Every method, every chain seed into ``runs`` (``{method: [run dicts]}``); ``on_finished(runs)``
+        after each."""
+        for method in self.args.methods:
+            for seed in self.seeds:
+                runs.setdefault(method, []).append(self.run(method, seed, self.args.steps, f"{method} seed {seed}"))
+                on_finished(runs)
+        return runs
+
+    def save_partial(self, runs, wall, status="running"):
+        """``summary.json`` (``status``, the finished methods / seeds) and ``traces.npz`` (their
+        recorded beta and sigma2), both written atomically."""
+        import numpy as np
+
+        arrays = {f"{m}/seed{seed}/{k}": r[k] for m, rs in runs.items() for seed, r in zip(self.seeds, rs)
+                  for k in ("beta", "sigma2")}
+        tmp = os.path.join(self.out, "traces.npz.tmp")
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, os.path.join(self.out, "traces.npz"))
+        results = {m: self.aggregate(m, rs) for m, rs in runs.items()}
+        _write_json(os.path.join(self.out, "summary.json"), self.summary(results, None, {}, None, wall, status))
 
     def aggregate(self, method, rs):
         """Per-seed numbers and their mean +- SE across seeds for one method."""
@@ -300,11 +333,17 @@ class _Study:
         plots.sensitivity(os.path.join(out, "sensitivity.png"), a.sens_ratios, a.sens_lrs, sens,
                           title=f"VR-reSGLD log10 sigma2, m={a.m}, {a.sens_steps} its, {a.sens_seeds} seeds")
 
-    def summary(self, results, factor, variance_m, sens, wall):
+    def summary(self, results, factor, variance_m, sens, wall, status="complete"):
         a = self.args
+        finished = [[m, seed] for m, r in results.items() for seed in self.seeds[:len(r["per_seed"])]]
+        sensitivity = None if sens is None else {"ratios": list(a.sens_ratios), "lrs": list(a.sens_lrs),
+                                                 "log10_sigma2": sens.tolist()}
         return {
+            "status": status,
+            "finished": finished,
             "scenario": self.scenario,
-            "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(a).items()} | {"out": self.out},
+            "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(a).items()
+                       if k not in ("command", "scenario")} | {"out": self.out},
             "target": self.target._asdict(),
             "chain_seeds": self.seeds,
             "exact": {"mode_weights": [self.exact_left, self.exact_right], "modes": list(self.modes),
@@ -313,7 +352,7 @@ class _Study:
             "variance_reduction_factor": factor,
             "methods": results,
             "variance_by_m": variance_m,
-            "sensitivity": {"ratios": list(a.sens_ratios), "lrs": list(a.sens_lrs), "log10_sigma2": sens.tolist()},
+            "sensitivity": sensitivity,
             "wall_seconds": wall,
         }
 
@@ -341,26 +380,28 @@ def _print_table(study, results, factor, variance_m, wrote):
 
 
 def run(args):
-    """Runs the study; returns the exit status."""
-    scenario = _settings(args)
-    _validate(args)
-    out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
-    _writable(out)
+    """Runs the study (after :func:`check`); writes results as each method / seed finishes."""
     t_start = time.perf_counter()
-    study = _Study(args, scenario, out)
+    os.makedirs(args.out, exist_ok=True)
+    study = _Study(args, args.scenario, args.out)
     study.describe()
-    runs = study.main_runs()
-    results = {method: study.aggregate(method, rs) for method, rs in runs.items()}
-    factor = None
-    if "resgld" in results and "vr-resgld" in results and results["vr-resgld"]["mean_sigma2"]:
-        factor = results["resgld"]["mean_sigma2"] / results["vr-resgld"]["mean_sigma2"]
-    curves, variance_m = study.variance_runs(runs)
-    sens = study.sensitivity()
-    study.figures(runs, curves, sens)
+    runs = {}
+    try:
+        study.main_runs(runs, lambda r: study.save_partial(r, time.perf_counter() - t_start))
+        results = {method: study.aggregate(method, rs) for method, rs in runs.items()}
+        factor = None
+        if "resgld" in results and "vr-resgld" in results and results["vr-resgld"]["mean_sigma2"]:
+            factor = results["resgld"]["mean_sigma2"] / results["vr-resgld"]["mean_sigma2"]
+        curves, variance_m = study.variance_runs(runs)
+        sens = study.sensitivity()
+        study.figures(runs, curves, sens)
+    except KeyboardInterrupt:
+        if runs:
+            study.save_partial(runs, time.perf_counter() - t_start, status="interrupted")
+        raise
     wall = time.perf_counter() - t_start
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(study.summary(results, factor, variance_m, sens, wall), f, indent=2)
+    _write_json(os.path.join(args.out, "summary.json"), study.summary(results, factor, variance_m, sens, wall))
     _print_table(study, results, factor, variance_m,
-                 f"wall time {wall:.1f}s; wrote summary.json, traces.png, density.png, "
-                 f"{'variance.png, ' if curves else ''}sensitivity.png to {out}")
+                 f"wall time {wall:.1f}s; wrote summary.json, traces.npz, traces.png, density.png, "
+                 f"{'variance.png, ' if curves else ''}sensitivity.png to {args.out}")
     return 0

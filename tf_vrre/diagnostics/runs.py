@@ -13,32 +13,10 @@ import os
 
 import numpy as np
 
+from tf_vrre.run_files import locate  # noqa: F401  (re-export: the rule lives with the other run files)
+
 SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_lo", "energy_hi",
                 "temperature_lo", "temperature_hi", "sigma2")
-
-
-def locate(run):
-    """``(swaps_dir or None, samples_dir or None)`` of a run directory.
-
-    Rule: ``RUN/swaps.csv`` -> ``RUN`` is the swap log; else ``RUN/swaps/swaps.csv``.
-    ``RUN/manifest.json`` -> ``RUN`` holds the samples; else ``RUN/samples/manifest.json``.
-
-    Raises:
-      ValueError: ``run`` is not a directory, or holds neither a swap log nor samples.
-
-    Example:
-      >>> swaps_dir, samples_dir = locate("runs/cifar10")
-    """
-    run = os.fspath(run)
-    if not os.path.isdir(run):
-        raise ValueError(f"run {run!r} is not a directory")
-    swaps = next((d for d in (run, os.path.join(run, "swaps")) if os.path.isfile(os.path.join(d, "swaps.csv"))), None)
-    samples = next((d for d in (run, os.path.join(run, "samples"))
-                    if os.path.isfile(os.path.join(d, "manifest.json"))), None)
-    if swaps is None and samples is None:
-        raise ValueError(f"run {run!r} has no swap log (swaps.csv or swaps/swaps.csv) and no samples "
-                         "(manifest.json or samples/manifest.json)")
-    return swaps, samples
 
 
 def _read_csv(path, required=()):

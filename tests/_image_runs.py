@@ -1,0 +1,35 @@
+"""Tiny image-workflow runs shared by the training / evaluation / CLI tests."""
+
+from tf_vrre import config as C
+
+TINY = {"data.subset": 64, "data.batch_size": 32, "data.holdout": 32, "training.epochs": 2,
+        "model.name": "cnn", "model.kwargs.width": 4, "samples.thinning": 1, "samples.validation": 16}
+
+
+def tiny_config(method, **overrides):
+    """The shipped config of ``method`` at toy scale (4 steps on 64 real images)."""
+    over = dict(TINY)
+    if method in C.VARIANCE_REDUCED:
+        over.update({"variance_reduction.period": 2, "variance_reduction.batch_size": 64})
+    if method in C.REPLICA:
+        over.update({"swap.period": 1, "swap.correction": 1e6})
+    if method in C.CYCLICAL:
+        over["sampler.cycles"] = 1
+    else:
+        over["samples.burn_in_epochs"] = 0
+    over.update({k.replace("__", "."): v for k, v in overrides.items()})
+    return C.resolve(C.apply_overrides(C.load(method), over))
+
+
+def cli_flags(method, out, data_dir, epochs=2, subset=64):
+    """``tf-vrre train`` flags of a tiny run."""
+    flags = ["train", "--config", method, "--model", "cnn", "--set", "model.kwargs.width=4", "--subset", str(subset),
+             "--batch-size", "32", "--holdout", "32", "--epochs", str(epochs), "--thinning", "2",
+             "--set", "samples.validation=16", "--data-dir", data_dir, "--source", "npz", "--out", str(out), "--quiet"]
+    if method in C.VARIANCE_REDUCED:
+        flags += ["--set", "variance_reduction.period=4", "--set", "variance_reduction.batch_size=64"]
+    if method in C.REPLICA:
+        flags += ["--set", "swap.period=2", "--set", "swap.correction=1e6"]
+    if method not in C.CYCLICAL:
+        flags += ["--set", "samples.burn_in_epochs=0"]
+    return flags

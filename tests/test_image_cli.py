@@ -1,0 +1,45 @@
+"""`tf-vrre train`: bad flags / configs / data exit 2 with one line and write nothing; --help."""
+
+import os
+
+import pytest
+
+from _image_runs import cli_flags
+from tf_vrre import cli
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"--model": "vgg"}, "config key model.name must be one of cnn, resnet8, resnet20, resnet32, resnet56"),
+    ({"--config": "sgd"}, "config 'sgd': no such file; shipped configs are"),
+    ({"--epochs": "0"}, "--epochs: must be > 0"),
+    ({"--data-dir": "/nonexistent/data"}, "data_dir '/nonexistent/data' does not exist"),
+    ({"--dataset": "svhn"}, "no svhn_cropped train data in"),
+    ({"--dataset": "mnist"}, "config key data.dataset must be one of cifar10, cifar100, svhn_cropped, svhn"),
+    ({"--subset": "500"}, "subset (500) + holdout (32) must be <= the 400 training examples"),
+    ({"--set": "swap.bogus=1"}, "config key swap.bogus is unknown; allowed in [swap]: correction"),
+    ({"--strategy": "tpu"}, "--strategy: invalid choice"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(change, message, image_data_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    flags = cli_flags("vr-resghmc", out, image_data_dir)
+    for flag, value in change.items():
+        if flag in flags and flag != "--set":
+            flags[flags.index(flag) + 1] = value
+        else:
+            flags += [flag, value]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(flags)
+    assert exc.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1].startswith("tf-vrre: error:") and message in err[-1], err[-1]
+    assert not os.path.exists(out)
+
+
+def test_help_answers(capsys):
+    for command in ("train", "evaluate"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main([command, "--help"])
+        assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("--config", "--out", "--data-dir", "--source", "--strategy", "--set", "--overwrite", "--run", "--ood"):
+        assert flag in text

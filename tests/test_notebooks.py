@@ -1,0 +1,143 @@
+"""The Colab notebooks in ``colab/`` run top to bottom, headless, at toy scale (papermill, CPU, offline).
+
+Each notebook is executed with papermill (its ``parameters`` cell overridden with toy sizes and
+local ``.npz`` data that the test writes itself: synthetic images, so CI needs no data set), fails
+on any cell error, and must produce its figures (PNG files on disk and image outputs in the
+executed notebook).  The committed notebooks are checked for the Colab conventions: an install
+cell first that does nothing where ``tf_vrre`` is importable, one ``parameters`` cell, no outputs.
+"""
+
+import os
+import re
+import subprocess
+
+import nbformat
+import papermill
+import pytest
+
+from _synthetic_images import write_dataset
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLAB = os.path.join(ROOT, "colab")
+NOTEBOOKS = ("01_quickstart.ipynb", "02_cifar10_vr_resghmc.ipynb", "03_serve_the_posterior.ipynb")
+
+# Toy-scale settings shared by notebooks 2 and 3: a small CNN that learns the synthetic classes
+# within a few steps (so the fitted temperature exists), VR refreshed every 2 steps, a sample every 2.
+TINY_RUN = {"model.kwargs.width": 8, "sampler.lr": 0.03, "data.batch_size": 32, "data.holdout": 32,
+            "samples.thinning": 2, "samples.validation": 16, "samples.burn_in_epochs": 0,
+            "variance_reduction.period": 2, "variance_reduction.batch_size": 64}
+
+
+def _read(name):
+    return nbformat.read(os.path.join(COLAB, name), as_version=4)
+
+
+def _run(name, tmp_path, **parameters):
+    """Executes ``colab/name`` in ``tmp_path`` with papermill; returns the executed notebook."""
+    out = tmp_path / name
+    papermill.execute_notebook(os.path.join(COLAB, name), str(out), parameters=parameters, cwd=str(tmp_path),
+                               kernel_name="python3", progress_bar=False)
+    return nbformat.read(str(out), as_version=4)
+
+
+def _outputs(nb):
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+
+
+def _text(nb):
+    return "".join(o.get("text", "") for o in _outputs(nb) if o.output_type == "stream")
+
+
+def _check_figures(nb, paths, min_images):
+    for path in paths:
+        assert os.path.isfile(path), f"figure not written: {path}"
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", f"not a PNG: {path}"
+        assert os.path.getsize(path) > 2000, f"empty-looking figure: {path}"
+    images = [o for o in _outputs(nb) if "image/png" in o.get("data", {})]
+    assert len(images) >= min_images, f"{len(images)} figures shown, expected >= {min_images}"
+    errors = [o for o in _outputs(nb) if o.output_type == "error"]
+    assert not errors
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return write_dataset(str(tmp_path_factory.mktemp("synthetic_npz")))
+
+
+# ---- the committed notebooks ------------------------------------------------------------------
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_notebook_conventions(name):
+    nb = _read(name)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert nb.cells[0].cell_type == "markdown" and "colab.research.google.com" in nb.cells[0].source
+    install = code[0].source
+    assert 'find_spec("tf_vrre") is None' in install and "pip" in install and "git+" in install
+    tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1 and code.index(tagged[0]) == 1, "one parameters cell, right after the install cell"
+    for cell in code:
+        assert cell.get("outputs") == [] and cell.get("execution_count") is None, "outputs must be stripped"
+
+
+def test_install_cell_is_a_no_op_where_tf_vrre_is_importable(monkeypatch):
+    calls = []
+    monkeypatch.setattr(subprocess, "check_call", lambda *a, **k: calls.append(a))
+    for name in NOTEBOOKS:
+        exec(compile(_read(name).cells[1].source, name, "exec"), {})
+    assert calls == []
+
+
+def test_readme_links_every_notebook_with_a_colab_badge():
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    for name in NOTEBOOKS:
+        assert re.search(r"colab-badge\.svg\)\]\(https://colab\.research\.google\.com/github/[^)]*/colab/"
+                         + re.escape(name) + r"\)", readme), name
+
+
+# ---- executed at toy scale --------------------------------------------------------------------
+def test_quickstart_runs(tmp_path):
+    out = tmp_path / "figures"
+    nb = _run("01_quickstart.ipynb", tmp_path, STEPS=1000, FIT_EPOCHS=2, OUT_DIR=str(out))
+    text = _text(nb)
+    for method in ("sgld", "resgld", "vr-resgld"):
+        assert re.search(rf"^{method} +1000 steps in", text, re.M), method
+    assert re.search(r"^exact .* 0\.575 +0\.000$", text, re.M)         # the exact row of the table
+    assert "variance reduction factor" in text and "'swaps'" in text   # sigma2 figure and the fit example ran
+    _check_figures(nb, [out / f for f in ("target.png", "traces.png", "density.png", "sigma2.png")], 4)
+
+
+def test_cifar10_notebook_runs(tmp_path, data_dir):
+    runs = tmp_path / "runs"
+    nb = _run("02_cifar10_vr_resghmc.ipynb", tmp_path, MODEL="cnn", EPOCHS=2, SUBSET=128, SOURCE="npz",
+              DATA_DIR=data_dir, OOD="svhn", RUN_ROOT=str(runs), TEST_SIZE=100, FIT_SIZE=32, OVERRIDES=TINY_RUN,
+              KERAS_LOOP_FOR=["vr-resghmc"], KERAS_LOOP_JIT=False)
+    text = _text(nb)
+    assert re.search(r"^accelerator: (CPU|GPU|\d+ GPUs); strategy", text, re.M)
+    assert "resghmc: finished" in text and "vr-resghmc: finished" in text
+    assert "'already complete'" in text
+    for method in ("resghmc", "vr-resghmc"):
+        run = runs / method
+        assert os.path.isfile(run / "report.json") and os.path.isfile(run / "samples" / "manifest.json")
+        assert '"status": "complete"' in open(run / "run.json").read()
+    assert re.search(r"^test accuracy \(%\), T = 1 +[\d.]+ +94\.56 \+- 0\.23 +[\d.]+ +94\.84 \+- 0\.11$", text, re.M)
+    figures = [runs / f for f in ("data.png", "training_curves.png", "entropy_cdf_ood.png")]
+    figures += [runs / m / f for m in ("resghmc", "vr-resghmc") for f in ("entropy_cdf.png", "reliability.png",
+                                                                         "swaps.png")]
+    _check_figures(nb, figures, 5)
+
+
+def test_serving_notebook_runs(tmp_path, data_dir):
+    serving = tmp_path / "serving" / "cifar10"
+    nb = _run("03_serve_the_posterior.ipynb", tmp_path, RUN_DIR=str(tmp_path / "run"), SOURCE="npz",
+              DATA_DIR=data_dir, SERVING_DIR=str(serving), MEMBER_COUNTS=[1, 2, None], LATENCY_BATCHES=[1, 8],
+              LATENCY_REPEATS=2, SMALL_RUN=dict(TINY_RUN, **{"model.name": "cnn", "data.subset": 128,
+                                                            "training.epochs": 2}))
+    text = _text(nb)
+    assert os.path.isfile(serving / "1" / "saved_model.pb") and not os.path.exists(serving / "2")
+    assert re.search(r"max \|REST - BMA\| = \S+, max \|gRPC - BMA\| = \S+", text)  # the in-notebook check ran
+    for signature in ("serving_default", "members", "serving_float32", "members_float32"):
+        assert signature in text
+    assert re.search(r"^ +4 +[\d.]+ \( *[\d.]+x\)", text, re.M)       # latency row of all 4 members
+    _check_figures(nb, [tmp_path / "serving" / f for f in ("served_uncertainty.png", "latency.png")], 2)

@@ -1,0 +1,231 @@
+"""The command line fails loudly and loses nothing (issue 10).
+
+The real ``tf-vrre`` console script, in a subprocess: every bad flag value (inf, nan, huge
+numbers, values that conflict) exits 2 with exactly one line on stderr (no usage block, no
+TensorFlow start-up lines: flags are checked before TensorFlow is imported), nothing on stdout,
+nothing created at ``--out`` (``train`` / ``evaluate``: nothing written into a run directory).  Ctrl-C during a long job exits 130 with ``interrupted`` and the
+parts finished so far on disk.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tf_vrre import cli
+from tf_vrre.cli import mixture as mixture_cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
+COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the script must stay quiet without it
+
+
+def tf_vrre_cli(*args, timeout=120):
+    return subprocess.run(COMMAND + list(args), capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+BAD = [
+    (["mixture", "--lr", "-1"], "argument --lr: must be > 0, got -1"),
+    (["mixture", "--lr", "inf"], "argument --lr: must be a finite number, got inf"),
+    (["mixture", "--tau2", "nan"], "argument --tau2: must be a finite number, got nan"),
+    (["mixture", "--correction", "1e39"], "argument --correction: must be <= 3e+38, got 1e39"),
+    (["mixture", "--iterations", "1e30"], "argument --iterations/--steps: expected an int, got '1e30'"),
+    (["mixture", "--iterations", "99999999999"], "argument --iterations/--steps: must be <= 1000000000"),
+    (["mixture", "--data-size", "100000000"], "argument --data-size: must be <= 10000000"),
+    (["mixture", "--seed", "4294967296"], "argument --seed: must be <= 2147483647"),
+    (["mixture", "--initial=-1e300"], "argument --initial: must be >= -1e+06, got -1e300"),
+    (["mixture", "--burn-in", "1"], "argument --burn-in: must be in [0, 1), got 1"),
+    (["mixture", "--sens-ratios", "0.5,2"], "argument --sens-ratios: must be <= 1, got 2"),
+    (["mixture", "--tau1", "3000", "--tau2", "10"], "--tau1 must be < --tau2"),
+    (["mixture", "--batch", "500", "--data-size", "100"], "--batch must be <= --data-size (100), got 500"),
+    (["mixture", "--methods", "sgld,bogus"], "--methods must be distinct names from"),
+    (["mixture", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["export", "--run", "{run}", "--out", "{out}", "--max-members", "0"], "argument --max-members: must be > 0"),
+    (["export", "--run", "{run}", "--out", "{out}", "--temperature", "inf"], "must be a finite number"),
+    (["export", "--run", "{run}", "--out", "{out}", "--version", "1e9"], "argument --version: expected an int"),
+    (["export", "--run", "/nonexistent", "--out", "{out}"], "--run '/nonexistent': no run.json there"),
+    (["export", "--samples", "{corrupt}", "--out", "{out}"], "sample manifest"),
+    (["diagnose", "--run", "{run}", "--burn-in", "nan"], "argument --burn-in: must be a finite number"),
+    (["diagnose", "--run", "{run}", "--points", "1e3"], "argument --points: expected an int"),
+    (["diagnose", "--run", "{run}", "--blocks", "1"], "--blocks must be >= 2, got 1"),
+    (["diagnose", "--run", "{corrupt_run}"], "is truncated or corrupt"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--epochs", "0"], "argument --epochs: must be > 0, got 0"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--holdout", "1.5"], "argument --holdout: must be a count"),
+    (["train", "--config", "bogus", "--out", "{out}"], "config 'bogus': no such file; shipped configs are"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--set", "sampler.momentum=1.0"],
+     "config key sampler.momentum must be a number in [0, 1), got 1.0"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--model", "resnet99"], "config key model.name must be one of"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz"], "the npz source needs a directory"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{root}/nowhere"],
+     "data_dir '{root}/nowhere' does not exist"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--dataset", "cifar100"],
+     "no cifar100 train data in '{data}'"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--batch-size", "500"],
+     "data.batch_size (500) must be <= the 190 training examples"),  # 200 images, 5% held out
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--subset", "100",
+      "--batch-size", "50", "--epochs", "2", "--thinning", "100000"], "samples.thinning (100000) collects no sample"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--epochs", "3",
+      "--batch-size", "50"], "variance_reduction.period (392) must be <= the run's 9 steps"),
+    (["train", "--config", "sghmc", "--out", "{corrupt_run}", "--source", "npz", "--data-dir", "{data}"],
+     "holds samples but no run.json"),
+    (["evaluate", "--run", "/nonexistent"], "--run: run directory '/nonexistent' does not exist"),
+    (["evaluate", "--run", "{run}"], "expected format 'tf_vrre.run/1'"),
+    (["evaluate", "--run", "{image_run}", "--test-size", "0"], "argument --test-size: must be > 0"),
+    (["evaluate", "--run", "{image_run}", "--ood", "mnist"], "argument --ood: invalid choice: 'mnist'"),
+    (["evaluate", "--run", "{image_run}", "--data-dir", "{root}/nowhere"], "data_dir '{root}/nowhere' does not exist"),
+    (["evaluate", "--run", "{image_run}", "--ood", "cifar100"], "no cifar100 test data in '{data}'"),
+    (["bogus"], "invalid choice: 'bogus'"),
+    ([], "the following arguments are required: command"),
+]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    """A fake run (run.json + a valid empty sample manifest) and a corrupt sample directory."""
+    root = tmp_path_factory.mktemp("cli")
+    run = root / "run"
+    (run / "samples").mkdir(parents=True)
+    (run / "run.json").write_text("{}")
+    (run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": []}))
+    corrupt = root / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "manifest.json").write_text('{"format": "tf_vrre.samples/1", "entries": [{"file": "../x"}]}')
+    corrupt_run = root / "corrupt_run"
+    (corrupt_run / "samples").mkdir(parents=True)
+    (corrupt_run / "samples" / "sample-000000002.npz").write_bytes(b"not a zip")
+    (corrupt_run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
+        {"file": "sample-000000002.npz", "step": 2, "bytes": 3, "sha256": "0" * 64}]}))
+    data = root / "data" / "cifar10"  # the npz layout of tf_vrre.data.sources, 200 synthetic images per split
+    data.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        np.savez(data / f"cifar10_{split}.npz", x=rng.integers(0, 256, (200, 32, 32, 3), dtype=np.uint8),
+                 y=np.arange(200) % 10)
+    return {"run": str(run), "corrupt": str(corrupt), "corrupt_run": str(corrupt_run), "root": root,
+            "data": str(root / "data"), "image_run": _image_run(root / "image_run", root / "data")}
+
+
+def _image_run(run, data_dir):
+    """A run directory as ``tf-vrre train`` leaves it (run.json, one sample), for ``evaluate``'s checks."""
+    import hashlib
+
+    (run / "samples").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "format": "tf_vrre.run/1", "method": "sghmc", "config": {}, "seed": 0,
+        "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+        "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 190},
+        "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3}}))
+    sample = run / "samples" / "sample-000000001.npz"
+    np.savez(sample, w0=np.zeros(3, np.float32))
+    (run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
+        {"file": sample.name, "step": 1, "bytes": sample.stat().st_size,
+         "sha256": hashlib.sha256(sample.read_bytes()).hexdigest()}]}))
+    return str(run)
+
+
+@pytest.mark.parametrize("flags, message", BAD, ids=[" ".join(f) or "none" for f, _ in BAD])
+def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, message):
+    out = dirs["root"] / f"out-{abs(hash(tuple(flags)))}"
+    names = {k: dirs[k] for k in ("run", "corrupt", "corrupt_run", "root", "data", "image_run")}
+    flags = [f.format(out=out, **names) for f in flags]
+    message = message.format(**names)
+    before = {p: sorted(os.listdir(p)) for p in (dirs["corrupt_run"], dirs["image_run"])}
+    if flags and flags[0] == "mixture":
+        flags += ["--out", str(out)]
+    result = tf_vrre_cli(*flags)
+    assert result.returncode == 2, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: ") and message in lines[0], result.stderr
+    assert result.stdout == ""
+    assert not out.exists()
+    assert before == {p: sorted(os.listdir(p)) for p in before}  # train / evaluate wrote nothing into a run
+
+
+def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for out, message in [(blocker / "sub", "is not a directory"), (blocker, "it is a file"),
+                         ("/proc/no/such/dir", "--out '/proc/no/such/dir' is not writable")]:
+        result = tf_vrre_cli("mixture", "--out", str(out))
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and message in result.stderr, result
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "summary.json").write_text('{"earlier": true}')
+    result = tf_vrre_cli("mixture", "--out", str(study))
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert "already holds summary.json of an earlier run" in result.stderr and "--overwrite" in result.stderr
+    assert json.loads((study / "summary.json").read_text()) == {"earlier": True}
+    assert sorted(os.listdir(study)) == ["summary.json"]
+
+
+def test_help_answers_without_tensorflow_lines():
+    for sub in ("mixture", "train", "evaluate", "export", "diagnose"):
+        result = tf_vrre_cli(sub, "--help")
+        flag = "--run" if sub == "evaluate" else "--out"
+        assert result.returncode == 0 and result.stderr == "" and flag in result.stdout, result
+
+
+def test_methods_list_matches_the_library():
+    from tf_vrre import mixture as mx
+
+    assert mixture_cli.METHODS == mx.ALL_METHODS
+
+
+def test_ctrl_c_in_process_returns_130(monkeypatch, capsys, tmp_path):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mixture_cli, "run", interrupted)
+    assert cli.main(["mixture", "--out", str(tmp_path / "o")]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        "tf-vrre: interrupted (mixture); results finished so far are on disk"
+
+
+def test_ctrl_c_during_the_mixture_study_keeps_the_finished_seeds(tmp_path):
+    out = tmp_path / "study"
+    proc = subprocess.Popen(COMMAND + ["mixture", "--iterations", "2000", "--seeds", "3", "--methods", "sgld,vr-resgld",
+                                       "--data-size", "300", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (out / "summary.json").exists() and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # the first seed is written; the study has five more runs to go
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == "tf-vrre: interrupted (mixture); results finished so far are on disk"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["finished"][0] == ["sgld", 0]
+    assert len(summary["finished"]) < 6
+    assert summary["methods"]["sgld"]["per_seed"][0]["seed"] == 0
+    with np.load(out / "traces.npz") as traces:
+        assert len(traces["sgld/seed0/beta"]) == 2000 // 10
+        assert sorted(traces.files) == sorted(f"{m}/seed{s}/{k}" for m, s in summary["finished"]
+                                              for k in ("beta", "sigma2"))
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+    shutil.rmtree(out)
+
+
+def test_deferred_package_loads_on_first_use_with_every_registration():
+    """What the console script does while parsing: ``tf_vrre`` without TensorFlow, then the whole
+    package (and every Keras registration) on the first attribute access."""
+    code = ("import sys, tf_vrre_cli\n"
+            "tf_vrre_cli.DEFER_PACKAGE_IMPORTS = True\n"
+            "import tf_vrre, tf_vrre.cli, tf_vrre.run_files\n"
+            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TensorFlow imported early'\n"
+            "tf_vrre_cli.DEFER_PACKAGE_IMPORTS = False\n"
+            "sampler_class = tf_vrre.ReplicaExchangeSampler\n"
+            "import keras\n"
+            "for name in ('ReplicaExchangeSampler', 'SampleCollector', 'SwapLogger', 'Checkpoint', 'CSVLogger',\n"
+            "             'CorrectedSwap', 'ControlVariates', 'EpochExponential'):\n"
+            "    assert keras.saving.get_registered_object('tf_vrre>' + name) is getattr(tf_vrre, name), name\n"
+            "print('ok')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

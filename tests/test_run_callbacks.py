@@ -1,0 +1,59 @@
+"""EpochCSVLogger (growing columns, resume) and EpochProgress; config round trips."""
+
+import csv
+
+import keras
+import pytest
+
+from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress, EpochTimer
+
+
+def _rows(path):
+    return list(csv.DictReader(open(path)))
+
+
+def test_csv_logger_adds_late_columns_and_drops_replayed_epochs(tmp_path):
+    path = tmp_path / "log.csv"
+    log = EpochCSVLogger(path)
+    for e in range(3):
+        log.on_epoch_begin(e)
+        logs = {"loss": 1.0 / (e + 1)}
+        if e >= 1:
+            logs["bma_accuracy"] = 0.5 + e / 10  # appears after burn-in
+        log.on_epoch_end(e, logs)
+    log.on_train_end()
+    rows = _rows(path)
+    assert [r["epoch"] for r in rows] == ["0", "1", "2"]
+    assert rows[0]["bma_accuracy"] == "" and float(rows[2]["bma_accuracy"]) == pytest.approx(0.7)
+    # a resume restored at epoch 1: rows of epochs >= 1 are replayed, not duplicated
+    again = EpochCSVLogger(path)
+    again.on_epoch_begin(1)
+    again.on_epoch_end(1, {"loss": 0.25, "bma_accuracy": 0.9})
+    rows = _rows(path)
+    assert [r["epoch"] for r in rows] == ["0", "1"] and float(rows[1]["loss"]) == 0.25
+
+
+def test_progress_prints_a_bar_and_a_summary(capsys):
+    p = EpochProgress(epochs=2, steps_per_epoch=4)
+    p.on_epoch_begin(0)
+    for b in range(4):
+        p.on_train_batch_end(b)
+    p.on_epoch_end(0, {"loss": 1.5, "accuracy": 0.25, "swaps": 3.0, "swap_attempts": 9.0, "bma_accuracy": 0.5})
+    err = capsys.readouterr().err
+    assert "[####################] 4/4" in err and "epoch 1/2: loss 1.500, acc 0.250, swaps 3/9, BMA acc 0.500" in err
+    with pytest.raises(ValueError, match="steps_per_epoch must be an integer >= 1"):
+        EpochProgress(2, 0)
+
+
+def test_timer_logs_epoch_seconds():
+    t, logs = EpochTimer(), {}
+    t.on_epoch_begin(0)
+    t.on_epoch_end(0, logs)
+    assert 0 <= logs["epoch_seconds"] < 60
+
+
+@pytest.mark.parametrize("obj", [EpochCSVLogger("run/log.csv"), EpochProgress(5, 7, stream="stdout"), EpochTimer()])
+def test_config_round_trip(obj):
+    config = keras.saving.serialize_keras_object(obj)
+    clone = keras.saving.deserialize_keras_object(config)
+    assert type(clone) is type(obj) and clone.get_config() == obj.get_config()

@@ -1,0 +1,19 @@
+"""Fault injection for the kill-at-any-instant resume tests (not part of the public API).
+
+The writers of a run call :func:`point` at named instants: between writing a file and the
+write that makes it count, and around every checkpoint.  A test process sets :data:`hook` to
+a function of the point's name that may kill the process there (``tests/_ckpt_job.py``).
+
+Points: ``sample.file`` (sample written, manifest not yet), ``sample.manifest`` (manifest
+written, evicted files not yet deleted), ``swaps.drained`` (swap rows flushed),
+``csv.row`` (log row flushed), ``checkpoint.data`` (checkpoint files written, not yet
+committed), ``checkpoint.committed`` (committed and older ones deleted).
+"""
+
+hook = None
+
+
+def point(name):
+    """Calls :data:`hook` with ``name`` when a test installed one."""
+    if hook is not None:
+        hook(name)

@@ -1,0 +1,80 @@
+"""``tf-vrre evaluate``: BMA accuracy and uncertainty of a run's samples, with figures.
+
+    tf-vrre evaluate --run runs/c10-vr                     # OOD: CIFAR-100 for a CIFAR-10 run
+    tf-vrre evaluate --run runs/c10-vr --ood svhn --data-dir ~/tensorflow_datasets
+"""
+
+from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
+from tf_vrre.cli._args import positive as _positive
+
+HELP = "Bayesian model average of a run's samples: accuracy, NLL, Brier, ECE, OOD entropy / AUROC, figures"
+DESCRIPTION = (
+    "Streams over RUN/samples (one set of weights in memory at a time): fits a temperature on the run's "
+    "held-out split, then scores the BMA on the test set (accuracy, NLL, Brier, ECE with 15 bins) and on an "
+    "out-of-distribution set (mean entropy, fraction > 1.5, Brier, AUROC in vs out by entropy), each at "
+    "T = 1, the paper's T = 2 and the fitted T. Writes RUN/report.json, entropy_cdf.png, reliability.png, "
+    "swaps.png.")
+
+
+def add_arguments(p):
+    """Flags of ``tf-vrre evaluate``."""
+    p.add_argument("--run", required=True, help="run directory written by tf-vrre train")
+    p.add_argument("--ood", choices=("auto", "cifar10", "cifar100", "svhn", "none"), default="auto",
+                   help="out-of-distribution set (auto: cifar100 for cifar10 runs, else cifar10)")
+    p.add_argument("--data-dir", help="data directory (default: the run's)")
+    p.add_argument("--source", choices=("tfds", "npz", "auto"), help="data source (default: the run's)")
+    p.add_argument("--test-size", type=_positive(int), help="class-balanced subset of the test / OOD sets")
+    p.add_argument("--fit-size", type=_nonnegative_int, default=2000,
+                   help="held-out images for the fitted temperature (0: skip; default 2000)")
+    p.add_argument("--batch-size", type=_positive(int), default=500, help="prediction batch size")
+    p.add_argument("--quiet", action="store_true", help="no per-sample progress")
+
+
+def _row(name, d):
+    return (f"  {name:<12s} acc {d['accuracy']:.4f}  NLL {d['nll']:.4f}  Brier {d['brier']:.4f}  "
+            f"ECE {d['ece']:.4f}")
+
+
+def check(args):
+    """The run, its samples and the data it is scored on, before TensorFlow starts (exit 2 on a bad one)."""
+    from tf_vrre import evaluation, rundir
+
+    try:
+        run, _ = evaluation.check_run(args.run)
+    except rundir.RunDirError as err:
+        _die(f"--run: {err}")
+    try:
+        evaluation.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
+    except (ValueError, FileNotFoundError) as err:
+        _die(f"--data-dir / --source / --ood: {err}")
+
+
+def run(args):
+    """Evaluates the run (after :func:`check`), prints a summary; returns the exit status."""
+    from tf_vrre import evaluation, rundir
+
+    try:
+        report = evaluation.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
+                                     args.fit_size, args.batch_size, verbose=not args.quiet)
+    except (ValueError, FileNotFoundError, rundir.RunDirError) as err:
+        _die(str(err))
+    t = report["temperature"]
+    print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "
+          f"{report['test']['dataset']} n={report['test']['size']}"
+          + (f", fitted T = {t['T']:.3f}" if t else ""))
+    for k in ("T=1", "T=2", "T=fitted", "last_sample"):
+        if k in report["test"]:
+            print(_row(k, report["test"][k]))
+    if report["ood"]:
+        o = report["ood"]
+        print(f"  OOD {o['dataset']} n={o['size']}:")
+        for k in ("T=1", "T=2", "T=fitted"):
+            if k in o:
+                print(f"  {k:<12s} entropy {o[k]['entropy_mean']:.3f}  >1.5: {o[k]['entropy_gt_1.5']:.3f}  "
+                      f"Brier {o[k]['brier']:.4f}  AUROC {o[k]['auroc']:.4f}")
+    if report["swaps"]:
+        s = report["swaps"]
+        print(f"  swaps {s['swaps']}/{s['attempts']}, sigma2 late {s['sigma2_late']}")
+    print(f"wrote {args.run}/report.json, entropy_cdf.png, reliability.png, swaps.png")
+    return 0

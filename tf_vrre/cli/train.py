@@ -1,0 +1,141 @@
+"""``tf-vrre train``: train one method config into a run directory (resumes after a kill).
+
+    tf-vrre train --config vr-resghmc --dataset cifar10 --model resnet20 --out runs/c10-vr
+    tf-vrre train --config vr-resghmc --model cnn --subset 2000 --epochs 10 --thinning 16 \\
+        --data-dir /work/shared/data --source npz --out runs/cpu-vr         # CPU scale, real data
+"""
+
+from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
+from tf_vrre.cli._args import positive as _positive
+from tf_vrre.cli._args import writable as _writable
+
+HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
+DESCRIPTION = (
+    "Trains a config file (shipped names: msgd, sghmc, resghmc, vr-resghmc, cycsghmc, cvr-resghmc; or a "
+    "path to a .toml file) with the replica-exchange sampler, collects cold-chain samples, and writes "
+    "RUN/run.json, samples/, swaps/, log.csv, tensorboard/ and backup/. Running the same command again "
+    "after a kill resumes from the last epoch. Flags override config values; --set section.key=value "
+    "overrides any of them. --epochs stretches the config's epoch schedule (same curves over the run).")
+
+# flag dest -> config key
+OVERRIDES = {"dataset": "data.dataset", "model": "model.name", "epochs": "training.epochs",
+             "batch_size": "data.batch_size", "subset": "data.subset", "holdout": "data.holdout",
+             "seed": "training.seed", "thinning": "samples.thinning", "lr": "sampler.lr",
+             "erasing": "data.erasing"}
+
+
+def _key_value(text):
+    import argparse
+
+    if "=" not in text or not text.split("=", 1)[0].strip():
+        raise argparse.ArgumentTypeError(f"expected section.key=value, got {text!r}")
+    key, value = text.split("=", 1)
+    return key.strip(), value.strip()
+
+
+def _fraction_or_count(text):
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or a fraction, got {text!r}") from None
+    if value.is_integer() and "." not in text and "e" not in text.lower():
+        value = int(value)
+    if value < 0 or (isinstance(value, float) and value >= 1):
+        raise argparse.ArgumentTypeError(f"must be a count >= 0 or a fraction in [0, 1), got {text}")
+    return value
+
+
+def add_arguments(p):
+    """Flags of ``tf-vrre train``."""
+    p.add_argument("--config", required=True, help="shipped config name (e.g. vr-resghmc) or path to a .toml file")
+    p.add_argument("--out", required=True, help="run directory (created; rerun the same command to resume)")
+    p.add_argument("--dataset", help="cifar10, cifar100 or svhn (svhn_cropped)")
+    p.add_argument("--model", help="cnn, resnet8, resnet20, resnet32 or resnet56")
+    p.add_argument("--epochs", type=_positive(int), help="epochs (the config's schedule is stretched to them)")
+    p.add_argument("--batch-size", type=_positive(int), help="mini-batch size n")
+    p.add_argument("--subset", type=_nonnegative_int, help="training-set size N (0: the whole split)")
+    p.add_argument("--holdout", type=_fraction_or_count, help="held-out count or fraction (fitted T, running BMA)")
+    p.add_argument("--seed", type=_nonnegative_int, help="seed of the sampler, data order and augmentation")
+    p.add_argument("--thinning", type=_positive(int), help="one sample every THINNING steps after burn-in")
+    p.add_argument("--lr", type=_positive(float), help="learning rate on the mean loss (eta = lr / N)")
+    p.add_argument("--erasing", type=float, help="random erasing probability in [0, 1]")
+    p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
+    p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
+                   help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
+    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. /work/shared/data)")
+    p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
+                   help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
+    p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
+    p.add_argument("--strategy", choices=("auto", "default", "mirrored"), default="auto",
+                   help="tf.distribute strategy (auto: mirrored with several GPUs)")
+    p.add_argument("--overwrite", action="store_true", help="replace a different run in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def resolved_config(args):
+    """The resolved config of the parsed flags (``ConfigError`` naming a bad key; no TensorFlow)."""
+    from tf_vrre import config
+
+    raw = config.load(args.config)
+    overrides = {key: getattr(args, dest) for dest, key in OVERRIDES.items() if getattr(args, dest) is not None}
+    if args.no_augment:
+        overrides["data.augment"] = False
+    overrides.update(dict(args.set))
+    return config.resolve(config.apply_overrides(raw, overrides))
+
+
+def check(args):
+    """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
+
+    Sets ``args.cfg`` (the resolved config) and ``args.existing`` (the run already in ``--out``
+    with the same config, or ``None``).  Checks that need the images (sizes, the number of
+    samples the schedule collects) are made here when the training-set size is known without
+    reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
+    """
+    from tf_vrre import rundir, training
+    from tf_vrre.data import sources
+
+    try:
+        args.cfg = resolved_config(args)
+    except ValueError as err:
+        _die(str(err))
+    try:
+        args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
+    except rundir.RunDirError as err:
+        _die(f"--out: {err}")
+    try:
+        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir)
+        size = training.train_size_hint(args.cfg, args.source, args.data_dir)
+    except (ValueError, FileNotFoundError) as err:
+        _die(f"--data-dir / --source: {err}")
+    if size is not None:
+        try:
+            training.check_numbers(args.cfg, size)
+        except ValueError as err:
+            _die(str(err))
+    _writable(args.out)
+
+
+def run(args):
+    """Loads the data, checks the run's numbers, then trains (after :func:`check`); returns the exit status."""
+    from tf_vrre import training
+
+    cfg = args.cfg
+    if args.existing is not None and args.existing.get("status") == "complete":
+        print(f"{args.out}: run already complete ({args.existing['method']}); nothing to do")
+        return 0
+    try:
+        prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
+    except (ValueError, FileNotFoundError) as err:
+        _die(str(err))
+    result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, args.strategy,
+                            args.overwrite, verbose=not args.quiet, prepared=prepared)
+    hist = result["history"]
+    last = {k: v[-1] for k, v in hist.items() if v}
+    parts = [f"{k} {last[k]:.4g}" for k in ("loss", "accuracy", "swaps", "bma_accuracy", "bma_nll") if k in last]
+    print(f"{cfg['method']}: {', '.join(parts)}; {result['seconds']:.0f} s -> {args.out} "
+          f"(next: tf-vrre evaluate --run {args.out})")
+    return 0

@@ -1,0 +1,222 @@
+"""Where images come from: tensorflow-datasets or a local directory of ``.npz`` files.
+
+Both sources return the same thing, ``(x, y)`` numpy arrays with ``x`` uint8 ``[n, H, W, C]``
+(RGB) and ``y`` int64 ``[n]``, so everything after loading is the same code.
+
+- ``"tfds"``: ``tfds.load(name, split=..., data_dir=..., download=...)`` (the default for users
+  with internet; ``download=False`` reads data prepared earlier, offline).
+- ``"npz"``: ``DATA_DIR/<dataset>/<dataset>_<split>.npz`` or several parts
+  ``DATA_DIR/<dataset>/<dataset>_<split>_part<k>of<n>.npz`` (concatenated in part order), each
+  with arrays ``x`` (uint8 NHWC) and ``y`` (integer labels): the layout of the offline copies
+  in ``../shared/data`` (e.g. ``cifar10/cifar10_train_part1of2.npz``).
+- ``"auto"``: ``"npz"`` when ``data_dir`` holds the split's ``.npz`` files, else ``"tfds"``.
+"""
+
+import glob
+import numbers
+import os
+import re
+
+import numpy as np
+
+DATASETS = {
+    # name: (number of classes, image shape, splits)
+    "cifar10": (10, (32, 32, 3), ("train", "test")),
+    "cifar100": (100, (32, 32, 3), ("train", "test")),
+    "svhn_cropped": (10, (32, 32, 3), ("train", "test", "extra")),
+}
+ALIASES = {"svhn": "svhn_cropped"}
+SOURCES = ("auto", "npz", "tfds")
+
+__all__ = ["DATASETS", "ALIASES", "SOURCES", "check_dataset", "num_classes", "image_shape",
+           "npz_files", "resolve_source", "check_available", "example_count", "npz_split_size", "load_split"]
+
+
+def check_dataset(name):
+    """The canonical data set name (``svhn`` -> ``svhn_cropped``); ``ValueError`` listing the
+    valid names otherwise."""
+    name = ALIASES.get(name, name)
+    if name not in DATASETS:
+        valid = ", ".join(list(DATASETS) + [f"{a} (= {b})" for a, b in ALIASES.items()])
+        raise ValueError(f"dataset must be one of {valid}; got {name!r}")
+    return name
+
+
+def num_classes(name):
+    """Number of classes of data set ``name``."""
+    return DATASETS[check_dataset(name)][0]
+
+
+def image_shape(name):
+    """Shape ``(H, W, C)`` of one image of data set ``name``."""
+    return DATASETS[check_dataset(name)][1]
+
+
+def _check_split(name, split):
+    splits = DATASETS[name][2]
+    if split not in splits:
+        raise ValueError(f"split of {name} must be one of {', '.join(splits)}; got {split!r}")
+
+
+def npz_files(data_dir, name, split):
+    """The ``.npz`` files of ``name``/``split`` under ``data_dir`` in part order (may be empty)."""
+    name = check_dataset(name)
+    folder = os.path.join(str(data_dir), name)
+    single = os.path.join(folder, f"{name}_{split}.npz")
+    if os.path.isfile(single):
+        return [single]
+    parts = glob.glob(os.path.join(folder, f"{name}_{split}_part*.npz"))
+
+    def part(path):
+        m = re.search(r"_part(\d+)", os.path.basename(path))
+        return int(m.group(1)) if m else 0
+    return sorted(parts, key=part)
+
+
+def resolve_source(source, name, split, data_dir):
+    """``"npz"`` or ``"tfds"`` for ``source`` in :data:`SOURCES` (``"auto"``: npz if present)."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}; got {source!r}")
+    if source == "npz" and data_dir is None:
+        raise ValueError("data_dir: the npz source needs a directory (e.g. --data-dir /work/shared/data)")
+    if source == "auto":
+        return "npz" if data_dir is not None and npz_files(data_dir, name, split) else "tfds"
+    return source
+
+
+def _check_arrays(x, y, name, where):
+    classes, shape, _ = DATASETS[name]
+    if x.dtype != np.uint8 or x.ndim != 4 or tuple(x.shape[1:]) != shape:
+        raise ValueError(f"{where}: x must be uint8 images of shape [n, {', '.join(map(str, shape))}], "
+                         f"got {x.dtype} {x.shape}")
+    y = np.asarray(y).reshape(-1)
+    if len(y) != len(x):
+        raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
+    if not np.issubdtype(y.dtype, np.integer) or (len(y) and (y.min() < 0 or y.max() >= classes)):
+        raise ValueError(f"{where}: labels must be integers in [0, {classes - 1}]")
+    return x, y.astype(np.int64)
+
+
+def _existing_npz_files(data_dir, name, split):
+    if not os.path.isdir(str(data_dir)):
+        raise FileNotFoundError(f"data_dir {str(data_dir)!r} does not exist")
+    files = npz_files(data_dir, name, split)
+    if not files:
+        folder = os.path.join(str(data_dir), name)
+        raise FileNotFoundError(f"no {name} {split} data in {str(data_dir)!r}: expected "
+                                f"{os.path.join(folder, f'{name}_{split}.npz')} or "
+                                f"{os.path.join(folder, f'{name}_{split}_part1of2.npz')}, ...")
+    return files
+
+
+def check_available(name, split, source="tfds", data_dir=None):
+    """The source :func:`load_split` would use, after the checks it can make without reading data.
+
+    Rule: the data set, split and source names are valid; for the npz source, ``data_dir``
+    exists and holds the split's files.  (A tfds split is only checked when loaded.)  No
+    TensorFlow: the command line calls this before TensorFlow starts.
+
+    Raises:
+      ValueError / FileNotFoundError: as :func:`load_split`, naming the expected paths.
+
+    Example:
+      >>> check_available("cifar10", "train", "npz", "/work/shared/data")
+      'npz'
+    """
+    name = check_dataset(name)
+    _check_split(name, split)
+    used = resolve_source(source, name, split, data_dir)
+    if used == "npz":
+        _existing_npz_files(data_dir, name, split)
+    return used
+
+
+def example_count(value, total, name):
+    """An example count from an integer (>= 0) or a fraction in [0, 1) of ``total`` (``None``: 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+        raise ValueError(f"{name} must be a count >= 0 or a fraction in [0, 1), got {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if value >= 1:
+        raise ValueError(f"{name} as a fraction must be < 1, got {value!r}")
+    return int(round(value * total))
+
+
+def npz_split_size(data_dir, name, split):
+    """Number of examples of an npz split, from its label arrays alone (no images are read)."""
+    total = 0
+    for path in _existing_npz_files(data_dir, name, split):
+        try:
+            with np.load(path) as z:
+                total += len(np.asarray(z["y"]).reshape(-1))
+        except (KeyError, ValueError, OSError) as err:
+            raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' ({err})") from None
+    return total
+
+
+def _load_npz(data_dir, name, split):
+    files = _existing_npz_files(data_dir, name, split)
+    xs, ys = [], []
+    for path in files:
+        try:
+            with np.load(path) as z:
+                x, y = z["x"], z["y"]
+        except (KeyError, ValueError, OSError) as err:
+            raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' ({err})") from None
+        x, y = _check_arrays(x, y, name, path)
+        xs.append(x)
+        ys.append(y)
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _load_tfds(data_dir, name, split, download):
+    import tensorflow_datasets as tfds
+
+    try:
+        ds = tfds.load(name, split=split, data_dir=data_dir, download=download, as_supervised=True)
+        xs, ys = [], []
+        for xb, yb in tfds.as_numpy(ds.batch(4096)):  # whole-split batch_size=-1 breaks under mocks
+            xs.append(xb)
+            ys.append(yb)
+        x, y = np.concatenate(xs), np.concatenate(ys)
+    except Exception as err:  # tfds raises AssertionError / DatasetNotFoundError / OSError
+        hint = "" if download else " (download=False: prepare it first, or use the npz source)"
+        raise FileNotFoundError(f"tensorflow-datasets could not load {name}:{split} from data_dir "
+                                f"{data_dir!r}{hint}: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+                                ) from None
+    return _check_arrays(np.asarray(x), np.asarray(y), name, f"tfds {name}:{split}")
+
+
+def load_split(name, split, source="tfds", data_dir=None, download=True):
+    """Loads one split as numpy arrays.
+
+    Args:
+      name: ``cifar10``, ``cifar100`` or ``svhn_cropped`` (alias ``svhn``).
+      split: ``train`` or ``test`` (``extra`` for SVHN).
+      source: ``"tfds"``, ``"npz"`` or ``"auto"`` (see the module docstring).
+      data_dir: tfds data directory, or the npz root (``None``: tfds' default).
+      download: let tfds download and prepare missing data (needs internet).
+
+    Returns:
+      ``(x, y, source)``: uint8 images ``[n, H, W, C]``, int64 labels ``[n]`` and the source
+      actually used (``"npz"`` or ``"tfds"``).
+
+    Raises:
+      ValueError: unknown data set, split or source (naming the valid ones), malformed files.
+      FileNotFoundError: missing directory or files (naming the expected paths).
+
+    Example:
+      >>> x, y, src = load_split("cifar10", "test", source="npz", data_dir="/work/shared/data")
+      >>> x.shape, src
+      ((10000, 32, 32, 3), 'npz')
+    """
+    name = check_dataset(name)
+    _check_split(name, split)
+    used = resolve_source(source, name, split, data_dir)
+    if used == "npz":
+        x, y = _load_npz(data_dir, name, split)
+    else:
+        x, y = _load_tfds(data_dir, name, split, download)
+    return x, y, used

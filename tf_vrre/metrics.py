@@ -1,0 +1,191 @@
+"""Accuracy and uncertainty metrics of (Bayesian-model-averaged) class probabilities.
+
+All functions take predictive probabilities ``p`` ``[n, C]`` (e.g. the BMA
+``mean_s softmax(z_s / T)``) and integer labels ``[n]``, and use TensorFlow Probability /
+Keras where they provide the metric:
+
+- ``accuracy``: ``mean(argmax p == y)``;
+- ``nll``: ``-mean log p_y`` (``keras.losses.sparse_categorical_crossentropy``, which clips
+  ``p`` to ``[1e-7, 1 - 1e-7]``);
+- ``brier``: ``mean_i sum_j (p_ij - 1[j = y_i])^2`` (the paper's footnote; ``tfp.stats.brier_score``
+  is ``sum_j p_j^2 - 2 p_y``, one less);
+- ``ece``: expected calibration error with equal-width confidence bins
+  (``tfp.stats.expected_calibration_error``, Guo et al. 2017 eq. 3);
+- ``entropy``: ``-sum_j p_j log p_j`` per example (``tfp.distributions.Categorical``);
+- ``ood_brier``: ``mean_i sum_j p_ij^2``, the Brier score when none of the known classes
+  occurs (out-of-distribution images); its optimum, the uniform prediction, is ``1 / C``
+  (the paper's "optimal 0.1" for SVHN under CIFAR-10 models);
+- ``auroc``: area under the ROC curve separating two score samples (``keras.metrics.AUC``);
+- ``fit_temperature``: ``T`` minimising the NLL of ``mean_s softmax(z_s / T)`` on held-out
+  data (``tfp.optimizer.lbfgs_minimize`` over ``log T``).
+
+Example:
+  >>> p = bma_probabilities(logits_per_sample)           # [n, C]
+  >>> accuracy(p, y), nll(p, y), brier(p, y), ece(p, y, num_bins=15)
+"""
+
+import numpy as np
+
+__all__ = ["accuracy", "nll", "brier", "ece", "entropy", "ood_brier", "auroc", "fit_temperature",
+           "softmax", "reliability_bins"]
+
+_TINY = 1e-30
+
+
+def _tf():
+    import tensorflow as tf
+
+    return tf
+
+
+def _check(probs, labels=None):
+    p = np.asarray(probs, np.float64)
+    if p.ndim != 2 or p.shape[0] == 0:
+        raise ValueError(f"probs must be [n, C] with n > 0, got shape {p.shape}")
+    if not np.all(np.isfinite(p)) or p.min() < 0:
+        raise ValueError("probs must be finite and >= 0")
+    if labels is None:
+        return p, None
+    y = np.asarray(labels).reshape(-1)
+    if len(y) != len(p) or not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= p.shape[1]:
+        raise ValueError(f"labels must be {len(p)} integers in [0, {p.shape[1] - 1}]")
+    return p, y.astype(np.int64)
+
+
+def softmax(logits, temperature=1.0):
+    """``softmax(logits / T)`` along the last axis (numpy, float64)."""
+    z = np.asarray(logits, np.float64) / float(temperature)
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def accuracy(probs, labels):
+    """Fraction of examples whose most probable class is the label."""
+    p, y = _check(probs, labels)
+    return float(np.mean(p.argmax(axis=1) == y))
+
+
+def nll(probs, labels):
+    """Mean negative log-likelihood ``-mean log p_y`` (Keras' sparse categorical cross-entropy)."""
+    import keras
+
+    p, y = _check(probs, labels)
+    return float(np.mean(keras.ops.convert_to_numpy(
+        keras.losses.sparse_categorical_crossentropy(y, p.astype(np.float32), from_logits=False))))
+
+
+def brier(probs, labels):
+    """Multi-class Brier score ``mean_i sum_j (p_ij - o_ij)^2`` (``tfp.stats.brier_score + 1``)."""
+    import tensorflow_probability as tfp
+
+    p, y = _check(probs, labels)
+    logits = np.log(np.maximum(p, _TINY))
+    return float(np.mean(tfp.stats.brier_score(labels=y, logits=logits).numpy()) + 1.0)
+
+
+def ece(probs, labels, num_bins=15):
+    """Expected calibration error with ``num_bins`` equal-width confidence bins (TFP)."""
+    import tensorflow_probability as tfp
+
+    p, y = _check(probs, labels)
+    logits = np.log(np.maximum(p, _TINY)).astype(np.float32)
+    return float(tfp.stats.expected_calibration_error(num_bins, logits=logits, labels_true=y).numpy())
+
+
+def entropy(probs):
+    """Predictive entropy ``-sum_j p_j log p_j`` per example (nats), via TFP's Categorical."""
+    import tensorflow_probability as tfp
+
+    p, _ = _check(probs)
+    return tfp.distributions.Categorical(probs=p).entropy().numpy()
+
+
+def ood_brier(probs):
+    """Brier score on out-of-distribution inputs: ``mean_i sum_j p_ij^2`` (optimum ``1 / C``)."""
+    p, _ = _check(probs)
+    return float(np.mean(np.sum(p * p, axis=1)))
+
+
+def auroc(scores_negative, scores_positive, low=0.0, high=1.0, num_thresholds=10001):
+    """Area under the ROC curve for telling ``scores_positive`` (label 1) from ``scores_negative``.
+
+    Scores are mapped linearly from ``[low, high]`` to ``[0, 1]`` (e.g. entropy with
+    ``high = log C``) and passed to ``keras.metrics.AUC`` (trapezoidal, ``num_thresholds``
+    evenly spaced thresholds): exact up to ties within ``(high - low) / (num_thresholds - 1)``.
+    """
+    import keras
+
+    neg = np.asarray(scores_negative, np.float64).reshape(-1)
+    pos = np.asarray(scores_positive, np.float64).reshape(-1)
+    if not len(neg) or not len(pos):
+        raise ValueError("auroc needs at least one score in each group")
+    if not high > low:
+        raise ValueError(f"auroc: high must be > low, got {low}, {high}")
+    scores = np.clip((np.concatenate([neg, pos]) - low) / (high - low), 0.0, 1.0)
+    labels = np.concatenate([np.zeros(len(neg)), np.ones(len(pos))])
+    m = keras.metrics.AUC(num_thresholds=num_thresholds)
+    m.update_state(labels.astype(np.float32), scores.astype(np.float32))
+    return float(keras.ops.convert_to_numpy(m.result()))
+
+
+def fit_temperature(logits, labels, initial=1.0):
+    """Temperature ``T > 0`` minimising ``-mean log mean_s softmax(z_s / T)[y]`` (held-out data).
+
+    Args:
+      logits: ``[S, n, C]`` logits of ``S`` samples (or ``[n, C]`` for one model).
+      labels: ``[n]`` integer labels.
+      initial: starting ``T``.
+
+    Returns:
+      ``(T, nll_at_T)`` as floats.
+
+    Example:
+      >>> T, _ = fit_temperature(heldout_logits, y_heldout)   # > 1: the BMA was over-confident
+    """
+    import tensorflow_probability as tfp
+
+    tf = _tf()
+    z = np.asarray(logits, np.float64)
+    if z.ndim == 2:
+        z = z[None]
+    if z.ndim != 3:
+        raise ValueError(f"logits must be [S, n, C] or [n, C], got shape {np.shape(logits)}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("logits must be finite")
+    _check(np.ones(z.shape[1:]), labels)
+    zt = tf.constant(z)
+    onehot = tf.one_hot(np.asarray(labels).reshape(-1).astype(np.int64), z.shape[-1], dtype=tf.float64)
+
+    def loss(log_t):
+        lp = tf.nn.log_softmax(zt / tf.exp(log_t[0]), axis=-1)                      # [S, n, C]
+        picked = tf.reduce_sum(lp * onehot[None], axis=-1)                           # [S, n]
+        bma = tf.reduce_logsumexp(picked, axis=0) - tf.math.log(tf.cast(tf.shape(zt)[0], tf.float64))
+        return -tf.reduce_mean(bma)
+
+    def value_and_grad(x):
+        return tfp.math.value_and_gradient(loss, x)
+
+    res = tfp.optimizer.lbfgs_minimize(value_and_grad, tf.constant([np.log(initial)], tf.float64),
+                                       tolerance=1e-10, max_iterations=200)
+    t = float(np.exp(res.position.numpy()[0]))
+    if not np.isfinite(t) or not res.converged.numpy():
+        raise RuntimeError(f"fit_temperature did not converge (T = {t})")
+    return t, float(res.objective_value.numpy())
+
+
+def reliability_bins(probs, labels, num_bins=15):
+    """Per equal-width confidence bin ``[k / B, (k + 1) / B)`` (the bins of :func:`ece`):
+    ``(lower edge, upper edge, count, mean confidence, accuracy)``."""
+    p, y = _check(probs, labels)
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(np.float64)
+    edges = np.linspace(0.0, 1.0, num_bins + 1)
+    which = np.clip(np.floor(conf * num_bins).astype(np.int64), 0, num_bins - 1)  # as tfp's ECE bins
+    rows = []
+    for b in range(num_bins):
+        sel = which == b
+        count = int(sel.sum())
+        rows.append((float(edges[b]), float(edges[b + 1]), count,
+                     float(conf[sel].mean()) if count else np.nan, float(correct[sel].mean()) if count else np.nan))
+    return rows

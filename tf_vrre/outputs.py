@@ -1,0 +1,166 @@
+"""Output directories of a run: whose files they hold, and who writes them now.
+
+Every directory a tf_vrre callback writes (:class:`tf_vrre.SampleCollector`,
+:class:`tf_vrre.SwapLogger`, :class:`tf_vrre.Checkpoint`) records the **run identity** of the
+sampler that wrote it:
+
+    {"fingerprint": sha256 of the rest, "sampler": the constructor arguments (get_config without
+     the auto-generated name), "weights": [[shape, dtype] of every cold-model weight], ...}
+
+A callback that finds files of a run with another identity refuses to touch them
+(:class:`RunMismatchError` naming the first difference) unless built with
+``overwrite=True``; files of the same run are reconciled with the restored step (a resume).
+A directory is written by one callback at a time: :func:`claim` takes an exclusive
+``fcntl.flock`` on ``DIR/.lock`` (released by the OS if the process dies), so two callbacks
+in one fit, or two processes, on one directory get an error instead of interleaved files.
+"""
+
+import hashlib
+import json
+import os
+import warnings
+
+LOCK = ".lock"
+
+
+class RunMismatchError(ValueError):
+    """A directory holds files of another run (or of a run with no recorded identity)."""
+
+
+def _canonical(obj):
+    return json.dumps(obj, sort_keys=True, default=repr, separators=(",", ":"))
+
+
+def run_identity(sampler, **extra):
+    """The identity of ``sampler``'s run as a JSON-ready dict (``extra`` fields are included).
+
+    Args:
+      sampler: a :class:`tf_vrre.ReplicaExchangeSampler`.
+      **extra: more identifying fields (e.g. a callback's own configuration).
+
+    Example:
+      >>> run_identity(sampler)["sampler"]["num_chains"]
+      2
+    """
+    with warnings.catch_warnings():  # a lambda model_fn serializes with a warning meant for saving
+        warnings.simplefilter("ignore")
+        try:
+            config = dict(sampler._config())
+        except TypeError as err:  # e.g. model_fn=functools.partial(...): Keras cannot serialize it
+            raise ValueError(
+                "cannot record the run identity of this sampler: a constructor argument is not serializable "
+                f"({str(err).splitlines()[0][:200]}); pass model_fn / nll as a module-level function or a "
+                "Keras-registered class with get_config (e.g. models.Builder), not functools.partial") from None
+    config.pop("name", None)
+    ident = {"sampler": json.loads(_canonical(config)),
+             "weights": [[list(v.shape), str(v.dtype)] for v in sampler.cold_model.weights]}
+    ident.update(json.loads(_canonical(extra)))
+    ident["fingerprint"] = hashlib.sha256(_canonical(ident).encode()).hexdigest()[:16]
+    return ident
+
+
+_FIRST = ("sampler", "num_chains", "model_fn", "weights", "state", "seed", "data_size")  # reported first
+
+
+def _ordered(keys):
+    return sorted(keys, key=lambda k: (_FIRST.index(k) if k in _FIRST else len(_FIRST), k))
+
+
+def difference(stored, current):
+    """The first field in which two identities differ, as text, or ``None`` if they match.
+
+    ``num_chains``, ``model_fn`` and the weight shapes are reported before other fields.
+    """
+    if stored is None:
+        return "no run identity recorded (written by an older tf_vrre or by hand)"
+    if stored.get("fingerprint") == current.get("fingerprint"):
+        return None
+    for key in _ordered(set(stored) | set(current)):
+        if key == "fingerprint":
+            continue
+        a, b = stored.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(a, dict) and isinstance(b, dict):
+            for sub in _ordered(set(a) | set(b)):
+                if a.get(sub, "<absent>") != b.get(sub, "<absent>"):
+                    return f"{key}.{sub}: {_short(a.get(sub, '<absent>'))} there, {_short(b.get(sub, '<absent>'))} here"
+        elif a != b:
+            if isinstance(a, list) and isinstance(b, list):
+                return f"{key}: {len(a)} arrays {_short(a)} there, {len(b)} arrays {_short(b)} here"
+            return f"{key}: {_short(a)} there, {_short(b)} here"
+    return "fingerprint differs"
+
+
+def _short(value, limit=120):
+    text = _canonical(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def refuse(directory, what, diff):
+    """:class:`RunMismatchError` for ``directory`` holding ``what`` of another run."""
+    return RunMismatchError(
+        f"{directory} holds {what} of another run ({diff}); use another directory, or pass overwrite=True "
+        "to replace them")
+
+
+# ---- exclusive use ------------------------------------------------------------------------
+_held = {}  # realpath of the lock file -> (owner, fit token, open lock file)
+
+
+def claim(target, owner, token, label, lock=None):
+    """Makes ``owner`` the only writer of ``target`` until :func:`release`.
+
+    Args:
+      target: the output directory (created; the lock is ``target/.lock``), or a file when
+        ``lock`` names its lock file.
+      owner: the callback claiming it.
+      token: identifies the fit (the ``params`` dict Keras gives every callback of one fit):
+        another owner with the same token is a second writer in the same fit (error); with
+        another token it belongs to an earlier fit of this process that ended or was
+        interrupted, and is replaced.
+      label: the owner's name for messages (``"SampleCollector"``).
+      lock: the lock file for a file ``target``.
+
+    Raises:
+      ValueError: another callback of this fit, or another process, writes ``target``.
+    """
+    if lock is None:
+        os.makedirs(target, exist_ok=True)
+        lock = os.path.join(target, LOCK)
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(lock)), exist_ok=True)
+    real = os.path.realpath(lock)
+    held = _held.get(real)
+    if held is not None and held[0] is owner:
+        return
+    if held is not None:
+        if token is not None and held[1] is token:
+            raise ValueError(f"{label}: two callbacks write to {target} in one fit; give each its own "
+                             f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}")
+        release(held[0])  # left by an earlier fit that did not reach on_train_end
+        getattr(held[0], "_abandon", lambda: None)()
+    f = open(lock, "a+")
+    try:
+        import fcntl
+
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # no fcntl (Windows): the in-process check only
+        pass
+    except OSError:
+        f.seek(0)
+        pid = f.read().strip() or "?"
+        f.close()
+        raise ValueError(f"{label}: {target} is in use by another process (pid {pid}); one writer at a "
+                         "time") from None
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    _held[real] = (owner, token, f)
+
+
+def release(owner):
+    """Gives up every claim of ``owner`` (no-op if it holds none)."""
+    for real, held in list(_held.items()):
+        if held[0] is owner:
+            del _held[real]
+            held[2].close()  # closing the file drops the flock

@@ -1,0 +1,179 @@
+"""Callbacks of the training command: an epoch CSV log that survives resumes, a progress bar.
+
+- :class:`EpochCSVLogger` - one row per epoch with *every* key seen so far (a metric that
+  appears later, e.g. ``bma_accuracy`` after burn-in, is added as a column and is empty
+  before); the file is rewritten atomically each epoch, and rows at or after the epoch a
+  ``BackupAndRestore`` resume starts from are dropped (they are replayed), so no duplicates.
+- :class:`EpochProgress` - a text progress bar per epoch on stderr and a one-line summary
+  (loss, accuracy, swaps, sigma^2, samples, running BMA accuracy, seconds).
+- :class:`EpochTimer` - ``epoch_seconds`` (wall time of the epoch) into ``logs``.
+"""
+
+import csv
+import math
+import os
+import sys
+import time
+
+import keras
+
+__all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer"]
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class EpochCSVLogger(keras.callbacks.Callback):
+    """Per-epoch CSV log with a growing set of columns, exact under resume.
+
+    Row of epoch ``e``: ``epoch`` then every ``logs`` key seen up to ``e`` (sorted); missing
+    values are empty.  Put it after the callbacks that add to ``logs`` (``SwapLogger``,
+    ``SampleCollector``) and before ``BackupAndRestore``.
+
+    Args:
+      filename: the CSV file (its directory must exist).
+
+    Example:
+      >>> sampler.fit(ds, epochs=10, callbacks=[SwapLogger(d), EpochCSVLogger("run/log.csv"),
+      ...                                       keras.callbacks.BackupAndRestore("run/backup")])
+    """
+
+    def __init__(self, filename):
+        super().__init__()
+        if not isinstance(filename, (str, os.PathLike)) or not str(filename):
+            raise TypeError(f"filename must be a path, got {filename!r}")
+        self.filename = str(filename)
+        self._rows = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._rows is None:  # first epoch of this fit: after BackupAndRestore restored the epoch
+            self._rows = []
+            if os.path.exists(self.filename):
+                with open(self.filename, newline="") as f:
+                    for row in csv.DictReader(f):
+                        try:
+                            if int(row["epoch"]) < epoch:
+                                self._rows.append(row)
+                        except (KeyError, TypeError, ValueError):
+                            continue  # a row cut short by a kill
+
+    def on_epoch_end(self, epoch, logs=None):
+        row = {"epoch": str(epoch)}
+        row.update({k: repr(_float(v)) for k, v in (logs or {}).items()})
+        self._rows.append(row)
+        keys = []
+        for r in self._rows:
+            keys += [k for k in r if k != "epoch" and k not in keys]
+        header = ["epoch"] + sorted(keys)
+        tmp = self.filename + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=header, restval="")
+            writer.writeheader()
+            writer.writerows(self._rows)
+        os.replace(tmp, self.filename)
+
+    def on_train_end(self, logs=None):
+        self._rows = None
+
+    def get_config(self):
+        return {"filename": self.filename}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class EpochProgress(keras.callbacks.Callback):
+    """A progress bar per epoch (stderr) and a summary line at each epoch end.
+
+    Args:
+      epochs: total epochs of the run (for the ``epoch e/E`` label).
+      steps_per_epoch: batches per epoch.
+      stream: ``"stderr"`` or ``"stdout"``.
+
+    Example:
+      >>> sampler.fit(ds, epochs=10, verbose=0, callbacks=[EpochProgress(10, 39)])
+    """
+
+    SUMMARY = (("loss", "loss {:.3f}"), ("accuracy", "acc {:.3f}"), ("swaps", "swaps {:.0f}"),
+               ("swap_attempts", "/{:.0f}"), ("sigma2_0", "sigma2 {:.3g}"), ("samples", "samples {:.0f}"),
+               ("bma_accuracy", "BMA acc {:.3f}"))
+
+    def __init__(self, epochs, steps_per_epoch, stream="stderr"):
+        super().__init__()
+        for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if stream not in ("stderr", "stdout"):
+            raise ValueError(f"stream must be 'stderr' or 'stdout', got {stream!r}")
+        self.epochs, self.steps_per_epoch, self.stream = epochs, steps_per_epoch, stream
+
+    def _write(self, text):
+        out = sys.stderr if self.stream == "stderr" else sys.stdout
+        out.write(text)
+        out.flush()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch, self._start, self._shown = epoch, time.perf_counter(), -1
+        self._bar(0)
+
+    def _bar(self, done):
+        tick = 20 * done // self.steps_per_epoch
+        if tick != self._shown:
+            self._shown = tick
+            self._write(f"\r  epoch {self._epoch + 1}/{self.epochs} [{'#' * tick}{'.' * (20 - tick)}] "
+                        f"{done}/{self.steps_per_epoch}  {time.perf_counter() - self._start:6.1f}s")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._bar(batch + 1)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        parts = []
+        for key, fmt in self.SUMMARY:
+            if key in logs and math.isfinite(_float(logs[key])):
+                text = fmt.format(_float(logs[key]))
+                if key == "swap_attempts" and parts:
+                    parts[-1] += text
+                else:
+                    parts.append(text)
+        self._write(f"\r  epoch {epoch + 1}/{self.epochs}: {', '.join(parts)}  "
+                    f"({time.perf_counter() - self._start:.1f}s)\n")
+
+    def get_config(self):
+        return {"epochs": self.epochs, "steps_per_epoch": self.steps_per_epoch, "stream": self.stream}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class EpochTimer(keras.callbacks.Callback):
+    """Puts ``epoch_seconds``, the wall time from epoch begin to epoch end, into ``logs``.
+
+    Put it first among the callbacks so the time includes the others' per-batch work.
+
+    Example:
+      >>> sampler.fit(ds, epochs=3, callbacks=[EpochTimer(), EpochCSVLogger("log.csv")])
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["epoch_seconds"] = time.perf_counter() - self._start
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

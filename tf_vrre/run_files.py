@@ -1,0 +1,248 @@
+"""Files of a run, read and checked without TensorFlow: sample manifests, sample files, layout.
+
+A sample directory (written by :class:`tf_vrre.SampleCollector`)::
+
+    manifest.json            # {"format", "entries": [...], "events": [...], "run": {...}, ...}
+    model.json               # the cold model's architecture (``to_json``), when serializable
+    sample-000000256.npz     # cold-chain weights w0000, w0001, ... (+ "predictive" with BMA)
+
+Every manifest entry names its file and stores the file's size and SHA-256.  :func:`load_samples`
+checks the manifest's structure, every listed file (present, same size, same checksum) and that
+all samples hold the same arrays with the same shapes; any failure is a ``ValueError`` naming
+the manifest or the file.  Nothing here imports TensorFlow, so the command line checks a run's
+files before it starts TensorFlow.
+"""
+
+import hashlib
+import json
+import os
+import re
+import zipfile
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+MODEL_JSON = "model.json"
+FORMAT = "tf_vrre.samples/1"
+SAMPLE_FILE = re.compile(r"sample-\d{9}\.npz")
+_ENTRY_FIELDS = {"file": str, "step": int, "bytes": int, "sha256": str}
+
+
+def sha256(path):
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def atomic_write(path, write):
+    """``write(f)`` into ``path + ".tmp"``, fsync, rename over ``path`` (atomic on POSIX)."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path, obj):
+    """Writes ``obj`` as JSON to ``path`` atomically."""
+    atomic_write(path, lambda f: f.write(json.dumps(obj, indent=1).encode()))
+
+
+def _bad(path, what):
+    return ValueError(f"sample manifest {path} is malformed: {what}")
+
+
+def _check_entries(path, entries):
+    if not isinstance(entries, list):
+        raise _bad(path, f"'entries' must be a list, got {type(entries).__name__}")
+    files, steps = set(), set()
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise _bad(path, f"entry {i} is not an object: {e!r}")
+        for key, kind in _ENTRY_FIELDS.items():
+            value = e.get(key)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise _bad(path, f"entry {i} needs {key!r} ({kind.__name__}), got {value!r}")
+        if not SAMPLE_FILE.fullmatch(e["file"]):
+            raise _bad(path, f"entry {i} names {e['file']!r}, not a sample-<step>.npz file in the directory")
+        if e["step"] < 0 or e["bytes"] < 0:
+            raise _bad(path, f"entry {i} has a negative step or size: {e['step']}, {e['bytes']}")
+        if e["file"] in files or e["step"] in steps:
+            raise _bad(path, f"entry {i} repeats file {e['file']!r} or step {e['step']}")
+        files.add(e["file"])
+        steps.add(e["step"])
+
+
+def read_manifest(directory):
+    """The parsed ``directory/manifest.json``, its structure checked.
+
+    Raises:
+      ValueError: no manifest, not JSON, another format, or malformed entries (naming the
+        manifest and the entry).
+    """
+    path = os.path.join(directory, MANIFEST)
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"no sample manifest at {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"sample manifest {path} is corrupt: {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "entries" not in manifest:
+        raise ValueError(f"sample manifest {path} is not a {FORMAT} manifest")
+    _check_entries(path, manifest["entries"])
+    events = manifest.setdefault("events", [])
+    if not isinstance(events, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in events):
+        raise _bad(path, "'events' must be a list of steps")
+    return manifest
+
+
+def check_entry(directory, entry):
+    """Path of an entry's file after checking its size and SHA-256 (``ValueError`` naming it)."""
+    path = os.path.join(directory, entry["file"])
+    if not os.path.exists(path):
+        raise ValueError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
+    size = os.path.getsize(path)
+    if size != entry["bytes"] or sha256(path) != entry["sha256"]:
+        raise ValueError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
+                         f"{entry['bytes']}; checksum mismatch)")
+    return path
+
+
+def array_shapes(path):
+    """``{name: (shape, dtype str)}`` of the arrays in an ``.npz`` file, from their headers only."""
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                with z.open(name) as f:
+                    major, _ = np.lib.format.read_magic(f)
+                    read = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}[major]
+                    shape, _, dtype = read(f)
+                out[name[:-4] if name.endswith(".npy") else name] = (tuple(shape), dtype.str)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        raise ValueError(f"sample file {path} is not a readable .npz file: {err}") from None
+    return out
+
+
+def check_shapes(directory, entries):
+    """``ValueError`` naming the first sample whose arrays differ from the first sample's."""
+    first = None
+    for entry in sorted(entries, key=lambda e: e["step"]):
+        path = os.path.join(directory, entry["file"])
+        shapes = array_shapes(path)
+        if first is None:
+            first, first_path = shapes, path
+            continue
+        if shapes != first:
+            names = sorted(set(shapes) | set(first))
+            name = next(n for n in names if shapes.get(n) != first.get(n))
+            raise ValueError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
+                             f"{_describe(first.get(name))} in {first_path} (samples of different models "
+                             "in one directory)")
+
+
+def _describe(spec):
+    return "absent" if spec is None else f"shape {spec[0]} dtype {np.dtype(spec[1]).name}"
+
+
+class SampleSet:
+    """Samples listed in a manifest; weights are read from disk on demand.
+
+    Attributes:
+      entries: manifest entries sorted by step (``file, step, epoch, temperature, lr,
+        energy, bytes, sha256`` and BMA metrics when collected with validation data).
+    """
+
+    def __init__(self, directory, entries):
+        self.directory = directory
+        self.entries = sorted(entries, key=lambda e: e["step"])
+
+    def __len__(self):
+        return len(self.entries)
+
+    @property
+    def steps(self):
+        return [e["step"] for e in self.entries]
+
+    def weights(self, i):
+        """The weight list of sample ``i`` (for ``model.set_weights``)."""
+        path = check_entry(self.directory, self.entries[i])
+        with np.load(path) as z:
+            names = sorted(k for k in z.files if k.startswith("w"))
+            return [z[k] for k in names]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.weights(i)
+
+    def predict(self, model, x, batch_size=256, output="logits"):
+        """Bayesian model average ``mean_i softmax(model_i(x))`` (``output="probabilities"``:
+        no softmax), streaming over the samples (one in memory at a time)."""
+        if output not in ("logits", "probabilities"):
+            raise ValueError(f"output must be 'logits' or 'probabilities', got {output!r}")
+        if not len(self):
+            raise ValueError(f"no samples in {self.directory}")
+        total = None
+        for w in self:
+            model.set_weights(w)
+            p = np.asarray(model.predict(x, batch_size=batch_size, verbose=0), np.float64)
+            p = softmax(p) if output == "logits" else p
+            total = p if total is None else total + p
+        return total / len(self)
+
+
+def softmax(z):
+    """Softmax over the last axis (float64)."""
+    z = z - z.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def load_samples(directory):
+    """Reads ``directory/manifest.json`` and checks every listed file and their shapes.
+
+    Checks: the manifest's structure, each file's size and SHA-256, and that every sample
+    holds the same arrays with the same shapes and dtypes.
+
+    Raises:
+      ValueError: naming the manifest, or the missing / truncated / mismatched sample file.
+
+    Example:
+      >>> samples = load_samples("runs/cifar/samples")
+      >>> probs = samples.predict(resnet20(), x_test)   # BMA of the cold chain
+    """
+    directory = os.fspath(directory)
+    manifest = read_manifest(directory)
+    for entry in manifest["entries"]:
+        check_entry(directory, entry)
+    check_shapes(directory, manifest["entries"])
+    return SampleSet(directory, manifest["entries"])
+
+
+def locate(run):
+    """``(swaps_dir or None, samples_dir or None)`` of a run directory.
+
+    Rule: ``RUN/swaps.csv`` -> ``RUN`` is the swap log; else ``RUN/swaps/swaps.csv``.
+    ``RUN/manifest.json`` -> ``RUN`` holds the samples; else ``RUN/samples/manifest.json``.
+
+    Raises:
+      ValueError: ``run`` is not a directory, or holds neither a swap log nor samples.
+
+    Example:
+      >>> swaps_dir, samples_dir = locate("runs/cifar10")
+    """
+    run = os.fspath(run)
+    if not os.path.isdir(run):
+        raise ValueError(f"run {run!r} is not a directory")
+    swaps = next((d for d in (run, os.path.join(run, "swaps")) if os.path.isfile(os.path.join(d, "swaps.csv"))), None)
+    samples = next((d for d in (run, os.path.join(run, "samples"))
+                    if os.path.isfile(os.path.join(d, MANIFEST))), None)
+    if swaps is None and samples is None:
+        raise ValueError(f"run {run!r} has no swap log (swaps.csv or swaps/swaps.csv) and no samples "
+                         "(manifest.json or samples/manifest.json)")
+    return swaps, samples

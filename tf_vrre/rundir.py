@@ -1,0 +1,97 @@
+"""The run directory written by ``tf-vrre train`` and read by ``evaluate``, ``export``, ``diagnose``.
+
+::
+
+    RUN/
+      run.json      format "tf_vrre.run/1": method, resolved config, model, data, preprocessing,
+                    seed, versions, status ("running" | "complete"); written atomically
+      samples/      SampleCollector directory (manifest.json, sample-*.npz, model.json)
+      swaps/        SwapLogger directory (swaps.csv, refresh.csv, epochs.csv); replica methods
+      log.csv       one row per epoch (every logged metric; NaN before a metric exists)
+      tensorboard/  TensorBoard logs
+      backup/       BackupAndRestore state: running the same command again resumes
+      report.json, entropy_cdf.png, reliability.png, swaps.png     (tf-vrre evaluate)
+      entropies.npz  per-image BMA entropies (test_T_1, ood_T_1, test_T_2, ...), for plots across runs
+
+Model input is ``(x_uint8 * scale - mean) / std`` (float32, NHWC) with the numbers of
+``run.json["preprocessing"]`` (statistics of the training images).
+"""
+
+import json
+import os
+
+FORMAT = "tf_vrre.run/1"
+RUN_JSON = "run.json"
+SAMPLES = "samples"
+SWAPS = "swaps"
+BACKUP = "backup"
+LOG = "log.csv"
+TENSORBOARD = "tensorboard"
+REPORT = "report.json"
+FIGURES = ("entropy_cdf.png", "reliability.png", "swaps.png")
+MODEL_JSON = "model.json"
+ENTROPIES = "entropies.npz"
+TRAIN_OUTPUTS = (RUN_JSON, SAMPLES, SWAPS, BACKUP, LOG, TENSORBOARD)
+EVAL_OUTPUTS = (REPORT,) + FIGURES + (ENTROPIES,)
+
+__all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOARD", "REPORT", "FIGURES",
+           "MODEL_JSON", "write_json", "read_run", "config_difference", "RunDirError"]
+
+
+class RunDirError(ValueError):
+    """A run directory is missing, incomplete, or holds a different run (the message says which)."""
+
+
+def write_json(path, obj):
+    """Writes ``obj`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_run(run_dir, required=True):
+    """The parsed ``RUN/run.json`` (``None`` if absent and not ``required``).
+
+    Raises:
+      RunDirError: naming the missing directory / file, or a file that is not a run manifest.
+
+    Example:
+      >>> run = read_run("runs/c10-vr")
+      >>> run["method"], run["data"]["train_size"]
+    """
+    run_dir = str(run_dir)
+    path = os.path.join(run_dir, RUN_JSON)
+    if not os.path.isfile(path):
+        if not required:
+            return None
+        what = "directory" if not os.path.isdir(run_dir) else "file"
+        missing = run_dir if what == "directory" else path
+        raise RunDirError(f"run {what} {missing!r} does not exist (tf-vrre train --out {run_dir} writes it)")
+    try:
+        with open(path) as f:
+            run = json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise RunDirError(f"{path}: not a readable run manifest ({err})") from None
+    if not isinstance(run, dict) or run.get("format") != FORMAT:
+        raise RunDirError(f"{path}: expected format {FORMAT!r}, got {run.get('format') if isinstance(run, dict) else run!r}")
+    for key in ("method", "config", "model", "data", "preprocessing", "seed"):
+        if key not in run:
+            raise RunDirError(f"{path}: missing key {key!r}")
+    return run
+
+
+def config_difference(old, new, prefix=""):
+    """The first differing key of two nested dicts as ``(dotted key, old, new)``, or ``None``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            d = config_difference(old.get(key, "<absent>"), new.get(key, "<absent>"), f"{prefix}{key}.")
+            if d is not None:
+                return d
+        return None
+    if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+        old, new = list(old), list(new)
+    return None if old == new else (prefix.rstrip("."), old, new)
