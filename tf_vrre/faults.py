@@ -137,7 +137,13 @@ def checked(sampler, train_function):
 
     def run(iterator):
         logs = train_function(iterator)
-        sampler._faults.raise_if_set(sampler.learning_rate.numpy(), sampler.temperature.numpy())
+        try:
+            sampler._faults.raise_if_set(sampler.learning_rate.numpy(), sampler.temperature.numpy())
+        except DivergenceError as err:  # the collectors flag the samples of the explosion
+            from tf_vrre import collection
+
+            collection.divergence_seen(sampler, err)
+            raise
         return logs
 
     run._tf_vrre_checked = True
