@@ -70,7 +70,7 @@ def main():
                 assert_same_run(os.path.join(root, "ref"), d)
                 verdict = "identical"
             except AssertionError as e:
-                verdict, failures = f"DIFFERENT: {str(e).splitlines()[0][:80]}", failures + 1
+                verdict, failures = f"DIFFERENT: {(str(e) or type(e).__name__).splitlines()[0][:80]}", failures + 1
             rows.append((point, n, "killed", verdict))
             if not a.keep:
                 shutil.rmtree(d)

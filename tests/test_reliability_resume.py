@@ -76,6 +76,21 @@ def test_killed_at_many_instants_resumes_bit_for_bit(tmp_path):
     assert_same_run(str(tmp_path / "ref"), str(out))
 
 
+def test_killed_after_the_final_commit_settles_the_manifest(tmp_path):
+    """Killed between the last checkpoint's commit and the collectors' purge of evicted samples:
+    the rerun trains nothing, and still leaves the uninterrupted run's files (found by
+    benchmarks/kill_sweep.py: the manifest kept its evicted list)."""
+    reference = job(tmp_path / "ref", wait=False)
+    out = tmp_path / "killed"
+    code, stdout, stderr = job(out, "checkpoint.committed:8")  # 8 epochs: the final commit
+    assert code == -signal.SIGKILL, (code, stderr[-2000:])
+    code, stdout, stderr = job(out)
+    assert code == 0 and "done 32" in stdout, stderr[-2000:]
+    stdout, stderr = reference.communicate(timeout=600)
+    assert reference.returncode == 0, stderr[-2000:]
+    assert_same_run(str(tmp_path / "ref"), str(out))
+
+
 # ---- in-process checks of the callback ----------------------------------------------------------
 def _fit(sampler, directory, epochs, **kwargs):
     ckpt = Checkpoint(str(directory), **kwargs)

@@ -417,6 +417,8 @@ class SampleCollector(keras.callbacks.Callback):
         write_json(os.path.join(self.directory, MANIFEST), st)
 
     def on_train_end(self, logs=None):
+        if not self._started and getattr(self, "_existing", None) is not None:
+            self._start()  # no epoch ran (a finished run resumed): settle the restored manifest
         outputs.release(self)
 
     def samples(self):
