@@ -37,7 +37,7 @@ per-step swap record ring buffer that ``SwapLogger`` drains after every executio
 TASK_TYPES = ("chief", "worker")
 
 __all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "tpu_present", "tf_config", "check", "make_strategy",
-           "is_tpu", "is_multi_worker", "is_chief", "worker_name", "gather_ints"]
+           "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
 _tpu_strategies = {}  # target -> TPUStrategy: a TPU system is initialized once per process
 
 
@@ -189,6 +189,21 @@ def is_chief(strategy):
     multi-worker cluster (chief = task type ``chief``, or ``worker`` 0 when there is no chief:
     ``strategy.extended.should_checkpoint``)."""
     return not is_multi_worker(strategy) or bool(strategy.extended.should_checkpoint)
+
+
+def name_of(strategy):
+    """The :data:`STRATEGIES` name of a strategy object (its class name for other strategies)."""
+    import tensorflow as tf
+
+    if is_tpu(strategy):
+        return "tpu"
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return "multiworker"
+    if isinstance(strategy, tf.distribute.MirroredStrategy):
+        return "mirrored"
+    if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
+        return "default"
+    return type(strategy).__name__
 
 
 def worker_name(strategy):

@@ -334,7 +334,7 @@ def _compile(cfg, p, strat, jit_compile, steps_per_execution, verbose):
             sampler.set_reference_data(train_data.reference)
         sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
                         jit_compile=jit_compile, steps_per_execution=steps_per_execution or 1)
-    execution = {"strategy": type(strat).__name__, "workers": strategies._num_workers(strat),
+    execution = {"strategy": strategies.name_of(strat), "workers": strategies._num_workers(strat),
                  "jit_compile": requested, "xla": bool(sampler.jit_compile), "xla_forced_by_tpu": forced,
                  "steps_per_execution": int(steps_per_execution or 1)}
     return sampler, execution

@@ -141,8 +141,9 @@ def check(args):
 
 
 def run(args):
-    """Loads the data, checks the run's numbers, then trains (after :func:`check`); returns the exit status."""
-    from tf_vrre import training
+    """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
+    returns the exit status."""
+    from tf_vrre import rundir, training
 
     cfg = args.cfg
     if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
@@ -156,9 +157,12 @@ def run(args):
         prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
     except (ValueError, FileNotFoundError) as err:
         _die(str(err))
-    result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, strategy,
-                            args.overwrite, verbose=not args.quiet, prepared=prepared, jit_compile=args.jit,
-                            steps_per_execution=args.steps_per_execution)
+    try:
+        result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, strategy,
+                                args.overwrite, verbose=not args.quiet, prepared=prepared, jit_compile=args.jit,
+                                steps_per_execution=args.steps_per_execution)
+    except rundir.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
+        _die(f"--out: {err}")
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0
