@@ -82,6 +82,25 @@ def test_make_strategy_names(monkeypatch):
     assert training.make_strategy is strategies.make_strategy
 
 
+def test_options_that_cannot_run_under_a_strategy_are_refused():
+    import tensorflow as tf
+
+    class TwoReplicasOnCpu:  # stands for MirroredStrategy / MultiWorkerMirroredStrategy with 2 CPU replicas
+        num_replicas_in_sync = 2
+
+    if tf.config.list_logical_devices("GPU"):
+        pytest.skip("a GPU is present")
+    with pytest.raises(ValueError, match=r"jit_compile=True \(--jit-compile on\) with 2 replicas on CPU: XLA cannot "
+                                         "compile the all-reduces"):
+        strategies.check_options(TwoReplicasOnCpu(), jit_compile=True)
+    with pytest.raises(ValueError, match=r"steps_per_execution=4 \(--steps-per-execution\) with 2 replicas under "
+                                         "TwoReplicasOnCpu: .*keras-team/keras issue 19246"):
+        strategies.check_options(TwoReplicasOnCpu(), steps_per_execution=4)
+    for jit, spe in (("auto", 1), (False, None)):
+        strategies.check_options(TwoReplicasOnCpu(), jit, spe)
+    strategies.check_options(tf.distribute.get_strategy(), True, 8)  # one replica: both fine
+
+
 def test_tpu_unavailable_is_a_clear_value_error(monkeypatch):
     monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
     if strategies.tpu_present():

@@ -37,7 +37,7 @@ per-step swap record ring buffer that ``SwapLogger`` drains after every executio
 TASK_TYPES = ("chief", "worker")
 
 __all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "tpu_present", "tf_config", "check", "make_strategy",
-           "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
+           "check_options", "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
 _tpu_strategies = {}  # target -> TPUStrategy: a TPU system is initialized once per process
 
 
@@ -167,6 +167,27 @@ def _tpu_strategy(tpu_address):
             "TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR)") from None
     _tpu_strategies[target] = strategy
     return strategy
+
+
+def check_options(strategy, jit_compile=None, steps_per_execution=None):
+    """``ValueError`` for execution options that cannot run under ``strategy`` (checked before training):
+
+    - ``jit_compile=True`` with more than one replica on CPU devices only: XLA implements no
+      collective op on CPU;
+    - ``steps_per_execution > 1`` with more than one replica outside a TPU: Keras 3's multi-step
+      loop fails there ("You must feed a value for placeholder tensor ...", also for a plain
+      ``Dense`` model under ``MirroredStrategy``; keras-team/keras issue 19246).
+    """
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+    if jit_compile is True and replicas > 1 and not is_tpu(strategy) and not tf.config.list_logical_devices("GPU"):
+        raise ValueError(f"jit_compile=True (--jit-compile on) with {replicas} replicas on CPU: XLA cannot compile "
+                         "the all-reduces between CPU devices; use jit_compile='auto' (off here) or False")
+    if (steps_per_execution or 1) > 1 and replicas > 1 and not is_tpu(strategy):
+        raise ValueError(f"steps_per_execution={steps_per_execution} (--steps-per-execution) with {replicas} replicas "
+                         f"under {name_of(strategy)}: Keras 3's multi-step loop fails under multi-replica strategies "
+                         "(keras-team/keras issue 19246); use 1")
 
 
 def is_tpu(strategy):

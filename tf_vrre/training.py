@@ -393,6 +393,7 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
     except rundir.RunDirError as err:
         refused = err
     strat = make_strategy(strategy) if isinstance(strategy, str) else strategy  # before plan: multiworker
+    strategies.check_options(strat, jit_compile, steps_per_execution)
     complete = existing is not None and existing.get("status") == "complete"
     if strategies.is_multi_worker(strat):
         _agree(strat, out, -2 if refused else -1 if complete else 0 if overwrite else _backup_epoch(out))

@@ -143,7 +143,7 @@ def check(args):
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
     returns the exit status."""
-    from tf_vrre import rundir, training
+    from tf_vrre import rundir, strategies, training
 
     cfg = args.cfg
     if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
@@ -151,6 +151,7 @@ def run(args):
         return 0
     try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything
         strategy = training.make_strategy(args.strategy)
+        strategies.check_options(strategy, args.jit, args.steps_per_execution)
     except ValueError as err:
         _die(f"--strategy {args.strategy}: {err}")
     try:
