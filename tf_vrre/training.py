@@ -8,8 +8,11 @@
    is left alone;
 2. the training split is loaded (tfds or ``.npz``), a class-balanced part is held out, the
    normalisation is fitted on the training images;
-3. the sampler is built inside the strategy's scope (``BatchNormalization(synchronized=True)``
-   when there are several replicas), with the schedule stretched to the run's epochs;
+3. the strategy is made (:mod:`tf_vrre.strategies`: default, mirrored, multiworker, tpu) and the
+   sampler built inside its scope (``BatchNormalization(synchronized=True)`` when there are several
+   replicas), with the schedule stretched to the run's epochs, and compiled with ``jit_compile`` /
+   ``steps_per_execution`` (XLA forced under a TPU; both recorded in ``run.json["execution"]``);
+   under ``MultiWorkerMirroredStrategy`` only the chief writes ``out``;
 4. ``fit`` runs with ``EpochTimer`` -> ``SwapLogger`` -> ``SampleCollector`` -> progress -> CSV ->
    TensorBoard -> ``BackupAndRestore`` (last, so every record of an epoch is on disk before its
    checkpoint).
