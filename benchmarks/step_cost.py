@@ -342,31 +342,14 @@ def full_pass_seconds(data, num_models, batch_size, repeats=3):
     return {"wall": statistics.median(walls), "cpu": statistics.median(cpus)}
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    wall_start = time.perf_counter()
-    if args.inter_op_threads:
-        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
-    if args.intra_op_threads:
-        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
-    _MODEL_KWARGS.update(depth=args.depth, width=args.width)
-    params = benchmark_model().count_params()
-
-    x, y, source = load_data(args.data, args.data_size, args.seed)
-    ds = make_dataset(x, y, args.batch, args.seed)
-    print(f"step_cost: ResNet-{args.depth} (width {args.width}, {params:,} parameters), "
-          f"batch {args.batch}, N={args.data_size} {source} images, m={args.m} "
-          f"({args.data_size / args.m:.1f} refresh images/step/chain), {args.steps} timed steps "
-          f"x {args.repeats} rounds, steps_per_execution={args.steps_per_execution}, "
-          f"warm-up {args.warmup} steps", flush=True)
-    print(f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
-          f"devices {[d.device_type for d in tf.config.list_logical_devices()]}", flush=True)
-
+def _setup(args):
+    """Builds and warms up every configuration's sampler; returns (samplers, datasets, batches)."""
     samplers, datasets, batches = {}, {}, {}
+    x, y = args.data_xy
     for config in args.configs:
         t0 = time.perf_counter()
         samplers[config] = build_sampler(config, args, (x, y))
-        datasets[config], batches[config] = sampler_dataset(samplers[config], config, args, ds)
+        datasets[config], batches[config] = sampler_dataset(samplers[config], config, args, args.ds)
         run_window(samplers[config], datasets[config], args.warmup)
         print(f"  built + warmed up {CONFIGS[config]:<40s} ({args.warmup} steps incl. tracing) "
               f"in {time.perf_counter() - t0:5.1f} s; {batches[config]}", flush=True)
@@ -377,7 +360,11 @@ def main(argv=None):
         run_window(samplers[config], datasets[config], args.warmup)
     print(f"  untimed settling round ({args.warmup} steps each) in {time.perf_counter() - t0:.1f} s",
           flush=True)
+    return samplers, datasets, batches
 
+
+def _time_rounds(args, samplers, datasets):
+    """Interleaved timed windows; returns (per-step seconds per clock and config, last logs)."""
     per_step = {clock: {c: [] for c in args.configs} for clock in CLOCKS}
     last_logs = {}
     for r in range(args.repeats):
@@ -393,18 +380,19 @@ def main(argv=None):
                   f"wall {wall:7.2f} s = {wall / args.steps * 1e3:7.1f} ms/step, "
                   f"cpu {cpu / args.steps * 1e3:7.1f} ms/step (loss {logs['loss']:.3f}{swaps})",
                   flush=True)
+    return per_step, last_logs
 
-    med = {clock: {c: statistics.median(v) for c, v in per_step[clock].items()} for clock in CLOCKS}
+
+def _ratios_and_full_pass(args, med):
+    """Ratios of medians, the full pass's cost and the VR ratios extrapolated to the paper's N, m."""
     ratios = {clock: {} for clock in CLOCKS}
     for clock in CLOCKS:
         for name, (num, den, _, _) in RATIOS.items():
             if num in med[clock] and den in med[clock]:
                 ratios[clock][name] = med[clock][num] / med[clock][den]
-
-    # Full-pass cost, to extrapolate the amortised refresh to the paper's N and m.
     full, extrapolated = None, {clock: {} for clock in CLOCKS}
     if any(c in args.configs for c in VR_CONFIGS):
-        full = full_pass_seconds((x, y), 2, args.ref_batch)
+        full = full_pass_seconds(args.data_xy, 2, args.ref_batch)
         for clock in CLOCKS:
             if "resghmc" not in med[clock] or args.paper_ratio:
                 continue
@@ -413,7 +401,10 @@ def main(argv=None):
             for c in VR_CONFIGS:
                 if c in med[clock]:
                     extrapolated[clock][f"{c}/resghmc"] = (med[clock][c] + delta) / med[clock]["resghmc"]
+    return ratios, full, extrapolated
 
+
+def _print_tables(args, per_step, med, ratios, full, extrapolated):
     print()
     print(f"{'configuration':<40s} {'wall ms/step: median':>21s} {'min':>7s} {'max':>7s}"
           f" {'cpu ms/step: median':>20s} {'min':>7s} {'max':>7s}")
@@ -443,13 +434,40 @@ def main(argv=None):
             print(f"{label:<40s} {extrapolated['wall'][name]:7.3f} {extrapolated['cpu'][name]:7.3f}"
                   f"   (estimate: measured full-pass cost scaled to "
                   f"{args.paper_data_size / args.paper_m:.1f} images/step/chain)")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    wall_start = time.perf_counter()
+    if args.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+    if args.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+    _MODEL_KWARGS.update(depth=args.depth, width=args.width)
+    params = benchmark_model().count_params()
+
+    x, y, source = load_data(args.data, args.data_size, args.seed)
+    args.data_xy, args.ds = (x, y), make_dataset(x, y, args.batch, args.seed)
+    print(f"step_cost: ResNet-{args.depth} (width {args.width}, {params:,} parameters), "
+          f"batch {args.batch}, N={args.data_size} {source} images, m={args.m} "
+          f"({args.data_size / args.m:.1f} refresh images/step/chain), {args.steps} timed steps "
+          f"x {args.repeats} rounds, steps_per_execution={args.steps_per_execution}, "
+          f"warm-up {args.warmup} steps", flush=True)
+    print(f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
+          f"devices {[d.device_type for d in tf.config.list_logical_devices()]}", flush=True)
+
+    samplers, datasets, batches = _setup(args)
+    per_step, last_logs = _time_rounds(args, samplers, datasets)
+    med = {clock: {c: statistics.median(v) for c, v in per_step[clock].items()} for clock in CLOCKS}
+    ratios, full, extrapolated = _ratios_and_full_pass(args, med)
+    _print_tables(args, per_step, med, ratios, full, extrapolated)
     parts = _print_parts(med, full, args, last_logs)
     wall_total = time.perf_counter() - wall_start
     print(f"\nwall time {wall_total:.1f} s", flush=True)
 
     if args.json:
         result = {
-            "settings": {k: v for k, v in vars(args).items() if k != "json"},
+            "settings": {k: v for k, v in vars(args).items() if k not in ("json", "data_xy", "ds")},
             "model": {"depth": args.depth, "width": args.width, "parameters": params},
             "data_source": source,
             "batches": batches,

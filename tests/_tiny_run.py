@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import tf_vrre
 
-CIFAR10_TEST = "/work/shared/data/cifar10/cifar10_test.npz"
+CIFAR10_TEST = os.path.join(os.environ.get("TF_VRRE_SHARED_DATA", "/work/shared/data"), "cifar10", "cifar10_test.npz")
 SCALE = 1.0 / 255.0
 
 
@@ -31,7 +31,13 @@ def tiny_cnn(num_classes=10):
 
 
 def cifar_slice(start, stop):
-    """Raw uint8 images and int64 labels of the CIFAR-10 test set, ``[start, stop)``."""
+    """Raw uint8 images and int64 labels of the CIFAR-10 test set, ``[start, stop)``; synthetic
+    images of the same shape (``_synthetic_images``) where the real data is not on this machine."""
+    if not os.path.exists(CIFAR10_TEST):
+        import _synthetic_images
+
+        x, y = _synthetic_images.images(stop, 10, seed=3)
+        return x[start:stop], y[start:stop]
     with np.load(CIFAR10_TEST) as d:
         return d["x"][start:stop], d["y"][start:stop]
 

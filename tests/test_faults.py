@@ -119,3 +119,34 @@ def test_register_keeps_the_first_fault_and_is_not_saved():
     s = _fit()
     assert s._faults.variable.numpy().tolist() == [0.0] * 5
     assert all(v is not s._faults.variable for v in s.weights)
+
+
+def test_exploding_flags_outliers_only():
+    from tf_vrre.collection import exploding
+
+    assert exploding([10.0, 11.0, 9.5, 10.5, 1e6, float("inf")]) == [False] * 4 + [True, True]
+    assert exploding([-5.0, -5.1, -4.9]) == [False] * 3
+
+
+def test_divergence_keeps_earlier_samples_and_flags_the_exploding_ones(tmp_path):
+    """A learning rate that jumps 1e4x at step 12 on a quadratic energy makes the chain diverge: the DivergenceError
+    names the step; the samples taken before stay loadable, the ones taken while the energy
+    was exploding are flagged in the manifest, and the divergence is recorded there."""
+    from tf_vrre.run_files import read_manifest
+
+    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=1, temperatures=1.0, swap=None,
+                                       learning_rates=Drop(1e-4, 1.0, 12), dynamics="sgld", seed=0)
+    s.compile(loss=keras.losses.MeanSquaredError(reduction=None))  # quadratic: the jump diverges
+    x, _ = _data()
+    y = x[:, :3] * 2.0
+    collector = tf_vrre.SampleCollector(str(tmp_path / "samples"), every=1)
+    with pytest.raises(faults.DivergenceError, match=r"at step \d+, chain slot 0") as err:
+        s.fit(x, y, batch_size=16, epochs=50, verbose=0, shuffle=False, callbacks=[collector])
+    manifest = read_manifest(str(tmp_path / "samples"))
+    assert manifest["divergence"]["step"] == err.value.step and manifest["divergence"]["kind"] == err.value.kind
+    entries = manifest["entries"]
+    flagged = [e["step"] for e in entries if e.get("exploding")]
+    assert flagged and min(flagged) > 12  # the lr jump, not before
+    assert all(not e.get("exploding") for e in entries if e["step"] <= 12)
+    samples = tf_vrre.load_samples(str(tmp_path / "samples"))
+    assert len(samples) == len(entries) and all(np.isfinite(w).all() for w in samples.weights(len(samples) - 1))

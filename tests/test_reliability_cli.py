@@ -193,7 +193,10 @@ def test_ctrl_c_during_the_mixture_study_keeps_the_finished_seeds(tmp_path):
     out = tmp_path / "study"
     proc = subprocess.Popen(COMMAND + ["mixture", "--iterations", "2000", "--seeds", "3", "--methods", "sgld,vr-resgld",
                                        "--data-size", "300", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            # a runner started in the background (nohup, `cmd &`) ignores SIGINT, and so
+                            # would the child: Python then installs no KeyboardInterrupt handler
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while time.time() < deadline and not (out / "summary.json").exists() and proc.poll() is None:
         time.sleep(0.05)

@@ -11,6 +11,8 @@ Public API (see README.md):
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
   :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
 - :func:`export_ensemble` - the samples' Bayesian model average as a TF Serving SavedModel.
+- runtime invariants (``tf_vrre.faults``): :class:`SamplerError`, :class:`DivergenceError`,
+  :class:`InvariantError`; XLA rule (``tf_vrre.xla``).
 - diagnostics (``tf_vrre.diagnostics``): replica flow, ESS / R-hat (TFP), ``diagnose``;
   :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
 - modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
@@ -58,6 +60,8 @@ def _import_api():
     from tf_vrre.diagnostics import to_inference_data  # noqa: F401
     from tf_vrre.energy import ControlVariates, gaussian_nll  # noqa: F401
     from tf_vrre.export import export_ensemble  # noqa: F401
+    from tf_vrre import faults, xla  # noqa: F401
+    from tf_vrre.faults import DivergenceError, InvariantError, SamplerError  # noqa: F401
     from tf_vrre.outputs import RunMismatchError  # noqa: F401
     from tf_vrre.sampler import ReplicaExchangeSampler  # noqa: F401
     from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules  # noqa: F401
@@ -74,8 +78,8 @@ def _import_api():
 # Submodules in __all__: while the package's imports are deferred, ``tf_vrre.config`` (or
 # ``from tf_vrre import rundir``) imports that module alone, so TensorFlow-free modules stay so.
 _MODULES = frozenset({"callbacks", "checkpoint", "collection", "control_variates", "diagnostics", "dynamics",
-                      "energy", "export", "record", "schedules", "seeds", "state", "stats", "swaps", "config",
-                      "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies",
+                      "energy", "export", "faults", "xla", "record", "schedules", "seeds", "state", "stats", "swaps",
+                      "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies",
                       "training"})
 
 
@@ -98,6 +102,7 @@ __all__ = [
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
     "Checkpoint", "CSVLogger", "RunMismatchError", "checkpoint",
+    "SamplerError", "DivergenceError", "InvariantError", "faults", "xla",
     "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
     "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
     "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies", "training",

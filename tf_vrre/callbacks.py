@@ -14,7 +14,6 @@ and replayed, never duplicated.
 """
 
 import csv
-import json
 import math
 import numbers
 import os
@@ -300,13 +299,7 @@ class SwapLogger(keras.callbacks.Callback):
     def _adopt(self):
         """Refuses (or with ``overwrite`` deletes) swap logs of another run; records this run."""
         path = os.path.join(self.log_dir, IDENTITY)
-        stored = None
-        if os.path.exists(path):
-            try:
-                with open(path) as f:
-                    stored = json.load(f).get("run")
-            except (OSError, ValueError, AttributeError) as err:
-                raise ValueError(f"SwapLogger: {path} is corrupt ({err}); move it away or pass overwrite=True") from None
+        stored = outputs.stored_run(path, "SwapLogger")
         diff = outputs.difference(stored, self._run)
         logs = [f"{name}.csv" for name in self._headers if os.path.exists(os.path.join(self.log_dir, f"{name}.csv"))]
         if diff is not None and logs:

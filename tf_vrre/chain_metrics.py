@@ -73,3 +73,16 @@ class ChainMetrics:
         """The cold chain's output in inference mode (``predict``)."""
         x, _, _, _ = batch_lib.unpack(data)
         return self.chains[0](x, training=False)
+
+    def _step_logs(self, lrs, temps):
+        """The step's logs: metrics, per-chain temperature and lr, swap counters, VR coefficients."""
+        logs = self._metric_logs()
+        for h in range(self.num_chains):
+            logs[f"temperature_{h}"] = temps[h]
+            logs[f"lr_{h}"] = lrs[h]
+        if self.swap_rule is not None:
+            logs.update(self.swap_state.logs())
+        if self.variance_reduction is not None:
+            for h in range(self.num_chains):
+                logs[f"c_{h}"] = self.coefficient[h]
+        return logs

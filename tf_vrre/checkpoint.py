@@ -14,7 +14,6 @@ them again identically (the noise is a function of ``(seed, step)``, ``make_data
 the step counter).
 """
 
-import json
 import os
 
 import keras
@@ -107,14 +106,7 @@ class Checkpoint(keras.callbacks.Callback):
     def _adopt(self, run):
         """Refuses (or with ``overwrite`` deletes) checkpoints of another run; records this run."""
         path = os.path.join(self.directory, IDENTITY)
-        stored = None
-        if os.path.exists(path):
-            try:
-                with open(path) as f:
-                    stored = json.load(f).get("run")
-            except (OSError, ValueError, AttributeError) as err:
-                raise ValueError(f"Checkpoint: {path} is corrupt ({err}); move it away or pass overwrite=True") \
-                    from None
+        stored = outputs.stored_run(path, "Checkpoint")
         diff = outputs.difference(stored, run)
         found = sorted(n for n in os.listdir(self.directory) if n.startswith("ckpt-") or n == "checkpoint")
         if diff is not None and found:

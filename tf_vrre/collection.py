@@ -43,6 +43,25 @@ def checkpoint_committed(sampler):
     for collector in list(_collectors.get(sampler, {}).values()):
         collector.checkpoint_committed()
 
+def divergence_seen(sampler, error):
+    """Called when the sampler raises a :class:`tf_vrre.faults.DivergenceError`: each of its
+    collectors flags the samples taken while the energy was exploding (:func:`exploding`)."""
+    for collector in list(_collectors.get(sampler, {}).values()):
+        collector.flag_divergence(error)
+
+
+def exploding(energies, factor=10.0):
+    """Flags of the entries whose energy is non-finite or more than ``factor`` robust spreads
+    above the median: ``e > med + factor * max(MAD, 1e-6 |med|)`` (median and MAD over all)."""
+    e = np.asarray(energies, np.float64)
+    finite = e[np.isfinite(e)]
+    if not len(finite):
+        return [True] * len(e)
+    med = np.median(finite)
+    spread = max(np.median(np.abs(finite - med)), 1e-6 * abs(med), 1e-12)
+    return [bool(not np.isfinite(v) or v > med + factor * spread) for v in e]
+
+
 # Kept for callers of the former private names.
 _read_manifest, _check_entry, _write_json, _atomic_write, _softmax = read_manifest, check_entry, write_json, \
     atomic_write, softmax
@@ -383,6 +402,19 @@ class SampleCollector(keras.callbacks.Callback):
             logs["samples"] = float(len(self._state["entries"])) if self._state else 0.0
             if self.validation_data is not None:
                 logs.update(self._bma_metrics())
+
+    def flag_divergence(self, error):
+        """Marks ``"exploding": true`` on the entries :func:`exploding` picks and records the
+        divergence (step, chain slot, message) in the manifest; the samples stay loadable."""
+        if not self._started or self._state is None:
+            return
+        st = self._state
+        for entry, bad in zip(st["entries"], exploding([e["energy"] for e in st["entries"]])):
+            if bad:
+                entry["exploding"] = True
+        st["divergence"] = {"step": int(error.step), "chain": int(error.chain), "kind": error.kind,
+                            "message": str(error.message)}
+        write_json(os.path.join(self.directory, MANIFEST), st)
 
     def on_train_end(self, logs=None):
         outputs.release(self)

@@ -43,3 +43,17 @@ def reducible_logs(logs):
     if not multi_worker():
         return logs
     return {k: tf.reshape(v, [1]) for k, v in logs.items()}
+
+
+def symbolic_build(model, iterator):
+    """Keras' symbolic build of ``model`` from the first replica's first batch, instead of the
+    cross-replica MEAN Keras takes (which fails under ``MultiWorkerMirroredStrategy`` for
+    integer batches: the example indices)."""
+    local = model.distribute_strategy.experimental_local_results
+    data_batch = None
+    for _, _, it in iterator:
+        data_batch = tf.nest.map_structure(
+            lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it))
+        break
+    with model.distribute_strategy.scope():
+        model._symbolic_build(data_batch=data_batch)

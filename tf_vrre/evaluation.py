@@ -205,7 +205,7 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     temps = {"T=1": 1.0, "T=2": 2.0}
     if fitted:
         temps["T=fitted"] = fitted["T"]
-    sums, last = _stream(model, samples, temps, x_test, ood_data, prep, batch_size, say)
+    sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size, say)
     report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
                       "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
                       "epochs": run["config"]["training"]["epochs"]},
@@ -239,10 +239,13 @@ def _fit(model, samples, held, prep, batch_size, say):
             "fit_size": len(y)}
 
 
-def _stream(model, samples, temps, x_test, ood_data, prep, batch_size, say):
-    """Running sums of ``softmax(z / T)`` over the samples (test, OOD) per T, and the last sample's."""
+def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
+    """Running sums of ``softmax(z / T)`` over the samples per T on ``inputs = (x_test, ood_data)``
+    (``ood_data`` may be ``None``), and the last sample's."""
     from tf_vrre import metrics as M
 
+    x_test, ood_data = inputs
+    say = say or (lambda message: None)
     sums = {k: [0.0, 0.0] for k in temps}
     last = None
     for i, w in enumerate(samples):

@@ -127,3 +127,24 @@ class FaultRegister:
 def _fmt(value):
     value = float(value)
     return f"{value:.6g}" if np.isfinite(value) else str(value)
+
+
+def checked(sampler, train_function):
+    """``train_function`` followed by :meth:`FaultRegister.raise_if_set` of ``sampler._faults``
+    (wrapped once; the learning rates and temperatures in force name the chain's state)."""
+    if getattr(train_function, "_tf_vrre_checked", False):
+        return train_function
+
+    def run(iterator):
+        logs = train_function(iterator)
+        try:
+            sampler._faults.raise_if_set(sampler.learning_rate.numpy(), sampler.temperature.numpy())
+        except DivergenceError as err:  # the collectors flag the samples of the explosion
+            from tf_vrre import collection
+
+            collection.divergence_seen(sampler, err)
+            raise
+        return logs
+
+    run._tf_vrre_checked = True
+    return run

@@ -164,3 +164,15 @@ def release(owner):
         if held[0] is owner:
             del _held[real]
             held[2].close()  # closing the file drops the flock
+
+
+def stored_run(path, who):
+    """The run identity recorded in the JSON file ``path`` (``None`` if there is none);
+    ``ValueError`` naming ``who`` and the way out if the file is corrupt."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            return json.load(f).get("run")
+    except (OSError, ValueError, AttributeError) as err:
+        raise ValueError(f"{who}: {path} is corrupt ({err}); move it away or pass overwrite=True") from None

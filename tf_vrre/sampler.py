@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from tf_vrre import _hyper
 from tf_vrre import batch as bt
+from tf_vrre import construction
 from tf_vrre import control_variates as cvs
 from tf_vrre import data_checks
 from tf_vrre import distribute
@@ -46,8 +47,7 @@ from tf_vrre import xla
 from tf_vrre.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
 from tf_vrre.chain_metrics import ChainMetrics
 from tf_vrre.record import swap_log_columns  # noqa: F401
-from tf_vrre.state import ChainState, LossScale, SwapState, VRState, exchange, exchange_forward
-from tf_vrre.swap_energy import SwapEnergyEstimator
+from tf_vrre.state import exchange, exchange_forward
 
 _FIT_SIGNATURE = inspect.signature(keras.Model.fit)
 SWAP_LOG_CAPACITY = record.CAPACITY
@@ -59,23 +59,6 @@ def require_sampler(model, who):
     if not isinstance(model, ReplicaExchangeSampler):
         raise TypeError(f"{who} works with a tf_vrre.ReplicaExchangeSampler, got {type(model).__name__}")
     return model
-
-
-def _check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay):
-    if not callable(model_fn):
-        raise TypeError(f"model_fn must be a callable returning a keras.Model, got {model_fn!r}")
-    if data_size is None:
-        raise ValueError("data_size (N, the number of training examples) is required")
-    if isinstance(data_size, bool) or not isinstance(data_size, numbers.Integral) or data_size < 1:
-        raise ValueError(f"data_size must be a positive integer, got {data_size!r}")
-    if isinstance(num_chains, bool) or not isinstance(num_chains, numbers.Integral) or num_chains < 1:
-        raise ValueError(f"num_chains must be an integer >= 1, got {num_chains!r}")
-    if dynamics not in dyn.DYNAMICS:
-        raise ValueError(f"dynamics must be one of {dyn.DYNAMICS}, got {dynamics!r}")
-    if not isinstance(momentum, numbers.Real) or not 0.0 <= momentum < 1.0:
-        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
-    if not isinstance(weight_decay, numbers.Real) or not weight_decay >= 0 or not np.isfinite(weight_decay):
-        raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -136,7 +119,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
                  swap="auto", variance_reduction=None, energy_mode="auto", nll=None,
                  seed=None, independent_init=False, **kwargs):
         super().__init__(**kwargs)
-        _check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
+        construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
         if energy_mode not in en.ENERGY_MODES:
             raise ValueError(f"energy_mode must be one of {en.ENERGY_MODES}, got {energy_mode!r}")
         if nll is not None:
@@ -168,9 +151,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self._diffusion = dyn.Diffusion(dynamics, momentum)
 
         keras.utils.set_random_seed(self.seed)
-        self.chains = [self._build_chain() for _ in range(num_chains)]
+        self.chains = [construction.build_chain(model_fn) for _ in range(num_chains)]
         data_checks.check_distinct_models(self.chains)
-        self._tie_initial_weights()
+        construction.tie_initial_weights(self.chains, self.independent_init)
         ref = self.chains[0]
         self.energy_mode = energy_mode
         if energy_mode == "auto":
@@ -179,7 +162,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         # depend on the rest of the batch (inference mode, or no BN/Dropout-like layers).
         self._cache_exact = bool(variance_reduction is not None and variance_reduction.cache and (
             self.energy_mode == "inference" or not en.has_training_dependent_layers(ref)))
-        self._create_state(_hyper.initial_values(temps), _hyper.initial_values(lrs))
+        construction.create_state(self, _hyper.initial_values(temps), _hyper.initial_values(lrs))
         object.__setattr__(self, "_faults", faults.FaultRegister())  # not a saved weight (see faults.py)
         if variance_reduction is not None:
             data_checks.check_distinct_models(self.chains + self.snapshots)
@@ -190,68 +173,6 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self.built = True
         if nll is not None:
             self.compile()
-
-    def _tie_initial_weights(self):
-        ref = self.chains[0]
-        if not ref.trainable_weights:
-            raise ValueError("model_fn returned a model without trainable weights")
-        for chain in self.chains[1:]:
-            if [v.shape for v in chain.weights] != [v.shape for v in ref.weights]:
-                raise ValueError("model_fn must return models with identical variables on every call")
-            if not self.independent_init:
-                for dst, src in zip(chain.weights, ref.weights):
-                    dst.assign(src)
-
-    def _create_state(self, temps0, lrs0):
-        """The sampler's variables (created eagerly: ``fit`` does not build subclassed models).
-
-        Creation order is the layout of saved files: keep it.
-        """
-        K = self.num_chains
-
-        def new_variable(name, shape, dtype, value=0):
-            return self.add_weight(name=name, shape=shape, dtype=dtype, trainable=False,
-                                   initializer=keras.initializers.Constant(value))
-
-        self.step_counter = new_variable("step", (), "int64")
-        self.temperature = new_variable("temperature", (K,), "float32")
-        self.learning_rate = new_variable("learning_rate", (K,), "float32")
-        self.temperature.assign(np.asarray(temps0, np.float32))
-        self.learning_rate.assign(np.asarray(lrs0, np.float32))
-        self.chain_state = ChainState.create(self.chains, new_variable, self._diffusion.has_velocity)
-        self.swap_state = None
-        if self.swap_rule is not None:
-            vr = self.variance_reduction
-            self._window_period = self.swap_rule.period or (vr.period if vr is not None else 1)
-            offsets = vr.period if vr is not None else self._window_period  # steps since the refresh
-            self.swap_state = SwapState.create(new_variable, K, self._swap,
-                                               (record.CAPACITY, len(record.swap_log_columns(K))), offsets)
-        # Mini-batch energy U_B of the state in each slot on this step's batch (before the update).
-        self.batch_energy = new_variable("batch_energy", (K,), "float64")
-        self.vr_state = None
-        if self.variance_reduction is not None:
-            self.snapshots = [self._build_chain() for _ in range(K)]
-            self.vr_state = VRState.create(self.snapshots, new_variable, self.variance_reduction, self.data_size)
-        self.loss_scale = None
-        if en.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
-            self.loss_scale = LossScale(new_variable, initial=2.0 ** 15 / self.data_size)
-        self._swap_energy = None
-        if self.swap_rule is not None:
-            self._swap_energy = SwapEnergyEstimator(self.chains, self.vr_state, self._per_example_nll,
-                                                    self.energy_mode, self._cache_exact, self.data_size)
-
-    # ------------------------------------------------------------------------------------
-    def _build_chain(self):
-        model = self.model_fn()
-        if not isinstance(model, keras.Model):
-            raise TypeError(f"model_fn must return a keras.Model, got {type(model).__name__}")
-        if not model.built or not model.weights:
-            raise ValueError("model_fn must return a built model (e.g. a functional model with "
-                             "keras.Input, or call model.build(input_shape) inside model_fn)")
-        # Snapshots stay `trainable` (never updated: the sampler only moves chain weights):
-        # Keras BatchNormalization uses batch statistics only when `training and trainable`,
-        # and energy_mode="train" needs the snapshot evaluated exactly like the chain.
-        return model
 
     @property
     def swap_penalty(self):
@@ -496,7 +417,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
                 results.correction))
         self._faults.record(step, checks)
         self._update_metrics(batch, forward)
-        logs = self._logs(lrs, temps)
+        logs = self._step_logs(lrs, temps)
         if self.swap_rule is not None:
             logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(self.num_chains - 1)})
         # After the batch is consumed (make_dataset reads the counter when its iterator starts;
@@ -506,46 +427,17 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         return distribute.reducible_logs(logs)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """As Keras, but builds from the first replica's batch instead of a cross-replica MEAN
-        (which fails under ``MultiWorkerMirroredStrategy`` for integer batches: the indices)."""
+        """As Keras, but from the first replica's batch (:func:`tf_vrre.distribute.symbolic_build`)."""
         if self._distribute_strategy is None or iterator is None:
             return super()._maybe_symbolic_build(iterator, data_batch)
-        local = self.distribute_strategy.experimental_local_results
-        for _, _, it in iterator:
-            data_batch = tf.nest.map_structure(
-                lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it))
-            break
-        with self.distribute_strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
+        distribute.symbolic_build(self, iterator)
 
     def make_train_function(self, force=False):
         """Keras' train function, followed by the host check of the in-graph fault register
-        (:mod:`tf_vrre.faults`): a broken invariant raises a ``SamplerError`` naming step and chain."""
+        (:func:`tf_vrre.faults.checked`): a broken invariant raises a ``SamplerError``."""
         super().make_train_function(force)
-        fn = self.train_function
-        if getattr(fn, "_tf_vrre_checked", False):
-            return fn
-
-        def checked(iterator):
-            logs = fn(iterator)
-            self._faults.raise_if_set(self.learning_rate.numpy(), self.temperature.numpy())
-            return logs
-
-        checked._tf_vrre_checked = True
-        self.train_function = checked
-        return checked
-
-    def _logs(self, lrs, temps):
-        logs = self._metric_logs()
-        for h in range(self.num_chains):
-            logs[f"temperature_{h}"] = temps[h]
-            logs[f"lr_{h}"] = lrs[h]
-        if self.swap_rule is not None:
-            logs.update(self.swap_state.logs())
-        if self.variance_reduction is not None:
-            for h in range(self.num_chains):
-                logs[f"c_{h}"] = self.coefficient[h]
-        return logs
+        self.train_function = faults.checked(self, self.train_function)
+        return self.train_function
 
     # ---- config ----------------------------------------------------------------------
     def get_config(self):
