@@ -17,9 +17,16 @@ from tf_vrre import cli
     ({"--dataset": "mnist"}, "config key data.dataset must be one of cifar10, cifar100, svhn_cropped, svhn"),
     ({"--subset": "500"}, "subset (500) + holdout (32) must be <= the 400 training examples"),
     ({"--set": "swap.bogus=1"}, "config key swap.bogus is unknown; allowed in [swap]: correction"),
-    ({"--strategy": "tpu"}, "--strategy: invalid choice"),
+    ({"--strategy": "tpus"}, "--strategy: invalid choice"),
+    ({"--strategy": "tpu"}, "--strategy tpu: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
+    ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
+    ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
+    ({"--steps-per-execution": "2048"}, "--steps-per-execution: must be <= 1024"),
+    ({"--steps-per-execution": "4"}, "steps_per_execution (4) must divide samples.thinning (2)"),
 ])
-def test_bad_input_exits_2_with_one_line_and_writes_nothing(change, message, image_data_dir, tmp_path, capsys):
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(change, message, image_data_dir, tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
     out = tmp_path / "run"
     flags = cli_flags("vr-resghmc", out, image_data_dir)
     for flag, value in change.items():
@@ -41,5 +48,6 @@ def test_help_answers(capsys):
             cli.main([command, "--help"])
         assert exc.value.code == 0
     text = capsys.readouterr().out
-    for flag in ("--config", "--out", "--data-dir", "--source", "--strategy", "--set", "--overwrite", "--run", "--ood"):
+    for flag in ("--config", "--out", "--data-dir", "--source", "--strategy", "--set", "--overwrite", "--run", "--ood",
+                 "--jit-compile", "--steps-per-execution", "multiworker", "tpu"):
         assert flag in text

@@ -7,6 +7,7 @@ executed notebook).  The committed notebooks are checked for the Colab conventio
 cell first that does nothing where ``tf_vrre`` is importable, one ``parameters`` cell, no outputs.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -112,7 +113,7 @@ def test_cifar10_notebook_runs(tmp_path, data_dir):
     runs = tmp_path / "runs"
     nb = _run("02_cifar10_vr_resghmc.ipynb", tmp_path, MODEL="cnn", EPOCHS=2, SUBSET=128, SOURCE="npz",
               DATA_DIR=data_dir, OOD="svhn", RUN_ROOT=str(runs), TEST_SIZE=100, FIT_SIZE=32, OVERRIDES=TINY_RUN,
-              KERAS_LOOP_FOR=["vr-resghmc"], KERAS_LOOP_JIT=False)
+              JIT_COMPILE=True)  # the TPU setting: the library path with the XLA-compiled step
     text = _text(nb)
     assert re.search(r"^accelerator: (CPU|GPU|\d+ GPUs); strategy", text, re.M)
     assert "resghmc: finished" in text and "vr-resghmc: finished" in text
@@ -121,6 +122,8 @@ def test_cifar10_notebook_runs(tmp_path, data_dir):
         run = runs / method
         assert os.path.isfile(run / "report.json") and os.path.isfile(run / "samples" / "manifest.json")
         assert '"status": "complete"' in open(run / "run.json").read()
+        execution = json.load(open(run / "run.json"))["execution"]
+        assert execution["jit_compile"] is True and execution["xla"] is True, execution
     assert re.search(r"^test accuracy \(%\), T = 1 +[\d.]+ +94\.56 \+- 0\.23 +[\d.]+ +94\.84 \+- 0\.11$", text, re.M)
     figures = [runs / f for f in ("data.png", "training_curves.png", "entropy_cdf_ood.png")]
     figures += [runs / m / f for m in ("resghmc", "vr-resghmc") for f in ("entropy_cdf.png", "reliability.png",

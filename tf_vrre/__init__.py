@@ -22,6 +22,7 @@ Public API (see README.md):
   posterior).
 - image workflow (``tf-vrre train`` / ``evaluate``): ``config`` (TOML method configs),
   ``data`` (tfds / npz sources, augmentation, resumable pipelines), ``training`` (:func:`train`),
+  ``strategies`` (``make_strategy``: default, mirrored, multiworker, tpu),
   ``evaluation`` (:func:`evaluate`), ``metrics``, ``rundir`` (the run-directory contract),
   ``run_callbacks`` (:class:`EpochCSVLogger`, :class:`EpochProgress`), ``image_plots``.
 """
@@ -65,7 +66,7 @@ def _import_api():
     from tf_vrre.sampler import ReplicaExchangeSampler  # noqa: F401
     from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules  # noqa: F401
     from tf_vrre.swaps import CorrectedSwap, SwapResults  # noqa: F401
-    from tf_vrre import config, data, evaluation, image_plots, metrics, run_callbacks, rundir, training  # noqa: F401
+    from tf_vrre import config, data, evaluation, image_plots, metrics, run_callbacks, rundir, strategies, training  # noqa: F401,E501
     from tf_vrre.data import Augmentation, Preprocessing, TrainingData  # noqa: F401
     from tf_vrre.evaluation import evaluate  # noqa: F401
     from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress  # noqa: F401
@@ -77,8 +78,9 @@ def _import_api():
 # Submodules in __all__: while the package's imports are deferred, ``tf_vrre.config`` (or
 # ``from tf_vrre import rundir``) imports that module alone, so TensorFlow-free modules stay so.
 _MODULES = frozenset({"callbacks", "checkpoint", "collection", "control_variates", "diagnostics", "dynamics",
-                      "energy", "export", "faults", "xla", "record", "schedules", "seeds", "state", "stats", "swaps", "config",
-                      "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "training"})
+                      "energy", "export", "faults", "xla", "record", "schedules", "seeds", "state", "stats", "swaps",
+                      "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies",
+                      "training"})
 
 
 def __getattr__(name):
@@ -103,7 +105,7 @@ __all__ = [
     "SamplerError", "DivergenceError", "InvariantError", "faults", "xla",
     "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
     "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
-    "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "training",
+    "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies", "training",
     "Augmentation", "Preprocessing", "TrainingData", "EpochCSVLogger", "EpochProgress", "train", "evaluate",
 ]
 

@@ -7,6 +7,7 @@
 - :class:`EpochProgress` - a text progress bar per epoch on stderr and a one-line summary
   (loss, accuracy, swaps, sigma^2, samples, running BMA accuracy, seconds).
 - :class:`EpochTimer` - ``epoch_seconds`` (wall time of the epoch) into ``logs``.
+- :class:`HostStepCounter` - a host (CPU) copy of the sampler's step counter for input pipelines.
 """
 
 import csv
@@ -17,7 +18,7 @@ import time
 
 import keras
 
-__all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer"]
+__all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter"]
 
 
 def _float(value):
@@ -170,6 +171,40 @@ class EpochTimer(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
             logs["epoch_seconds"] = time.perf_counter() - self._start
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class HostStepCounter(keras.callbacks.Callback):
+    """A CPU copy of ``sampler.step_counter`` for input pipelines, set at every epoch begin.
+
+    ``TrainingData.dataset(..., counter)`` reads its counter when an epoch's iterator starts
+    (Keras creates it after ``on_epoch_begin``, so after a ``BackupAndRestore`` restore).  The
+    pipeline runs on the host CPU; under ``TPUStrategy`` (or on a GPU) the sampler's own counter
+    lives on the accelerator, which ``tf.data`` cannot read, so the pipeline reads ``counter``,
+    an int64 variable placed on the CPU, which this callback sets to ``step_counter``.
+
+    Example:
+      >>> mirror = HostStepCounter()
+      >>> ds = train.dataset(256, seed=0, counter=mirror.counter)
+      >>> sampler.fit(ds, epochs=10, callbacks=[mirror])
+    """
+
+    def __init__(self):
+        super().__init__()
+        import tensorflow as tf
+
+        with tf.device("/cpu:0"):
+            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="host_step_counter")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.counter.assign(int(keras.ops.convert_to_numpy(self.model.step_counter)))
 
     def get_config(self):
         return {}

@@ -8,8 +8,11 @@
    is left alone;
 2. the training split is loaded (tfds or ``.npz``), a class-balanced part is held out, the
    normalisation is fitted on the training images;
-3. the sampler is built inside the strategy's scope (``BatchNormalization(synchronized=True)``
-   when there are several replicas), with the schedule stretched to the run's epochs;
+3. the strategy is made (:mod:`tf_vrre.strategies`: default, mirrored, multiworker, tpu) and the
+   sampler built inside its scope (``BatchNormalization(synchronized=True)`` when there are several
+   replicas), with the schedule stretched to the run's epochs, and compiled with ``jit_compile`` /
+   ``steps_per_execution`` (XLA forced under a TPU; both recorded in ``run.json["execution"]``);
+   under ``MultiWorkerMirroredStrategy`` only the chief writes ``out``;
 4. ``fit`` runs with ``EpochTimer`` -> ``SwapLogger`` -> ``SampleCollector`` -> progress -> CSV ->
    TensorBoard -> ``BackupAndRestore`` (last, so every record of an epoch is on disk before its
    checkpoint).
@@ -29,21 +32,11 @@ import time
 from tf_vrre import config as cfgmod
 from tf_vrre import rundir
 
-STRATEGIES = ("auto", "default", "mirrored")
+from tf_vrre import strategies
+from tf_vrre.strategies import STRATEGIES, make_strategy  # noqa: F401  (re-exported: training.make_strategy)
 
-__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "build_sampler", "train", "expected_samples"]
-
-
-def make_strategy(name="auto"):
-    """``"default"``: the current strategy; ``"mirrored"``: ``MirroredStrategy`` over all local
-    devices; ``"auto"``: mirrored when there is more than one GPU, else default."""
-    import tensorflow as tf
-
-    if name not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
-    if name == "mirrored" or (name == "auto" and len(tf.config.list_logical_devices("GPU")) > 1):
-        return tf.distribute.MirroredStrategy()
-    return tf.distribute.get_strategy()
+__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_execution", "build_sampler", "train",
+           "expected_samples"]
 
 
 def expected_samples(cfg, values):
@@ -164,6 +157,27 @@ def check_numbers(cfg, train_size):
     return values, count
 
 
+def check_execution(cfg, jit_compile=None, steps_per_execution=None):
+    """Checks ``train``'s execution options without TensorFlow (``ValueError`` naming the argument).
+
+    ``jit_compile``: ``None`` (the sampler's default: ``$TF_VRRE_JIT_COMPILE``, else ``"auto"``),
+    ``True``, ``False`` or ``"auto"``.  ``steps_per_execution``: ``None`` (1) or an integer in
+    ``[1, 1024]`` (the swap record's ring buffer, :data:`tf_vrre.strategies.MAX_STEPS_PER_EXECUTION`)
+    that divides ``samples.thinning`` (callbacks see the weights once per execution).
+    """
+    if not (jit_compile is None or isinstance(jit_compile, bool) or jit_compile == "auto"):
+        raise ValueError(f"jit_compile must be None, True, False or 'auto'; got {jit_compile!r}")
+    if steps_per_execution is None:
+        return
+    top = strategies.MAX_STEPS_PER_EXECUTION
+    if isinstance(steps_per_execution, bool) or not isinstance(steps_per_execution, int) \
+            or not 1 <= steps_per_execution <= top:
+        raise ValueError(f"steps_per_execution must be an integer in [1, {top}]; got {steps_per_execution!r}")
+    if cfg["samples"]["thinning"] % steps_per_execution:
+        raise ValueError(f"steps_per_execution ({steps_per_execution}) must divide samples.thinning "
+                         f"({cfg['samples']['thinning']}): callbacks see the weights once per execution")
+
+
 def train_size_hint(cfg, source, data_dir):
     """The number of training images, known without reading images: ``data.subset``, or for the
     npz source the split's label count less the held-out part; ``None`` for tfds (no TensorFlow)."""
@@ -216,7 +230,7 @@ def _versions():
     return {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__}
 
 
-def _callbacks(cfg, p, sampler, out, verbose):
+def _callbacks(cfg, p, sampler, out, verbose, mirror):
     import keras
 
     from tf_vrre.callbacks import SampleCollector, SwapLogger
@@ -224,7 +238,7 @@ def _callbacks(cfg, p, sampler, out, verbose):
     from tf_vrre.schedules import CyclicalCosine
 
     sm, values = cfg["samples"], p["values"]
-    cbs = [EpochTimer()]  # first: its epoch time includes the other callbacks' work
+    cbs = [EpochTimer(), mirror]  # EpochTimer first: its epoch time includes the other callbacks' work
     if sampler.swap_rule is not None:
         cbs.append(SwapLogger(os.path.join(out, rundir.SWAPS),
                               tensorboard_dir=os.path.join(out, rundir.TENSORBOARD, "swaps")))
@@ -248,12 +262,13 @@ def _callbacks(cfg, p, sampler, out, verbose):
     return cbs
 
 
-def _write_run(out, cfg, p, sampler, strategy):
+def _write_run(out, cfg, p, sampler, strategy, execution):
     """Writes ``run.json`` (status running) and ``samples/model.json`` atomically; returns the run."""
     run = {"format": rundir.FORMAT, "method": cfg["method"], "config": cfg, "model": p["model"], "data": p["data"],
            "preprocessing": p["train"].preprocessing.to_dict(), "seed": cfg["training"]["seed"],
            "schedule": p["values"], "expected_samples": p["samples"],
-           "replicas": int(strategy.num_replicas_in_sync), "versions": _versions(), "status": "running"}
+           "replicas": int(strategy.num_replicas_in_sync), "execution": execution, "versions": _versions(),
+           "status": "running"}
     rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
     os.makedirs(os.path.join(out, rundir.SAMPLES), exist_ok=True)
     model_json = os.path.join(out, rundir.SAMPLES, rundir.MODEL_JSON)
@@ -263,8 +278,80 @@ def _write_run(out, cfg, p, sampler, strategy):
     return run
 
 
+def _backup_epoch(root):
+    """The epoch a ``BackupAndRestore`` in ``root/backup`` resumes from (0 without a backup)."""
+    import json
+
+    path = os.path.join(root, rundir.BACKUP, "training_metadata.json")
+    try:
+        with open(path) as f:
+            return int(json.load(f)["epoch"])
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return -3  # unreadable: BackupAndRestore falls back to its previous copy; the workers must still agree
+
+
+def _agree(strat, out, state):
+    """Multi-worker: every worker must see the same run state (``state``: -2 refused, -1 complete,
+    else the backup epoch to resume from) before any collective step, or a worker would wait forever."""
+    views = strategies.gather_ints(strat, [state])
+    if len({v[0] for v in views}) > 1:
+        names = {-3: "an unreadable backup", -2: "a refused run directory", -1: "a complete run", 0: "a new run"}
+        seen = "; ".join(f"worker {i}: {names.get(v[0], f'a backup at epoch {v[0]}')}" for i, v in enumerate(views))
+        raise rundir.RunDirError(f"the workers see different states of {out!r} ({seen}); put --out on storage "
+                                 "every worker reads (a shared file system or a bucket) and run all workers again")
+
+
+def _worker_root(strat, out, overwrite):
+    """``(directory this process writes, is chief)``: ``out`` on the chief, a temporary directory on
+    the other workers of a multi-worker run, seeded with the chief's backup so they resume alike."""
+    import tempfile
+
+    if strategies.is_chief(strat):
+        if overwrite:
+            _clear(out)
+        os.makedirs(out, exist_ok=True)
+        return out, True
+    root = tempfile.mkdtemp(prefix=f"tf_vrre-{strategies.worker_name(strat).replace(' ', '')}-")
+    backup = os.path.join(out, rundir.BACKUP)
+    if not overwrite and os.path.isdir(backup):
+        shutil.copytree(backup, os.path.join(root, rundir.BACKUP))
+    return root, False
+
+
+def _compile(cfg, p, strat, jit_compile, steps_per_execution, verbose):
+    """The compiled sampler (built in the strategy's scope) and the ``run.json`` execution record."""
+    import keras
+
+    requested = jit_compile
+    forced = strategies.is_tpu(strat) and jit_compile is not True
+    if forced:
+        jit_compile = True
+        _say(verbose, f"jit_compile={requested!r} -> True: TPUStrategy runs XLA-compiled steps only")
+    train_data = p["train"]
+    with strat.scope():
+        sampler = build_sampler(cfg, p["values"], p["model"]["num_classes"], p["model"]["input_shape"],
+                                train_data.size, synchronized_bn=strat.num_replicas_in_sync > 1)
+        if sampler.variance_reduction is not None:
+            sampler.set_reference_data(train_data.reference)
+        sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
+                        jit_compile=jit_compile, steps_per_execution=steps_per_execution or 1)
+    execution = {"strategy": strategies.name_of(strat), "workers": strategies._num_workers(strat),
+                 "jit_compile": requested, "xla": bool(sampler.jit_compile), "xla_forced_by_tpu": forced,
+                 "steps_per_execution": int(steps_per_execution or 1)}
+    return sampler, execution
+
+
+def _say(verbose, text):
+    if verbose:
+        import sys
+
+        sys.stderr.write(text + "\n")
+
+
 def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto", overwrite=False, verbose=1,
-          prepared=None):
+          prepared=None, jit_compile=None, steps_per_execution=None):
     """Trains a resolved config into run directory ``out`` (resuming a killed run of it).
 
     Args:
@@ -273,63 +360,95 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
       data_dir: tfds data directory or the ``.npz`` root.
       source: ``"auto"`` (npz files in ``data_dir`` if present, else tfds), ``"npz"``, ``"tfds"``.
       download: let tfds download missing data.
-      strategy: ``"auto"``, ``"default"``, ``"mirrored"`` or a ``tf.distribute.Strategy``.
+      strategy: a name of :data:`STRATEGIES` (:func:`tf_vrre.strategies.make_strategy`) or a
+        ``tf.distribute.Strategy``.  ``"multiworker"`` must be created before TensorFlow runs an
+        op: pass the name before doing anything else with TensorFlow, or create it first.  Under
+        it only the chief writes ``out``; the other workers write to a temporary directory
+        (removed at the end) and, to resume, read the chief's ``out/backup``.
       overwrite: replace a different run in ``out`` (its train and evaluate outputs are removed).
       verbose: progress bar and epoch summaries on stderr.
       prepared: the output of :func:`plan` for this config, if already computed.
+      jit_compile: ``None`` (the sampler's default), ``True``, ``False`` or ``"auto"``
+        (:mod:`tf_vrre.xla`); ``True`` under ``TPUStrategy`` whatever is given (logged).
+      steps_per_execution: train steps per ``tf.function`` call (``None``: 1), dividing
+        ``samples.thinning``; the TPU lever (fewer host round trips).
 
     Returns:
-      ``{"status", "resumed", "already_complete", "run", "history", "seconds", "samples"}``.
+      ``{"status", "resumed", "already_complete", "run", "history", "seconds", "samples", "chief"}``
+      (``run["execution"]`` records strategy, workers, ``jit_compile`` asked, ``xla`` used and
+      ``steps_per_execution``).
 
     Raises:
       tf_vrre.rundir.RunDirError: ``out`` holds a different run (naming the first differing
-        key) or foreign outputs; ValueError / FileNotFoundError from :func:`plan`.  Nothing is
-        written before these checks pass.
+        key) or foreign outputs; the workers of a multi-worker run see different states of
+        ``out``; ValueError / FileNotFoundError from :func:`plan`, a bad ``jit_compile`` /
+        ``steps_per_execution`` or strategy.  Nothing is written before these checks pass.
+
+    Example:
+      >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz",
+      ...                         jit_compile="auto", steps_per_execution=2)
     """
     out = str(out)
-    existing = check_run_dir(out, cfg, overwrite)
-    if existing is not None and existing.get("status") == "complete":
+    check_execution(cfg, jit_compile, steps_per_execution)
+    refused, existing = None, None
+    try:
+        existing = check_run_dir(out, cfg, overwrite)
+    except rundir.RunDirError as err:
+        refused = err
+    strat = make_strategy(strategy) if isinstance(strategy, str) else strategy  # before plan: multiworker
+    strategies.check_options(strat, jit_compile, steps_per_execution)
+    complete = existing is not None and existing.get("status") == "complete"
+    if strategies.is_multi_worker(strat):
+        _agree(strat, out, -2 if refused else -1 if complete else 0 if overwrite else _backup_epoch(out))
+    if refused is not None:
+        raise refused
+    if complete:
         return {"status": "complete", "resumed": False, "already_complete": True, "run": existing,
-                "history": {}, "seconds": 0.0, "samples": None}
+                "history": {}, "seconds": 0.0, "samples": None, "chief": strategies.is_chief(strat)}
     p = prepared if prepared is not None else plan(cfg, data_dir, source, download)
     if existing is not None:
         for key in ("train_digest", "holdout_digest", "source"):
             if existing["data"].get(key) != p["data"][key]:
                 raise rundir.RunDirError(f"{out!r}: the training data differ from the run's (data.{key} "
                                          f"{existing['data'].get(key)!r} there, {p['data'][key]!r} now)")
-    strat = make_strategy(strategy) if isinstance(strategy, str) else strategy
-    if overwrite:
-        _clear(out)
-    os.makedirs(out, exist_ok=True)
-    train_data = p["train"]
-    with strat.scope():
-        sampler = build_sampler(cfg, p["values"], p["model"]["num_classes"], p["model"]["input_shape"],
-                                train_data.size, synchronized_bn=strat.num_replicas_in_sync > 1)
-        if sampler.variance_reduction is not None:
-            sampler.set_reference_data(train_data.reference)
-        import keras
+    root, chief = _worker_root(strat, out, overwrite)
+    try:
+        return _fit(cfg, p, strat, (out, root, chief), (jit_compile, steps_per_execution), verbose)
+    finally:
+        if not chief:
+            shutil.rmtree(root, ignore_errors=True)
 
-        sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    run = _write_run(out, cfg, p, sampler, strat)
-    aug = None
+
+def _fit(cfg, p, strat, where, execution, verbose):
+    """Compiles, writes ``run.json`` and fits into ``root`` (``where = (out, root, chief)``)."""
+    out, root, chief = where
+    if not chief:
+        _say(verbose, f"{strategies.worker_name(strat)}: the chief writes {out}; this worker writes to {root} "
+                      "(removed at the end)")
+        verbose = 0
+    sampler, record = _compile(cfg, p, strat, *execution, verbose)
+    run = _write_run(root, cfg, p, sampler, strat, record)
     d = cfg["data"]
+    aug = None
     if d["augment"]:
         from tf_vrre.data import Augmentation
 
         aug = Augmentation(d["crop_padding"], d["flip"], d["erasing"])
-    ds = train_data.dataset(d["batch_size"], cfg["training"]["seed"], sampler.step_counter, aug)
-    resumed = os.path.isdir(os.path.join(out, rundir.BACKUP))
-    if verbose:
-        import sys
+    from tf_vrre.run_callbacks import HostStepCounter
 
-        sys.stderr.write(f"{'resuming' if resumed else 'training'} {cfg['method']} ({cfg['model']['name']}, "
-                         f"{d['dataset']} N={train_data.size}, {p['values']['epochs']} epochs x "
-                         f"{p['values']['steps_per_epoch']} steps, {strat.num_replicas_in_sync} replica(s)) -> {out}\n")
+    mirror = HostStepCounter()  # the pipeline reads the step on the host (a TPU / GPU variable is not readable there)
+    ds = p["train"].dataset(d["batch_size"], cfg["training"]["seed"], mirror.counter, aug)
+    resumed = os.path.isdir(os.path.join(root, rundir.BACKUP))
+    _say(verbose, f"{'resuming' if resumed else 'training'} {cfg['method']} ({cfg['model']['name']}, {d['dataset']} "
+                  f"N={p['train'].size}, {p['values']['epochs']} epochs x {p['values']['steps_per_epoch']} steps, "
+                  f"{strat.num_replicas_in_sync} replica(s) on {record['workers']} worker(s), "
+                  f"XLA {'on' if record['xla'] else 'off'}, {record['steps_per_execution']} step(s) per execution)"
+                  f" -> {out}")
     start = time.perf_counter()
     hist = sampler.fit(ds, epochs=p["values"]["epochs"], verbose=0, shuffle=False,
-                       callbacks=_callbacks(cfg, p, sampler, out, verbose))
+                       callbacks=_callbacks(cfg, p, sampler, root, verbose, mirror))
     seconds = time.perf_counter() - start
     run["status"] = "complete"
-    rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
+    rundir.write_json(os.path.join(root, rundir.RUN_JSON), run)
     return {"status": "complete", "resumed": resumed, "already_complete": False, "run": run,
-            "history": hist.history, "seconds": seconds, "samples": p["samples"], "sampler": sampler}
+            "history": hist.history, "seconds": seconds, "samples": p["samples"], "sampler": sampler, "chief": chief}

@@ -3,12 +3,16 @@
     tf-vrre train --config vr-resghmc --dataset cifar10 --model resnet20 --out runs/c10-vr
     tf-vrre train --config vr-resghmc --model cnn --subset 2000 --epochs 10 --thinning 16 \\
         --data-dir /work/shared/data --source npz --out runs/cpu-vr         # CPU scale, real data
+    tf-vrre train --config vr-resghmc --model resnet20 --strategy tpu --steps-per-execution 32 --out gs://b/r
+    TF_CONFIG='{"cluster": {"worker": ["h0:2222", "h1:2222"]}, "task": {"type": "worker", "index": 0}}' \
+        tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
 """
 
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
+from tf_vrre.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
 DESCRIPTION = (
@@ -69,8 +73,16 @@ def add_arguments(p):
     p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
                    help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
     p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
-    p.add_argument("--strategy", choices=("auto", "default", "mirrored"), default="auto",
-                   help="tf.distribute strategy (auto: mirrored with several GPUs)")
+    p.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                   help="tf.distribute strategy: auto (TPU if one is detected, mirrored with several GPUs, else "
+                        "default), default, mirrored, multiworker (reads TF_CONFIG; run the same command on every "
+                        "worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; XLA always on)")
+    p.add_argument("--jit-compile", choices=("auto", "on", "off"),
+                   help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
+                        "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
+    p.add_argument("--steps-per-execution", type=_positive(int, MAX_STEPS_PER_EXECUTION), metavar="N",
+                   help="train steps per compiled call (default 1; must divide --thinning); fewer host round "
+                        "trips, the TPU lever")
     p.add_argument("--overwrite", action="store_true", help="replace a different run in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -95,7 +107,7 @@ def check(args):
     samples the schedule collects) are made here when the training-set size is known without
     reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
     """
-    from tf_vrre import rundir, training
+    from tf_vrre import rundir, strategies, training
     from tf_vrre.data import sources
 
     try:
@@ -116,26 +128,52 @@ def check(args):
             training.check_numbers(args.cfg, size)
         except ValueError as err:
             _die(str(err))
+    try:
+        strategies.check(args.strategy)
+    except ValueError as err:
+        _die(f"--strategy {args.strategy}: {err}")
+    args.jit = {None: None, "auto": "auto", "on": True, "off": False}[args.jit_compile]
+    try:
+        training.check_execution(args.cfg, args.jit, args.steps_per_execution)
+    except ValueError as err:
+        _die(f"--jit-compile / --steps-per-execution: {err}")
     _writable(args.out)
 
 
 def run(args):
-    """Loads the data, checks the run's numbers, then trains (after :func:`check`); returns the exit status."""
-    from tf_vrre import training
+    """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
+    returns the exit status."""
+    from tf_vrre import rundir, strategies, training
 
     cfg = args.cfg
-    if args.existing is not None and args.existing.get("status") == "complete":
+    if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
         print(f"{args.out}: run already complete ({args.existing['method']}); nothing to do")
         return 0
+    try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything
+        strategy = training.make_strategy(args.strategy)
+        strategies.check_options(strategy, args.jit, args.steps_per_execution)
+    except ValueError as err:
+        _die(f"--strategy {args.strategy}: {err}")
     try:
         prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
     except (ValueError, FileNotFoundError) as err:
         _die(str(err))
-    result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, args.strategy,
-                            args.overwrite, verbose=not args.quiet, prepared=prepared)
+    try:
+        result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, strategy,
+                                args.overwrite, verbose=not args.quiet, prepared=prepared, jit_compile=args.jit,
+                                steps_per_execution=args.steps_per_execution)
+    except rundir.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
+        _die(f"--out: {err}")
+    if result["already_complete"]:
+        print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
+        return 0
     hist = result["history"]
     last = {k: v[-1] for k, v in hist.items() if v}
     parts = [f"{k} {last[k]:.4g}" for k in ("loss", "accuracy", "swaps", "bma_accuracy", "bma_nll") if k in last]
+    if not result["chief"]:
+        print(f"{cfg['method']}: {', '.join(parts)}; {result['seconds']:.0f} s (a non-chief worker: the chief "
+              f"wrote {args.out})")
+        return 0
     print(f"{cfg['method']}: {', '.join(parts)}; {result['seconds']:.0f} s -> {args.out} "
           f"(next: tf-vrre evaluate --run {args.out})")
     return 0

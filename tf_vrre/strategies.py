@@ -1,0 +1,254 @@
+"""Distribution strategies of the image workflow (``tf-vrre train --strategy``, ``training.train``).
+
+Names (:data:`STRATEGIES`):
+
+- ``"default"``: the current strategy (one device);
+- ``"mirrored"``: ``MirroredStrategy`` over all local GPUs (or the CPU);
+- ``"multiworker"``: ``MultiWorkerMirroredStrategy``; the cluster and this process's task come from
+  ``$TF_CONFIG`` (checked here: JSON with ``cluster`` and ``task``); without ``TF_CONFIG`` it is one
+  worker.  Create it before TensorFlow runs any op (collective ops are configured at start-up);
+- ``"tpu"``: ``TPUClusterResolver(tpu=T)`` with ``T = "grpc://" + address`` for an address given
+  (``tpu_address`` or ``$COLAB_TPU_ADDR``, a Colab TPU node), else ``"local"`` (a TPU VM), then
+  ``experimental_connect_to_cluster``, ``initialize_tpu_system`` and ``TPUStrategy``;
+- ``"auto"``: ``"tpu"`` when :func:`tpu_present` (falling back, with a warning, if it cannot be
+  initialized), else ``"mirrored"`` with several GPUs, else ``"default"``.
+
+Under ``MultiWorkerMirroredStrategy`` every worker runs the same steps (and the same callbacks:
+collecting a sample evaluates the model under the strategy, a collective op), but only the chief
+(:func:`is_chief`) writes the run directory; the others write to a temporary directory (the
+Keras multi-worker convention).  The TensorFlow-free helpers (:func:`tpu_present`,
+:func:`tf_config`, :func:`check`) let the command line reject a bad choice before TensorFlow starts.
+
+Example:
+  >>> from tf_vrre import strategies
+  >>> strategies.check("multiworker")       # ValueError if $TF_CONFIG is malformed
+  >>> strategy = strategies.make_strategy("auto")
+"""
+
+import glob
+import json
+import os
+import warnings
+
+STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
+MAX_STEPS_PER_EXECUTION = 1024
+"""Largest ``steps_per_execution`` the image workflow accepts: ``tf_vrre.record.CAPACITY``, the
+per-step swap record ring buffer that ``SwapLogger`` drains after every execution."""
+TASK_TYPES = ("chief", "worker")
+
+__all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "tpu_present", "tf_config", "check", "make_strategy",
+           "check_options", "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
+_tpu_strategies = {}  # target -> TPUStrategy: a TPU system is initialized once per process
+
+
+def tpu_present():
+    """True if a TPU is detectable without TensorFlow: ``$COLAB_TPU_ADDR`` (a Colab TPU node), or a
+    TPU VM's devices ``/dev/accel*`` (v2-v4) or ``/dev/vfio/<n>`` (v5e and later)."""
+    return bool(os.environ.get("COLAB_TPU_ADDR") or glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
+
+
+def _tpu_probe():
+    return (f"$COLAB_TPU_ADDR {'= ' + repr(os.environ['COLAB_TPU_ADDR']) if os.environ.get('COLAB_TPU_ADDR') else 'unset'}"
+            f", /dev/accel* {'found' if glob.glob('/dev/accel*') else 'absent'}"
+            f", /dev/vfio/<n> {'found' if glob.glob('/dev/vfio/[0-9]*') else 'absent'}")
+
+
+def tf_config(environ=None):
+    """The parsed ``$TF_CONFIG`` (``None`` when unset or empty), its structure checked.
+
+    Rule: a JSON object with ``"cluster"`` (job name -> non-empty list of ``"host:port"``) and
+    ``"task"`` (``{"type": "worker"|"chief", "index": i}`` with ``i`` a position in that job).
+
+    Raises:
+      ValueError: naming ``TF_CONFIG`` and what is wrong.
+    """
+    text = (os.environ if environ is None else environ).get("TF_CONFIG", "")
+    if not text.strip():
+        return None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({err}): {text[:80]!r}") from None
+    example = '{"cluster": {"worker": ["host0:port", "host1:port"]}, "task": {"type": "worker", "index": 0}}'
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("cluster"), dict) or not cfg["cluster"]:
+        raise ValueError(f"TF_CONFIG needs a 'cluster' object (job -> list of host:port), e.g. {example}")
+    for job, tasks in cfg["cluster"].items():
+        if (not isinstance(tasks, list) or not tasks
+                or not all(isinstance(t, str) and t.rpartition(":")[2].isdigit() for t in tasks)):
+            raise ValueError(f"TF_CONFIG cluster job {job!r} must be a non-empty list of 'host:port' strings, "
+                             f"got {tasks!r}")
+    task = cfg.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        raise ValueError(f"TF_CONFIG needs a 'task' object with 'type' and 'index', e.g. {example}")
+    kind, index = task["type"], task["index"]
+    if kind not in TASK_TYPES or kind not in cfg["cluster"]:
+        raise ValueError(f"TF_CONFIG task type {kind!r} must be one of {', '.join(TASK_TYPES)} and a job of the "
+                         f"cluster ({', '.join(cfg['cluster'])})")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(cfg["cluster"][kind]):
+        raise ValueError(f"TF_CONFIG task index {index!r} must be an integer in [0, {len(cfg['cluster'][kind])}) "
+                         f"(the {kind} job has {len(cfg['cluster'][kind])} task(s))")
+    unsupported = sorted(set(cfg["cluster"]) - set(TASK_TYPES))
+    if unsupported:
+        raise ValueError(f"TF_CONFIG cluster jobs {unsupported} are not used by MultiWorkerMirroredStrategy "
+                         f"(only {', '.join(TASK_TYPES)})")
+    return cfg
+
+
+def check(name, tpu_address=None, detect_tpu=True):
+    """Checks a strategy choice without TensorFlow (``ValueError`` naming the problem).
+
+    ``name`` must be in :data:`STRATEGIES`; ``"multiworker"`` needs a well-formed ``$TF_CONFIG``
+    if one is set; ``"tpu"`` (with ``detect_tpu``) needs an address or a detectable TPU
+    (:func:`tpu_present`).
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+    if name == "multiworker":
+        tf_config()
+    if name == "tpu" and detect_tpu and not tpu_address and not tpu_present():
+        raise ValueError(f"strategy 'tpu': no TPU detected ({_tpu_probe()}); on Colab choose a TPU runtime, "
+                         "elsewhere set COLAB_TPU_ADDR=host:port of the TPU")
+
+
+def make_strategy(name="auto", tpu_address=None):
+    """The ``tf.distribute.Strategy`` called ``name`` (see the module docstring for the rules).
+
+    Args:
+      name: one of :data:`STRATEGIES`.
+      tpu_address: ``"host:port"`` (or ``"grpc://host:port"``) of a TPU node; default
+        ``$COLAB_TPU_ADDR``, else the local TPU.
+
+    Raises:
+      ValueError: an unknown name; ``"tpu"`` with no reachable TPU (naming what was tried);
+        ``"multiworker"`` with a malformed ``$TF_CONFIG`` or created after TensorFlow started.
+    """
+    import tensorflow as tf
+
+    check(name, tpu_address, detect_tpu=False)  # a TPU is looked for below, and what was tried is reported
+    if name == "tpu" or (name == "auto" and tpu_present()):
+        try:
+            return _tpu_strategy(tpu_address)
+        except ValueError as err:
+            if name == "tpu":
+                raise
+            warnings.warn(f"strategy 'auto': {err}; using the GPUs / CPU", stacklevel=2)
+    if name == "multiworker":
+        cfg = tf_config()
+        try:
+            return tf.distribute.MultiWorkerMirroredStrategy()
+        except (RuntimeError, ValueError) as err:
+            raise ValueError(f"strategy 'multiworker' (TF_CONFIG {'set' if cfg else 'unset: one worker'}) could not "
+                             f"start: {err}. Create it before TensorFlow runs anything else, e.g. "
+                             "strategy = tf_vrre.strategies.make_strategy('multiworker') at the top of the script, "
+                             "then train(..., strategy=strategy)") from None
+    if name == "mirrored" or (name == "auto" and len(tf.config.list_logical_devices("GPU")) > 1):
+        return tf.distribute.MirroredStrategy()
+    return tf.distribute.get_strategy()
+
+
+def _tpu_strategy(tpu_address):
+    import tensorflow as tf
+
+    address = tpu_address or os.environ.get("COLAB_TPU_ADDR")
+    target = "local" if not address else (address if address.startswith("grpc://") else f"grpc://{address}")
+    if target in _tpu_strategies:
+        return _tpu_strategies[target]
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=target)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        strategy = tf.distribute.TPUStrategy(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ValueError(
+            f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
+            f"TPUClusterResolver(tpu={target!r}), experimental_connect_to_cluster, initialize_tpu_system: "
+            f"{type(err).__name__}: {first[:300]}. Detected: {_tpu_probe()}. On Colab choose a TPU runtime; for a "
+            "TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR)") from None
+    _tpu_strategies[target] = strategy
+    return strategy
+
+
+def check_options(strategy, jit_compile=None, steps_per_execution=None):
+    """``ValueError`` for execution options that cannot run under ``strategy`` (checked before training):
+
+    - ``jit_compile=True`` with more than one replica on CPU devices only: XLA implements no
+      collective op on CPU;
+    - ``steps_per_execution > 1`` with more than one replica outside a TPU: Keras 3's multi-step
+      loop fails there ("You must feed a value for placeholder tensor ...", also for a plain
+      ``Dense`` model under ``MirroredStrategy``; keras-team/keras issue 19246).
+    """
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+    if jit_compile is True and replicas > 1 and not is_tpu(strategy) and not tf.config.list_logical_devices("GPU"):
+        raise ValueError(f"jit_compile=True (--jit-compile on) with {replicas} replicas on CPU: XLA cannot compile "
+                         "the all-reduces between CPU devices; use jit_compile='auto' (off here) or False")
+    if (steps_per_execution or 1) > 1 and replicas > 1 and not is_tpu(strategy):
+        raise ValueError(f"steps_per_execution={steps_per_execution} (--steps-per-execution) with {replicas} replicas "
+                         f"under {name_of(strategy)}: Keras 3's multi-step loop fails under multi-replica strategies "
+                         "(keras-team/keras issue 19246); use 1")
+
+
+def is_tpu(strategy):
+    """True for a ``TPUStrategy`` (any version)."""
+    return "TPUStrategy" in type(strategy).__name__
+
+
+def is_multi_worker(strategy):
+    """True for a ``MultiWorkerMirroredStrategy`` whose cluster has more than one task."""
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return False
+    spec = strategy.cluster_resolver.cluster_spec().as_dict()
+    return sum(len(tasks) for job, tasks in spec.items() if job in TASK_TYPES) > 1
+
+
+def is_chief(strategy):
+    """True if this process writes the run's files: always, except on a non-chief worker of a
+    multi-worker cluster (chief = task type ``chief``, or ``worker`` 0 when there is no chief:
+    ``strategy.extended.should_checkpoint``)."""
+    return not is_multi_worker(strategy) or bool(strategy.extended.should_checkpoint)
+
+
+def name_of(strategy):
+    """The :data:`STRATEGIES` name of a strategy object (its class name for other strategies)."""
+    import tensorflow as tf
+
+    if is_tpu(strategy):
+        return "tpu"
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return "multiworker"
+    if isinstance(strategy, tf.distribute.MirroredStrategy):
+        return "mirrored"
+    if strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy():
+        return "default"
+    return type(strategy).__name__
+
+
+def worker_name(strategy):
+    """``"worker 1"``-style name of this process in a multi-worker cluster (``"chief"`` / ``"single"``)."""
+    if not is_multi_worker(strategy):
+        return "single"
+    r = strategy.cluster_resolver
+    return f"{r.task_type} {r.task_id}"
+
+
+def gather_ints(strategy, values):
+    """``values`` (ints) of every worker, as a list of per-worker lists, exchanged through the
+    strategy (a collective op: every worker must call it).  Used to check that the workers of a
+    multi-worker run agree (same resume point) before training starts."""
+    import tensorflow as tf
+
+    local = tf.constant([list(values)], tf.int64)
+    per_replica = strategy.experimental_distribute_values_from_function(lambda ctx: local)
+    rows = strategy.gather(per_replica, axis=0).numpy()  # one row per replica, worker by worker
+    return [row.tolist() for row in rows[::strategy.num_replicas_in_sync // _num_workers(strategy)]]
+
+
+def _num_workers(strategy):
+    if not is_multi_worker(strategy):
+        return 1
+    spec = strategy.cluster_resolver.cluster_spec().as_dict()
+    return sum(len(tasks) for job, tasks in spec.items() if job in TASK_TYPES)
