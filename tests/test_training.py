@@ -44,7 +44,7 @@ def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir,
     if method in C.REPLICA:
         rows = list(csv.DictReader(open(out / "swaps" / "swaps.csv")))
         assert len(rows) >= 1  # sigma2 exists after the first window: swaps are attempted
-    assert not os.path.exists(out / "backup")  # Keras removes it when training completes
+    assert not os.path.exists(out / "backup")  # removed when training completes
 
 
 def test_run_directory_refuses_another_config(image_data_dir, tmp_path):

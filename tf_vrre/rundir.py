@@ -9,7 +9,7 @@
       swaps/        SwapLogger directory (swaps.csv, refresh.csv, epochs.csv); replica methods
       log.csv       one row per epoch (every logged metric; NaN before a metric exists)
       tensorboard/  TensorBoard logs
-      backup/       BackupAndRestore state: running the same command again resumes
+      backup/       tf_vrre.Checkpoint state: running the same command again resumes
       report.json, entropy_cdf.png, reliability.png, swaps.png     (tf-vrre evaluate)
       entropies.npz  per-image BMA entropies (test_T_1, ood_T_1, test_T_2, ...), for plots across runs
 

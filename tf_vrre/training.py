@@ -14,8 +14,8 @@
    ``steps_per_execution`` (XLA forced under a TPU; both recorded in ``run.json["execution"]``);
    under ``MultiWorkerMirroredStrategy`` only the chief writes ``out``;
 4. ``fit`` runs with ``EpochTimer`` -> ``SwapLogger`` -> ``SampleCollector`` -> progress -> CSV ->
-   TensorBoard -> ``BackupAndRestore`` (last, so every record of an epoch is on disk before its
-   checkpoint).
+   TensorBoard -> :class:`tf_vrre.Checkpoint` in ``out/backup`` (atomic; it saves after every
+   callback's epoch end, so every record of an epoch is on disk before its checkpoint).
 
 Example:
   >>> from tf_vrre import config, training
@@ -234,6 +234,7 @@ def _callbacks(cfg, p, sampler, out, verbose, mirror):
     import keras
 
     from tf_vrre.callbacks import SampleCollector, SwapLogger
+    from tf_vrre.checkpoint import Checkpoint
     from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress, EpochTimer
     from tf_vrre.schedules import CyclicalCosine
 
@@ -258,7 +259,7 @@ def _callbacks(cfg, p, sampler, out, verbose, mirror):
         cbs.append(EpochProgress(values["epochs"], values["steps_per_epoch"]))
     cbs.append(EpochCSVLogger(os.path.join(out, rundir.LOG)))
     cbs.append(keras.callbacks.TensorBoard(os.path.join(out, rundir.TENSORBOARD), write_graph=False))
-    cbs.append(keras.callbacks.BackupAndRestore(os.path.join(out, rundir.BACKUP), double_checkpoint=True))
+    cbs.append(Checkpoint(os.path.join(out, rundir.BACKUP)))  # atomic: exact resume after a kill at any instant
     return cbs
 
 
@@ -279,17 +280,20 @@ def _write_run(out, cfg, p, sampler, strategy, execution):
 
 
 def _backup_epoch(root):
-    """The epoch a ``BackupAndRestore`` in ``root/backup`` resumes from (0 without a backup)."""
-    import json
+    """The epoch the :class:`tf_vrre.Checkpoint` in ``root/backup`` resumes from (0 without one):
+    read from its ``checkpoint`` index file (``ckpt-<epoch>``), without TensorFlow."""
+    import re
 
-    path = os.path.join(root, rundir.BACKUP, "training_metadata.json")
+    path = os.path.join(root, rundir.BACKUP, "checkpoint")
     try:
         with open(path) as f:
-            return int(json.load(f)["epoch"])
+            text = f.read()
     except FileNotFoundError:
         return 0
-    except (OSError, ValueError, KeyError, TypeError):
-        return -3  # unreadable: BackupAndRestore falls back to its previous copy; the workers must still agree
+    except OSError:
+        return -3  # unreadable: the workers must still agree
+    found = re.search(r'^model_checkpoint_path:\s*"(?:.*/)?ckpt-(\d+)"', text, re.M)
+    return int(found.group(1)) if found else -3
 
 
 def _agree(strat, out, state):
@@ -403,6 +407,8 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
     if refused is not None:
         raise refused
     if complete:
+        if strategies.is_chief(strat):  # a kill after the completion record left the checkpoint
+            shutil.rmtree(os.path.join(out, rundir.BACKUP), ignore_errors=True)
         return {"status": "complete", "resumed": False, "already_complete": True, "run": existing,
                 "history": {}, "seconds": 0.0, "samples": None, "chief": strategies.is_chief(strat)}
     p = prepared if prepared is not None else plan(cfg, data_dir, source, download)
@@ -438,7 +444,7 @@ def _fit(cfg, p, strat, where, execution, verbose):
 
     mirror = HostStepCounter()  # the pipeline reads the step on the host (a TPU / GPU variable is not readable there)
     ds = p["train"].dataset(d["batch_size"], cfg["training"]["seed"], mirror.counter, aug)
-    resumed = os.path.isdir(os.path.join(root, rundir.BACKUP))
+    resumed = _backup_epoch(root) > 0
     _say(verbose, f"{'resuming' if resumed else 'training'} {cfg['method']} ({cfg['model']['name']}, {d['dataset']} "
                   f"N={p['train'].size}, {p['values']['epochs']} epochs x {p['values']['steps_per_epoch']} steps, "
                   f"{strat.num_replicas_in_sync} replica(s) on {record['workers']} worker(s), "
@@ -450,5 +456,8 @@ def _fit(cfg, p, strat, where, execution, verbose):
     seconds = time.perf_counter() - start
     run["status"] = "complete"
     rundir.write_json(os.path.join(root, rundir.RUN_JSON), run)
+    # As BackupAndRestore did: a complete run needs no checkpoint (removed after the record, so
+    # a kill in between leaves a complete run, whose rerun removes it).
+    shutil.rmtree(os.path.join(root, rundir.BACKUP), ignore_errors=True)
     return {"status": "complete", "resumed": resumed, "already_complete": False, "run": run,
             "history": hist.history, "seconds": seconds, "samples": p["samples"], "sampler": sampler, "chief": chief}
