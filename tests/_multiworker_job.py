@@ -15,24 +15,14 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import _bn_net  # noqa: E402
 import tf_vrre  # noqa: E402
 
 N, GLOBAL_BATCH = 96, 24
 
 
-def build():
-    inp = keras.Input((4,))
-    h = keras.layers.Dense(8)(inp)
-    h = keras.layers.BatchNormalization(synchronized=True)(h)
-    h = keras.layers.Activation("tanh")(h)
-    return keras.Model(inp, keras.layers.Dense(3)(h))
-
-
 def data():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(N, 4)).astype("float32")
-    y = (x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5).astype("int64")
-    return x, y
+    return _bn_net.data(N)
 
 
 def main(out):
@@ -40,7 +30,7 @@ def main(out):
     strategy = tf.distribute.MultiWorkerMirroredStrategy() if multi else tf.distribute.get_strategy()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
-            build, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[2e-3, 3e-3],
+            _bn_net.build, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[2e-3, 3e-3],
             weight_decay=1.0, seed=4, energy_mode="inference",
             swap=tf_vrre.CorrectedSwap(correction=2.0),
             variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=32))

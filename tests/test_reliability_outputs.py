@@ -21,16 +21,9 @@ from tf_vrre import run_files
 from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
 
 from test_callbacks import make_sampler, read_csv
+from test_collection import Interrupt  # raises KeyboardInterrupt at a given step
 
 
-class Interrupt(keras.callbacks.Callback):
-    def __init__(self, at_step):
-        super().__init__()
-        self.at_step = at_step
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.step_counter.numpy()) == self.at_step:
-            raise KeyboardInterrupt("simulated kill")
 
 
 def writers(run, **kwargs):
