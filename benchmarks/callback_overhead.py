@@ -41,7 +41,7 @@ def mlp():
 
 
 def resnet8():
-    from models.resnet import resnet
+    from tf_vrre.workflows.image_classification.models.resnet import resnet
 
     return resnet(8, num_classes=10)
 

@@ -38,8 +38,9 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from tf_vrre import config as C  # noqa: E402
-from tf_vrre import evaluation, rundir, training  # noqa: E402
+from tf_vrre.workflows.image_classification import config as C  # noqa: E402
+from tf_vrre.workflows.image_classification import evaluate as evaluation, train as training  # noqa: E402
+from tf_vrre.runs import run_json as rundir
 
 DATA_DIR = next((str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
                 "/work/shared/data")
@@ -185,7 +186,7 @@ def print_table(rows):
 
 def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
     """The paper's Figure 4 at CPU scale: CDF of the BMA entropy on CIFAR-100 per method (first seed)."""
-    from tf_vrre import image_plots
+    from tf_vrre.workflows.image_classification import plots as image_plots
 
     curves = []
     for i, m in enumerate(methods):
@@ -202,7 +203,7 @@ def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
 
 def sigma2_figure(results, seeds, path):
     """sigma^2 of reSGHMC and VR-reSGHMC over training (the paper's Figure 2 at CPU scale), every seed."""
-    from tf_vrre.image_plots import _plt, _save
+    from tf_vrre.workflows.image_classification.plots import _plt, _save
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

@@ -36,7 +36,7 @@ def make_run(run_dir, k_max, train_size, batch_size, seed=0):
     import tensorflow as tf
 
     import tf_vrre
-    from models import resnet20
+    from tf_vrre.workflows.image_classification.models import resnet20
 
     with np.load(TRAIN) as d:
         x, y = d["x"][:train_size], d["y"][:train_size]
@@ -89,7 +89,7 @@ def main():
     import tensorflow as tf
 
     import tf_vrre
-    from models import resnet20
+    from tf_vrre.workflows.image_classification.models import resnet20
 
     root = args.out or tempfile.mkdtemp(prefix="export_latency-")
     run_dir = os.path.join(root, "run")

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from tf_vrre import mixture as mx  # noqa: E402
+from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
 
 
 def main(argv=None):

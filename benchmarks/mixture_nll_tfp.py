@@ -17,7 +17,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 import tf_vrre
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 tfd = tfp.distributions
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 import tf_vrre
 from tf_vrre import diagnostics as dg
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 
 def run(out, pairs, seed, steps, chains, record_every=10):

@@ -87,7 +87,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import models  # noqa: E402
+from tf_vrre.workflows.image_classification import models  # noqa: E402
 import tf_vrre  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")

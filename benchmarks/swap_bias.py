@@ -68,7 +68,7 @@ def _args(argv):
 
 
 def _one(args, target, data, name, seed):
-    from tf_vrre import mixture as mx
+    from tf_vrre.workflows.gaussian_mixture import target as mx
 
     method, swap_options, batch = CONFIGS[name]
     initial = 30.0 if seed % 2 == 0 else target.true_beta  # half the chains start in each mode
@@ -98,7 +98,7 @@ def _table(path, exact):
 
 def main(argv=None):
     args = _args(argv)
-    from tf_vrre import mixture as mx
+    from tf_vrre.workflows.gaussian_mixture import target as mx
 
     target = mx.Mixture(args.phi, args.sigma, args.prior_sd).check()
     data = mx.make_data(args.data_size, seed=0, target=target)

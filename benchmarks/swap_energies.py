@@ -53,9 +53,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import models  # noqa: E402
+from tf_vrre.workflows.image_classification import models  # noqa: E402
 import tf_vrre  # noqa: E402
-from tf_vrre.data import Preprocessing, TrainingData  # noqa: E402
+from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData  # noqa: E402
 
 # ../shared/data next to the repository (or next to the worktree folder, /work/wt/<name>)
 DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])

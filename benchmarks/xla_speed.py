@@ -22,9 +22,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tf_vrre  # noqa: E402
-from models import resnet  # noqa: E402
-from tf_vrre import mixture as mx  # noqa: E402
-from tf_vrre import xla  # noqa: E402
+from tf_vrre.workflows.image_classification.models import resnet  # noqa: E402
+from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
+from tf_vrre.sampler import xla  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data",
                     "cifar10", "cifar10_test.npz")

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 import tf_vrre  # noqa: E402
 from test_callbacks import make_sampler  # noqa: E402
-from tf_vrre import _faults  # noqa: E402
+from tf_vrre.runs import fault_points as _faults  # noqa: E402
 
 EPOCHS = 8
 

@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _image_runs import tiny_config  # noqa: E402
-from tf_vrre import training  # noqa: E402
-from tf_vrre.collection import load_samples  # noqa: E402
+from tf_vrre.workflows.image_classification import train as training  # noqa: E402
+from tf_vrre.callbacks.sample_collector import load_samples  # noqa: E402
 
 
 def run(strategy, out):

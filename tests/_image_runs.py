@@ -1,6 +1,6 @@
 """Tiny image-workflow runs shared by the training / evaluation / CLI tests."""
 
-from tf_vrre import config as C
+from tf_vrre.workflows.image_classification import config as C
 
 TINY = {"data.subset": 64, "data.batch_size": 32, "data.holdout": 32, "training.epochs": 2,
         "model.name": "cnn", "model.kwargs.width": 4, "samples.thinning": 1, "samples.validation": 16}

@@ -21,7 +21,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tf_vrre  # noqa: E402
-from tf_vrre import mixture as mx  # noqa: E402
+from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 N = 64

@@ -9,7 +9,7 @@ import pytest
 
 from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import HyperparameterScheduler, SwapLogger
-from tf_vrre.schedules import EpochExponential
+from tf_vrre.sgmcmc.schedules import EpochExponential
 
 N = 64
 
@@ -197,7 +197,7 @@ def test_swap_logger_errors_and_config(tmp_path):
 
 
 def test_truncate_drops_replayed_and_cut_rows(tmp_path):
-    from tf_vrre.callbacks import _truncate_csv
+    from tf_vrre.callbacks.swap_logger import _truncate_csv
 
     path = tmp_path / "swaps.csv"
     path.write_text("step,epoch,accepted\n1,0,1\n2,0,0\n5,1,1\n6,1,0\n7,1")  # last row cut by a kill
@@ -227,7 +227,7 @@ def test_batch_energy_is_the_pre_update_energy_of_each_slots_state():
             before["w"] = [c.get_weights() for c in s.chains]
 
         def on_train_batch_end(self, batch, logs=None):
-            from tf_vrre.sampler import SWAP_LOG_CAPACITY, swap_log_columns
+            from tf_vrre.sampler.replica_exchange import SWAP_LOG_CAPACITY, swap_log_columns
 
             step = int(s.step_counter.numpy()) - 1
             row = s.swap_log.numpy()[step % SWAP_LOG_CAPACITY]

@@ -12,8 +12,8 @@ import pytest
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import SampleCollector, SwapLogger
-from tf_vrre.collection import load_samples, reservoir_slot
-from tf_vrre.schedules import CyclicalCosine
+from tf_vrre.callbacks.sample_collector import load_samples, reservoir_slot
+from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
 from test_callbacks import data, make_sampler, read_csv, small_net
 

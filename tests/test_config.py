@@ -4,14 +4,13 @@ import os
 
 import pytest
 
-from tf_vrre import config as C
+from tf_vrre.workflows.image_classification import config as C
 
-ROOT = os.path.dirname(os.path.dirname(__file__))
 
 
 def test_shipped_configs_resolve_with_the_papers_numbers():
     assert set(C.available()) == set(C.METHODS)
-    assert sorted(os.listdir(os.path.join(ROOT, "configs"))) == sorted(f"{m}.toml" for m in C.METHODS)
+    assert sorted(os.listdir(C.CONFIG_DIR)) == sorted(f"{m}.toml" for m in C.METHODS)
     for method in C.METHODS:
         cfg = C.resolve(C.load(method))
         assert cfg["method"] == method and cfg["data"]["batch_size"] == 256
@@ -28,7 +27,7 @@ def test_shipped_configs_resolve_with_the_papers_numbers():
     assert v["lr_constant_epochs"] == 200 and v["burn_in_epochs"] == 300 and v["lr_decay"] == pytest.approx(0.984)
     assert C.resolve(C.load("cycsghmc"))["training"]["epochs"] == 1000
     assert C.resolve(C.load("cycsghmc"))["sampler"]["cycles"] == 5
-    assert C.resolve(C.load(os.path.join(ROOT, "configs", "msgd.toml")))["method"] == "msgd"  # by path
+    assert C.resolve(C.load(os.path.join(C.CONFIG_DIR, "msgd.toml")))["method"] == "msgd"  # by path
 
 
 def test_epochs_stretch_the_schedule():
@@ -94,6 +93,6 @@ def test_overrides_parse_toml_values_and_defaults_fill_in():
 
 def test_model_names_match_the_registry():
     """The config schema names the models without importing Keras; the registry is the truth."""
-    import models
+    from tf_vrre.workflows.image_classification import models
 
     assert C.MODEL_NAMES == models.names()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre import data as D
+from tf_vrre.workflows.image_classification import data as D
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)  # published training-set statistics
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import tf_vrre
 from tf_vrre import diagnostics as dg
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 DELTA_U = 2.4  # U(beta) = DELTA_U * beta^2 (N = 100 examples of nll DELTA_U / 100 * beta^2)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre import dynamics as dyn
+from tf_vrre.sgmcmc import dynamics as dyn
 
 
 def test_sgld_update():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre import energy as en
-from tf_vrre import mixture as mx
+from tf_vrre.sgmcmc import energy as en
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 
 

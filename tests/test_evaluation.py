@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from _image_runs import tiny_config
-from tf_vrre import evaluation, rundir, training
-from tf_vrre.collection import load_samples
+from tf_vrre.workflows.image_classification import evaluate as evaluation, train as training
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.callbacks.sample_collector import load_samples
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +22,8 @@ def tiny_run(image_data_dir, tmp_path_factory):
 
 
 def test_evaluate_writes_every_file_and_consistent_numbers(tiny_run, image_data_dir):
-    import models
-    from tf_vrre.data import Preprocessing, load_split
+    from tf_vrre.workflows.image_classification import models
+    from tf_vrre.workflows.image_classification.data import Preprocessing, load_split
 
     report = evaluation.evaluate(tiny_run, fit_size=32, verbose=0)
     for name in rundir.EVAL_OUTPUTS:

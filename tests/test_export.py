@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre.collection import SampleSet
-from tf_vrre.export import export_ensemble, member_indices
+from tf_vrre.callbacks.sample_collector import SampleSet
+from tf_vrre.serving.export import export_ensemble, member_indices
 
 from _tiny_run import cifar_slice, make_tiny_run, normalize, tiny_cnn
 from test_callbacks import make_sampler, small_net

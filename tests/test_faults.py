@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre import faults
+from tf_vrre.sampler import invariants as faults
 
 N = 64
 
@@ -122,7 +122,7 @@ def test_register_keeps_the_first_fault_and_is_not_saved():
 
 
 def test_exploding_flags_outliers_only():
-    from tf_vrre.collection import exploding
+    from tf_vrre.callbacks.sample_collector import exploding
 
     assert exploding([10.0, 11.0, 9.5, 10.5, 1e6, float("inf")]) == [False] * 4 + [True, True]
     assert exploding([-5.0, -5.1, -4.9]) == [False] * 3
@@ -132,7 +132,7 @@ def test_divergence_keeps_earlier_samples_and_flags_the_exploding_ones(tmp_path)
     """A learning rate that jumps 1e4x at step 12 on a quadratic energy makes the chain diverge: the DivergenceError
     names the step; the samples taken before stay loadable, the ones taken while the energy
     was exploding are flagged in the manifest, and the divergence is recorded there."""
-    from tf_vrre.run_files import read_manifest
+    from tf_vrre.runs.samples import read_manifest
 
     s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=1, temperatures=1.0, swap=None,
                                        learning_rates=Drop(1e-4, 1.0, 12), dynamics="sgld", seed=0)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from tf_vrre import metrics as M
+from tf_vrre.workflows.image_classification import metrics as M
 
 P = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4], [0.25, 0.5, 0.25]])
 Y = np.array([0, 2, 2, 1])

@@ -7,7 +7,7 @@ steps); the CLI (`tf-vrre mixture`) runs the full one."""
 import numpy as np
 import pytest
 
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 STEPS = 20000
 

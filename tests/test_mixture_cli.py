@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tf_vrre import cli
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 SHORT = ["--iterations", "12000", "--seeds", "1", "--seed", "1", "--variance-m", "40",
          "--variance-steps", "400", "--sens-ratios", "0.05,0.5", "--sens-lrs", "1e-5,1e-3",

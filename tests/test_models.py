@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-import models
+from tf_vrre.workflows.image_classification import models
 
 
 def test_resnet20_shape_and_parameter_count():

@@ -174,7 +174,7 @@ def test_help_answers_without_tensorflow_lines():
 
 
 def test_methods_list_matches_the_library():
-    from tf_vrre import mixture as mx
+    from tf_vrre.workflows.gaussian_mixture import target as mx
 
     assert mixture_cli.METHODS == mx.ALL_METHODS
 

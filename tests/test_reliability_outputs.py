@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre import run_files
+from tf_vrre.runs import samples as run_files
 from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
 
 from test_callbacks import make_sampler, read_csv
@@ -225,7 +225,7 @@ def test_an_unserializable_model_fn_is_named_before_anything_is_written(tmp_path
     the fix, not a TypeError from inside Keras, and no directory; ``models.Builder`` works."""
     import functools
 
-    import models
+    from tf_vrre.workflows.image_classification import models
     from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 
     def sampler(model_fn):

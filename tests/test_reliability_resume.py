@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre.checkpoint import Checkpoint
+from tf_vrre.callbacks.checkpoint import Checkpoint
 
 from test_callbacks import make_sampler, small_net
 

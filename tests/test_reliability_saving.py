@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
-from tf_vrre.schedules import EpochExponential
+from tf_vrre.sgmcmc.schedules import EpochExponential
 
 from test_callbacks import N, data, small_net
 

@@ -5,7 +5,7 @@ import csv
 import keras
 import pytest
 
-from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress, EpochTimer
+from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer
 
 
 def _rows(path):

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 N_MIX = 200
 

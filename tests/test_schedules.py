@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
-from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
+from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
 
 SPE = 196  # CIFAR-10 with batch 256
 

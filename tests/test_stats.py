@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre import stats
+from tf_vrre.sgmcmc import estimators as stats
 
 
 def test_moments_and_sample_variance():

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from _image_runs import cli_flags, tiny_config
-from tf_vrre import strategies, training
-from tf_vrre.collection import load_samples
+from tf_vrre.workflows.image_classification import strategies, train as training
+from tf_vrre.callbacks.sample_collector import load_samples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,7 +50,7 @@ def test_well_formed_tf_config_and_names(monkeypatch):
     assert training.STRATEGIES == strategies.STRATEGIES == ("auto", "default", "mirrored", "multiworker", "tpu")
     with pytest.raises(ValueError, match="strategy must be one of auto, default, mirrored, multiworker, tpu; got 'gpu'"):
         strategies.check("gpu")
-    from tf_vrre import record  # the CLI bound, kept TF-free, is the swap record's capacity
+    from tf_vrre.sgmcmc import swap_record as record  # the CLI bound, kept TF-free, is the swap record's capacity
     assert strategies.MAX_STEPS_PER_EXECUTION == record.CAPACITY
 
 
@@ -148,7 +148,7 @@ def test_train_with_xla_and_steps_per_execution_records_both(image_data_dir, tmp
 def test_host_step_counter_round_trip():
     import keras
 
-    from tf_vrre.run_callbacks import HostStepCounter
+    from tf_vrre.callbacks.progress import HostStepCounter
 
     cb = HostStepCounter()
     assert cb.get_config() == {} and cb.counter.dtype.name == "int64" and "CPU" in cb.counter.device

@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre import mixture as mx
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 TARGET = mx.Mixture(phi=16.0, sigma=4.0, prior_sd=6.0)
 N, BATCH, M, STEPS = 300, 30, 4, 2400

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre import swaps as sw
-from tf_vrre.swaps import CorrectedSwap
+from tf_vrre.sgmcmc import swaps as sw
+from tf_vrre.sgmcmc.swaps import CorrectedSwap
 
 
 def test_log_swap_ratio_formula():
@@ -89,7 +89,7 @@ def test_corrected_swap_config_round_trip():
 
 def test_attempt_every_k_steps_attempts_only_there():
     import tf_vrre
-    from tf_vrre import mixture as mx
+    from tf_vrre.workflows.gaussian_mixture import target as mx
 
     data = mx.make_data(120, seed=0)
     s = tf_vrre.ReplicaExchangeSampler(

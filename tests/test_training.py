@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from _image_runs import cli_flags, tiny_config
-from tf_vrre import config as C
-from tf_vrre import rundir, training
-from tf_vrre.collection import load_samples
+from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.callbacks.sample_collector import load_samples
 
 ROOT = os.path.dirname(os.path.dirname(__file__))
 

@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre.data import Augmentation, load_training_data
+from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data
 
 N, BATCH, M, TRAIN_EPOCHS, EPOCHS = 128, 16, 32, 6, 8
 SPE = N // BATCH

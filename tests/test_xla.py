@@ -13,8 +13,8 @@ import tensorflow as tf
 
 import _pinned_runs as pr
 import tf_vrre
-from models import resnet
-from tf_vrre import xla
+from tf_vrre.workflows.image_classification.models import resnet
+from tf_vrre.sampler import xla
 
 
 @pytest.mark.parametrize("name", pr.CONFIGS)
@@ -95,7 +95,7 @@ def test_one_compilation_serves_every_step():
     """No runtime value may become an XLA compile-time constant (e.g. a strided slice with a
     computed begin): the HLO after steps 1-5 (refreshes, swap attempts) equals step 0's, so
     ``fit`` compiles once instead of once per step."""
-    from tf_vrre import mixture as mx
+    from tf_vrre.workflows.gaussian_mixture import target as mx
 
     x = mx.make_data(200, seed=0)
     sgld = tf_vrre.ReplicaExchangeSampler(

@@ -9,29 +9,84 @@ Public API (see README.md):
 - schedules (``tf_vrre.schedules``): :class:`EpochExponential`, :class:`Scaled`,
   :class:`CyclicalCosine`, :func:`paper_cifar_schedules`.
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
-  :class:`SampleCollector`; :func:`load_samples` reads collected samples back.
+  :class:`SampleCollector`, :class:`Checkpoint`, :class:`CSVLogger`; :func:`load_samples`
+  reads collected samples back.
 - :func:`export_ensemble` - the samples' Bayesian model average as a TF Serving SavedModel.
 - runtime invariants (``tf_vrre.faults``): :class:`SamplerError`, :class:`DivergenceError`,
   :class:`InvariantError`; XLA rule (``tf_vrre.xla``).
 - diagnostics (``tf_vrre.diagnostics``): replica flow, ESS / R-hat (TFP), ``diagnose``;
   :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
-- modules: ``dynamics`` (update rules), ``energy`` (estimators), ``swaps`` (swap math),
-  ``control_variates`` (snapshot refresh, full pass), ``state`` (chain / swap / VR state
-  containers), ``record`` (per-step swap record), ``stats`` (variance / coefficient
-  estimators), ``seeds``, ``mixture`` (the paper's 1-D Gaussian-mixture target with its exact
-  posterior).
-- image workflow (``tf-vrre train`` / ``evaluate``): ``config`` (TOML method configs),
-  ``data`` (tfds / npz sources, augmentation, resumable pipelines), ``training`` (:func:`train`),
-  ``strategies`` (``make_strategy``: default, mirrored, multiworker, tpu),
-  ``evaluation`` (:func:`evaluate`), ``metrics``, ``rundir`` (the run-directory contract),
-  ``run_callbacks`` (:class:`EpochCSVLogger`, :class:`EpochProgress`), ``image_plots``.
+- image workflow (``tf-vrre train`` / ``evaluate``): :func:`train`, :func:`evaluate`,
+  :class:`TrainingData`, :class:`Preprocessing`, :class:`Augmentation`, :class:`EpochCSVLogger`,
+  :class:`EpochProgress`.
+
+Layout, one layer on top of the next (``tf_vrre._aliases`` keeps the earlier flat module names,
+``tf_vrre.schedules``, ``tf_vrre.collection``, ..., importable):
+
+- ``sgmcmc`` - the algorithm on tensors and variables: dynamics, energies, control variates,
+  swap energies and the corrected swap, state containers, estimators, seeds, schedules;
+- ``sampler`` - the Keras model that runs it under ``fit`` (:class:`ReplicaExchangeSampler`);
+- ``callbacks`` / ``serving`` / ``diagnostics`` - what runs around ``fit`` and after it;
+- ``workflows`` - the Gaussian-mixture study and the image-classification workflow;
+- ``cli`` - ``tf-vrre``; ``runs`` - the files of a run, read and written without TensorFlow.
 """
 
 import importlib as _importlib
 import sys as _sys
 
-__version__ = "0.1.0"
-_loading = False
+from tf_vrre import _aliases
+from tf_vrre._version import __version__
+
+_aliases.install()
+
+_IC = "tf_vrre.workflows.image_classification"
+_API = {
+    # classes and functions: name -> "module:attribute"
+    "ReplicaExchangeSampler": "tf_vrre.sampler.replica_exchange:ReplicaExchangeSampler",
+    "CorrectedSwap": "tf_vrre.sgmcmc.swaps:CorrectedSwap",
+    "SwapResults": "tf_vrre.sgmcmc.swaps:SwapResults",
+    "ControlVariates": "tf_vrre.sgmcmc.energy:ControlVariates",
+    "gaussian_nll": "tf_vrre.sgmcmc.energy:gaussian_nll",
+    "EpochExponential": "tf_vrre.sgmcmc.schedules:EpochExponential",
+    "Scaled": "tf_vrre.sgmcmc.schedules:Scaled",
+    "CyclicalCosine": "tf_vrre.sgmcmc.schedules:CyclicalCosine",
+    "paper_cifar_schedules": "tf_vrre.sgmcmc.schedules:paper_cifar_schedules",
+    "HyperparameterScheduler": "tf_vrre.callbacks:HyperparameterScheduler",
+    "SwapLogger": "tf_vrre.callbacks:SwapLogger",
+    "SampleCollector": "tf_vrre.callbacks:SampleCollector",
+    "Checkpoint": "tf_vrre.callbacks:Checkpoint",
+    "CSVLogger": "tf_vrre.callbacks:CSVLogger",
+    "EpochCSVLogger": "tf_vrre.callbacks:EpochCSVLogger",
+    "EpochProgress": "tf_vrre.callbacks:EpochProgress",
+    "SampleSet": "tf_vrre.runs.samples:SampleSet",
+    "load_samples": "tf_vrre.runs.samples:load_samples",
+    "RunMismatchError": "tf_vrre.runs.ownership:RunMismatchError",
+    "SamplerError": "tf_vrre.sampler.invariants:SamplerError",
+    "DivergenceError": "tf_vrre.sampler.invariants:DivergenceError",
+    "InvariantError": "tf_vrre.sampler.invariants:InvariantError",
+    "export_ensemble": "tf_vrre.serving.export:export_ensemble",
+    "to_inference_data": "tf_vrre.diagnostics:to_inference_data",
+    "Augmentation": f"{_IC}.data:Augmentation",
+    "Preprocessing": f"{_IC}.data:Preprocessing",
+    "TrainingData": f"{_IC}.data:TrainingData",
+    "train": f"{_IC}.train:train",
+    "evaluate": f"{_IC}.evaluate:evaluate",
+    # modules: name -> module (the earlier flat names resolve through tf_vrre._aliases)
+    **{name: f"tf_vrre.{name}" for name in (
+        "callbacks", "checkpoint", "collection", "control_variates", "diagnostics", "dynamics", "energy",
+        "export", "faults", "xla", "record", "schedules", "seeds", "state", "stats", "swaps",
+        "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies",
+        "training")},
+}
+"""The public API, the one list: ``tf_vrre.<name>`` -> where it lives."""
+
+__all__ = list(_API) + ["__version__"]
+
+
+def _resolve(name):
+    module, _, attr = _API[name].partition(":")
+    obj = _importlib.import_module(module)
+    return getattr(obj, attr) if attr else obj
 
 
 def _load():
@@ -41,73 +96,24 @@ def _load():
     flags (``tf_vrre_cli.DEFER_PACKAGE_IMPORTS``); then on first attribute access or when
     :func:`tf_vrre.cli.main` starts a subcommand.
     """
-    global _loading
-    if _loading or "ReplicaExchangeSampler" in globals():
-        return
-    _loading = True  # submodules importing each other meanwhile get AttributeError -> plain submodule import
-    try:
-        _import_api()
-    finally:
-        _loading = False
-
-
-def _import_api():
-    from tf_vrre import (callbacks, checkpoint, collection, control_variates, diagnostics, dynamics,  # noqa: F401
-                         energy, export, record, schedules, seeds, state, stats, swaps)
-    from tf_vrre.callbacks import CSVLogger, HyperparameterScheduler, SampleCollector, SwapLogger  # noqa: F401
-    from tf_vrre.checkpoint import Checkpoint  # noqa: F401
-    from tf_vrre.collection import SampleSet, load_samples  # noqa: F401
-    from tf_vrre.diagnostics import to_inference_data  # noqa: F401
-    from tf_vrre.energy import ControlVariates, gaussian_nll  # noqa: F401
-    from tf_vrre.export import export_ensemble  # noqa: F401
-    from tf_vrre import faults, xla  # noqa: F401
-    from tf_vrre.faults import DivergenceError, InvariantError, SamplerError  # noqa: F401
-    from tf_vrre.outputs import RunMismatchError  # noqa: F401
-    from tf_vrre.sampler import ReplicaExchangeSampler  # noqa: F401
-    from tf_vrre.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules  # noqa: F401
-    from tf_vrre.swaps import CorrectedSwap, SwapResults  # noqa: F401
-    from tf_vrre import config, data, evaluation, image_plots, metrics, run_callbacks, rundir, strategies, training  # noqa: F401,E501
-    from tf_vrre.data import Augmentation, Preprocessing, TrainingData  # noqa: F401
-    from tf_vrre.evaluation import evaluate  # noqa: F401
-    from tf_vrre.run_callbacks import EpochCSVLogger, EpochProgress  # noqa: F401
-    from tf_vrre.training import train  # noqa: F401
-
-    globals().update({k: v for k, v in locals().items() if k in __all__})
-
-
-# Submodules in __all__: while the package's imports are deferred, ``tf_vrre.config`` (or
-# ``from tf_vrre import rundir``) imports that module alone, so TensorFlow-free modules stay so.
-_MODULES = frozenset({"callbacks", "checkpoint", "collection", "control_variates", "diagnostics", "dynamics",
-                      "energy", "export", "faults", "xla", "record", "schedules", "seeds", "state", "stats", "swaps",
-                      "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies",
-                      "training"})
+    for name in _API:
+        globals()[name] = _resolve(name)
 
 
 def __getattr__(name):
-    if name in _MODULES and not _loading:
-        return _importlib.import_module(f"{__name__}.{name}")
-    if name in __all__ and not _loading:
-        _load()
-        if name in globals():
-            return globals()[name]
-    raise AttributeError(f"module 'tf_vrre' has no attribute {name!r}")
+    """A public name on first access while the package's imports are deferred: a module alone
+    (``tf_vrre.config`` stays free of TensorFlow), a class or function with the whole API."""
+    if name not in _API:
+        raise AttributeError(f"module 'tf_vrre' has no attribute {name!r}")
+    if ":" not in _API[name]:
+        return _resolve(name)
+    _load()
+    return globals()[name]
 
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
 
-
-__all__ = [
-    "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
-    "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
-    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
-    "Checkpoint", "CSVLogger", "RunMismatchError", "checkpoint",
-    "SamplerError", "DivergenceError", "InvariantError", "faults", "xla",
-    "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
-    "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
-    "config", "data", "evaluation", "image_plots", "metrics", "run_callbacks", "rundir", "strategies", "training",
-    "Augmentation", "Preprocessing", "TrainingData", "EpochCSVLogger", "EpochProgress", "train", "evaluate",
-]
 
 if not getattr(_sys.modules.get("tf_vrre_cli"), "DEFER_PACKAGE_IMPORTS", False):
     _load()

@@ -42,7 +42,7 @@ def add_arguments(p):
 
 def check(args):
     """Runs, sample files and ``--out``, before TensorFlow starts (exit 2 on a bad one)."""
-    from tf_vrre import run_files
+    from tf_vrre.runs import samples as run_files
 
     if args.blocks < 2:
         _die(f"--blocks must be >= 2, got {args.blocks}")

@@ -38,7 +38,8 @@ def _row(name, d):
 
 def check(args):
     """The run, its samples and the data it is scored on, before TensorFlow starts (exit 2 on a bad one)."""
-    from tf_vrre import evaluation, rundir
+    from tf_vrre.workflows.image_classification import evaluate as evaluation
+    from tf_vrre.runs import run_json as rundir
 
     try:
         run, _ = evaluation.check_run(args.run)
@@ -52,7 +53,8 @@ def check(args):
 
 def run(args):
     """Evaluates the run (after :func:`check`), prints a summary; returns the exit status."""
-    from tf_vrre import evaluation, rundir
+    from tf_vrre.workflows.image_classification import evaluate as evaluation
+    from tf_vrre.runs import run_json as rundir
 
     try:
         report = evaluation.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,

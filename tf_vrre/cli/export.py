@@ -38,7 +38,7 @@ def add_arguments(p):
 
 def check(args):
     """Source, sample files, ``--out`` and ``--version``, before TensorFlow starts (exit 2 on a bad one)."""
-    from tf_vrre import run_files
+    from tf_vrre.runs import samples as run_files
 
     if args.run is not None:
         if not os.path.isfile(os.path.join(args.run, "run.json")):
@@ -61,7 +61,7 @@ def check(args):
 
 def run(args):
     """Exports (after :func:`check`); prints version path, member count, export time and size."""
-    from tf_vrre.export import export_ensemble
+    from tf_vrre.serving.export import export_ensemble
 
     try:
         info = export_ensemble(args.run if args.run is not None else args.samples, args.out, version=args.version,

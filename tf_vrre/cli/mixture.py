@@ -189,7 +189,7 @@ class _Study:
     def __init__(self, args, scenario, out):
         import numpy as np
 
-        from tf_vrre import mixture as mx
+        from tf_vrre.workflows.gaussian_mixture import target as mx
 
         self.args, self.scenario, self.out, self.mx = args, scenario, out, mx
         self.target = mx.Mixture(args.phi, args.sigma, args.prior_sd, args.true_beta)
@@ -313,7 +313,7 @@ class _Study:
     def figures(self, runs, curves, sens):
         import numpy as np
 
-        from tf_vrre import mixture_plots as plots
+        from tf_vrre.workflows.gaussian_mixture import plots
 
         a, out, mx = self.args, self.out, self.mx
         title = (f"N={a.data_size}, tau=({a.tau1:g},{a.tau2:g}), eta={a.lr:g}, n={a.batch}, "

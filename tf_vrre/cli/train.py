@@ -12,7 +12,7 @@ from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
-from tf_vrre.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
+from tf_vrre.workflows.image_classification.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
 DESCRIPTION = (
@@ -89,7 +89,7 @@ def add_arguments(p):
 
 def resolved_config(args):
     """The resolved config of the parsed flags (``ConfigError`` naming a bad key; no TensorFlow)."""
-    from tf_vrre import config
+    from tf_vrre.workflows.image_classification import config
 
     raw = config.load(args.config)
     overrides = {key: getattr(args, dest) for dest, key in OVERRIDES.items() if getattr(args, dest) is not None}
@@ -107,8 +107,9 @@ def check(args):
     samples the schedule collects) are made here when the training-set size is known without
     reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
     """
-    from tf_vrre import rundir, strategies, training
-    from tf_vrre.data import sources
+    from tf_vrre.runs import run_json as rundir
+    from tf_vrre.workflows.image_classification import strategies, train as training
+    from tf_vrre.workflows.image_classification.data import sources
 
     try:
         args.cfg = resolved_config(args)
@@ -143,7 +144,8 @@ def check(args):
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
     returns the exit status."""
-    from tf_vrre import rundir, strategies, training
+    from tf_vrre.runs import run_json as rundir
+    from tf_vrre.workflows.image_classification import strategies, train as training
 
     cfg = args.cfg
     if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":

@@ -1,0 +1,167 @@
+"""Exact resume after a kill at any instant: :class:`Checkpoint`, an atomic epoch checkpoint.
+
+Keras' ``BackupAndRestore`` writes the weights, then a JSON file with the epoch, each in
+place: a kill between the two resumes at the wrong epoch, a kill inside the JSON write leaves
+an empty file that every rerun fails to parse.  :class:`Checkpoint` keeps the sampler's whole
+state (every variable: chains, BatchNorm statistics, velocities, snapshots, ``U_hat``, cached
+energies, ``sigma2``, ``c``, counters, ``F``, the step counter) and the epoch in one
+``tf.train.Checkpoint`` written through ``tf.train.CheckpointManager``: the data files are
+complete before the ``checkpoint`` index file, rewritten atomically, points at them, so a
+restore always finds the newest *complete* checkpoint.  The other tf_vrre writers reconcile
+with the restored step: :class:`tf_vrre.SampleCollector` and :class:`tf_vrre.SwapLogger` drop
+what they wrote after it, :class:`tf_vrre.CSVLogger` the later epochs, and the replay writes
+them again identically (the noise is a function of ``(seed, step)``, ``make_dataset``'s order of
+the step counter).
+"""
+
+import os
+
+import keras
+import numpy as np
+
+from tf_vrre.runs import fault_points as _faults
+from tf_vrre.runs import ownership as outputs
+from tf_vrre.callbacks.sample_collector import COMMITTED_STEP, checkpoint_committed
+from tf_vrre.runs.samples import write_json
+from tf_vrre.sampler.replica_exchange import require_sampler
+
+IDENTITY = "identity.json"
+FORMAT = "tf_vrre.checkpoint/1"
+
+
+def state_layout(sampler):
+    """``[[name, shape, dtype], ...]`` of every sampler variable, in checkpoint order."""
+    return [[v.name, list(v.shape), str(v.dtype)] for v in sampler.weights]
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class Checkpoint(keras.callbacks.Callback):
+    """Saves the sampler's state and the epoch atomically at epoch ends; resumes from the newest.
+
+    At the start of ``fit`` the newest complete checkpoint in ``directory`` (if any) is
+    restored into the sampler and ``fit`` continues at its epoch (Keras' ``initial_epoch``
+    mechanism, as ``BackupAndRestore``); a rerun of a finished command restores the final state
+    and trains no further epoch.  A checkpoint is written when epoch ``e`` is over and
+    ``(e + 1) % every_epochs == 0``, and when training ends, *after* every callback's
+    ``on_epoch_end`` (it is taken when the next epoch begins), so its place in the callback list
+    does not matter and every record of the epoch is on disk before it.  Kill the process at any
+    instant and run the same command again: the result equals the uninterrupted run's, bit for
+    bit (tested by killing at many instants, including inside the checkpoint write).
+
+    ``directory/identity.json`` records the run identity (:mod:`tf_vrre.outputs`, including
+    every state variable's shape): checkpoints of another run (another config, ``num_chains``
+    or architecture) are refused, naming the difference, unless ``overwrite=True`` (which
+    deletes them).
+
+    Args:
+      directory: checkpoint directory (created): ``ckpt-<epoch>.index / .data-*``,
+        ``checkpoint``, ``identity.json``.
+      every_epochs: checkpoint every this many epochs (and at the end of training).
+      max_to_keep: complete checkpoints kept (the newest ones; at least 1).
+      overwrite: replace checkpoints of another run found in ``directory``.
+
+    Example:
+      >>> ckpt = Checkpoint("runs/c10/checkpoint")
+      >>> sampler.fit(sampler.make_dataset(128), epochs=500, callbacks=[SwapLogger(...),
+      ...             SampleCollector(...), CSVLogger("runs/c10/log.csv"), ckpt])
+      >>> # killed? run the same script again: it continues from the last epoch checkpoint
+    """
+
+    def __init__(self, directory, every_epochs=1, max_to_keep=2, overwrite=False):
+        super().__init__()
+        if not isinstance(directory, (str, os.PathLike)) or not str(directory):
+            raise TypeError(f"directory must be a path, got {directory!r}")
+        for name, value in (("every_epochs", every_epochs), ("max_to_keep", max_to_keep)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+        self.directory = str(directory)
+        self.every_epochs = int(every_epochs)
+        self.max_to_keep = int(max_to_keep)
+        self.overwrite = overwrite
+        self._manager = None
+
+    # --- set-up and restore ----------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        import tensorflow as tf
+
+        s = require_sampler(self.model, "Checkpoint")
+        run = outputs.run_identity(s, state=state_layout(s))
+        outputs.claim(self.directory, self, self.params, "Checkpoint")
+        try:
+            self._adopt(run)
+            self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+            state = {f"{i:04d}_{v.name}": v.value for i, v in enumerate(s.weights)}
+            self._ckpt = tf.train.Checkpoint(epoch=self._epoch, state=state)
+            self._manager = tf.train.CheckpointManager(self._ckpt, self.directory, max_to_keep=self.max_to_keep)
+            self.restored_epoch = self._restore()
+        except Exception:
+            outputs.release(self)
+            raise
+        setattr(s, COMMITTED_STEP, int(s.step_counter.numpy()))
+        self._pending = self._completed = None
+        self._last_saved = self.restored_epoch
+
+    def _adopt(self, run):
+        """Refuses (or with ``overwrite`` deletes) checkpoints of another run; records this run."""
+        path = os.path.join(self.directory, IDENTITY)
+        stored = outputs.stored_run(path, "Checkpoint")
+        diff = outputs.difference(stored, run)
+        found = sorted(n for n in os.listdir(self.directory) if n.startswith("ckpt-") or n == "checkpoint")
+        if diff is not None and found:
+            if not self.overwrite:
+                raise outputs.refuse(self.directory, "checkpoints", diff)
+            for name in found:
+                os.remove(os.path.join(self.directory, name))
+        if diff is not None:
+            write_json(path, {"format": FORMAT, "run": run})
+
+    def _restore(self):
+        """Restores the newest complete checkpoint; returns its epoch (0 without one)."""
+        latest = self._manager.latest_checkpoint
+        if latest is None:
+            return 0
+        self._ckpt.restore(latest).assert_consumed()
+        epoch = int(self._epoch.numpy())
+        if epoch > 0:
+            self.model._initial_epoch = epoch  # as keras.callbacks.BackupAndRestore does
+        return epoch
+
+    # --- saving -----------------------------------------------------------------------------
+    def on_epoch_begin(self, epoch, logs=None):
+        self.model._initial_epoch = None  # read by fit already; a later fit must not inherit it
+        if self._pending is not None:
+            self._save(self._pending)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._completed = epoch + 1
+        if (epoch + 1) % self.every_epochs == 0:
+            self._pending = epoch + 1
+
+    def on_train_end(self, logs=None):
+        self.model._initial_epoch = None
+        if self._completed is not None and self._completed != self._last_saved:
+            self._save(self._completed)
+        outputs.release(self)
+
+    def _save(self, epoch):
+        """Writes the checkpoint of the state at the start of ``epoch`` and commits it."""
+        import tensorflow as tf
+
+        self._epoch.assign(epoch)
+        options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: _faults.point(
+            "checkpoint.data")])  # runs after the data files, before the index file is updated
+        self._manager.save(checkpoint_number=epoch, options=options)
+        setattr(self.model, COMMITTED_STEP, int(self.model.step_counter.numpy()))
+        _faults.point("checkpoint.committed")
+        checkpoint_committed(self.model)  # evicted samples no resume can need are deleted
+        self._pending, self._last_saved = None, epoch
+
+    def get_config(self):
+        return {"directory": self.directory, "every_epochs": self.every_epochs, "max_to_keep": self.max_to_keep,
+                "overwrite": self.overwrite}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,452 @@
+"""Posterior samples on disk: the :class:`SampleCollector` callback (reading: :mod:`tf_vrre.run_files`).
+
+Layout of a sample directory::
+
+    manifest.json            # {"format", "run": identity, "entries": [...], "events": [...], ...}
+    model.json               # the cold model's architecture (``to_json``), when serializable
+    sample-000000256.npz     # cold-chain weights w0000, w0001, ... (+ "predictive" with BMA)
+    .lock                    # held while a collector writes here
+
+Every file is written to ``<name>.tmp`` and renamed (atomic on POSIX), the sample before the
+manifest that points at it; each manifest entry stores the file's size and SHA-256, so a
+missing or truncated file is detected on load (``ValueError`` naming the file).  Memory is
+bounded: a sample is written as soon as it is taken and never kept in RAM.  The manifest
+records the run identity (:mod:`tf_vrre.outputs`): a collector of another run refuses the
+directory instead of deleting its samples.
+"""
+
+import math
+import numbers
+import os
+import warnings
+import weakref
+
+import keras
+import numpy as np
+
+from tf_vrre.runs import fault_points as _faults
+from tf_vrre.runs import ownership as outputs
+from tf_vrre.runs.samples import (FORMAT, MANIFEST, MODEL_JSON, SampleSet, atomic_write, check_entry, load_samples,
+                                  read_manifest, sha256, softmax, write_json)
+from tf_vrre.sampler.replica_exchange import require_sampler
+from tf_vrre.sgmcmc.schedules import CyclicalCosine
+
+KEEP = ("last", "reservoir")
+COMMITTED_STEP = "_tf_vrre_committed_step"
+"""Sampler attribute set by :class:`tf_vrre.Checkpoint`: the step of the newest committed checkpoint."""
+_collectors = weakref.WeakKeyDictionary()  # sampler -> {directory: its newest collector}
+
+
+def checkpoint_committed(sampler):
+    """Called by :class:`tf_vrre.Checkpoint` after each commit: the sampler's collectors delete
+    the evicted samples no resume can need any more."""
+    for collector in list(_collectors.get(sampler, {}).values()):
+        collector.checkpoint_committed()
+
+def divergence_seen(sampler, error):
+    """Called when the sampler raises a :class:`tf_vrre.faults.DivergenceError`: each of its
+    collectors flags the samples taken while the energy was exploding (:func:`exploding`)."""
+    for collector in list(_collectors.get(sampler, {}).values()):
+        collector.flag_divergence(error)
+
+
+def exploding(energies, factor=10.0):
+    """Flags of the entries whose energy is non-finite or more than ``factor`` robust spreads
+    above the median: ``e > med + factor * max(MAD, 1e-6 |med|)`` (median and MAD over all)."""
+    e = np.asarray(energies, np.float64)
+    finite = e[np.isfinite(e)]
+    if not len(finite):
+        return [True] * len(e)
+    med = np.median(finite)
+    spread = max(np.median(np.abs(finite - med)), 1e-6 * abs(med), 1e-12)
+    return [bool(not np.isfinite(v) or v > med + factor * spread) for v in e]
+
+
+# Kept for callers of the former private names.
+_read_manifest, _check_entry, _write_json, _atomic_write, _softmax = read_manifest, check_entry, write_json, \
+    atomic_write, softmax
+
+
+def reservoir_slot(seed, count, capacity):
+    """Reservoir sampling (Algorithm R) for the ``count``-th item (1-based): the slot it
+    takes, or ``None`` when it is not kept.  After ``n`` items each one is in the reservoir
+    with probability ``capacity / n``; the choice is a pure function of ``(seed, count)``."""
+    if count <= capacity:
+        return count - 1
+    j = int(np.random.default_rng([int(seed), int(count)]).integers(0, count))
+    return j if j < capacity else None
+
+
+def _digest(arrays):
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class SampleCollector(keras.callbacks.Callback):
+    """Saves the cold chain's weights every ``every`` steps after burn-in, one file per sample.
+
+    Sample ``beta^(1)_{iT}`` (paper Algorithm 1, thinning ``T``) is taken after the step that
+    brings the step counter to ``s``, when ``s % every == 0``, ``s > burn_in_steps`` and, with
+    ``cycle``, the step ``s - 1`` lies in the cycle's sampling phase
+    (``cycle.in_sampling_phase``: position > 0.7 by default).  The manifest entry records
+    ``step, epoch, temperature, lr`` (cold slot) and ``energy``: the mini-batch energy
+    ``U_B`` of the sampled state's chain on step ``s - 1``'s batch, before its update.
+
+    ``max_samples`` bounds the disk use: ``keep="last"`` keeps the newest, ``keep="reservoir"``
+    a uniform random subset of all samples taken (reservoir sampling; the choices are a
+    function of ``seed`` and the sample count, so resumes repeat them).  With a
+    :class:`tf_vrre.Checkpoint`, an evicted sample's file is deleted once a checkpoint after
+    its eviction is committed (so a resume can restore it): up to one checkpoint interval's
+    evictions more than ``max_samples`` files may exist meanwhile.
+
+    With ``validation_data=(x, y)`` (integer or one-hot labels) every sample's predictive
+    ``softmax(logits)`` on ``x`` is stored with it, and the Bayesian model average of the kept
+    samples is scored: ``bma_accuracy``, ``bma_nll`` and ``bma_samples`` go into ``logs`` at
+    every epoch end from the first one (NaN, NaN, 0 before the first sample, so
+    ``CSVLogger``, which fixes its columns at the first epoch end, has them) and into the
+    manifest entry.
+
+    Output directory: the manifest records the run identity (:func:`tf_vrre.outputs.run_identity`:
+    the sampler's constructor arguments, the cold model's weight shapes, this collector's
+    settings).  A directory holding samples of another run is refused
+    (:class:`tf_vrre.RunMismatchError` naming the difference) unless ``overwrite=True``, which
+    deletes them.  Samples of the same run are kept up to the step the sampler starts from
+    (a resume with :class:`tf_vrre.Checkpoint`, or the same command again from scratch) and the
+    later ones are taken again by the replay, identically.  One writer per directory: a second
+    collector (this fit or another process) gets a ``ValueError``.
+
+    Args:
+      directory: where samples, ``manifest.json`` and ``model.json`` (the architecture,
+        written when collection starts if the cold model serializes) go (created).
+      every: thinning ``T`` in steps (paper: 256); a multiple of ``steps_per_execution``.
+      burn_in_steps: no sample at or before this step.
+      cycle: optional :class:`tf_vrre.schedules.CyclicalCosine`; collect only in the sampling
+        phase of each cycle.
+      max_samples: keep at most this many on disk (``None``: all).
+      keep: ``"last"`` or ``"reservoir"`` (with ``max_samples``).
+      validation_data: optional ``(x, y)`` arrays for running BMA metrics.
+      output: ``"logits"`` (softmax applied) or ``"probabilities"`` (model output used as is).
+      batch_size: prediction batch size for ``validation_data``.
+      seed: seed of the reservoir choices.
+      overwrite: replace samples of another run found in ``directory``.
+
+    Example:
+      >>> collector = SampleCollector("runs/c10/samples", every=256, burn_in_steps=300 * 196,
+      ...                             validation_data=(x_test, y_test))
+      >>> sampler.fit(ds, epochs=500, callbacks=[collector])
+      >>> load_samples("runs/c10/samples").predict(resnet20(), x_test)
+    """
+
+    def __init__(self, directory, every=256, burn_in_steps=0, cycle=None, max_samples=None, keep="last",
+                 validation_data=None, output="logits", batch_size=256, seed=0, overwrite=False):
+        super().__init__()
+        if not isinstance(directory, (str, os.PathLike)) or not str(directory):
+            raise TypeError(f"directory must be a path, got {directory!r}")
+        for name, value, lo in (("every", every, 1), ("burn_in_steps", burn_in_steps, 0),
+                                ("batch_size", batch_size, 1)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+        if isinstance(cycle, dict):
+            cycle = keras.saving.deserialize_keras_object(cycle)
+        if cycle is not None and not isinstance(cycle, CyclicalCosine):
+            raise TypeError(f"cycle must be a tf_vrre.schedules.CyclicalCosine or None, got {cycle!r}")
+        if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral)
+                                        or max_samples < 1):
+            raise ValueError(f"max_samples must be an integer >= 1 or None, got {max_samples!r}")
+        if keep not in KEEP:
+            raise ValueError(f"keep must be one of {KEEP}, got {keep!r}")
+        if output not in ("logits", "probabilities"):
+            raise ValueError(f"output must be 'logits' or 'probabilities', got {output!r}")
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+        self.directory = str(directory)
+        self.every = int(every)
+        self.burn_in_steps = int(burn_in_steps)
+        self.cycle = cycle
+        self.max_samples = None if max_samples is None else int(max_samples)
+        self.keep = keep
+        self.validation_data = _check_validation_data(validation_data)
+        self.output = output
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.overwrite = overwrite
+        self._state = None
+        self._started = False
+
+    # --- eligibility ----------------------------------------------------------------------
+    def is_collection_step(self, step):
+        """True when the state after ``step`` updates (counter ``step``) is collected."""
+        step = int(step)
+        if step <= self.burn_in_steps or step % self.every:
+            return False
+        return self.cycle is None or self.cycle.in_sampling_phase(step - 1)
+
+    # --- start / resume --------------------------------------------------------------------
+    def _identity(self, sampler):
+        settings = {k: v for k, v in self.get_config().items()
+                    if k not in ("directory", "validation_data", "batch_size", "overwrite")}
+        if self.validation_data is not None:
+            settings["validation_data"] = _digest(self.validation_data)
+        return outputs.run_identity(sampler, collector=settings)
+
+    def on_train_begin(self, logs=None):
+        s = require_sampler(self.model, "SampleCollector")
+        spe = int(getattr(s, "steps_per_execution", 1) or 1)
+        if self.every % spe:
+            raise ValueError(f"every ({self.every}) must be a multiple of steps_per_execution ({spe}): "
+                             "callbacks only see the weights every steps_per_execution steps")
+        self._run = self._identity(s)
+        outputs.claim(self.directory, self, self.params, "SampleCollector")
+        _collectors.setdefault(s, {})[os.path.realpath(self.directory)] = self
+        try:
+            self._existing = self._adopt()
+        except Exception:
+            outputs.release(self)
+            raise
+        self._started = False
+
+    def _adopt(self):
+        """The manifest of this run found in the directory, or ``None`` (after deleting another
+        run's files with ``overwrite``); :class:`RunMismatchError` otherwise.  Writes nothing else."""
+        path = os.path.join(self.directory, MANIFEST)
+        files = [n for n in os.listdir(self.directory) if n.startswith("sample-")]
+        manifest = read_manifest(self.directory) if os.path.exists(path) else None
+        stored = None if manifest is None else manifest.get("run")
+        diff = outputs.difference(stored, self._run)
+        if diff is None:
+            return manifest
+        if manifest is None and not files:
+            return None  # a new directory
+        if manifest is not None and not files and not manifest["entries"] and not manifest["events"]:
+            return None  # another run that collected nothing: nothing to lose
+        if not self.overwrite:
+            what = f"{len(files)} sample files" + ("" if manifest is not None else " and no manifest")
+            raise outputs.refuse(self.directory, what, diff)
+        for name in files + [MANIFEST, MODEL_JSON]:
+            if os.path.exists(os.path.join(self.directory, name)):
+                os.remove(os.path.join(self.directory, name))
+        return None
+
+    def _start(self):
+        """First epoch of this fit, after every on_train_begin (so after a restore): keep the
+        samples up to the restored step, drop the later ones (the replay takes them again)."""
+        step0 = int(self.model.step_counter.numpy())
+        manifest = self._existing or {"format": FORMAT, "entries": [], "events": []}
+        evicted = manifest.get("evicted", [])
+        back = [e for e in evicted if e["evicted_at"] > step0 and e["step"] <= step0
+                and os.path.exists(os.path.join(self.directory, e["file"]))]
+        entries = [e for e in manifest["entries"] if e["step"] <= step0]
+        entries += [{k: v for k, v in e.items() if k != "evicted_at"} for e in back]
+        for entry in entries:
+            check_entry(self.directory, entry)
+        manifest.update({"format": FORMAT, "run": self._run, "entries": sorted(entries, key=lambda e: e["step"]),
+                         "events": [t for t in manifest["events"] if t <= step0], "evicted": [],
+                         "config": {k: v for k, v in self.get_config().items() if k != "validation_data"}})
+        write_json(os.path.join(self.directory, MANIFEST), manifest)
+        self._write_architecture()
+        listed = {e["file"] for e in manifest["entries"]}
+        for name in os.listdir(self.directory):  # replayed, evicted or half-written files
+            if (name.startswith("sample-") or name.endswith(".tmp")) and name not in listed:
+                os.remove(os.path.join(self.directory, name))
+        self._state = manifest
+        self._bma_recompute()
+        self._started = True
+
+    def _write_architecture(self):
+        """Writes ``model.json`` (``cold_model.to_json()``, checked to load back) atomically, so
+        the weights-only sample files can be rebuilt into models (``tf_vrre.export_ensemble``);
+        a model that does not serialize (subclassed, unregistered) gets a warning instead."""
+        path = os.path.join(self.directory, MODEL_JSON)
+        try:
+            text = self.model.cold_model.to_json()
+            keras.models.model_from_json(text)
+        except Exception as err:  # noqa: BLE001  (any failure means: not rebuildable from JSON)
+            warnings.warn(f"SampleCollector: the cold model does not serialize to JSON ({type(err).__name__}: "
+                          f"{err}); {path} not written. Export its samples with "
+                          "tf_vrre.export_ensemble(..., model=<built model or model_fn>).", stacklevel=2)
+            return
+        atomic_write(path, lambda f: f.write(text.encode()))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if not self._started:
+            self._start()
+        self._epoch = epoch
+
+    # --- collection ----------------------------------------------------------------------
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.step_counter.numpy())
+        if self.is_collection_step(step) and (not self._state["events"] or self._state["events"][-1] < step):
+            self._collect(step)
+
+    def _choose(self, st):
+        """``(kept, evicted entry or None, reservoir slot or None)`` for the sample just taken."""
+        if self.max_samples is not None and self.keep == "reservoir":  # Algorithm R
+            slot = reservoir_slot(self.seed, len(st["events"]), self.max_samples)
+            if slot is None:
+                return False, None, None
+            return True, next((e for e in st["entries"] if e.get("slot") == slot), None), slot
+        if self.max_samples is not None and len(st["entries"]) >= self.max_samples:  # keep="last"
+            return True, st["entries"][0], None
+        return True, None, None
+
+    def _collect(self, step):
+        """Takes the sample of ``step``: decides where it goes, then writes file and manifest."""
+        st = self._state
+        st["events"].append(step)
+        kept, evicted, slot = self._choose(st)
+        if not kept:  # only the event is recorded
+            write_json(os.path.join(self.directory, MANIFEST), st)
+            return
+        s = self.model
+        name = f"sample-{step:09d}.npz"
+        path = os.path.join(self.directory, name)
+        arrays = {f"w{i:04d}": w for i, w in enumerate(s.cold_model.get_weights())}
+        bad = next((k for k, w in arrays.items() if w.dtype.kind == "f" and not np.isfinite(w).all()), None)
+        if bad is not None:  # never write a sample that cannot be used; the earlier ones stay loadable
+            raise FloatingPointError(f"SampleCollector: the cold chain's weights after step {step} are not finite "
+                                     f"(NaN or inf in {bad}); sample not written, {len(st['entries'])} earlier "
+                                     f"samples in {self.directory} stay loadable")
+        entry = {"file": name, "step": step, "epoch": int(self._epoch),
+                 "temperature": float(s.temperature.numpy()[0]), "lr": float(s.learning_rate.numpy()[0]),
+                 "energy": float(s.batch_energy.numpy()[0])}
+        if slot is not None:
+            entry["slot"] = slot
+        if self.validation_data is not None:
+            # The BMA sums the stored (float32) values in step order, so a resume that rebuilds
+            # it from the files gets bit-identical metrics.
+            arrays["predictive"] = self._predictive().astype(np.float32)
+        atomic_write(path, lambda f: np.savez(f, **arrays))
+        _faults.point("sample.file")
+        entry["bytes"] = os.path.getsize(path)
+        entry["sha256"] = sha256(path)
+        if evicted is not None:
+            st["entries"].remove(evicted)
+            st["evicted"].append({**evicted, "evicted_at": step})
+        st["entries"].append(entry)
+        if self.validation_data is not None:
+            if evicted is None:
+                self._bma_add(arrays["predictive"].astype(np.float64))
+            else:
+                self._bma_recompute()
+            entry.update(self._bma_metrics())
+        gone = self._purge_evicted()
+        write_json(os.path.join(self.directory, MANIFEST), st)  # the sample exists before this
+        _faults.point("sample.manifest")
+        for old in gone:  # the manifest no longer points at them
+            os.remove(os.path.join(self.directory, old["file"]))
+
+    def _purge_evicted(self):
+        """Evicted entries whose files may go: all of them without a :class:`tf_vrre.Checkpoint`,
+        else those evicted at or before its newest committed step (no resume can need them)."""
+        committed = getattr(self.model, COMMITTED_STEP, None)
+        st = self._state
+        gone = [e for e in st["evicted"] if committed is None or e["evicted_at"] <= committed]
+        st["evicted"] = [e for e in st["evicted"] if e not in gone]
+        return gone
+
+    # --- BMA -------------------------------------------------------------------------------
+    def _predictive(self):
+        x, _ = self.validation_data
+        p = np.asarray(self.model.cold_model.predict(x, batch_size=self.batch_size, verbose=0), np.float64)
+        if self.output == "logits":
+            p = softmax(p)
+        return p
+
+    def _stored_predictive(self, name):
+        with np.load(os.path.join(self.directory, name)) as z:
+            return z["predictive"].astype(np.float64)
+
+    def _bma_add(self, pred):
+        if self._bma_sum is None:
+            self._bma_sum, self._bma_count = np.zeros_like(pred), 0
+        self._bma_sum += pred
+        self._bma_count += 1
+
+    def _bma_recompute(self):
+        """The BMA sum over the kept samples, added in step order (the same order on resume)."""
+        self._bma_sum, self._bma_count = None, 0
+        if self.validation_data is not None:
+            for entry in sorted(self._state["entries"], key=lambda e: e["step"]):
+                self._bma_add(self._stored_predictive(entry["file"]))
+
+    def _bma_metrics(self):
+        if not getattr(self, "_bma_count", 0):
+            return {"bma_accuracy": math.nan, "bma_nll": math.nan, "bma_samples": 0.0}
+        _, y = self.validation_data
+        labels = y.argmax(-1) if y.ndim > 1 and y.shape[-1] > 1 else y.reshape(-1).astype(int)
+        avg = self._bma_sum / self._bma_count
+        picked = np.clip(avg[np.arange(len(labels)), labels], 1e-12, 1.0)
+        return {"bma_accuracy": float(np.mean(avg.argmax(-1) == labels)),
+                "bma_nll": float(-np.mean(np.log(picked))), "bma_samples": float(self._bma_count)}
+
+    def checkpoint_committed(self):
+        """Called by :class:`tf_vrre.Checkpoint` after a commit: deletes the evicted files no
+        resume can need any more."""
+        if not self._started or not self._state["evicted"]:
+            return
+        gone = self._purge_evicted()
+        if gone:
+            write_json(os.path.join(self.directory, MANIFEST), self._state)
+            for old in gone:
+                os.remove(os.path.join(self.directory, old["file"]))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["samples"] = float(len(self._state["entries"])) if self._state else 0.0
+            if self.validation_data is not None:
+                logs.update(self._bma_metrics())
+
+    def flag_divergence(self, error):
+        """Marks ``"exploding": true`` on the entries :func:`exploding` picks and records the
+        divergence (step, chain slot, message) in the manifest; the samples stay loadable."""
+        if not self._started or self._state is None:
+            return
+        st = self._state
+        for entry, bad in zip(st["entries"], exploding([e["energy"] for e in st["entries"]])):
+            if bad:
+                entry["exploding"] = True
+        st["divergence"] = {"step": int(error.step), "chain": int(error.chain), "kind": error.kind,
+                            "message": str(error.message)}
+        write_json(os.path.join(self.directory, MANIFEST), st)
+
+    def on_train_end(self, logs=None):
+        if not self._started and getattr(self, "_existing", None) is not None:
+            self._start()  # no epoch ran (a finished run resumed): settle the restored manifest
+        outputs.release(self)
+
+    def samples(self):
+        """The :class:`SampleSet` collected so far."""
+        return load_samples(self.directory)
+
+    def get_config(self):
+        vd = None
+        if self.validation_data is not None:
+            vd = [self.validation_data[0].tolist(), self.validation_data[1].tolist()]
+        cycle = keras.saving.serialize_keras_object(self.cycle) if self.cycle is not None else None
+        return {"directory": self.directory, "every": self.every, "burn_in_steps": self.burn_in_steps,
+                "cycle": cycle, "max_samples": self.max_samples, "keep": self.keep, "validation_data": vd,
+                "output": self.output, "batch_size": self.batch_size, "seed": self.seed,
+                "overwrite": self.overwrite}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _check_validation_data(validation_data):
+    if validation_data is None:
+        return None
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+        raise TypeError("validation_data must be a pair (x, y) of arrays")
+    vx, vy = (np.asarray(v) for v in validation_data)
+    if len(vx) != len(vy) or not len(vx):
+        raise ValueError(f"validation_data: x and y must have the same non-zero length, "
+                         f"got {len(vx)} and {len(vy)}")
+    return vx, vy

@@ -1,0 +1,15 @@
+"""The Keras model that runs the chains under ``fit``: :class:`ReplicaExchangeSampler`.
+
+- :mod:`.replica_exchange` - the model and its ``train_step``; :mod:`.construction` - its state;
+- :mod:`.hyperparameters` - learning rates / temperatures in force; :mod:`.batch` - the batch
+  layout; :mod:`.input_checks` / :mod:`.datasets` - input checks and the indexed dataset;
+- :mod:`.invariants` - in-graph runtime checks and :class:`SamplerError`;
+- :mod:`.chain_metrics`, :mod:`.saving`, :mod:`.xla`.
+"""
+
+from tf_vrre.sampler.batch import INDEX_KEY, unpack
+from tf_vrre.sampler.replica_exchange import SWAP_LOG_CAPACITY, ReplicaExchangeSampler, require_sampler
+from tf_vrre.sgmcmc.swap_record import swap_log_columns
+
+__all__ = ["ReplicaExchangeSampler", "require_sampler", "SWAP_LOG_CAPACITY", "swap_log_columns", "INDEX_KEY",
+           "unpack"]

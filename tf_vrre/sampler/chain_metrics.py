@@ -1,0 +1,88 @@
+"""Loss and compiled metrics of every chain (and the cold chain's ``evaluate`` / ``predict``
+steps), for :class:`tf_vrre.ReplicaExchangeSampler`.
+
+The cold chain (slot 0) reports under Keras' plain names (``loss``, ``accuracy``); chain ``h``
+under ``loss_h``, ``accuracy_h``.  ``loss`` is the mean per-example NLL of the batch.
+"""
+
+import tensorflow as tf
+
+from tf_vrre.sampler import batch as batch_lib
+
+
+class ChainMetrics:
+    """Mixin of ``keras.Model`` subclasses that own ``chains``, ``_chain_loss`` (``keras.metrics.Mean``
+    per non-cold chain), ``_per_example_nll`` and ``_check_batch``."""
+
+    def _compile_chain_metrics(self, metrics, weighted_metrics):
+        """One ``CompileMetrics`` per non-cold chain (a re-compile replaces and untracks them)."""
+        for old in getattr(self, "_chain_metrics", []):
+            if old in self._metrics:
+                self._metrics.remove(old)
+        self._chain_metrics = []
+        if metrics is not None or weighted_metrics is not None:
+            from keras.src.trainers.compile_utils import CompileMetrics
+            self._chain_metrics = [CompileMetrics(metrics, weighted_metrics, name=f"chain_{h}_metrics")
+                                   for h in range(1, len(self.chains))]
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        if isinstance(sample_weight, dict):
+            sample_weight = sample_weight.get("sample_weight")
+        for m in self._chain_metrics:
+            if not m.built:
+                m.build(y, y_pred)
+        return super().compute_metrics(x, y, y_pred, sample_weight)
+
+    def _update_metrics(self, batch, forward):
+        """Adds one step (``forward``: per-chain NLLs and predictions) to every chain's metrics."""
+        nlls, preds, y, swt = forward.nlls, forward.preds, batch.y, batch.sample_weight
+        self._loss_tracker.update_state(tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32))
+        for tracker, nll in zip(self._chain_loss, nlls[1:]):
+            tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
+        if self._compile_metrics is not None and y is not None:
+            self._compile_metrics.update_state(y, preds[0], swt)
+            for m, p in zip(self._chain_metrics, preds[1:]):
+                m.update_state(y, p, swt)
+
+    def _metric_logs(self):
+        """``loss``, ``loss_h`` and the compiled metrics of every chain."""
+        logs = {"loss": self._loss_tracker.result()}
+        for h, tracker in enumerate(self._chain_loss, 1):
+            logs[f"loss_{h}"] = tracker.result()
+        if self._compile_metrics is not None:
+            logs.update(self._compile_metrics.result())
+            for h, m in enumerate(self._chain_metrics, 1):
+                if m.built:
+                    logs.update({f"{k}_{h}": v for k, v in m.result().items()})
+        return logs
+
+    def test_step(self, data):
+        """Loss and metrics of the cold chain in inference mode (``evaluate``)."""
+        x, y, sample_weight, _ = batch_lib.unpack(data)
+        self._check_batch(x, y)
+        y_pred = self.chains[0](x, training=False)
+        nll = self._per_example_nll(x, y, y_pred, sample_weight)
+        self._loss_tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
+        logs = {"loss": self._loss_tracker.result()}
+        if self._compile_metrics is not None and y is not None:
+            self._compile_metrics.update_state(y, y_pred, sample_weight)
+            logs.update(self._compile_metrics.result())
+        return logs
+
+    def predict_step(self, data):
+        """The cold chain's output in inference mode (``predict``)."""
+        x, _, _, _ = batch_lib.unpack(data)
+        return self.chains[0](x, training=False)
+
+    def _step_logs(self, lrs, temps):
+        """The step's logs: metrics, per-chain temperature and lr, swap counters, VR coefficients."""
+        logs = self._metric_logs()
+        for h in range(self.num_chains):
+            logs[f"temperature_{h}"] = temps[h]
+            logs[f"lr_{h}"] = lrs[h]
+        if self.swap_rule is not None:
+            logs.update(self.swap_state.logs())
+        if self.variance_reduction is not None:
+            for h in range(self.num_chains):
+                logs[f"c_{h}"] = self.coefficient[h]
+        return logs

@@ -1,0 +1,150 @@
+"""Runtime invariants of the train step: checked in the graph, raised on the host.
+
+What the constructor validates for constants can still break during training: a scheduled
+temperature, learning rate or ``F`` that reaches 0 (or temperatures that stop increasing
+across chains), a chain whose energy, gradient or weights stop being finite, a per-example
+NLL of the wrong length.  Each step checks these in-graph with plain tensor ops (so the checks
+also run under XLA, where ``tf.debugging`` asserts are dropped, and under ``tf.distribute``),
+keeps the *first* fault in a small register, and does not write non-finite weights.  After
+every ``train_function`` call the sampler reads the register and raises a :class:`SamplerError`
+naming the step, the chain slot, its temperature and learning rate, and the offending value.
+
+A fault is one of :data:`KINDS`; the register is a float64 ``[5]`` vector
+``(code, step, chain, value, extra)`` that is not part of the saved state.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+KINDS = {
+    1: ("energy", "the mini-batch energy of chain {chain} is not finite ({value}; diverged?). Lower learning_rates: "
+                  "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)"),
+    2: ("gradient", "the gradient of chain {chain} is not finite (diverged, or a non-finite input / label)"),
+    3: ("weights", "the updated weights of chain {chain} are not finite; the update was not applied"),
+    4: ("temperature", "temperatures: chain {chain} has temperature {value}; it must be > 0 with swaps "
+                       "(>= 0 without)"),
+    5: ("temperature", "temperatures must stay strictly increasing across chains: chain {chain} has "
+                       "{value}, not above chain {prev}'s"),
+    6: ("learning_rate", "learning_rates: chain {chain} has learning rate {value}; it must be > 0"),
+    7: ("correction", "correction (F) is {value}; it must be a finite number > 0"),
+    8: ("nll", "nll returned {value} values for a batch of {extra}; it must return one negative "
+               "log-likelihood per example (shape [batch], no reduction)"),
+}
+DIVERGENCE = (1, 2, 3)
+
+
+class SamplerError(tf.errors.InvalidArgumentError):
+    """A runtime invariant of the sampler failed (see :data:`KINDS`).
+
+    Attributes: ``kind`` (e.g. ``"temperature"``), ``step``, ``chain`` (slot), ``value``.
+    """
+
+    def __init__(self, message, kind, step, chain, value):
+        super().__init__(None, None, message)
+        self.kind, self.step, self.chain, self.value = kind, step, chain, value
+
+
+class DivergenceError(SamplerError):
+    """A chain's energy, gradient or updated weights are not finite."""
+
+
+class InvariantError(SamplerError):
+    """A hyperparameter in force or the likelihood's shape broke an invariant."""
+
+
+def check(ok, code, chain, value, extra=0.0):
+    """One in-graph check: ``(ok, code, chain, value, extra)`` with ``ok`` a bool scalar."""
+    return (tf.convert_to_tensor(ok), code, tf.cast(chain, tf.float64), tf.cast(value, tf.float64),
+            tf.cast(extra, tf.float64))
+
+
+def per_chain(ok, code, values):
+    """Checks of a ``[K]`` bool vector ``ok`` with ``values`` ``[K]``: one check per chain."""
+    ok, values = tf.convert_to_tensor(ok), tf.convert_to_tensor(values)
+    return [check(ok[h], code, h, values[h]) for h in range(ok.shape[0])]
+
+
+def hyperparameter_checks(learning_rates, temperatures, swaps):
+    """Learning rates > 0; temperatures > 0 with swaps (>= 0 without), strictly increasing."""
+    lrs, temps = tf.cast(learning_rates, tf.float64), tf.cast(temperatures, tf.float64)
+    checks = per_chain(tf.math.logical_and(lrs > 0, tf.math.is_finite(lrs)), 6, lrs)
+    positive = temps > 0 if swaps else temps >= 0
+    checks += per_chain(tf.math.logical_and(positive, tf.math.is_finite(temps)), 4, temps)
+    if temps.shape[0] > 1:
+        checks += [check(temps[h] > temps[h - 1], 5, h, temps[h]) for h in range(1, temps.shape[0])]
+    return checks
+
+
+def all_finite(tensors):
+    """True if every tensor of the list is finite."""
+    return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors]) if tensors else tf.constant(True)
+
+
+class FaultRegister:
+    """The first fault of a run: ``(code, step, chain, value, extra)``, float64, kept across steps.
+
+    The variable is deliberately not a tracked sampler weight (not saved; old files keep their
+    layout); under a strategy every replica computes the same checks from all-reduced values.
+    """
+
+    def __init__(self):
+        import keras
+
+        self.variable = keras.Variable(np.zeros(5), dtype="float64", trainable=False, name="fault_register")
+
+    def record(self, step, checks):
+        """Keeps the first failing check of ``checks`` (in order) unless a fault is already held."""
+        if not checks:
+            return
+        oks = tf.stack([c[0] for c in checks])
+        rows = tf.stack([tf.stack([tf.constant(float(c[1]), tf.float64), tf.cast(step, tf.float64), c[2], c[3], c[4]])
+                         for c in checks])
+        first = tf.argmin(tf.cast(oks, tf.int32))  # index of the first False (0 if all True)
+        new = tf.where(tf.reduce_all(oks), tf.zeros([5], tf.float64), tf.gather(rows, first))  # not rows[first]: XLA
+        # compiles a strided slice's begin as a constant, i.e. once per distinct value
+        held = tf.convert_to_tensor(self.variable)
+        self.variable.assign(tf.where(held[0] > 0, held, new))
+
+    def clear(self):
+        self.variable.assign(np.zeros(5))
+
+    def raise_if_set(self, learning_rates, temperatures):
+        """Raises the :class:`SamplerError` of the held fault (host side), then clears it."""
+        code, step, chain, value, extra = (float(v) for v in np.asarray(self.variable.numpy()))
+        if code == 0:
+            return
+        self.clear()
+        code, step, chain = int(code), int(step), int(chain)
+        kind, text = KINDS[code]
+        detail = text.format(chain=chain, value=_fmt(value), prev=chain - 1, extra=_fmt(extra))
+        h = min(chain, len(temperatures) - 1)
+        message = (f"tf_vrre: at step {step}, chain slot {chain} (temperature {_fmt(temperatures[h])}, "
+                   f"learning rate {_fmt(learning_rates[h])}): {detail}")
+        cls = DivergenceError if code in DIVERGENCE else InvariantError
+        raise cls(message, kind, step, chain, value)
+
+
+def _fmt(value):
+    value = float(value)
+    return f"{value:.6g}" if np.isfinite(value) else str(value)
+
+
+def checked(sampler, train_function):
+    """``train_function`` followed by :meth:`FaultRegister.raise_if_set` of ``sampler._faults``
+    (wrapped once; the learning rates and temperatures in force name the chain's state)."""
+    if getattr(train_function, "_tf_vrre_checked", False):
+        return train_function
+
+    def run(iterator):
+        logs = train_function(iterator)
+        try:
+            sampler._faults.raise_if_set(sampler.learning_rate.numpy(), sampler.temperature.numpy())
+        except DivergenceError as err:  # the collectors flag the samples of the explosion
+            from tf_vrre.callbacks import sample_collector as collection
+
+            collection.divergence_seen(sampler, err)
+            raise
+        return logs
+
+    run._tf_vrre_checked = True
+    return run

@@ -1,0 +1,422 @@
+"""Serve the posterior: the Bayesian model average of collected samples as one SavedModel.
+
+:func:`export_ensemble` turns a sample directory (or a run directory with ``run.json``) into
+a TF Serving model version ``OUT/<version>/`` (``saved_model.pb``, ``variables/``,
+``export.json``) that any TensorFlow program can load with ``tf.saved_model.load``, without
+``tf_vrre``.  For members ``k = 1..K`` with logits ``z_k(x)`` and temperature ``T``:
+
+    p_k = softmax(z_k(x) / T)          p = (1/K) sum_k p_k
+    predictive_entropy  H[p] = -sum_c p_c log p_c
+    expected_entropy    (1/K) sum_k H[p_k]           (aleatoric part)
+    mutual_information  H[p] - (1/K) sum_k H[p_k]    (epistemic part, >= 0)
+
+The members' weights are stacked into one variable per weight (``[K, ...]``, filled one
+sample file at a time) and the graph runs the model once per member inside ``tf.map_fn``,
+reading that member's slices through a ``keras.StatelessScope`` (inference mode, so every
+member uses its own BatchNorm statistics).  The graph has the same size for any K; members run one after the
+other, so serving memory does not grow with K either.  The archive is written by Keras'
+``keras.export.ExportArchive``.
+"""
+
+import json
+import numbers
+import os
+import shutil
+import time
+import zipfile
+
+import keras
+import numpy as np
+
+from tf_vrre._version import __version__
+from tf_vrre.callbacks.sample_collector import MANIFEST, MODEL_JSON, _read_manifest, load_samples
+
+RUN_JSON = "run.json"
+RUN_FORMAT = "tf_vrre.run/1"
+EXPORT_JSON = "export.json"
+EXPORT_FORMAT = "tf_vrre.export/1"
+TMP_PREFIX = ".tmp-export-"
+SUMMARY_OUTPUTS = ("probabilities", "predictive_entropy", "predicted_class")
+MEMBER_OUTPUTS = SUMMARY_OUTPUTS + ("member_probabilities", "expected_entropy", "mutual_information")
+
+
+def export_ensemble(source, out, model=None, version=None, max_members=None, temperature=1.0):
+    """Writes the samples' Bayesian model average as TF Serving version ``out/<version>``.
+
+    ``source`` is a run directory (``RUN/run.json`` + ``RUN/samples``: the raw images' dtype
+    and the training normalisation ``(x * scale - mean) / std`` go inside the graph) or a
+    :class:`~tf_vrre.SampleCollector` directory (the model's own input signature).
+
+    Signatures (TF Serving ``signature_name``): ``serving_default`` -> ``probabilities``
+    ``[B, C]``, ``predictive_entropy`` ``[B]``, ``predicted_class`` ``[B]`` (int64);
+    ``members`` -> the same plus ``member_probabilities`` ``[B, K, C]``, ``expected_entropy``
+    and ``mutual_information`` ``[B]``.  Image runs take ``images`` as uint8 ``[None, H, W, C]``;
+    ``serving_float32`` / ``members_float32`` take the same pixel values as float32.  Other
+    models take ``inputs`` with the model's input shape and dtype.
+
+    Members: all samples, or ``max_members = K`` spread evenly over the chain (sample
+    ``floor((j + 1) n / K) - 1`` of ``n``, ``j = 0..K-1``: stride ``n / K``, the last sample
+    included).  The version is written to ``out/.tmp-export-*`` and renamed, so a failure or a
+    kill leaves no version directory behind; an existing version is never overwritten.
+
+    Args:
+      source: run directory (with ``run.json``) or sample directory (with ``manifest.json``).
+      out: TF Serving model base path (created); versions are its integer subdirectories.
+      model: the network the samples belong to, when ``model.json`` is missing or not
+        loadable: a built ``keras.Model`` or a ``model_fn`` returning one (not modified).
+      version: integer >= 1 that must not exist yet (default: highest existing + 1, or 1).
+      max_members: integer K >= 1 (default: every sample).
+      temperature: T > 0 dividing the members' logits (``1``: the posterior predictive).
+
+    Returns:
+      The ``export.json`` record (members' files and steps, signatures, ``export_seconds``,
+      ``bytes``) with ``"path"``: the version directory.
+
+    Raises:
+      ValueError: bad arguments, no samples, missing/corrupt/mismatched sample files, a
+        version that exists, a model that cannot be rebuilt (before anything is written).
+
+    Example:
+      >>> info = export_ensemble("runs/cifar10", "serving/cifar10", max_members=16)
+      >>> tf.saved_model.load(info["path"]).signatures["serving_default"](images=x_uint8)
+    """
+    import tensorflow as tf
+
+    start = time.perf_counter()
+    temperature = _check_temperature(temperature)
+    if max_members is not None:
+        max_members = _check_int(max_members, "max_members")
+    run, samples_dir = _resolve_source(source)
+    out = _check_out(out)
+    version = _choose_version(out, version)
+    samples = _load(samples_dir)
+    output = _read_manifest(samples_dir).get("config", {}).get("output", "logits")
+    if output == "probabilities" and temperature != 1.0:
+        raise ValueError(f"temperature must be 1 for samples of a model that outputs probabilities "
+                         f"(manifest config output='probabilities'), got {temperature}")
+    template, spec, model_from = _template(samples_dir, model)
+    image = _image_spec(run, spec) if run is not None else None
+    picked = member_indices(len(samples), max_members)
+    stacked = _stack_members(tf, template, samples, picked)
+    archive = _archive(tf, (template, spec), stacked, image, temperature, output)
+
+    record = {"format": EXPORT_FORMAT, "version": version, "run": run and run["dir"],
+              "run_status": run and run["json"].get("status"), "samples": os.path.abspath(samples_dir),
+              "samples_available": len(samples), "members": len(picked),
+              "max_members": max_members, "member_files": [samples.entries[i]["file"] for i in picked],
+              "steps": [samples.entries[i]["step"] for i in picked],
+              "sample_temperatures": [samples.entries[i].get("temperature") for i in picked],
+              "temperature": temperature, "output": output, "model": model_from,
+              "input": _input_record(spec, image),
+              "preprocessing": image and image["preprocessing"],
+              "signatures": _signature_record(image),
+              "versions": {"tf_vrre": _version(), "tensorflow": tf.__version__, "keras": keras.__version__}}
+    path = _write(archive, out, version, record, start)
+    return dict(record, path=path)
+
+
+def member_indices(n, max_members=None):
+    """Indices of the samples taken: all ``n``, or ``K = max_members`` spread evenly,
+    ``floor((j + 1) n / K) - 1`` for ``j = 0..K-1`` (the last sample always included).
+
+    Example:
+      >>> member_indices(10, 3)
+      [2, 5, 9]
+    """
+    if max_members is None or max_members >= n:
+        return list(range(n))
+    return [(j + 1) * n // max_members - 1 for j in range(max_members)]
+
+
+# ---- argument checks (all before any work) -------------------------------------------------
+def _check_int(value, name, lo=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _check_temperature(t):
+    if isinstance(t, bool) or not isinstance(t, numbers.Real) or not (np.isfinite(t) and t > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {t!r}")
+    return float(t)
+
+
+def _resolve_source(source):
+    """``(run or None, samples_dir)``; ``run = {"dir", "json"}`` with a checked ``run.json``."""
+    if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source):
+        raise ValueError(f"source must be a run directory (with {RUN_JSON}) or a sample directory "
+                         f"(with {MANIFEST}), got {source!r}")
+    source = str(source)
+    if os.path.exists(os.path.join(source, RUN_JSON)):
+        return {"dir": os.path.abspath(source), "json": _read_run(source)}, os.path.join(source, "samples")
+    if os.path.exists(os.path.join(source, MANIFEST)):
+        return None, source
+    raise ValueError(f"source {source!r} has neither {RUN_JSON} (a run directory) nor {MANIFEST} "
+                     "(a sample directory)")
+
+
+def _read_run(run_dir):
+    path = os.path.join(run_dir, RUN_JSON)
+    try:
+        with open(path) as f:
+            run = json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from None
+    if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
+        raise ValueError(f"{path} is not a {RUN_FORMAT} file (format {run.get('format') if isinstance(run, dict) else None!r})")
+    pre = run.get("preprocessing")
+    if not isinstance(pre, dict) or pre.get("kind") != "normalize":
+        raise ValueError(f"{path}: preprocessing must be {{'kind': 'normalize', 'scale', 'mean', 'std'}}, got {pre!r}")
+    try:
+        scale = float(pre["scale"])
+        mean, std = (np.asarray(pre[k], np.float64).reshape(-1) for k in ("mean", "std"))
+        shape = [int(d) for d in run["model"]["input_shape"]]
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: preprocessing needs numbers 'scale', 'mean', 'std' and model.input_shape "
+                         f"[H, W, C] ({err!r})") from None
+    if (len(shape) != 3 or mean.shape != std.shape or len(mean) != shape[-1] or not np.all(std > 0)
+            or not np.all(np.isfinite(std))
+            or not np.all(np.isfinite(mean)) or not (np.isfinite(scale) and scale > 0)):
+        raise ValueError(f"{path}: need model.input_shape [H, W, C], scale > 0 and C means and C stds > 0, "
+                         f"got input_shape {shape}, scale {scale}, mean {mean.tolist()}, std {std.tolist()}")
+    return run
+
+
+def _check_out(out):
+    if not isinstance(out, (str, os.PathLike)) or not str(out):
+        raise ValueError(f"out must be a directory path, got {out!r}")
+    out = str(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"out {out!r} exists and is not a directory")
+    return out
+
+
+def _versions(out):
+    if not os.path.isdir(out):
+        return []
+    return sorted(int(n) for n in os.listdir(out) if n.isdigit() and os.path.isdir(os.path.join(out, n)))
+
+
+def _choose_version(out, version):
+    existing = _versions(out)
+    if version is None:
+        return existing[-1] + 1 if existing else 1
+    version = _check_int(version, "version")
+    if os.path.exists(os.path.join(out, str(version))):
+        raise ValueError(f"version {version} already exists in {out} (versions there: {existing}); "
+                         f"an exported version is never overwritten: pick a new version, e.g. "
+                         f"{(existing[-1] if existing else 0) + 1}")
+    return version
+
+
+def _remove_stale_tmp(out):
+    """Removes temporary directories of exports whose process is gone (killed mid-write)."""
+    for name in os.listdir(out):
+        if not name.startswith(TMP_PREFIX):
+            continue
+        try:
+            pid = int(name.rsplit("-", 1)[-1])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+        except (ValueError, PermissionError):
+            pass
+
+
+def _load(samples_dir):
+    try:
+        samples = load_samples(samples_dir)
+    except ValueError as err:
+        raise ValueError(f"cannot export {samples_dir}: {err}") from None
+    if not len(samples):
+        raise ValueError(f"no samples in {samples_dir} (the manifest lists none: was burn-in longer than "
+                         "the run, or did collection never start?)")
+    return samples
+
+
+# ---- the network the samples belong to ------------------------------------------------------
+def _template(samples_dir, model):
+    """``(model, spec, source)``: a built model with the samples' architecture (``model`` or
+    ``samples_dir/model.json``) and its input spec ``keras.InputSpec`` (batch dimension free)."""
+    if model is not None:
+        if not isinstance(model, keras.Model) and callable(model):
+            model = model()
+        if not isinstance(model, keras.Model) or not model.built or not model.weights:
+            raise ValueError(f"model must be a built keras.Model or a model_fn returning one, got {model!r}")
+        model_from = "argument"
+    else:
+        path = os.path.join(samples_dir, MODEL_JSON)
+        fix = ("export from Python with tf_vrre.export_ensemble(source, out, model=<built keras.Model "
+               "or model_fn>)")
+        if not os.path.exists(path):
+            raise ValueError(f"{path} is missing (the sampled model did not serialize to JSON when "
+                             f"the samples were collected): {fix}")
+        try:
+            with open(path) as f:
+                model = keras.models.model_from_json(f.read())
+        except Exception as err:  # noqa: BLE001  (any failure: the architecture cannot be rebuilt)
+            raise ValueError(f"cannot rebuild the model from {path} ({type(err).__name__}: {err}): {fix}") from None
+        model_from = MODEL_JSON
+    spec = _input_spec(model)
+    out = model.compute_output_spec(keras.KerasTensor((2, *spec.shape[1:]), spec.dtype))
+    if not isinstance(out, keras.KerasTensor) or len(out.shape) != 2:
+        raise ValueError(f"export needs a model with one [batch, classes] output (logits or probabilities), "
+                         f"got {out!r}")
+    return model, spec, model_from
+
+
+def _input_spec(model):
+    """The model's single input as ``keras.InputSpec`` (functional: ``model.inputs``; subclassed:
+    the shapes Keras recorded on its first call, as ``model.export`` uses)."""
+    from keras.src.export.export_utils import get_input_signature  # model.export's own logic
+
+    try:
+        specs = keras.tree.flatten(get_input_signature(model))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"cannot read the model's input signature: {err}") from None
+    if len(specs) != 1:
+        raise ValueError(f"export needs a model with one input tensor, got {len(specs)}: {specs}")
+    return specs[0]
+
+
+def _image_spec(run, spec):
+    pre = run["json"]["preprocessing"]
+    shape = [int(d) for d in run["json"]["model"]["input_shape"]]
+    model_shape = list(spec.shape[1:])
+    if model_shape != shape:
+        raise ValueError(f"{os.path.join(run['dir'], RUN_JSON)}: model.input_shape {shape} does not match "
+                         f"the sampled model's input shape {model_shape}")
+    return {"shape": shape, "preprocessing": {"kind": "normalize", "scale": float(pre["scale"]),
+                                              "mean": [float(v) for v in pre["mean"]],
+                                              "std": [float(v) for v in pre["std"]]}}
+
+
+def _stack_members(tf, template, samples, picked):
+    """One ``[K, ...]`` variable per weight of ``template``, filled one sample file at a time."""
+    weights = template.weights
+    stacked = [tf.Variable(tf.zeros([len(picked), *w.shape], w.dtype), trainable=False,
+                           name="members/" + w.path.replace(":", "_")) for w in weights]
+    for k, i in enumerate(picked):
+        path = os.path.join(samples.directory, samples.entries[i]["file"])
+        try:
+            arrays = samples.weights(i)  # checks size and SHA-256 again: ValueError naming the file
+        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
+            if isinstance(err, ValueError) and path in str(err):
+                raise
+            raise ValueError(f"sample file {path} is unreadable as .npz: {err}") from None
+        if len(arrays) != len(weights):
+            raise ValueError(f"sample file {path} does not match the model: {len(arrays)} arrays, the model "
+                             f"has {len(weights)} weights")
+        for j, (a, w) in enumerate(zip(arrays, weights)):
+            if tuple(a.shape) != tuple(w.shape):
+                raise ValueError(f"sample file {path} does not match the model: array {j} has shape "
+                                 f"{tuple(a.shape)}, weight {w.path} has shape {tuple(w.shape)}")
+            stacked[j][k].assign(a.astype(w.dtype))
+    return stacked
+
+
+# ---- the serving graph ----------------------------------------------------------------------
+def _member_fn(tf, template, stacked, temperature, output):
+    """``x -> [B, K, C]`` member probabilities: member ``k``'s weights are read from the stacks
+    under a ``keras.StatelessScope`` (the template's own variables are never read or changed)."""
+    k_members = int(stacked[0].shape[0])
+
+    def one(k, x):
+        mapping = [(w, tf.gather(s, k)) for w, s in zip(template.weights, stacked)]
+        with keras.StatelessScope(state_mapping=mapping):
+            z = template(x, training=False)
+        z = tf.cast(z, tf.float32)
+        return tf.nn.softmax(z / temperature, axis=-1) if output == "logits" else z
+
+    def members(x):
+        p = tf.map_fn(lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32,
+                      parallel_iterations=1)
+        return tf.transpose(p, [1, 0, 2])  # [B, K, C]: the batch first, as TF Serving needs
+    return members
+
+
+def _summaries(tf, p_members, with_members):
+    entropy = lambda p: -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)  # noqa: E731
+    p = tf.reduce_mean(p_members, axis=1)
+    result = {"probabilities": p, "predictive_entropy": entropy(p),
+              "predicted_class": tf.argmax(p, axis=-1, output_type=tf.int64)}
+    if with_members:
+        expected = tf.reduce_mean(entropy(p_members), axis=1)
+        result.update(member_probabilities=p_members, expected_entropy=expected,
+                      mutual_information=tf.maximum(result["predictive_entropy"] - expected, 0.0))
+    return result
+
+
+def _archive(tf, model, stacked, image, temperature, output):
+    """``keras.export.ExportArchive`` with the summary and members endpoints (per input dtype)."""
+    template, spec = model
+    members = _member_fn(tf, template, stacked, temperature, output)
+    archive = keras.export.ExportArchive()
+    if image is None:
+        def endpoint(with_members):
+            def serve(inputs):
+                return _summaries(tf, members(inputs), with_members)
+            return serve
+        sig = [tf.TensorSpec([None, *spec.shape[1:]], spec.dtype, name="inputs")]
+        archive.add_endpoint("serving_default", endpoint(False), input_signature=sig)
+        archive.add_endpoint("members", endpoint(True), input_signature=sig)
+        return archive
+
+    pre = image["preprocessing"]
+    scale = tf.constant(pre["scale"], tf.float32)
+    mean, std = (tf.constant(pre[k], tf.float32) for k in ("mean", "std"))
+
+    def endpoint(with_members):
+        def serve(images):  # the training normalisation, in float32
+            x = (tf.cast(images, tf.float32) * scale - mean) / std
+            return _summaries(tf, members(tf.cast(x, spec.dtype)), with_members)
+        return serve
+    for dtype, suffix in ((tf.uint8, ""), (tf.float32, "_float32")):
+        sig = [tf.TensorSpec([None, *image["shape"]], dtype, name="images")]
+        archive.add_endpoint("serving_default" if not suffix else "serving" + suffix, endpoint(False),
+                             input_signature=sig)
+        archive.add_endpoint("members" + suffix, endpoint(True), input_signature=sig)
+    return archive
+
+
+# ---- writing --------------------------------------------------------------------------------
+def _input_record(spec, image):
+    if image is None:
+        return {"name": "inputs", "shape": [None, *spec.shape[1:]], "dtypes": [str(spec.dtype)]}
+    return {"name": "images", "shape": [None, *image["shape"]], "dtypes": ["uint8", "float32"]}
+
+
+def _signature_record(image):
+    names = {"serving_default": list(SUMMARY_OUTPUTS), "members": list(MEMBER_OUTPUTS)}
+    if image is not None:
+        names.update(serving_float32=list(SUMMARY_OUTPUTS), members_float32=list(MEMBER_OUTPUTS))
+    return names
+
+
+def _dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+def _write(archive, out, version, record, start):
+    """Writes to ``out/.tmp-export-<version>-<pid>`` and renames it to ``out/<version>``."""
+    os.makedirs(out, exist_ok=True)
+    _remove_stale_tmp(out)
+    final = os.path.join(out, str(version))
+    tmp = os.path.join(out, f"{TMP_PREFIX}{version}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        archive.write_out(tmp, verbose=False)
+        record["bytes"] = _dir_bytes(tmp)
+        record["export_seconds"] = round(time.perf_counter() - start, 3)
+        with open(os.path.join(tmp, EXPORT_JSON), "w") as f:
+            json.dump(record, f, indent=1)
+        if os.path.exists(final):  # created meanwhile by someone else: never overwrite
+            raise ValueError(f"version {version} appeared in {out} during the export; not overwritten")
+        os.rename(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _version():
+    return __version__

@@ -1,0 +1,167 @@
+"""Control variates of VR-reSG*: snapshot refresh, the full-data pass, the adaptive coefficient.
+
+Every ``m`` steps (step 1 of the train step) each chain's weights are copied into its snapshot
+``beta_hat`` and one pass over the reference data (the N training examples, un-augmented)
+computes ``U_hat = sum_i l(x_i | beta_hat)`` and, with the cache, every ``l(x_i | beta_hat)``.
+The pass is sharded across replicas (batch ``i`` on replica ``i mod R``) and all-reduced.
+
+The estimator itself (``U_B(beta) + c (U_B(beta_hat) - U_hat)``) is in :mod:`tf_vrre.energy`;
+the adaptive coefficient of Algorithm 2 is updated by :func:`update_coefficient`.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+from tf_vrre.sgmcmc import distribute
+from tf_vrre.sgmcmc import estimators as stats
+from tf_vrre.sgmcmc.energy import ControlVariates
+
+
+class Reference(collections.namedtuple("Reference", ["source", "num_batches", "count", "batch_size"])):
+    """The full training data for ``U_hat``.
+
+    Fields:
+      source: in-memory tensors (sliced inside the graph) or a batched ``tf.data.Dataset``.
+      num_batches: batches of ``batch_size`` in one pass.
+      count: number of examples (must equal the sampler's ``data_size``).
+      batch_size: full-pass batch size.
+    """
+
+
+def make_reference(data, batch_size, data_size):
+    """Checks ``data`` and wraps it as a :class:`Reference` (``ValueError`` if it is not N examples)."""
+    if isinstance(data, tf.data.Dataset):
+        source = data.unbatch().batch(batch_size)
+        count, batches = 0, 0
+        for batch in source:
+            count += int(distribute.batch_size(batch))
+            batches += 1
+    else:
+        # In-memory data: kept as tensors and sliced inside the graph (no iterator set-up per
+        # refresh, which dominates for small m).
+        source = tf.nest.map_structure(tf.convert_to_tensor, data)
+        count = int(distribute.batch_size(source))
+        batches = -(-count // batch_size)
+    if count != data_size:
+        raise ValueError(f"reference data holds {count} examples but data_size={data_size}; "
+                         "they must match (U_hat is a sum over the N training examples)")
+    return Reference(source, batches, count, int(batch_size))
+
+
+def full_pass(reference, snapshots, energy_fn, cache):
+    """This replica's share of the snapshot NLL sums over the reference data.
+
+    Args:
+      reference: :class:`Reference`.
+      snapshots: the K snapshot models.
+      energy_fn: ``(model, x, y, sample_weight) -> [n]`` per-example NLLs (the sampler's
+        energy mode baked in).
+      cache: also return the per-example NLLs.
+
+    Returns:
+      ``(sums [K] float64, table [K, N] float32 or None)``; the caller all-reduces (shards fill
+      disjoint examples of the table).
+    """
+    source, num_batches, count, batch_size = reference
+    replicas, rid = distribute.replicas()
+    if isinstance(source, tf.data.Dataset):
+        if replicas > 1:
+            source = source.shard(replicas, rid)
+        iterator = iter(source)
+        get = lambda i: iterator.get_next()  # noqa: E731
+    else:
+        def get(i):
+            start = i * batch_size
+            stop = tf.minimum(start + batch_size, count)
+            return tf.nest.map_structure(lambda t: t[start:stop], source)
+    num = (tf.constant(num_batches, tf.int64) - rid + replicas - 1) // replicas
+    K = len(snapshots)
+
+    def body(j, total, table):
+        i = rid + j * replicas
+        x, y, swt = keras.utils.unpack_x_y_sample_weight(get(i))
+        vals = [energy_fn(snap, x, y, swt) for snap in snapshots]
+        total = total + tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in vals])
+        if cache:
+            pos = i * batch_size + tf.range(tf.shape(vals[0], out_type=tf.int64)[0])
+            table = tf.tensor_scatter_nd_update(table, pos[:, None], tf.stack(vals, axis=1))
+        return j + 1, total, table
+
+    table = tf.zeros([count if cache else 0, K], tf.float32)
+    _, total, table = tf.while_loop(lambda j, t, c: j < num, body,
+                                    (tf.constant(0, tf.int64), tf.zeros([K], tf.float64), table))
+    return total, (tf.transpose(table) if cache else None)
+
+
+def refresh(state, chains, reference, energy_fn, step, period):
+    """Step 1 of the train step: on ``step % period == 0`` snapshots <- chains, recompute ``U_hat``.
+
+    Args:
+      state: :class:`tf_vrre.state.VRState` (snapshots, ``snapshot_energy``, ``snapshot_nll``).
+      chains: the K chain models (copied into the snapshots).
+      reference: :class:`Reference`; energy_fn: as in :func:`full_pass`.
+      step: int64 step; period: ``m``.
+
+    Returns:
+      The bool "refreshed at this step".
+    """
+    due = tf.equal(tf.math.floormod(step, period), 0)
+    K, cache = len(chains), state.snapshot_nll is not None
+    single = distribute.replicas()[0] == 1
+
+    def do():
+        ops = []
+        for chain, snap in zip(chains, state.snapshots):
+            for dst, src in zip(snap.weights, chain.weights):
+                ops.append(dst.assign(tf.identity(src)))
+        with tf.control_dependencies(ops):
+            total, table = full_pass(reference, state.snapshots, energy_fn, cache)
+        if not cache:
+            return total, tf.zeros([K, 0])
+        if single:  # no all-reduce needed: write the per-example table here
+            with tf.control_dependencies([state.snapshot_nll.assign(table)]):
+                return tf.identity(total), tf.zeros([K, 0])
+        return total, table
+
+    def skip():
+        width = 0 if (single or not cache) else reference.count
+        return tf.zeros([K], tf.float64), tf.zeros([K, width])
+
+    partial, table = tf.cond(due, do, skip)
+    total = distribute.all_reduce(partial)
+    state.snapshot_energy.assign(tf.where(due, total, state.snapshot_energy))
+    if cache and not single:  # shards fill disjoint examples: the sum is the full table
+        table = distribute.all_reduce(table)
+        state.snapshot_nll.assign(tf.where(due, table, state.snapshot_nll))
+    return due
+
+
+def update_coefficient(state, cross_moments, weight, step, control_variates):
+    """Step 6 (adaptive ``c``, Algorithm 2): ``c <- (1 - gamma) c + gamma (-Cov / Var)`` per chain.
+
+    ``Cov(l(beta), l(beta_hat))`` and ``Var(l(beta_hat))`` are within-batch estimates
+    (``cross_moments``: ``[K, 5]`` from :func:`tf_vrre.stats.cross_moments`), summed over each
+    window of ``m`` steps with ``weight`` (1.0 where the step counts).
+    """
+    cov, var = stats.covariance_and_variance(cross_moments)
+    cov_total = state.window_cov + weight * cov
+    var_total = state.window_var + weight * var
+    reset = stats.window_ends(step, control_variates.period)
+    c, _ = stats.windowed_estimate(state.coefficient, -cov_total, var_total, control_variates.smoothing,
+                                   reset, True)
+    state.coefficient.assign(c)
+    state.window_cov.assign(tf.where(reset, tf.zeros_like(cov_total), cov_total))
+    state.window_var.assign(tf.where(reset, tf.zeros_like(var_total), var_total))
+
+
+def check(variance_reduction, swap_rule):
+    """Validates a sampler's ``variance_reduction`` argument against its swap rule."""
+    if variance_reduction is None:
+        return
+    if not isinstance(variance_reduction, ControlVariates):
+        raise TypeError(f"variance_reduction must be a tf_vrre.ControlVariates or None, got {variance_reduction!r}")
+    if swap_rule is None:
+        raise ValueError("variance_reduction: control variates only serve swap energies; "
+                         "it needs num_chains >= 2 and a swap rule")

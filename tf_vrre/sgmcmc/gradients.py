@@ -1,0 +1,74 @@
+"""Step 2 of the train step: forward pass and gradient of every chain's mini-batch energy.
+
+For chain ``h`` on batch ``B`` (size ``n`` of ``N``): per-example NLLs ``l(x_i | beta_h)``
+from a ``training=True`` forward, the gradient of ``(N/n) sum_B l`` all-reduced across
+replicas, plus the prior's gradient ``wd * beta``.  The per-example NLLs are kept: in
+``energy_mode="train"`` they are the swap energies' (:mod:`tf_vrre.swap_energy`).
+"""
+
+import collections
+
+import tensorflow as tf
+
+from tf_vrre.sgmcmc import distribute
+from tf_vrre.sgmcmc import energy as en
+from tf_vrre.sampler import invariants as faults
+
+
+class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):
+    """Per chain: per-example NLLs ``[n]``, predictions, gradients (one per trainable weight,
+    prior included, all-reduced) and the prior energy (float64) of the pre-update weights."""
+
+
+def _check_length(nll, x):
+    """Static shapes: ``ValueError`` at trace time; else an in-graph check (fault 8)."""
+    n = distribute.batch_size(x)
+    got, want = nll.shape[0], tf.nest.flatten(x)[0].shape[0]
+    if got is not None and want is not None and got != want:
+        raise ValueError(f"nll returned {got} values for a batch of {want}; it must return one negative "
+                         "log-likelihood per example (shape [batch], no reduction)")
+    return faults.check(tf.equal(tf.shape(nll)[0], n), 8, 0, tf.shape(nll)[0], n)
+
+
+def checks(forward, x, nll_sums, overflow=False):
+    """In-graph checks of a :class:`Forward`: the NLL's length; per chain, a finite energy
+    (``nll_sums``: all-reduced ``[K]``, so every replica sees the same) and finite gradients
+    (unless a float16 ``overflow`` of the loss-scaled gradients explains them)."""
+    out = [_check_length(forward.nlls[0], x)]
+    for h, grads in enumerate(forward.grads):
+        out.append(faults.check(tf.math.is_finite(nll_sums[h]), 1, h, nll_sums[h]))
+        out.append(faults.check(tf.logical_or(faults.all_finite(grads), overflow), 2, h, 0.0))
+    return out
+
+
+def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_size, loss_scale=None):
+    """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.batch.Batch`).
+
+    ``loss_scale`` (float16 policies, :class:`tf_vrre.state.LossScale`): the gradient is taken of
+    ``s * (N/n) sum_B l`` and divided by ``s``, so float16 backpropagation neither under- nor
+    overflows (a non-finite result lowers ``s`` and the step's update is skipped).
+    """
+    x, y, swt = batch.x, batch.y, batch.sample_weight
+    scale = tf.cast(data_size, tf.float64) / batch.size
+    nlls, preds, grads, priors = [], [], [], []
+    for model in models:
+        weights = model.trainable_weights
+        with tf.GradientTape() as tape:
+            y_pred = model(x, training=True)
+            nll = per_example_nll(x, y, y_pred, swt)
+            objective = tf.reduce_sum(nll) * tf.cast(scale, nll.dtype)
+            if loss_scale is not None:
+                objective = objective * loss_scale
+        g = tape.gradient(objective, weights)
+        g = [tf.zeros_like(w) if gi is None else tf.convert_to_tensor(gi) for gi, w in zip(g, weights)]
+        if loss_scale is not None:
+            g = [gi / tf.cast(loss_scale, gi.dtype) for gi in g]
+        grads.append(g)
+        nlls.append(nll)
+        preds.append(y_pred)
+        priors.append(en.prior_energy(weights, weight_decay))
+    grads = distribute.all_reduce(grads)
+    if weight_decay:
+        grads = [[gi + tf.cast(weight_decay, gi.dtype) * w for gi, w in zip(g, m.trainable_weights)]
+                 for g, m in zip(grads, models)]
+    return Forward(nlls, preds, grads, priors)

@@ -1,0 +1,120 @@
+"""Step 3 of the train step: the swap energies ``U~`` of the K chains on this batch.
+
+Algorithm 1 tests a swap of the post-update weights ``beta_k`` on the next batch ``B_{k+1}``:
+that is exactly this step's pre-update weights and batch, so in ``energy_mode="train"`` the
+per-example NLLs come from the gradient's forward pass for free.  Extra forwards run only where
+needed (inference-mode energies, snapshot forwards without the cache) and only on steps where a
+swap may be attempted.  Besides the energies it returns the within-batch moments from which
+``sigma2`` (and the adaptive coefficient) are estimated; everything is all-reduced in one call.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from tf_vrre.sgmcmc import distribute
+from tf_vrre.sgmcmc import energy as en
+from tf_vrre.sgmcmc import estimators as stats
+
+
+class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",
+                                                           "variance"])):
+    """Swap energies of one step (all-reduced).
+
+    Fields:
+      energy: float64 ``[K]``, ``U~`` of the state in each slot (prior included).
+      pair_moments: float64 ``[P, 3]``, moments (count, sum, sum of squares) of the per-example
+        differences of ``U~`` between adjacent slots.
+      cross_moments: float64 ``[K, 5]`` of (current, snapshot) NLLs for the adaptive coefficient,
+        else ``None``.
+      variance: float64 ``[P]``, this batch's estimate of ``Var(U~_p - U~_{p+1})`` at the
+        current weights (:func:`tf_vrre.stats.estimator_variance` of ``pair_moments``).
+    """
+
+
+class SwapEnergyEstimator:
+    """Mini-batch or control-variate swap energies of the K chains.
+
+    ``U~_h = U_B(beta_h)`` (plain) or ``U_B(beta_h) + c_h (U_B(beta_hat_h) - U_hat_h)`` (VR), with
+    ``U_B = (N/n) sum_B l + prior``.
+
+    Args:
+      chains: the K chain models; vr_state: :class:`tf_vrre.state.VRState` or ``None``.
+      per_example_nll: ``(x, y, y_pred, sample_weight) -> [n]``.
+      energy_mode: ``"train"`` or ``"inference"`` (the ``training`` flag of energy forwards).
+      use_cache: read snapshot NLLs of indexed batches from ``vr_state.snapshot_nll``.
+      data_size: ``N``.
+
+    A batch with ``energy_x`` (un-augmented inputs, see :mod:`tf_vrre.batch`) gets its current
+    and snapshot energies from forwards on ``energy_x`` (the cached snapshot NLLs, computed on
+    the un-augmented reference data, still apply).
+    """
+
+    def __init__(self, chains, vr_state, per_example_nll, energy_mode, use_cache, data_size):
+        self.chains, self.vr = chains, vr_state
+        self.nll, self.mode = per_example_nll, energy_mode
+        self.use_cache, self.data_size = use_cache, data_size
+        self.batch_dependent = en.has_training_dependent_layers(chains[0])
+
+    def _forwards(self, batch, nlls, need_snapshots):
+        """Per-example current and snapshot NLLs that need a forward pass (on the un-augmented
+        view ``batch.energy_x`` when the batch carries one)."""
+        y, swt, training = batch.y, batch.sample_weight, self.mode == "train"
+        x = batch.x if batch.energy_x is None else batch.energy_x
+        if self.mode == "inference" or batch.energy_x is not None:
+            cur = [self.nll(x, y, c(x, training=training), swt) for c in self.chains]
+        else:
+            cur = list(nlls)
+        snap = []
+        if need_snapshots:
+            snap = [self.nll(x, y, s(x, training=training), swt) for s in self.vr.snapshots]
+        return cur, snap
+
+    def __call__(self, batch, forward, possible, adaptive):
+        """:class:`SwapEnergies` of ``batch`` (``forward``: the gradient pass's nlls and priors)."""
+        K, vr, nlls = len(self.chains), self.vr, forward.nlls
+        if batch.energy_x is not None and self.mode == "train" and self.batch_dependent:
+            raise ValueError('energy_inputs: with energy_mode="train" the extra forward on the un-augmented '
+                             "view would update BatchNorm statistics; use energy_mode=\"inference\"")
+        cached = vr is not None and batch.index is not None and self.use_cache
+        need_snapshots = vr is not None and not cached
+        if need_snapshots or self.mode == "inference" or batch.energy_x is not None:
+            def none():
+                z = tf.zeros_like(nlls[0])
+                return [z] * K, ([z] * K if need_snapshots else [])
+
+            cur, snap = tf.cond(possible, lambda: self._forwards(batch, nlls, need_snapshots), none)
+        else:
+            cur, snap = list(nlls), []
+        if cached:  # per-example snapshot NLLs from the last full pass: no snapshot forward
+            snap = tf.unstack(tf.gather(vr.snapshot_nll, tf.cast(batch.index, tf.int64), axis=1), num=K)
+        return self._reduce(cur, snap, forward.priors, batch.size, adaptive)
+
+    def _reduce(self, cur, snap, priors, n, adaptive):
+        K, P, vr = len(self.chains), len(self.chains) - 1, self.vr
+        cur64 = [tf.cast(c, tf.float64) for c in cur]
+        if vr is not None:
+            coef = tf.unstack(tf.convert_to_tensor(vr.coefficient))
+            snap64 = [tf.cast(s, tf.float64) for s in snap]
+            per_ex = [c + coef[h] * s for h, (c, s) in enumerate(zip(cur64, snap64))]
+        else:
+            per_ex = cur64
+        pieces = [tf.stack([tf.reduce_sum(c) for c in cur64])]                      # [K]
+        if vr is not None:
+            pieces += [tf.stack([tf.reduce_sum(sn) for sn in snap64])]              # [K]
+        pieces += [stats.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]       # P x [3]
+        if adaptive:
+            pieces += [stats.cross_moments(cur64[h], snap64[h]) for h in range(K)]   # K x [5]
+        flat = distribute.all_reduce(tf.concat(pieces, 0))
+        prior = tf.stack(priors)
+        if vr is not None:
+            energy = en.control_variate_energy(flat[:K], flat[K:2 * K], vr.snapshot_energy, tf.stack(coef),
+                                               n, self.data_size, prior)
+            flat = flat[2 * K:]
+        else:
+            energy = en.minibatch_energy(flat[:K], n, self.data_size, prior)
+            flat = flat[K:]
+        pm = tf.reshape(flat[:3 * P], [P, 3])
+        cross = tf.reshape(flat[3 * P:], [K, 5]) if adaptive else None
+        variance = stats.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
+        return SwapEnergies(energy, pm, cross, variance)

@@ -1,0 +1,311 @@
+"""Swap rules: corrected replica-exchange acceptance, pair proposals, permutations.
+
+Swap rules *take* energies; they never compute them.  Chains are ordered by temperature
+``tau_0 < tau_1 < ... < tau_{K-1}``; pair ``p`` is ``(p, p + 1)``.  For a pair with energies
+``U_lo`` (colder) and ``U_hi`` (hotter), ``delta = 1/tau_lo - 1/tau_hi > 0`` and the corrected
+log acceptance ratio (Deng et al. 2020/2021) is::
+
+    log S = delta * (U_lo - U_hi - delta * sigma2 / F)
+
+The swap is accepted when ``log u < log S``, ``u ~ U(0, 1)``.  With exact energies and
+``sigma2 = 0`` this is parallel tempering's Metropolis rule ``min(1, exp(delta (U_lo - U_hi)))``:
+the colder chain tends to take the lower-energy state.
+
+Pair proposals share one signature ``propose(num_chains, attempt, seed) -> bool [K-1]``
+(which pairs are attempted); attempted pairs are always disjoint.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+from tf_vrre.sgmcmc import seeds
+from tf_vrre.sgmcmc import estimators as stats
+
+PAIR_SCHEDULES = ("random", "deo")
+PENALTIES = ("auto", "batch", "offset", "window")
+
+
+class SwapResults(collections.namedtuple(
+        "SwapResults", ["log_accept_ratio", "attempted", "accepted", "permutation", "attempt", "sigma2",
+                        "correction"], defaults=(None, None, None))):
+    """Diagnostics of one swap attempt.
+
+    Fields:
+      log_accept_ratio: float64 ``[K-1]``, ``log S`` of every adjacent pair.
+      attempted: bool ``[K-1]``, pairs proposed this step.
+      accepted: bool ``[K-1]``, pairs swapped this step.
+      permutation: int32 ``[K]``; slot ``j`` receives the state of slot ``permutation[j]``.
+      attempt: bool, a swap attempt took place (not cooling, sigma2 ready), even if no pair
+        was proposed (the even/odd schedule advances on attempts).
+      sigma2: float64 ``[K-1]``, the sigma2 used in the penalty.
+      correction: float64, the correction factor ``F`` used.
+    """
+
+
+def log_swap_ratio(energy_lo, energy_hi, temperature_lo, temperature_hi, sigma2, correction):
+    """Corrected log acceptance ratio ``delta * (U_lo - U_hi - delta * sigma2 / F)``."""
+    energy_lo = tf.cast(energy_lo, tf.float64)
+    energy_hi = tf.cast(energy_hi, tf.float64)
+    delta = 1.0 / tf.cast(temperature_lo, tf.float64) - 1.0 / tf.cast(temperature_hi, tf.float64)
+    sigma2 = tf.cast(sigma2, tf.float64)
+    correction = tf.cast(correction, tf.float64)
+    return delta * (energy_lo - energy_hi - delta * sigma2 / correction)
+
+
+def random_pair(num_chains, attempt, seed):
+    """Attempts one adjacent pair drawn uniformly."""
+    del attempt
+    num_pairs = num_chains - 1
+    p = tf.random.stateless_uniform([], seed, minval=0, maxval=num_pairs, dtype=tf.int32)
+    return tf.equal(tf.range(num_pairs), p)
+
+
+def even_odd_pairs(num_chains, attempt, seed):
+    """Deterministic even/odd (DEO, non-reversible) schedule.
+
+    Even attempts propose pairs ``(0,1), (2,3), ...``; odd attempts ``(1,2), (3,4), ...``.
+    """
+    del seed
+    parity = tf.cast(tf.math.floormod(attempt, 2), tf.int32)
+    return tf.equal(tf.math.floormod(tf.range(num_chains - 1), 2), parity)
+
+
+_PROPOSALS = {"random": random_pair, "deo": even_odd_pairs}
+
+
+def permutation_from_pairs(accepted):
+    """Permutation ``[K]`` that exchanges the (disjoint) accepted adjacent pairs."""
+    num_pairs = accepted.shape[0]
+    idx = tf.range(num_pairs + 1)
+    pad = tf.zeros([1], tf.bool)
+    left = tf.concat([accepted, pad], 0)   # slot j is the lower end of an accepted pair
+    right = tf.concat([pad, accepted], 0)  # slot j is the upper end of an accepted pair
+    return tf.where(left, idx + 1, tf.where(right, idx - 1, idx))
+
+
+def decide_swaps(log_ratio, attempted, seed):
+    """Metropolis decisions for the attempted pairs; returns :class:`SwapResults`."""
+    u = tf.random.stateless_uniform(tf.shape(log_ratio), seed, dtype=tf.float64)
+    accepted = tf.logical_and(attempted, tf.math.log(u) < log_ratio)
+    return SwapResults(log_ratio, attempted, accepted, permutation_from_pairs(accepted))
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class CorrectedSwap:
+    """Replica-exchange swaps with the variance-corrected acceptance rule (reSG*).
+
+    ``log S = delta (U_lo - U_hi - delta sigma2 / F)``, with ``sigma2`` (one per adjacent pair)
+    an estimate of ``Var(U~_lo - U~_hi)`` over mini-batches, updated every ``period`` steps by
+    stochastic approximation ``sigma2 <- (1 - gamma) sigma2 + gamma s2``.  No swap happens
+    before the first estimate exists.
+
+    Args:
+      correction: ``F > 0``, a number or a ``keras.optimizers.schedules.LearningRateSchedule``
+        of the step (e.g. ``tf_vrre.schedules.EpochExponential(1.5e5, 1.02, ...)`` for the
+        paper's ``F_k = F_0 1.02^k``).  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian
+        energy noise; larger ``F`` swaps more at the price of bias.
+      smoothing: ``gamma`` in ``(0, 1]``.
+      period: steps between ``sigma2`` updates; ``None`` uses the variance-reduction period
+        ``m`` when control variates are on, else 1.
+      pairs: ``"random"`` (one uniformly chosen adjacent pair per attempt) or ``"deo"``
+        (deterministic even/odd).  With two chains both attempt the only pair every step.
+      cooling_steps: after an accepted swap, no swap is attempted for this many steps
+        (``0``: off).  ``cooling_steps = steps_per_epoch`` gives the authors' "at most one
+        swap per epoch".
+      penalty: the ``sigma2`` of the rule: ``"batch"`` (this step's within-batch estimate),
+        ``"offset"`` (one smoothed estimate per step since the snapshot refresh), ``"window"``
+        (the paper's one smoothed estimate per window) or ``"auto"`` (``"batch"`` with control
+        variates, ``"window"`` without).
+      attempt_every: attempt swaps only every k steps (``1``: every step, the paper's
+        Algorithm 1).  The swap energies' extra forwards (snapshot or inference-mode) run only
+        on attempt steps, so k > 1 trades swap attempts for cost; each attempt is still an
+        exact corrected-rule decision.
+
+    Example:
+      >>> swap = CorrectedSwap(correction=2.0, smoothing=0.3, pairs="deo")
+    """
+
+    def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
+                 cooling_steps=0, penalty="auto", attempt_every=1):
+        if isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
+            first = float(keras.ops.convert_to_numpy(correction(0)))
+            if not first > 0 or not first < float("inf"):
+                raise ValueError(f"correction (F) schedule must give values > 0, got {first} at step 0")
+        elif isinstance(correction, bool) or not isinstance(correction, (int, float)) or not correction > 0:
+            raise ValueError(f"correction (F) must be a number > 0 or a LearningRateSchedule, got {correction!r}")
+        else:
+            correction = float(correction)
+        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
+            raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
+        if period is not None and (isinstance(period, bool) or not isinstance(period, int) or period < 1):
+            raise ValueError(f"period must be a positive integer or None, got {period!r}")
+        if pairs not in PAIR_SCHEDULES:
+            raise ValueError(f"pairs must be one of {PAIR_SCHEDULES}, got {pairs!r}")
+        if isinstance(cooling_steps, bool) or not isinstance(cooling_steps, int) or cooling_steps < 0:
+            raise ValueError(f"cooling_steps must be an integer >= 0, got {cooling_steps!r}")
+        if penalty not in PENALTIES:
+            raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+        if isinstance(attempt_every, bool) or not isinstance(attempt_every, int) or attempt_every < 1:
+            raise ValueError(f"attempt_every must be an integer >= 1, got {attempt_every!r}")
+        self.correction = correction
+        self.smoothing = float(smoothing)
+        self.period = period
+        self.pairs = pairs
+        self.cooling_steps = cooling_steps
+        self.penalty = penalty
+        self.attempt_every = attempt_every
+
+    def resolved(self, variance_reduced):
+        """This rule with ``penalty="auto"`` made concrete: ``"batch"`` with control variates
+        (their noise grows through the snapshot period), else the paper's ``"window"``."""
+        if self.penalty != "auto":
+            return self
+        return CorrectedSwap.from_config({**self.get_config(),
+                                          "penalty": "batch" if variance_reduced else "window"})
+
+    def possible(self, step, state):
+        """True on attempt steps (``step % attempt_every == 0``) unless a swap was accepted
+        within the last ``cooling_steps`` steps."""
+        cooled = step - state.last_swap_step > self.cooling_steps
+        if self.attempt_every == 1:
+            return cooled
+        return tf.logical_and(cooled, tf.equal(tf.math.floormod(step, self.attempt_every), 0))
+
+    def penalty_variance(self, state, energies, step):
+        """The ``sigma2`` ``[P]`` of this step's penalty and whether it exists yet (bool scalar).
+
+        ``"batch"``: this batch's own estimate of ``Var(U~_p - U~_{p+1})`` at the current
+        weights (exactly 0 at a VR refresh step, where the estimator is exact); ``"offset"``:
+        the smoothed estimate for this step's offset ``step mod m`` since the snapshot refresh;
+        ``"window"``: the paper's one smoothed estimate per window.
+        """
+        if self.penalty == "window":
+            return tf.convert_to_tensor(state.sigma2), tf.convert_to_tensor(state.sigma2_ready)
+        if self.penalty == "offset":
+            k = tf.math.floormod(step, state.offsets)
+            return tf.gather(state.sigma2_offset, k, axis=1), tf.gather(state.offset_ready, k)
+        return energies.variance, tf.constant(True)
+
+    def attempt(self, state, energies, temperatures, step, key):
+        """Proposes pairs and decides them with the corrected rule (step 4 of the train step).
+
+        Args:
+          state: the sampler's :class:`tf_vrre.state.SwapState` (``sigma2``, ``F``, counters);
+            a scheduled ``F`` is evaluated at ``step`` and stored in ``state.correction``.
+          energies: the step's :class:`tf_vrre.swap_energy.SwapEnergies` (``energy``: float64
+            ``[K]`` swap energies ``U~`` of the states in the K slots; ``variance``).
+          temperatures: ``[K]`` temperatures of the slots.
+          step: int64 step; key: the step's seed (split here by purpose).
+
+        Returns:
+          :class:`SwapResults` (nothing is counted or moved yet: see :meth:`count`).
+        """
+        energy = energies.energy
+        num_chains = energy.shape[0]
+        sigma2, ready = self.penalty_variance(state, energies, step)
+        attempt = tf.logical_and(self.possible(step, state), ready)
+        proposed = tf.logical_and(self.propose(num_chains, state.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)),
+                                  attempt)
+        if self.scheduled_correction:
+            state.correction.assign(tf.cast(self.correction(step), tf.float64))
+        correction = tf.convert_to_tensor(state.correction)
+        log_ratio = log_swap_ratio(energy[:-1], energy[1:], temperatures[:-1], temperatures[1:], sigma2, correction)
+        res = decide_swaps(log_ratio, proposed, seeds.fold(key, seeds.SWAP_UNIFORM))
+        return res._replace(attempt=attempt, sigma2=sigma2, correction=correction)
+
+    @staticmethod
+    def count(state, results, step, energy):
+        """Adds one step's results to the counters of ``state``."""
+        state.attempt_count.assign_add(tf.cast(results.attempted, tf.int64))
+        state.swap_count.assign_add(tf.cast(results.accepted, tf.int64))
+        state.attempt_index.assign_add(tf.cast(results.attempt, tf.int64))
+        state.last_swap_step.assign(tf.where(tf.reduce_any(results.accepted), step, state.last_swap_step))
+        state.last_energy.assign(energy)
+        state.last_log_ratio.assign(results.log_accept_ratio)
+
+    def update_sigma2(self, state, variance, weight, step, period):
+        """Step 6 of the train step: the sigma2 window and its stochastic approximation.
+
+        ``variance``: float64 ``[P]`` within-batch estimate of ``Var(U~_p - U~_{p+1})`` at this
+        step; ``weight``: 1.0 if it counts (0.0 during cooling).  Over each window of ``period``
+        steps the weighted mean is folded in: ``sigma2 <- (1 - gamma) sigma2 + gamma mean``.
+        Returns the bool "sigma2 updated at this step".
+        """
+        steps = state.window_steps + weight
+        total = state.window_variance + weight * variance
+        reset = stats.window_ends(step, period)
+        sigma2, ended = stats.windowed_estimate(state.sigma2, total, steps, self.smoothing, reset,
+                                                state.sigma2_ready)
+        state.sigma2.assign(sigma2)
+        state.sigma2_ready.assign(tf.logical_or(state.sigma2_ready, ended))
+        state.window_steps.assign(tf.where(reset, tf.zeros_like(steps), steps))
+        state.window_variance.assign(tf.where(reset, tf.zeros_like(total), total))
+        return ended
+
+    def update_offsets(self, state, variance, weight, step):
+        """``penalty="offset"``: ``sigma2[p, k] <- (1 - gamma) sigma2[p, k] + gamma s2`` for this
+        step's offset ``k = step mod m`` (the first estimate of an offset is taken as is)."""
+        onehot = tf.one_hot(tf.math.floormod(step, state.offsets), state.offsets, on_value=True, off_value=False)
+        use = tf.logical_and(onehot, weight > 0)
+        ready = tf.convert_to_tensor(state.offset_ready)
+        old = tf.convert_to_tensor(state.sigma2_offset)
+        new = stats.stochastic_approximation(old, variance[:, None], self.smoothing, ready[None, :])
+        state.sigma2_offset.assign(tf.where(use[None, :], new, old))
+        state.offset_ready.assign(tf.logical_or(ready, use))
+
+    def propose(self, num_chains, attempt, seed):
+        """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
+        return _PROPOSALS[self.pairs](num_chains, attempt, seed)
+
+    @property
+    def scheduled_correction(self):
+        """True when ``correction`` is a schedule of the step."""
+        return isinstance(self.correction, keras.optimizers.schedules.LearningRateSchedule)
+
+    def initial_correction(self):
+        """``F`` at step 0, a float."""
+        if self.scheduled_correction:
+            return float(keras.ops.convert_to_numpy(self.correction(0)))
+        return self.correction
+
+    def get_config(self):
+        correction = (keras.saving.serialize_keras_object(self.correction)
+                      if self.scheduled_correction else self.correction)
+        return {"correction": correction, "smoothing": self.smoothing,
+                "period": self.period, "pairs": self.pairs,
+                "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        # Files written before the option existed used the paper's rule: keep it for them.
+        config.setdefault("penalty", "window")
+        if isinstance(config.get("correction"), dict):
+            config["correction"] = keras.saving.deserialize_keras_object(config["correction"])
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"CorrectedSwap({args})"
+
+
+def resolve(swap, num_chains):
+    """The swap rule of a sampler's ``swap`` argument (``"auto"``, ``"corrected"``, ``"none"``, ``None`` or a rule)."""
+    if isinstance(swap, str):
+        if swap == "auto":
+            return CorrectedSwap() if num_chains >= 2 else None
+        if swap == "none":
+            return None
+        if swap == "corrected":
+            swap = CorrectedSwap()
+        else:
+            raise ValueError(f"swap must be 'auto', 'none', 'corrected', None or a CorrectedSwap, got {swap!r}")
+    if swap is None:
+        return None
+    if not isinstance(swap, CorrectedSwap):
+        raise TypeError(f"swap must be a tf_vrre.CorrectedSwap, a string or None, got {swap!r}")
+    if num_chains < 2:
+        raise ValueError("swap: swaps need num_chains >= 2 (got num_chains=1); use swap=None")
+    return swap

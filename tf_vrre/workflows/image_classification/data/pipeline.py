@@ -1,0 +1,276 @@
+"""Normalisation, train / held-out split, and the training and evaluation ``tf.data`` pipelines.
+
+The training pipeline follows :meth:`tf_vrre.ReplicaExchangeSampler.make_dataset`: the
+sampler's step counter is read when an iterator starts, data epoch
+``e = ceil(step / steps_per_epoch)`` is the stateless permutation ``shuffle((seed, e))``, and
+augmentation draws are keyed by ``(seed, e, example index)``.  The batches are therefore a
+pure function of ``(seed, step)``: a run resumed by ``BackupAndRestore`` sees exactly the
+batches of the uninterrupted run.  Elements are
+
+- ``(x, y, {"example_index": i})`` without augmentation, ``x`` the normalised images;
+- ``(x_aug, y, {"example_index": i, "energy_inputs": x})`` with augmentation: gradients use the
+  augmented view ``x_aug``; the sampler computes swap energies (current and snapshot) on the
+  clean view ``x``, the distribution of the full-data pass ``U_hat`` over the reference data,
+  so the control variate stays unbiased.
+"""
+
+import hashlib
+import numbers
+
+import numpy as np
+import tensorflow as tf
+
+from tf_vrre.workflows.image_classification.data import sources
+from tf_vrre.workflows.image_classification.data.augment import augment, example_key
+
+ORDER_SALT = 0x0D7A
+INDEX_KEY = "example_index"
+ENERGY_INPUTS_KEY = "energy_inputs"
+_CHUNK = 4096
+
+__all__ = ["Preprocessing", "split_indices", "indices_digest", "TrainingData", "load_training_data", "eval_dataset",
+           "INDEX_KEY", "ENERGY_INPUTS_KEY"]
+
+
+class Preprocessing:
+    """Per-channel normalisation ``(x * scale - mean) / std`` (float32, NHWC).
+
+    ``mean`` and ``std`` are the statistics of ``x * scale`` over the training images
+    (:meth:`from_images`); the same numbers go into ``run.json`` so evaluation and export
+    normalise exactly like training.
+
+    Args:
+      mean: per-channel mean of ``x * scale``.
+      std: per-channel standard deviation of ``x * scale`` (> 0).
+      scale: raw-pixel scale (``1/255`` for uint8 images).
+
+    Example:
+      >>> prep = Preprocessing.from_images(x_train)      # CIFAR-10: mean ~ (0.491, 0.482, 0.447)
+      >>> x = prep.apply(x_test)                          # float32, normalised
+    """
+
+    kind = "normalize"
+
+    def __init__(self, mean, std, scale=1.0 / 255.0):
+        mean = [float(v) for v in np.reshape(mean, -1)]
+        std = [float(v) for v in np.reshape(std, -1)]
+        if len(mean) != len(std) or not mean:
+            raise ValueError(f"mean and std need one value per channel, got {mean} and {std}")
+        if not all(np.isfinite(mean)) or not all(np.isfinite(s) and s > 0 for s in std):
+            raise ValueError(f"mean must be finite and std > 0, got {mean} and {std}")
+        if not (isinstance(scale, numbers.Real) and np.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be a number > 0, got {scale!r}")
+        self.mean, self.std, self.scale = mean, std, float(scale)
+
+    @classmethod
+    def from_images(cls, x, scale=1.0 / 255.0):
+        """Statistics of ``x * scale`` per channel (exact sums in float64, in chunks)."""
+        x = np.asarray(x)
+        total = np.zeros(x.shape[-1])
+        squares = np.zeros(x.shape[-1])
+        for start in range(0, len(x), _CHUNK):
+            chunk = x[start:start + _CHUNK].astype(np.float64) * scale
+            total += chunk.sum(axis=(0, 1, 2))
+            squares += np.square(chunk).sum(axis=(0, 1, 2))
+        count = float(np.prod(x.shape[:-1]))
+        mean = total / count
+        return cls(mean, np.sqrt(np.maximum(squares / count - mean ** 2, 0.0)), scale)
+
+    def to_dict(self):
+        """The ``run.json`` ``"preprocessing"`` entry."""
+        return {"kind": self.kind, "scale": self.scale, "mean": list(self.mean), "std": list(self.std)}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict` (checks ``kind``)."""
+        if not isinstance(d, dict) or d.get("kind") != cls.kind:
+            raise ValueError(f"preprocessing: expected kind 'normalize', got {d!r}")
+        return cls(d["mean"], d["std"], d["scale"])
+
+    def apply(self, x):
+        """Normalised float32 copy of numpy images ``x`` (in chunks: bounded temporaries)."""
+        x = np.asarray(x)
+        out = np.empty(x.shape, np.float32)
+        scale, mean, std = (np.float32(self.scale), np.asarray(self.mean, np.float32),
+                            np.asarray(self.std, np.float32))
+        for start in range(0, len(x), _CHUNK):
+            out[start:start + _CHUNK] = (x[start:start + _CHUNK].astype(np.float32) * scale - mean) / std
+        return out
+
+    def apply_tf(self, x, raw=True):
+        """The same normalisation in TensorFlow; ``raw=False`` if ``x`` is already ``x * scale``."""
+        x = tf.cast(x, tf.float32)
+        if raw:
+            x = x * tf.constant(self.scale, tf.float32)
+        return (x - tf.constant(self.mean, tf.float32)) / tf.constant(self.std, tf.float32)
+
+
+_count = sources.example_count
+
+
+def split_indices(y, subset=None, holdout=0, seed=0):
+    """Class-balanced held-out and training indices of a training split.
+
+    A seeded permutation is reordered round-robin over classes (so every prefix is
+    balanced); the first ``H`` indices are held out (temperature fitting, running BMA
+    metrics), the next ``subset`` (default: all the rest) are the training set.
+
+    Args:
+      y: integer labels of the whole training split.
+      subset: training-set size ``N`` (``None``: everything not held out).
+      holdout: held-out count, or a fraction of ``N`` (``subset``) / of the split.
+      seed: seed of the permutation.
+
+    Returns:
+      ``(train_indices, holdout_indices)``, int64 arrays.
+
+    Example:
+      >>> train, held = split_indices(y_train, subset=2000, holdout=0.1, seed=0)
+      >>> len(train), len(held)
+      (2000, 200)
+    """
+    y = np.asarray(y).reshape(-1)
+    total = len(y)
+    if subset is not None and (isinstance(subset, bool) or not isinstance(subset, numbers.Integral)
+                               or subset < 1):
+        raise ValueError(f"subset must be an integer >= 1 or None, got {subset!r}")
+    h = _count(holdout, subset if subset is not None else total, "holdout")
+    n = int(subset) if subset is not None else total - h
+    if n < 1 or n + h > total:
+        raise ValueError(f"subset ({n}) + holdout ({h}) must be <= the {total} training examples")
+    perm = np.random.default_rng([int(seed), ORDER_SALT]).permutation(total)
+    labels = y[perm]
+    rank = np.zeros(total, np.int64)
+    for c in np.unique(labels):
+        where = labels == c
+        rank[where] = np.arange(where.sum())
+    order = perm[np.lexsort((labels, rank))]
+    return order[h:h + n].astype(np.int64), order[:h].astype(np.int64)
+
+
+def indices_digest(indices):
+    """Short SHA-256 of an index array (recorded in ``run.json`` to check a rebuilt split)."""
+    return hashlib.sha256(np.asarray(indices, np.int64).tobytes()).hexdigest()[:16]
+
+
+class TrainingData:
+    """Training images in memory and the ``tf.data`` pipeline the sampler trains on.
+
+    Args:
+      x: uint8 training images ``[N, H, W, C]``.
+      y: int64 labels ``[N]``.
+      preprocessing: a :class:`Preprocessing` (normally ``Preprocessing.from_images(x)``).
+      num_classes: number of classes.
+
+    Attributes:
+      reference: ``(x_normalised, y)`` tensors: give them to ``sampler.set_reference_data``
+        (the full-data pass ``U_hat`` then sees exactly the clean views of the batches).
+
+    Example:
+      >>> data = TrainingData(x, y, Preprocessing.from_images(x), 10)
+      >>> sampler.set_reference_data(data.reference)
+      >>> sampler.fit(data.dataset(256, seed=0, counter=sampler.step_counter,
+      ...                          augmentation=Augmentation()), epochs=10)
+    """
+
+    def __init__(self, x, y, preprocessing, num_classes):
+        if len(x) != len(y) or not len(x):
+            raise ValueError(f"x and y must have the same non-zero length, got {len(x)} and {len(y)}")
+        self.x = np.asarray(x)
+        self.y = np.asarray(y, np.int64)
+        self.preprocessing = preprocessing
+        self.num_classes = int(num_classes)
+        self._reference = None
+
+    @property
+    def size(self):
+        return len(self.x)
+
+    @property
+    def reference(self):
+        if self._reference is None:
+            self._reference = (tf.constant(self.preprocessing.apply(self.x)), tf.constant(self.y))
+        return self._reference
+
+    def steps_per_epoch(self, batch_size):
+        """``N // batch_size`` (the last partial batch of every data epoch is dropped)."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if batch_size > self.size:
+            raise ValueError(f"batch_size must be <= the {self.size} training examples, got {batch_size}")
+        return self.size // int(batch_size)
+
+    def dataset(self, batch_size, seed, counter, augmentation=None):
+        """One data epoch per iterator, starting at step ``counter`` (see the module docstring).
+
+        Args:
+          batch_size: mini-batch size ``n`` (global: split across replicas by Keras).
+          seed: seed of the order and of the augmentation draws.
+          counter: the sampler's ``step_counter`` (read when an iterator starts) or an int.
+          augmentation: an :class:`Augmentation` or ``None``.
+        """
+        per_epoch = self.steps_per_epoch(batch_size)
+        n, N = int(batch_size), self.size
+        x_ref, y = self.reference
+        aug = augmentation if augmentation is not None and augmentation.active else None
+        x_raw = tf.constant(self.x) if aug is not None else None
+        prep = self.preprocessing
+        order_key = tf.constant([int(seed), ORDER_SALT], tf.int64)
+
+        def epoch_order(e):
+            key = tf.random.experimental.stateless_fold_in(order_key, e, alg="philox")
+            return tf.random.experimental.stateless_shuffle(tf.range(N, dtype=tf.int64), key)
+
+        def clean_batches(e):
+            return tf.data.Dataset.from_tensor_slices(epoch_order(e)).batch(n, drop_remainder=True).map(
+                lambda i: (tf.gather(x_ref, i), tf.gather(y, i), {INDEX_KEY: i}))
+
+        def augmented_batches(e):
+            def one(i):
+                view = augment(tf.gather(x_raw, i), example_key(seed, e, i), prep, aug)
+                return view, tf.gather(y, i), {INDEX_KEY: i, ENERGY_INPUTS_KEY: tf.gather(x_ref, i)}
+            return (tf.data.Dataset.from_tensor_slices(epoch_order(e))
+                    .map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                    .batch(n, drop_remainder=True))
+
+        def stream(_):
+            start = tf.cast(tf.convert_to_tensor(counter), tf.int64)  # read when the iterator starts
+            e = (start + per_epoch - 1) // per_epoch
+            return augmented_batches(e) if aug is not None else clean_batches(e)
+
+        ds = tf.data.Dataset.from_tensors(0).flat_map(stream)
+        return ds.apply(tf.data.experimental.assert_cardinality(per_epoch)).prefetch(2)
+
+
+def eval_dataset(x, preprocessing, batch_size=500):
+    """Normalised batches of uint8 images ``x`` (normalised batch by batch: bounded memory)."""
+    return (tf.data.Dataset.from_tensor_slices(np.asarray(x)).batch(batch_size)
+            .map(preprocessing.apply_tf, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
+
+
+def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdout=0, split_seed=0,
+                       download=True):
+    """Loads a training split, splits off the held-out part and fits the normalisation.
+
+    Returns:
+      ``(train, holdout, info)``: a :class:`TrainingData`, the held-out ``(x, y)`` uint8 /
+      int64 arrays, and the ``run.json`` ``"data"`` entry (``dataset``, ``source``,
+      ``data_dir``, ``train_size``, ``subset``, ``holdout``, ``split_seed``, index digests).
+
+    Example:
+      >>> train, (xh, yh), info = load_training_data("cifar10", "npz", "/work/shared/data",
+      ...                                            subset=2000, holdout=0.1)
+    """
+    name = sources.check_dataset(dataset)
+    x, y, used = sources.load_split(name, "train", source, data_dir, download)
+    train_idx, held_idx = split_indices(y, subset, holdout, split_seed)
+    x_train, y_train = x[train_idx], y[train_idx]
+    prep = Preprocessing.from_images(x_train)
+    info = {"dataset": name, "source": used, "data_dir": None if data_dir is None else str(data_dir),
+            "train_size": int(len(train_idx)), "subset": subset, "holdout": int(len(held_idx)),
+            "split_seed": int(split_seed), "train_digest": indices_digest(train_idx),
+            "holdout_digest": indices_digest(held_idx)}
+    return TrainingData(x_train, y_train, prep, sources.num_classes(name)), (x[held_idx], y[held_idx]), info
+
+
+

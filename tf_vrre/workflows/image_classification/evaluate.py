@@ -1,0 +1,303 @@
+"""Bayesian model averaging over a run's samples, uncertainty metrics, figures: ``tf-vrre evaluate``.
+
+For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-chain samples
+(one set of weights in memory at a time):
+
+1. *temperature fitting* on the run's held-out split (never trained on): the logits of every
+   sample on ``fit_size`` held-out images are kept (``S x fit_size x C`` floats) and ``T``
+   minimises the NLL of ``mean_s softmax(z_s / T)`` (:func:`tf_vrre.metrics.fit_temperature`);
+2. *BMA* ``p_T = mean_s softmax(z_s / T)`` on the test set and the out-of-distribution set for
+   ``T = 1``, the paper's fixed ``T = 2`` and the fitted ``T`` (three running sums);
+3. metrics (:mod:`tf_vrre.metrics`): test accuracy, NLL, Brier, ECE (15 bins); OOD mean
+   entropy, fraction of entropies > 1.5 (the paper's Figure 4 statistic), OOD Brier score
+   (optimum ``1 / C``) and the AUROC of in- vs out-of-distribution by entropy; the last sample
+   alone as a point-estimate reference; swap counts and sigma^2 from the swap log;
+4. ``report.json``, the figures ``entropy_cdf.png``, ``reliability.png``, ``swaps.png`` and
+   ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
+"""
+
+import csv
+import math
+import os
+
+import numpy as np
+
+from tf_vrre.runs import run_json as rundir
+
+OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
+DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "cifar10"}
+ENTROPY_THRESHOLD = 1.5
+ECE_BINS = 15
+
+__all__ = ["OOD_CHOICES", "evaluate", "check_run", "check_data", "data_sources", "swap_summary"]
+
+
+def _read_csv(path):
+    if not os.path.isfile(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def check_run(run_dir):
+    """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
+    naming the missing / broken file (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
+    from tf_vrre.runs.samples import MANIFEST, load_samples
+
+    run = rundir.read_run(run_dir)
+    directory = os.path.join(str(run_dir), rundir.SAMPLES)
+    manifest = os.path.join(directory, MANIFEST)
+    if not os.path.isfile(manifest):
+        raise rundir.RunDirError(f"{manifest} does not exist: the run has collected no sample yet "
+                                 f"(status {run.get('status')!r}; samples start after the burn-in)")
+    try:
+        samples = load_samples(directory)
+    except ValueError as err:
+        raise rundir.RunDirError(str(err)) from None
+    if not len(samples):
+        raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
+                                 f"(status {run.get('status')!r}; samples start after the burn-in)")
+    return run, samples
+
+
+def data_sources(run, ood="auto", data_dir=None, source=None):
+    """``(data_dir, source, ood_name)`` an evaluation of ``run`` reads: the arguments, else the run's.
+
+    ``ood_name`` is ``None`` for ``ood="none"``; ``"auto"`` is :data:`DEFAULT_OOD` of the run's
+    data set.  Raises ``ValueError`` for an unknown ``ood``.
+    """
+    from tf_vrre.workflows.image_classification.data.sources import check_dataset
+
+    if ood not in OOD_CHOICES:
+        raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
+    data = run["data"]
+    data_dir = data_dir if data_dir is not None else data.get("data_dir")
+    source = source or data.get("source", "auto")
+    ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
+    return data_dir, source, ood_name
+
+
+def check_data(run, ood="auto", data_dir=None, source=None, fit_size=2000):
+    """Checks, without reading images or TensorFlow, that the splits an evaluation reads exist.
+
+    Rule: the run's test split, the OOD test split and (``fit_size > 0``) the run's training
+    split (its held-out part fits the temperature) pass :func:`tf_vrre.data.sources.check_available`.
+
+    Raises:
+      ValueError / FileNotFoundError naming the data set, split and expected files.
+    """
+    from tf_vrre.workflows.image_classification.data.sources import check_available
+
+    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
+    needed = [(run["data"]["dataset"], "test")] + ([(ood_name, "test")] if ood_name else [])
+    needed += [(run["data"]["dataset"], "train")] if fit_size else []
+    for name, split in needed:
+        check_available(name, split, source, data_dir)
+
+
+def swap_summary(run_dir, late_fraction=0.2):
+    """Swap counts and sigma^2 of a run's swap log (``None`` for single-chain runs).
+
+    ``sigma2_late`` is the mean of ``sigma2_0`` over the last ``late_fraction`` of its updates.
+    """
+    d = os.path.join(str(run_dir), rundir.SWAPS)
+    if not os.path.isdir(d):
+        return None
+    rows = _read_csv(os.path.join(d, "swaps.csv"))
+    refresh = _read_csv(os.path.join(d, "refresh.csv"))
+    accepted = sum(int(float(r["accepted"])) for r in rows)
+    upd = [float(r["sigma2_0"]) for r in refresh if r.get("sigma2_updated") in ("1", "True") and r.get("sigma2_0")]
+    late = upd[int(len(upd) * (1 - late_fraction)):] if upd else []
+    return {"attempts": len(rows), "swaps": accepted, "accept_rate": accepted / len(rows) if rows else None,
+            "sigma2_final": upd[-1] if upd else None, "sigma2_late": float(np.mean(late)) if late else None,
+            "sigma2_updates": len(upd)}
+
+
+def _balanced(y, size):
+    from tf_vrre.workflows.image_classification.data import split_indices
+
+    if size is None or size >= len(y):
+        return np.arange(len(y))
+    return np.sort(split_indices(y, subset=int(size), holdout=0, seed=0)[0])
+
+
+def _load(name, split, source, data_dir, size=None):
+    from tf_vrre.workflows.image_classification.data import load_split
+
+    x, y, _ = load_split(name, split, source, data_dir, download=False)
+    idx = _balanced(y, size)
+    return x[idx], y[idx]
+
+
+def _heldout(run, source, data_dir, size):
+    from tf_vrre.workflows.image_classification.data import indices_digest, load_split, split_indices
+
+    d = run["data"]
+    if not d.get("holdout"):
+        return None
+    x, y, _ = load_split(d["dataset"], "train", source, data_dir, download=False)
+    train_idx, held_idx = split_indices(y, d.get("subset"), d["holdout"], d["split_seed"])
+    if indices_digest(held_idx) != d.get("holdout_digest"):
+        raise rundir.RunDirError(f"the held-out split rebuilt from {data_dir!r} differs from the run's "
+                                 "(different training data?); pass the run's --data-dir / --source")
+    held_idx = held_idx[:size]
+    return x[held_idx], y[held_idx]
+
+
+def _logits(model, x, prep, batch_size):
+    from tf_vrre.workflows.image_classification.data import eval_dataset
+
+    return np.asarray(model.predict(eval_dataset(x, prep, batch_size), verbose=0), np.float64)
+
+
+def _classification(p, y):
+    from tf_vrre.workflows.image_classification import metrics as M
+
+    return {"accuracy": M.accuracy(p, y), "nll": M.nll(p, y), "brier": M.brier(p, y),
+            "ece": M.ece(p, y, ECE_BINS)}
+
+
+def _ood_metrics(p_in, p_out, num_classes):
+    from tf_vrre.workflows.image_classification import metrics as M
+
+    h_in, h_out = M.entropy(p_in), M.entropy(p_out)
+    return {"entropy_mean": float(h_out.mean()), "entropy_gt_1.5": float(np.mean(h_out > ENTROPY_THRESHOLD)),
+            "brier": M.ood_brier(p_out), "auroc": M.auroc(h_in, h_out, 0.0, math.log(num_classes)),
+            "in_entropy_mean": float(h_in.mean())}, h_in, h_out
+
+
+def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fit_size=2000, batch_size=500,
+             verbose=1):
+    """Evaluates a run; writes ``report.json`` and the figures into it; returns the report.
+
+    Args:
+      run_dir: a run directory with samples.
+      ood: out-of-distribution set, one of :data:`OOD_CHOICES` (``"auto"``: CIFAR-100 for
+        CIFAR-10 runs, CIFAR-10 otherwise; ``"none"``: skip).
+      data_dir, source: where the data are (default: the run's).
+      test_size: evaluate on a class-balanced subset of the test (and OOD) set.
+      fit_size: held-out images used to fit ``T`` (0: no fitted temperature).
+      batch_size: prediction batch size.
+      verbose: print progress.
+
+    Raises:
+      tf_vrre.rundir.RunDirError: no run / no samples (naming the missing file); ValueError for
+        bad arguments.  Checked before anything is computed or written.
+    """
+    from tf_vrre.workflows.image_classification import models
+    from tf_vrre.workflows.image_classification import plots as image_plots
+    from tf_vrre.workflows.image_classification.data import Preprocessing, num_classes
+
+    if ood not in OOD_CHOICES:
+        raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
+    run, samples = check_run(run_dir)
+    data = run["data"]
+    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
+    prep = Preprocessing.from_dict(run["preprocessing"])
+    x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
+    ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None
+    held = _heldout(run, source, data_dir, fit_size) if fit_size else None
+
+    m = run["model"]
+    model = models.build(m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"])
+    say = (lambda s: print(s, flush=True)) if verbose else (lambda s: None)
+    fitted = _fit(model, samples, held, prep, batch_size, say)
+    temps = {"T=1": 1.0, "T=2": 2.0}
+    if fitted:
+        temps["T=fitted"] = fitted["T"]
+    sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size, say)
+    report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
+                      "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
+                      "epochs": run["config"]["training"]["epochs"]},
+              "samples": len(samples), "temperature": fitted,
+              "test": {"dataset": data["dataset"], "size": len(y_test)},
+              "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
+              "swaps": swap_summary(run_dir)}
+    entropies, bins = _score(report, sums, last, y_test, num_classes(data["dataset"]))
+    _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), image_plots)
+    arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
+              for where, h in zip(("test", "ood"), pair) if h is not None}
+    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
+    rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
+    return report
+
+
+def _fit(model, samples, held, prep, batch_size, say):
+    """The fitted temperature on the held-out images (``None`` without them)."""
+    from tf_vrre.workflows.image_classification import metrics as M
+
+    if held is None:
+        return None
+    x, y = held
+    logits = np.stack([_logits(_set(model, w), x, prep, batch_size) for w in samples])
+    t, t_nll = M.fit_temperature(logits, y)
+    p1 = M.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
+    say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
+    return {"T": t, "heldout_nll": t_nll, "heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))),
+            "fit_size": len(y)}
+
+
+def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
+    """Running sums of ``softmax(z / T)`` over the samples per T on ``inputs = (x_test, ood_data)``
+    (``ood_data`` may be ``None``), and the last sample's."""
+    from tf_vrre.workflows.image_classification import metrics as M
+
+    x_test, ood_data = inputs
+    say = say or (lambda message: None)
+    sums = {k: [0.0, 0.0] for k in temps}
+    last = None
+    for i, w in enumerate(samples):
+        _set(model, w)
+        z_in = _logits(model, x_test, prep, batch_size)
+        z_out = _logits(model, ood_data[0], prep, batch_size) if ood_data else None
+        for k, t in temps.items():
+            sums[k][0] = sums[k][0] + M.softmax(z_in, t)
+            if z_out is not None:
+                sums[k][1] = sums[k][1] + M.softmax(z_out, t)
+        last = (M.softmax(z_in), M.softmax(z_out) if z_out is not None else None)
+        say(f"  sample {i + 1}/{len(samples)}")
+    S = len(samples)
+    return {k: (v[0] / S, v[1] / S if ood_data else None) for k, v in sums.items()}, last
+
+
+def _score(report, bma, last, y_test, C):
+    """Fills the report's test / OOD metrics; returns the entropies and reliability bins per T."""
+    from tf_vrre.workflows.image_classification import metrics as M
+
+    entropies, bins = {}, []
+    for k, (p_in, p_out) in bma.items():
+        report["test"][k] = _classification(p_in, y_test)
+        bins.append((f"BMA {k}", M.reliability_bins(p_in, y_test, ECE_BINS), report["test"][k]["ece"]))
+        if p_out is not None:
+            report["ood"][k], h_in, h_out = _ood_metrics(p_in, p_out, C)
+            entropies[k] = (h_in, h_out)
+        else:
+            entropies[k] = (M.entropy(p_in), None)
+    report["test"]["last_sample"] = _classification(last[0], y_test)
+    if last[1] is not None:
+        report["ood"]["last_sample"] = _ood_metrics(last[0], last[1], C)[0]
+    return entropies, bins
+
+
+def _set(model, weights):
+    model.set_weights(weights)
+    return model
+
+
+def _figures(run_dir, run, report, entropies, bins, C, plots):
+    run_dir = str(run_dir)
+    label = f"{run['method']} {run['model']['name']} on {run['data']['dataset']} ({report['samples']} samples)"
+    curves = []
+    for i, (k, (h_in, h_out)) in enumerate(entropies.items()):
+        if h_out is not None:
+            curves.append((f"OOD {report['ood']['dataset']}, {k}", h_out, {"color": f"C{i}"}))
+        curves.append((f"test {run['data']['dataset']}, {k}", h_in, {"color": f"C{i}", "ls": "--", "lw": 0.9}))
+    plots.entropy_cdf(os.path.join(run_dir, "entropy_cdf.png"), curves, ENTROPY_THRESHOLD, math.log(C),
+                      title=f"BMA predictive entropy: {label}")
+    plots.reliability(os.path.join(run_dir, "reliability.png"), bins, title=f"Reliability (test): {label}")
+    swaps_dir = os.path.join(run_dir, rundir.SWAPS)
+    rows = _read_csv(os.path.join(swaps_dir, "swaps.csv")) if os.path.isdir(swaps_dir) else None
+    plots.swaps(os.path.join(run_dir, "swaps.png"), rows, _read_csv(os.path.join(swaps_dir, "refresh.csv")),
+                _read_csv(os.path.join(run_dir, rundir.LOG)), title=label)
