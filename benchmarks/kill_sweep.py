@@ -1,11 +1,11 @@
 """Kill-at-any-instant sweep: a real SIGKILL at every instrumented point, many occurrences each.
 
-The CI test (``tests/test_reliability_resume.py``) kills a handful of instants in one chain.
-This script runs ``tests/_ckpt_job.py`` (a tiny VR-reSGHMC run with SampleCollector, SwapLogger,
+The CI test (``tests/callbacks/test_checkpoint_resume.py``) kills a handful of instants in one chain.
+This script runs ``tests/helpers/_ckpt_job.py`` (a tiny VR-reSGHMC run with SampleCollector, SwapLogger,
 HyperparameterScheduler, CSVLogger and Checkpoint; 8 epochs x 4 steps) once uninterrupted,
 then for every point and occurrence ``n``: kills a fresh run the ``n``-th time it passes the
 point, runs the same command again, and compares every file and the final state with the
-uninterrupted run bit for bit.  Points (see ``tf_vrre/_faults.py`` and ``tests/_ckpt_job.py``):
+uninterrupted run bit for bit.  Points (see ``tf_vrre/runs/fault_points.py`` and ``tests/helpers/_ckpt_job.py``):
 between writers after a step (``batch``), between callbacks' epoch ends (``epoch_end``), rows
 torn mid-write (``torn``), sample file written / manifest written (``sample.file``,
 ``sample.manifest``), swap rows flushed (``swaps.drained``), log row flushed (``csv.row``),

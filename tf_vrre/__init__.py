@@ -115,5 +115,33 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
-if not getattr(_sys.modules.get("tf_vrre_cli"), "DEFER_PACKAGE_IMPORTS", False):
+_TENSORFLOW_FREE = ("tf_vrre.runs", "tf_vrre.cli")
+"""Subpackages that work without TensorFlow: importing one of them leaves the API to first use."""
+
+
+def _imported_for():
+    """The submodule whose import runs this ``__init__`` (``import tf_vrre.runs`` imports the
+    package first), or None for a plain ``import tf_vrre``: the import machinery's frames, from
+    this package's own import outwards, name the module that asked for it."""
+    frame, seen_package = _sys._getframe(1), False
+    while frame is not None:
+        if frame.f_code.co_name == "_find_and_load" and "importlib._bootstrap" in frame.f_code.co_filename:
+            name = frame.f_locals.get("name")
+            if seen_package:
+                return name if isinstance(name, str) and name.startswith("tf_vrre.") else None
+            seen_package = name == "tf_vrre"
+        frame = frame.f_back
+    return None
+
+
+def _deferred():
+    """True while the ``tf-vrre`` console script parses its flags (``tf_vrre_cli``), or when the
+    package is imported for a TensorFlow-free subpackage (:data:`_TENSORFLOW_FREE`)."""
+    if getattr(_sys.modules.get("tf_vrre_cli"), "DEFER_PACKAGE_IMPORTS", False):
+        return True
+    wanted = _imported_for() or ""
+    return any(wanted == name or wanted.startswith(name + ".") for name in _TENSORFLOW_FREE)
+
+
+if not _deferred():
     _load()

@@ -21,7 +21,6 @@ import numpy as np
 
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
-from tf_vrre.callbacks.sample_collector import COMMITTED_STEP, checkpoint_committed
 from tf_vrre.runs.samples import write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
@@ -99,7 +98,7 @@ class Checkpoint(keras.callbacks.Callback):
         except Exception:
             outputs.release(self)
             raise
-        setattr(s, COMMITTED_STEP, int(s.step_counter.numpy()))
+        s.listeners.committed_step = int(s.step_counter.numpy())
         self._pending = self._completed = None
         self._last_saved = self.restored_epoch
 
@@ -153,9 +152,10 @@ class Checkpoint(keras.callbacks.Callback):
         options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: _faults.point(
             "checkpoint.data")])  # runs after the data files, before the index file is updated
         self._manager.save(checkpoint_number=epoch, options=options)
-        setattr(self.model, COMMITTED_STEP, int(self.model.step_counter.numpy()))
+        step = int(self.model.step_counter.numpy())
+        self.model.listeners.committed_step = step
         _faults.point("checkpoint.committed")
-        checkpoint_committed(self.model)  # evicted samples no resume can need are deleted
+        self.model.listeners.checkpoint_committed(step)  # evicted samples no resume can need are deleted
         self._pending, self._last_saved = None, epoch
 
     def get_config(self):

@@ -19,7 +19,6 @@ import math
 import numbers
 import os
 import warnings
-import weakref
 
 import keras
 import numpy as np
@@ -32,22 +31,6 @@ from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
 KEEP = ("last", "reservoir")
-COMMITTED_STEP = "_tf_vrre_committed_step"
-"""Sampler attribute set by :class:`tf_vrre.Checkpoint`: the step of the newest committed checkpoint."""
-_collectors = weakref.WeakKeyDictionary()  # sampler -> {directory: its newest collector}
-
-
-def checkpoint_committed(sampler):
-    """Called by :class:`tf_vrre.Checkpoint` after each commit: the sampler's collectors delete
-    the evicted samples no resume can need any more."""
-    for collector in list(_collectors.get(sampler, {}).values()):
-        collector.checkpoint_committed()
-
-def divergence_seen(sampler, error):
-    """Called when the sampler raises a :class:`tf_vrre.faults.DivergenceError`: each of its
-    collectors flags the samples taken while the energy was exploding (:func:`exploding`)."""
-    for collector in list(_collectors.get(sampler, {}).values()):
-        collector.flag_divergence(error)
 
 
 def exploding(energies, factor=10.0):
@@ -204,7 +187,8 @@ class SampleCollector(keras.callbacks.Callback):
                              "callbacks only see the weights every steps_per_execution steps")
         self._run = self._identity(s)
         outputs.claim(self.directory, self, self.params, "SampleCollector")
-        _collectors.setdefault(s, {})[os.path.realpath(self.directory)] = self
+        s.listeners.add(self._listener_key(), on_divergence=self.flag_divergence,
+                        on_checkpoint_committed=self.checkpoint_committed)
         try:
             self._existing = self._adopt()
         except Exception:
@@ -345,7 +329,7 @@ class SampleCollector(keras.callbacks.Callback):
     def _purge_evicted(self):
         """Evicted entries whose files may go: all of them without a :class:`tf_vrre.Checkpoint`,
         else those evicted at or before its newest committed step (no resume can need them)."""
-        committed = getattr(self.model, COMMITTED_STEP, None)
+        committed = self.model.listeners.committed_step
         st = self._state
         gone = [e for e in st["evicted"] if committed is None or e["evicted_at"] <= committed]
         st["evicted"] = [e for e in st["evicted"] if e not in gone]
@@ -420,6 +404,9 @@ class SampleCollector(keras.callbacks.Callback):
         if not self._started and getattr(self, "_existing", None) is not None:
             self._start()  # no epoch ran (a finished run resumed): settle the restored manifest
         outputs.release(self)
+
+    def _listener_key(self):
+        return ("SampleCollector", os.path.realpath(self.directory))
 
     def samples(self):
         """The :class:`SampleSet` collected so far."""

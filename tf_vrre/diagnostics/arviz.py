@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-from tf_vrre.diagnostics import replicas as rp
-from tf_vrre.diagnostics import report
+import tf_vrre.diagnostics.replicas as rp
+import tf_vrre.diagnostics.report as report
 
 
 def _import_arviz():

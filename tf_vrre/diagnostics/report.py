@@ -5,9 +5,9 @@ import os
 
 import numpy as np
 
-from tf_vrre.diagnostics import chains as ch
-from tf_vrre.diagnostics import replicas as rp
-from tf_vrre.diagnostics import runs as rn
+import tf_vrre.diagnostics.chains as ch
+import tf_vrre.diagnostics.replicas as rp
+import tf_vrre.diagnostics.runs as rn
 
 FORMAT = "tf_vrre.diagnostics/1"
 DESCRIPTIONS = {

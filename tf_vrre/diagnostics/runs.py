@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from tf_vrre.runs.samples import load_samples
 from tf_vrre.runs.samples import locate  # noqa: F401  (re-export: the rule lives with the other run files)
 
 SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_lo", "energy_hi",
@@ -137,8 +138,6 @@ def read_samples(directory, points=4):
     Example:
       >>> s = read_samples("runs/cifar10/samples"); s["energy"].shape
     """
-    from tf_vrre.callbacks.sample_collector import load_samples
-
     if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
         raise ValueError(f"points must be an integer >= 1, got {points!r}")
     sample_set = load_samples(os.fspath(directory))

@@ -2,7 +2,7 @@
 
 The writers of a run call :func:`point` at named instants: between writing a file and the
 write that makes it count, and around every checkpoint.  A test process sets :data:`hook` to
-a function of the point's name that may kill the process there (``tests/_ckpt_job.py``).
+a function of the point's name that may kill the process there (``tests/helpers/_ckpt_job.py``).
 
 Points: ``sample.file`` (sample written, manifest not yet), ``sample.manifest`` (manifest
 written, evicted files not yet deleted), ``swaps.drained`` (swap rows flushed),

@@ -9,28 +9,48 @@ keeps the *first* fault in a small register, and does not write non-finite weigh
 every ``train_function`` call the sampler reads the register and raises a :class:`SamplerError`
 naming the step, the chain slot, its temperature and learning rate, and the offending value.
 
-A fault is one of :data:`KINDS`; the register is a float64 ``[5]`` vector
+A fault is one of :class:`Fault` (messages in :data:`KINDS`); :func:`step_checks` builds every
+check of a step, in :class:`Fault` order; the register is a float64 ``[5]`` vector
 ``(code, step, chain, value, extra)`` that is not part of the saved state.
 """
+
+import enum
 
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre.sgmcmc import distribute
+
+
+class Fault(enum.IntEnum):
+    """The invariants of a train step, listed in the order :func:`step_checks` checks them (a
+    step reports its first failing check; energy and gradient are checked chain by chain).
+    The values are the codes stored in the fault register."""
+    LEARNING_RATE = 6
+    TEMPERATURE = 4
+    TEMPERATURE_ORDER = 5
+    NLL_LENGTH = 8
+    ENERGY = 1
+    GRADIENT = 2
+    CORRECTION = 7
+    WEIGHTS = 3
+
+
 KINDS = {
-    1: ("energy", "the mini-batch energy of chain {chain} is not finite ({value}; diverged?). Lower learning_rates: "
+    Fault.ENERGY: ("energy", "the mini-batch energy of chain {chain} is not finite ({value}; diverged?). Lower learning_rates: "
                   "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)"),
-    2: ("gradient", "the gradient of chain {chain} is not finite (diverged, or a non-finite input / label)"),
-    3: ("weights", "the updated weights of chain {chain} are not finite; the update was not applied"),
-    4: ("temperature", "temperatures: chain {chain} has temperature {value}; it must be > 0 with swaps "
+    Fault.GRADIENT: ("gradient", "the gradient of chain {chain} is not finite (diverged, or a non-finite input / label)"),
+    Fault.WEIGHTS: ("weights", "the updated weights of chain {chain} are not finite; the update was not applied"),
+    Fault.TEMPERATURE: ("temperature", "temperatures: chain {chain} has temperature {value}; it must be > 0 with swaps "
                        "(>= 0 without)"),
-    5: ("temperature", "temperatures must stay strictly increasing across chains: chain {chain} has "
+    Fault.TEMPERATURE_ORDER: ("temperature", "temperatures must stay strictly increasing across chains: chain {chain} has "
                        "{value}, not above chain {prev}'s"),
-    6: ("learning_rate", "learning_rates: chain {chain} has learning rate {value}; it must be > 0"),
-    7: ("correction", "correction (F) is {value}; it must be a finite number > 0"),
-    8: ("nll", "nll returned {value} values for a batch of {extra}; it must return one negative "
+    Fault.LEARNING_RATE: ("learning_rate", "learning_rates: chain {chain} has learning rate {value}; it must be > 0"),
+    Fault.CORRECTION: ("correction", "correction (F) is {value}; it must be a finite number > 0"),
+    Fault.NLL_LENGTH: ("nll", "nll returned {value} values for a batch of {extra}; it must return one negative "
                "log-likelihood per example (shape [batch], no reduction)"),
 }
-DIVERGENCE = (1, 2, 3)
+DIVERGENCE = (Fault.ENERGY, Fault.GRADIENT, Fault.WEIGHTS)
 
 
 class SamplerError(tf.errors.InvalidArgumentError):
@@ -67,11 +87,41 @@ def per_chain(ok, code, values):
 def hyperparameter_checks(learning_rates, temperatures, swaps):
     """Learning rates > 0; temperatures > 0 with swaps (>= 0 without), strictly increasing."""
     lrs, temps = tf.cast(learning_rates, tf.float64), tf.cast(temperatures, tf.float64)
-    checks = per_chain(tf.math.logical_and(lrs > 0, tf.math.is_finite(lrs)), 6, lrs)
+    checks = per_chain(tf.math.logical_and(lrs > 0, tf.math.is_finite(lrs)), Fault.LEARNING_RATE, lrs)
     positive = temps > 0 if swaps else temps >= 0
-    checks += per_chain(tf.math.logical_and(positive, tf.math.is_finite(temps)), 4, temps)
+    checks += per_chain(tf.math.logical_and(positive, tf.math.is_finite(temps)), Fault.TEMPERATURE, temps)
     if temps.shape[0] > 1:
-        checks += [check(temps[h] > temps[h - 1], 5, h, temps[h]) for h in range(1, temps.shape[0])]
+        checks += [check(temps[h] > temps[h - 1], Fault.TEMPERATURE_ORDER, h, temps[h])
+                   for h in range(1, temps.shape[0])]
+    return checks
+
+
+def nll_length_check(nll, x):
+    """The per-example NLL has one value per example: ``ValueError`` at trace time when both
+    lengths are static, else an in-graph check."""
+    n = distribute.batch_size(x)
+    got, want = nll.shape[0], tf.nest.flatten(x)[0].shape[0]
+    if got is not None and want is not None and got != want:
+        raise ValueError(f"nll returned {got} values for a batch of {want}; it must return one negative "
+                         "log-likelihood per example (shape [batch], no reduction)")
+    return check(tf.equal(tf.shape(nll)[0], n), Fault.NLL_LENGTH, 0, tf.shape(nll)[0], n)
+
+
+def step_checks(lrs, temps, swaps, forward, x, nll_sums, overflow, updated, correction=None):
+    """Every invariant of one train step, in :class:`Fault` order: the hyperparameters in force
+    (``swaps``: the sampler swaps), the NLL's length, per chain a finite energy (``nll_sums``:
+    all-reduced ``[K]``, so every replica sees the same) and finite gradients (unless a float16
+    ``overflow`` of the loss-scaled gradients explains them), the swap's ``correction`` (with
+    swaps) and the ``updated`` ``[K]`` flags of finite new weights."""
+    checks = hyperparameter_checks(lrs, temps, swaps)
+    checks.append(nll_length_check(forward.nlls[0], x))
+    for h, grads in enumerate(forward.grads):
+        checks.append(check(tf.math.is_finite(nll_sums[h]), Fault.ENERGY, h, nll_sums[h]))
+        checks.append(check(tf.logical_or(all_finite(grads), overflow), Fault.GRADIENT, h, 0.0))
+    if correction is not None:
+        checks.append(check(tf.logical_and(correction > 0, tf.math.is_finite(correction)), Fault.CORRECTION, 0,
+                            correction))
+    checks += per_chain(tf.logical_or(updated, overflow), Fault.WEIGHTS, tf.zeros([len(forward.grads)]))
     return checks
 
 
@@ -114,7 +164,7 @@ class FaultRegister:
         if code == 0:
             return
         self.clear()
-        code, step, chain = int(code), int(step), int(chain)
+        code, step, chain = Fault(int(code)), int(step), int(chain)
         kind, text = KINDS[code]
         detail = text.format(chain=chain, value=_fmt(value), prev=chain - 1, extra=_fmt(extra))
         h = min(chain, len(temperatures) - 1)
@@ -140,9 +190,7 @@ def checked(sampler, train_function):
         try:
             sampler._faults.raise_if_set(sampler.learning_rate.numpy(), sampler.temperature.numpy())
         except DivergenceError as err:  # the collectors flag the samples of the explosion
-            from tf_vrre.callbacks import sample_collector as collection
-
-            collection.divergence_seen(sampler, err)
+            sampler.listeners.divergence(err)
             raise
         return logs
 

@@ -46,6 +46,7 @@ from tf_vrre.sgmcmc import swaps as sw
 from tf_vrre.sampler import xla
 from tf_vrre.sampler.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
 from tf_vrre.sampler.chain_metrics import ChainMetrics
+from tf_vrre.sampler.listeners import SamplerListeners
 from tf_vrre.sgmcmc.swap_record import swap_log_columns  # noqa: F401
 from tf_vrre.sgmcmc.state import exchange, exchange_forward
 
@@ -164,6 +165,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             self.energy_mode == "inference" or not en.has_training_dependent_layers(ref)))
         construction.create_state(self, _hyper.initial_values(temps), _hyper.initial_values(lrs))
         object.__setattr__(self, "_faults", faults.FaultRegister())  # not a saved weight (see faults.py)
+        object.__setattr__(self, "listeners", SamplerListeners())  # divergence / checkpoint-commit listeners
         if variance_reduction is not None:
             data_checks.check_distinct_models(self.chains + self.snapshots)
         self._reference = None  # a tf_vrre.control_variates.Reference
@@ -297,7 +299,10 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         bound.apply_defaults()
         data_checks.check_fit(self, bound.arguments)
-        return super().fit(*args, **kwargs)
+        try:
+            return super().fit(*args, **kwargs)
+        finally:  # the callbacks of this fit registered them in on_train_begin
+            self.listeners.clear()
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss=None, metrics=None, weighted_metrics=None, run_eagerly=False,
@@ -394,6 +399,13 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         forward = gradients.forward_and_gradients(self.chains, batch, self._per_example_nll,  # 2. gradients
                                                   self.weight_decay, self.data_size, scale)
         if self.swap_rule is not None:
+            # Why the swap reads this step's batch and the pre-update weights: Algorithm 1 of the
+            # paper updates beta_k on B_k, then tests a swap of the updated beta_k on the *next*
+            # batch B_{k+1}. Steps k and k+1 meet here: the weights before this step's update are
+            # beta_k and this batch is B_{k+1}, so the swap test is Algorithm 1's, one step
+            # shifted, and in energy_mode="train" its energies are the gradient's forward pass
+            # (no extra forward). The swapped states then take this step's update, gradients
+            # moved with them (exchange_forward) - see tf_vrre.sgmcmc.swap_energy.
             possible = self._swap.possible(step, self.swap_state)
             adaptive = self.variance_reduction is not None and self.variance_reduction.adaptive
             energies = self._swap_energy(batch, forward, possible, adaptive)               # 3. energies
@@ -402,20 +414,16 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             self._swap.count(self.swap_state, results, step, energies.energy)
         sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
         self.batch_energy.assign(en.minibatch_energy(sums, batch.size, self.data_size, tf.stack(forward.priors)))
-        checks = faults.hyperparameter_checks(lrs, temps, self.swap_rule is not None)
         overflow = tf.constant(False)
         if self.loss_scale is not None:  # float16: non-finite gradients lower the scale, skip the update
             overflow = tf.logical_not(faults.all_finite([g for gs in forward.grads for g in gs]))
             self.loss_scale.update(tf.logical_not(overflow))
-        checks += gradients.checks(forward, batch.x, sums, overflow)
         updated = self._diffusion.step(self.chain_state, forward.grads, lrs, temps, key)  # 5. update
-        checks += faults.per_chain(tf.logical_or(updated, overflow), 3, tf.zeros([self.num_chains]))
         if self.swap_rule is not None:
             self._bookkeeping(step, possible, results, energies, refreshed)                # 6. bookkeeping
-            checks.insert(-self.num_chains, faults.check(
-                tf.logical_and(results.correction > 0, tf.math.is_finite(results.correction)), 7, 0,
-                results.correction))
-        self._faults.record(step, checks)
+        self._faults.record(step, faults.step_checks(
+            lrs, temps, self.swap_rule is not None, forward, batch.x, sums, overflow, updated,
+            None if self.swap_rule is None else results.correction))
         self._update_metrics(batch, forward)
         logs = self._step_logs(lrs, temps)
         if self.swap_rule is not None:

@@ -29,7 +29,8 @@ import keras
 import numpy as np
 
 from tf_vrre._version import __version__
-from tf_vrre.callbacks.sample_collector import MANIFEST, MODEL_JSON, _read_manifest, load_samples
+from tf_vrre.runs.samples import MANIFEST, MODEL_JSON, load_samples
+from tf_vrre.runs.samples import read_manifest as _read_manifest
 
 RUN_JSON = "run.json"
 RUN_FORMAT = "tf_vrre.run/1"

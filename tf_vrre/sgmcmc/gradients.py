@@ -12,33 +12,11 @@ import tensorflow as tf
 
 from tf_vrre.sgmcmc import distribute
 from tf_vrre.sgmcmc import energy as en
-from tf_vrre.sampler import invariants as faults
 
 
 class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):
     """Per chain: per-example NLLs ``[n]``, predictions, gradients (one per trainable weight,
     prior included, all-reduced) and the prior energy (float64) of the pre-update weights."""
-
-
-def _check_length(nll, x):
-    """Static shapes: ``ValueError`` at trace time; else an in-graph check (fault 8)."""
-    n = distribute.batch_size(x)
-    got, want = nll.shape[0], tf.nest.flatten(x)[0].shape[0]
-    if got is not None and want is not None and got != want:
-        raise ValueError(f"nll returned {got} values for a batch of {want}; it must return one negative "
-                         "log-likelihood per example (shape [batch], no reduction)")
-    return faults.check(tf.equal(tf.shape(nll)[0], n), 8, 0, tf.shape(nll)[0], n)
-
-
-def checks(forward, x, nll_sums, overflow=False):
-    """In-graph checks of a :class:`Forward`: the NLL's length; per chain, a finite energy
-    (``nll_sums``: all-reduced ``[K]``, so every replica sees the same) and finite gradients
-    (unless a float16 ``overflow`` of the loss-scaled gradients explains them)."""
-    out = [_check_length(forward.nlls[0], x)]
-    for h, grads in enumerate(forward.grads):
-        out.append(faults.check(tf.math.is_finite(nll_sums[h]), 1, h, nll_sums[h]))
-        out.append(faults.check(tf.logical_or(faults.all_finite(grads), overflow), 2, h, 0.0))
-    return out
 
 
 def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_size, loss_scale=None):

@@ -112,7 +112,7 @@ def _dataset(v):
 
 MODEL_NAMES = ("cnn", "resnet8", "resnet20", "resnet32", "resnet56")
 """``models.names()`` without importing Keras (the command line checks configs before TensorFlow
-starts; ``tests/test_config.py`` checks that the two agree)."""
+starts; ``tests/workflows/image_classification/test_config.py`` checks that the two agree)."""
 
 
 def _model(v):
