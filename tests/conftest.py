@@ -7,15 +7,20 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # XLA path is tested explicitly (jit_compile=True) in test_xla.py and test_posterior.py.
 os.environ.setdefault("TF_VRRE_JIT_COMPILE", "0")
 
+import sys  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+# job scripts and shared helpers (tests/helpers/_*.py) import as top-level modules
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers"))
 
 SHARED_DATA = os.environ.get("TF_VRRE_SHARED_DATA", "/work/shared/data")
 
 
 @pytest.fixture(scope="session")
 def diag_runs(tmp_path_factory):
-    """Two small real runs (seeds 0 and 1) with swap logs and samples (tests/_diag_run.py)."""
+    """Two small real runs (seeds 0 and 1) with swap logs and samples (tests/helpers/_diag_run.py)."""
     import _diag_run
 
     root = tmp_path_factory.mktemp("diag_runs")

@@ -1,7 +1,7 @@
 """Every ```python block in README.md runs as written.
 
 The image-workflow example reads ``.npz`` files from ``TF_VRRE_DATA_DIR``: the test points it at
-synthetic images in the documented layout (``tests/_synthetic_images.py``), so it needs no data set.
+synthetic images in the documented layout (``tests/helpers/_synthetic_images.py``), so it needs no data set.
 """
 
 import os

@@ -1,6 +1,6 @@
 """SampleCollector: thinning, burn-in, cycles, bounded disk, BMA, corrupt manifests, and a
 kill-and-resume run that must reproduce the uninterrupted run's samples exactly (real SIGKILLs at
-many instants: tests/test_reliability_resume.py)."""
+many instants: tests/callbacks/test_checkpoint_resume.py)."""
 
 import json
 import os
@@ -15,7 +15,7 @@ from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.sample_collector import load_samples, reservoir_slot
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
-from test_callbacks import data, make_sampler, read_csv, small_net
+from _small_sampler import Interrupt, _subclassed_net, data, make_sampler, read_csv, small_net
 
 STEPS_PER_EPOCH = 4  # N = 64, batch 16
 
@@ -29,16 +29,6 @@ class WeightProbe(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.weights[int(self.model.step_counter.numpy())] = self.model.cold_model.get_weights()
-
-
-class Interrupt(keras.callbacks.Callback):
-    def __init__(self, at_step):
-        super().__init__()
-        self.at_step = at_step
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.step_counter.numpy()) == self.at_step:
-            raise KeyboardInterrupt("simulated kill")
 
 
 def test_thinning_burn_in_and_contents(tmp_path):
@@ -266,21 +256,6 @@ def test_model_json_rebuilds_the_sampled_architecture(tmp_path):
     samples = load_samples(str(tmp_path))
     rebuilt.set_weights(samples.weights(len(samples) - 1))
     np.testing.assert_array_equal(rebuilt.predict(x, verbose=0), s.cold_model.predict(x, verbose=0))
-
-
-class Subclassed(keras.Model):  # not registered: its JSON cannot be loaded back
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.dense = keras.layers.Dense(3)
-
-    def call(self, inputs):
-        return self.dense(inputs)
-
-
-def _subclassed_net():
-    net = Subclassed()
-    net(np.zeros((1, 4), "float32"))  # builds the weights
-    return net
 
 
 def test_unserializable_model_warns_and_writes_no_model_json(tmp_path):

@@ -21,10 +21,10 @@ import pytest
 import tf_vrre
 from tf_vrre.callbacks.checkpoint import Checkpoint
 
-from test_callbacks import make_sampler, small_net
+from _small_sampler import make_sampler, small_net
+from _paths import HELPERS
 
-HERE = os.path.dirname(__file__)
-JOB = [sys.executable, os.path.join(HERE, "_ckpt_job.py")]
+JOB = [sys.executable, os.path.join(HELPERS, "_ckpt_job.py")]
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 CHAIN = ["batch:6", "checkpoint.data:1", "torn:3", "sample.manifest:4"]
 

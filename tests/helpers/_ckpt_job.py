@@ -27,7 +27,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tf_vrre  # noqa: E402
-from test_callbacks import make_sampler  # noqa: E402
+from _small_sampler import make_sampler  # noqa: E402
 from tf_vrre.runs import fault_points as _faults  # noqa: E402
 
 EPOCHS = 8

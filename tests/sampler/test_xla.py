@@ -3,7 +3,7 @@
 Stateless draws differ between XLA and the plain graph, so trajectories are compared in a
 configuration whose noise is negligible (temperatures 1e-13) and whose swap decisions do not
 depend on the uniforms; the sampling itself is checked against an exact posterior under XLA in
-``tests/test_posterior.py``.
+``tests/sampler/test_posterior.py``.
 """
 
 import keras

@@ -8,8 +8,7 @@ import sys
 import pytest
 
 from tf_vrre import cli
-
-ROOT = os.path.dirname(os.path.dirname(__file__))
+from _paths import ROOT
 
 
 def test_short_run_writes_summary(tmp_path, capsys):

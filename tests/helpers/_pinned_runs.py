@@ -2,7 +2,7 @@
 
 The swap penalty is the paper's window rule (``penalty="window"``) and XLA is off
 (``jit_compile=False``), both named explicitly since the defaults changed.
-``python tests/_pinned_runs.py`` rewrites ``pinned_state.npz`` (the ``.keras`` file, the
+``python tests/helpers/_pinned_runs.py`` rewrites ``pinned_state.npz`` (the ``.keras`` file, the
 checkpoint and their state dump are kept: they were written by older code on purpose).  ``tests/test_pinned.py`` checks that
 today's code reproduces every variable of every configuration, loads a ``.keras`` file and
 resumes a ``BackupAndRestore`` checkpoint written by that code.
@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import tf_vrre  # noqa: E402
 from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 N = 64
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
 
-from test_callbacks import N, data, make_sampler, small_net
+from _small_sampler import N, data, make_sampler, small_net
 
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
 

@@ -19,10 +19,10 @@ from tf_vrre.callbacks.sample_collector import SampleSet
 from tf_vrre.serving.export import export_ensemble, member_indices
 
 from _tiny_run import cifar_slice, make_tiny_run, normalize, tiny_cnn
-from test_callbacks import make_sampler, small_net
-from test_collection import _subclassed_net
+from _small_sampler import make_sampler, small_net
+from _small_sampler import _subclassed_net
+from _paths import HELPERS
 
-HERE = os.path.dirname(__file__)
 TOL = 1e-5
 
 
@@ -81,7 +81,7 @@ def test_fresh_process_without_tf_vrre_matches_bma(tiny, tmp_path):
     assert info["version"] == 1 and info["members"] == info["samples_available"] == 6
     assert sorted(os.listdir(tiny["out"])) == ["1"]
     np.savez(tmp_path / "in.npz", images=tiny["x"])
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "_serve_check.py"), info["path"],
+    proc = subprocess.run([sys.executable, os.path.join(HELPERS, "_serve_check.py"), info["path"],
                            str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -20,8 +20,8 @@ import pytest
 
 from tf_vrre import cli
 from tf_vrre.cli import mixture as mixture_cli
+from _paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)

@@ -14,8 +14,7 @@ import pytest
 from _image_runs import cli_flags, tiny_config
 from tf_vrre.workflows.image_classification import strategies, train as training
 from tf_vrre.callbacks.sample_collector import load_samples
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _paths import ROOT
 
 
 # ---- TF_CONFIG and TPU detection (no TensorFlow) ----------------------------------------------

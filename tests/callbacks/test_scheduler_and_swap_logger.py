@@ -11,40 +11,7 @@ from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import HyperparameterScheduler, SwapLogger
 from tf_vrre.sgmcmc.schedules import EpochExponential
 
-N = 64
-
-
-@keras.saving.register_keras_serializable(package="test_callbacks")
-def small_net():
-    inp = keras.Input((4,))
-    return keras.Model(inp, keras.layers.Dense(3)(inp))
-
-
-def data(seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(N, 4)).astype("float32")
-    y = (x[:, 0] + 0.5 * rng.normal(size=N) > 0).astype("int32") + (x[:, 1] > 1).astype("int32")
-    return x, y
-
-
-def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4):
-    s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=len(temperatures),
-                               temperatures=list(temperatures), learning_rates=lr, seed=seed,
-                               swap=CorrectedSwap(correction=correction),
-                               variance_reduction=ControlVariates(period=period) if vr else None)
-    x, y = data()
-    if vr:
-        s.set_reference_data((x, y))
-    else:
-        s._reference = None
-    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
-              metrics=["accuracy"])
-    return s, x, y
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+from _small_sampler import N, data, make_sampler, read_csv, small_net  # noqa: E402,F401
 
 
 # ---- HyperparameterScheduler -------------------------------------------------------------

@@ -7,7 +7,6 @@ import pytest
 from tf_vrre.workflows.image_classification import config as C
 
 
-
 def test_shipped_configs_resolve_with_the_papers_numbers():
     assert set(C.available()) == set(C.METHODS)
     assert sorted(os.listdir(C.CONFIG_DIR)) == sorted(f"{m}.toml" for m in C.METHODS)

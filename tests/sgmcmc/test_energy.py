@@ -10,7 +10,6 @@ from tf_vrre.sgmcmc import energy as en
 from tf_vrre.workflows.gaussian_mixture import target as mx
 
 
-
 def _nll_vec(beta, x):
     return mx.nll(tf.constant(x[:, None]), None, tf.fill([len(x), 1], np.float32(beta))).numpy().astype(np.float64)
 

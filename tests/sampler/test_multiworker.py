@@ -1,7 +1,7 @@
 """MultiWorkerMirroredStrategy: 2 worker processes on 127.0.0.1 follow the single-worker trajectory.
 
 Both workers and a single-worker reference (same global batch of 24, so 12 per worker) run
-``tests/_multiworker_job.py``: a BatchNorm net (synchronized), 2 chains, VR with the snapshot
+``tests/helpers/_multiworker_job.py``: a BatchNorm net (synchronized), 2 chains, VR with the snapshot
 cache, ``make_dataset`` batches.  Swap decisions must be identical and every variable equal to
 float tolerance (the all-reduce sums in another order).
 """
@@ -13,8 +13,9 @@ import subprocess
 import sys
 
 import numpy as np
+from _paths import HELPERS
 
-JOB = os.path.join(os.path.dirname(__file__), "_multiworker_job.py")
+JOB = os.path.join(HELPERS, "_multiworker_job.py")
 
 
 def _free_port():

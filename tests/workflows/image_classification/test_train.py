@@ -16,8 +16,7 @@ from tf_vrre.workflows.image_classification import config as C
 from tf_vrre.runs import run_json as rundir
 from tf_vrre.workflows.image_classification import train as training
 from tf_vrre.callbacks.sample_collector import load_samples
-
-ROOT = os.path.dirname(os.path.dirname(__file__))
+from _paths import HELPERS, ROOT
 
 
 @pytest.mark.parametrize("method", C.METHODS)
@@ -108,9 +107,9 @@ def test_mirrored_strategy_replicas_do_not_drift(image_data_dir, tmp_path):
     """MirroredStrategy over 2 logical CPUs (fresh process): synchronized BatchNorm, mirrored copies
     bit-identical, the same swap decisions and samples as one device up to round-off (amplified by
     synchronized BatchNorm's one-pass variance; without BatchNorm they agree to 3e-7, see
-    tests/_image_distributed.py)."""
+    tests/helpers/_image_distributed.py)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "_image_distributed.py"), image_data_dir,
+    out = subprocess.run([sys.executable, os.path.join(HELPERS, "_image_distributed.py"), image_data_dir,
                           str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])

@@ -12,7 +12,7 @@ import pytest
 from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.sgmcmc.schedules import EpochExponential
 
-from test_callbacks import N, data, small_net
+from _small_sampler import N, data, small_net
 
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
 PACKAGE = "test_reliability_saving"

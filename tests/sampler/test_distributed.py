@@ -4,13 +4,12 @@ import json
 import os
 import subprocess
 import sys
-
-HERE = os.path.dirname(__file__)
+from _paths import HELPERS, ROOT
 
 
 def test_mirrored_strategy_matches_single_device_and_copies_are_identical():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, os.path.join(HERE, "_distributed_check.py"), "4"],
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, os.path.join(HELPERS, "_distributed_check.py"), "4"],
                          capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     reports = json.loads(out.stdout.strip().splitlines()[-1])
