@@ -45,7 +45,7 @@ _API = {
     "ReplicaExchangeSampler": "tf_vrre.sampler.replica_exchange:ReplicaExchangeSampler",
     "CorrectedSwap": "tf_vrre.sgmcmc.swaps:CorrectedSwap",
     "SwapResults": "tf_vrre.sgmcmc.swaps:SwapResults",
-    "ControlVariates": "tf_vrre.sgmcmc.energy:ControlVariates",
+    "ControlVariates": "tf_vrre.sgmcmc.control_variates:ControlVariates",
     "gaussian_nll": "tf_vrre.sgmcmc.energy:gaussian_nll",
     "EpochExponential": "tf_vrre.sgmcmc.schedules:EpochExponential",
     "Scaled": "tf_vrre.sgmcmc.schedules:Scaled",

@@ -12,7 +12,8 @@ from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.csv_logger import CSVLogger
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress
 from tf_vrre.callbacks.sample_collector import SampleCollector
-from tf_vrre.callbacks.swap_logger import HyperparameterScheduler, SwapLogger
+from tf_vrre.callbacks.scheduler import HyperparameterScheduler
+from tf_vrre.callbacks.swap_logger import SwapLogger
 
 __all__ = ["HyperparameterScheduler", "SwapLogger", "SampleCollector", "Checkpoint", "CSVLogger", "EpochCSVLogger",
            "EpochProgress"]

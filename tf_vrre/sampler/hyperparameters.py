@@ -40,6 +40,35 @@ def deserialize(values):
     return [keras.saving.deserialize_keras_object(v) if isinstance(v, dict) else v for v in values]
 
 
+def checked_temperatures(temperatures, num_chains, swaps):
+    """Per-chain temperatures set by the user: >= 0 (> 0 with ``swaps``), strictly increasing."""
+    t = initial_values(per_chain(temperatures, num_chains, "temperatures"))
+    if any(b <= a for a, b in zip(t, t[1:])) or any(v < 0 for v in t) or (swaps and any(v <= 0 for v in t)):
+        raise ValueError(f"temperatures must be >= 0 (> 0 with swaps) and strictly increasing, got {t}")
+    return t
+
+
+def checked_learning_rates(learning_rates, num_chains):
+    """Per-chain learning rates set by the user: > 0."""
+    v = initial_values(per_chain(learning_rates, num_chains, "learning_rates"))
+    if any(not x > 0 for x in v):
+        raise ValueError(f"learning_rates must be > 0, got {v}")
+    return v
+
+
+def checked_correction(correction, swap_rule):
+    """A correction factor ``F`` set by the user: finite, > 0, and the swap rule's ``F`` not scheduled."""
+    if swap_rule is None:
+        raise ValueError("set_correction: the sampler has no swap rule")
+    if swap_rule.scheduled_correction:
+        raise ValueError("set_correction: F follows the swap rule's schedule; build the "
+                         "CorrectedSwap with a number to set F from a callback")
+    if isinstance(correction, bool) or not isinstance(correction, numbers.Real) or not (
+            correction > 0 and np.isfinite(correction)):
+        raise ValueError(f"correction (F) must be a finite number > 0, got {correction!r}")
+    return float(correction)
+
+
 def current(values, variable, step):
     """The per-chain vector in force at ``step``: scheduled entries evaluated (and stored in
     ``variable``), the others read from ``variable`` (set by the user or a callback)."""

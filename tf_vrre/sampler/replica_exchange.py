@@ -209,30 +209,17 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
     # ---- user-facing setters ------------------------------------------------------------
     def set_temperatures(self, temperatures):
         """Assigns new per-chain temperatures (strictly increasing, validated)."""
-        t = _hyper.initial_values(_hyper.per_chain(temperatures, self.num_chains, "temperatures"))
-        if any(b <= a for a, b in zip(t, t[1:])) or any(v < 0 for v in t) or (
-                self.swap_rule is not None and any(v <= 0 for v in t)):
-            raise ValueError(f"temperatures must be >= 0 (> 0 with swaps) and strictly increasing, got {t}")
+        t = _hyper.checked_temperatures(temperatures, self.num_chains, self.swap_rule is not None)
         self.temperature.assign(np.asarray(t, np.float32))
 
     def set_learning_rates(self, learning_rates):
         """Assigns new per-chain learning rates (> 0)."""
-        v = _hyper.initial_values(_hyper.per_chain(learning_rates, self.num_chains, "learning_rates"))
-        if any(not x > 0 for x in v):
-            raise ValueError(f"learning_rates must be > 0, got {v}")
+        v = _hyper.checked_learning_rates(learning_rates, self.num_chains)
         self.learning_rate.assign(np.asarray(v, np.float32))
 
     def set_correction(self, correction):
         """Assigns a new correction factor ``F > 0`` (not with a scheduled ``F``)."""
-        if self.swap_rule is None:
-            raise ValueError("set_correction: the sampler has no swap rule")
-        if self.swap_rule.scheduled_correction:
-            raise ValueError("set_correction: F follows the swap rule's schedule; build the "
-                             "CorrectedSwap with a number to set F from a callback")
-        if isinstance(correction, bool) or not isinstance(correction, numbers.Real) or not (
-                correction > 0 and np.isfinite(correction)):
-            raise ValueError(f"correction (F) must be a finite number > 0, got {correction!r}")
-        self.correction.assign(float(correction))
+        self.correction.assign(_hyper.checked_correction(correction, self.swap_rule))
 
     def set_reference_data(self, data, batch_size=None):
         """Sets the full training data used for the snapshot energies ``U_hat`` (VR only).

@@ -5,18 +5,87 @@ Every ``m`` steps (step 1 of the train step) each chain's weights are copied int
 computes ``U_hat = sum_i l(x_i | beta_hat)`` and, with the cache, every ``l(x_i | beta_hat)``.
 The pass is sharded across replicas (batch ``i`` on replica ``i mod R``) and all-reduced.
 
-The estimator itself (``U_B(beta) + c (U_B(beta_hat) - U_hat)``) is in :mod:`tf_vrre.energy`;
-the adaptive coefficient of Algorithm 2 is updated by :func:`update_coefficient`.
+:class:`ControlVariates` holds the settings; the estimator itself
+(``U_B(beta) + c (U_B(beta_hat) - U_hat)``) is in :mod:`tf_vrre.sgmcmc.energy`; the adaptive
+coefficient of Algorithm 2 is updated by :func:`update_coefficient`.
 """
 
 import collections
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_vrre.sgmcmc import distribute
 from tf_vrre.sgmcmc import estimators as stats
-from tf_vrre.sgmcmc.energy import ControlVariates
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class ControlVariates:
+    """Variance-reduced energies (VR-reSG*): snapshots and full-data energies every ``m`` steps.
+
+    Every ``period`` steps each chain's weights are copied to its snapshot ``beta_hat`` and
+    ``U_hat = sum_i l(x_i | beta_hat)`` is computed by one pass over the reference data
+    (``sampler.set_reference_data``) in batches of ``batch_size``.  Between refreshes the swap
+    energy is ``U_B(beta) + c (U_B(beta_hat) - U_hat)`` on the current batch.
+
+    Args:
+      period: ``m >= 1``, steps between snapshot refreshes.
+      coefficient: ``c``; ``-1.0`` (the paper's Algorithm 1) or ``"adaptive"``
+        (Algorithm 2: ``c <- (1 - gamma) c + gamma * (-Cov/Var)`` at each refresh, per chain,
+        starting at ``initial_coefficient``).
+      smoothing: ``gamma`` in ``(0, 1]`` for the adaptive coefficient.
+      initial_coefficient: starting value of the adaptive coefficient.
+      batch_size: batch size of the full-data pass (inference mode: large is fast).
+      cache: keep the per-example snapshot NLLs of the full pass (``K * N`` floats).  Batches
+        that carry their example index (``sampler.make_dataset``) then read the snapshot
+        energies from the cache instead of running a snapshot forward pass.  Used only where
+        it is exact: un-augmented reference data and energies that do not depend on the batch
+        (``energy_mode="inference"``, or a model without BatchNorm/Dropout).
+
+    Example:
+      >>> vr = ControlVariates(period=392, coefficient="adaptive", batch_size=1000)
+    """
+
+    def __init__(self, period, coefficient=-1.0, smoothing=0.3, initial_coefficient=-1.0,
+                 batch_size=1024, cache=True):
+        if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+            raise ValueError(f"period (m) must be an integer >= 1, got {period!r}")
+        if coefficient != "adaptive" and (isinstance(coefficient, bool)
+                                          or not isinstance(coefficient, (int, float))
+                                          or not np.isfinite(coefficient)):
+            raise ValueError(f"coefficient must be a finite number or 'adaptive', got {coefficient!r}")
+        if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
+            raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
+        if not isinstance(initial_coefficient, (int, float)) or not np.isfinite(initial_coefficient):
+            raise ValueError(f"initial_coefficient must be a finite number, got {initial_coefficient!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.period = period
+        self.coefficient = coefficient if coefficient == "adaptive" else float(coefficient)
+        self.smoothing = float(smoothing)
+        self.initial_coefficient = float(initial_coefficient)
+        if not isinstance(cache, bool):
+            raise TypeError(f"cache must be a bool, got {cache!r}")
+        self.batch_size = batch_size
+        self.cache = cache
+
+    @property
+    def adaptive(self):
+        return self.coefficient == "adaptive"
+
+    def get_config(self):
+        return {"period": self.period, "coefficient": self.coefficient,
+                "smoothing": self.smoothing, "initial_coefficient": self.initial_coefficient,
+                "batch_size": self.batch_size, "cache": self.cache}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
+        return f"ControlVariates({args})"
 
 
 class Reference(collections.namedtuple("Reference", ["source", "num_batches", "count", "batch_size"])):
