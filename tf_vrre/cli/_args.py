@@ -11,7 +11,6 @@ import math
 import os
 import sys
 import tempfile
-import time
 
 
 def die(message):
@@ -137,30 +136,3 @@ def write_json(path, obj):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-class Progress:
-    """A one-line text progress bar on stderr; ``.callback`` is a Keras callback feeding it."""
-
-    def __init__(self, label, steps):
-        import keras
-
-        outer = self
-
-        class CB(keras.callbacks.Callback):
-            def on_train_batch_end(self, batch, logs=None):
-                outer.update(batch + 1)
-
-        self.callback = CB()
-        self.label, self.steps, self.last = label, steps, -1
-        self.start = time.perf_counter()
-
-    def update(self, done):
-        pct = int(100 * done / self.steps)
-        if pct // 5 != self.last // 5:
-            self.last = pct
-            bar = "#" * (pct // 5) + "." * (20 - pct // 5)
-            sys.stderr.write(f"\r  {self.label:<22} [{bar}] {pct:3d}%  {time.perf_counter() - self.start:6.1f}s")
-            if pct >= 100:
-                sys.stderr.write("\n")
-            sys.stderr.flush()

@@ -38,7 +38,7 @@ def _row(name, d):
 
 def check(args):
     """The run, its samples and the data it is scored on, before TensorFlow starts (exit 2 on a bad one)."""
-    from tf_vrre.workflows.image_classification import evaluate as evaluation
+    from tf_vrre.workflows.image_classification import planning as evaluation  # no TensorFlow
     from tf_vrre.runs import run_json as rundir
 
     try:

@@ -108,7 +108,8 @@ def check(args):
     reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
     """
     from tf_vrre.runs import run_json as rundir
-    from tf_vrre.workflows.image_classification import strategies, train as training
+    from tf_vrre.workflows.image_classification import planning as training  # no TensorFlow
+    from tf_vrre.workflows.image_classification import strategies
     from tf_vrre.workflows.image_classification.data import sources
 
     try:

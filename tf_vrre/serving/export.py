@@ -27,13 +27,13 @@ import zipfile
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tf_vrre._version import __version__
+from tf_vrre.runs.run_json import FORMAT as RUN_FORMAT  # noqa: F401  (earlier name of this module)
+from tf_vrre.runs.run_json import RUN_JSON, read_run
 from tf_vrre.runs.samples import MANIFEST, MODEL_JSON, load_samples
 from tf_vrre.runs.samples import read_manifest as _read_manifest
-
-RUN_JSON = "run.json"
-RUN_FORMAT = "tf_vrre.run/1"
 EXPORT_JSON = "export.json"
 EXPORT_FORMAT = "tf_vrre.export/1"
 TMP_PREFIX = ".tmp-export-"
@@ -81,8 +81,6 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
       >>> info = export_ensemble("runs/cifar10", "serving/cifar10", max_members=16)
       >>> tf.saved_model.load(info["path"]).signatures["serving_default"](images=x_uint8)
     """
-    import tensorflow as tf
-
     start = time.perf_counter()
     temperature = _check_temperature(temperature)
     if max_members is not None:
@@ -157,14 +155,10 @@ def _resolve_source(source):
 
 
 def _read_run(run_dir):
+    """``RUN/run.json`` (:func:`tf_vrre.runs.run_json.read_run`) with the preprocessing the
+    exported model applies checked: normalisation numbers matching ``model.input_shape``."""
+    run = read_run(run_dir)
     path = os.path.join(run_dir, RUN_JSON)
-    try:
-        with open(path) as f:
-            run = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"cannot read {path}: {err}") from None
-    if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
-        raise ValueError(f"{path} is not a {RUN_FORMAT} file (format {run.get('format') if isinstance(run, dict) else None!r})")
     pre = run.get("preprocessing")
     if not isinstance(pre, dict) or pre.get("kind") != "normalize":
         raise ValueError(f"{path}: preprocessing must be {{'kind': 'normalize', 'scale', 'mean', 'std'}}, got {pre!r}")

@@ -23,9 +23,14 @@ import os
 import numpy as np
 
 from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import metrics as M
+from tf_vrre.workflows.image_classification import models
+from tf_vrre.workflows.image_classification import plots as image_plots
+from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
+                                                         num_classes, split_indices)
+from tf_vrre.workflows.image_classification.planning import (DEFAULT_OOD, OOD_CHOICES, check_data,  # noqa: F401
+                                                              check_run, data_sources)  # (re-exported)
 
-OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
-DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "cifar10"}
 ENTROPY_THRESHOLD = 1.5
 ECE_BINS = 15
 
@@ -37,62 +42,6 @@ def _read_csv(path):
         return []
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
-
-
-def check_run(run_dir):
-    """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
-    naming the missing / broken file (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
-    from tf_vrre.runs.samples import MANIFEST, load_samples
-
-    run = rundir.read_run(run_dir)
-    directory = os.path.join(str(run_dir), rundir.SAMPLES)
-    manifest = os.path.join(directory, MANIFEST)
-    if not os.path.isfile(manifest):
-        raise rundir.RunDirError(f"{manifest} does not exist: the run has collected no sample yet "
-                                 f"(status {run.get('status')!r}; samples start after the burn-in)")
-    try:
-        samples = load_samples(directory)
-    except ValueError as err:
-        raise rundir.RunDirError(str(err)) from None
-    if not len(samples):
-        raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
-                                 f"(status {run.get('status')!r}; samples start after the burn-in)")
-    return run, samples
-
-
-def data_sources(run, ood="auto", data_dir=None, source=None):
-    """``(data_dir, source, ood_name)`` an evaluation of ``run`` reads: the arguments, else the run's.
-
-    ``ood_name`` is ``None`` for ``ood="none"``; ``"auto"`` is :data:`DEFAULT_OOD` of the run's
-    data set.  Raises ``ValueError`` for an unknown ``ood``.
-    """
-    from tf_vrre.workflows.image_classification.data.sources import check_dataset
-
-    if ood not in OOD_CHOICES:
-        raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
-    data = run["data"]
-    data_dir = data_dir if data_dir is not None else data.get("data_dir")
-    source = source or data.get("source", "auto")
-    ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
-    return data_dir, source, ood_name
-
-
-def check_data(run, ood="auto", data_dir=None, source=None, fit_size=2000):
-    """Checks, without reading images or TensorFlow, that the splits an evaluation reads exist.
-
-    Rule: the run's test split, the OOD test split and (``fit_size > 0``) the run's training
-    split (its held-out part fits the temperature) pass :func:`tf_vrre.data.sources.check_available`.
-
-    Raises:
-      ValueError / FileNotFoundError naming the data set, split and expected files.
-    """
-    from tf_vrre.workflows.image_classification.data.sources import check_available
-
-    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
-    needed = [(run["data"]["dataset"], "test")] + ([(ood_name, "test")] if ood_name else [])
-    needed += [(run["data"]["dataset"], "train")] if fit_size else []
-    for name, split in needed:
-        check_available(name, split, source, data_dir)
 
 
 def swap_summary(run_dir, late_fraction=0.2):
@@ -114,24 +63,18 @@ def swap_summary(run_dir, late_fraction=0.2):
 
 
 def _balanced(y, size):
-    from tf_vrre.workflows.image_classification.data import split_indices
-
     if size is None or size >= len(y):
         return np.arange(len(y))
     return np.sort(split_indices(y, subset=int(size), holdout=0, seed=0)[0])
 
 
 def _load(name, split, source, data_dir, size=None):
-    from tf_vrre.workflows.image_classification.data import load_split
-
     x, y, _ = load_split(name, split, source, data_dir, download=False)
     idx = _balanced(y, size)
     return x[idx], y[idx]
 
 
 def _heldout(run, source, data_dir, size):
-    from tf_vrre.workflows.image_classification.data import indices_digest, load_split, split_indices
-
     d = run["data"]
     if not d.get("holdout"):
         return None
@@ -145,21 +88,15 @@ def _heldout(run, source, data_dir, size):
 
 
 def _logits(model, x, prep, batch_size):
-    from tf_vrre.workflows.image_classification.data import eval_dataset
-
     return np.asarray(model.predict(eval_dataset(x, prep, batch_size), verbose=0), np.float64)
 
 
 def _classification(p, y):
-    from tf_vrre.workflows.image_classification import metrics as M
-
     return {"accuracy": M.accuracy(p, y), "nll": M.nll(p, y), "brier": M.brier(p, y),
             "ece": M.ece(p, y, ECE_BINS)}
 
 
 def _ood_metrics(p_in, p_out, num_classes):
-    from tf_vrre.workflows.image_classification import metrics as M
-
     h_in, h_out = M.entropy(p_in), M.entropy(p_out)
     return {"entropy_mean": float(h_out.mean()), "entropy_gt_1.5": float(np.mean(h_out > ENTROPY_THRESHOLD)),
             "brier": M.ood_brier(p_out), "auroc": M.auroc(h_in, h_out, 0.0, math.log(num_classes)),
@@ -184,10 +121,6 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
       tf_vrre.rundir.RunDirError: no run / no samples (naming the missing file); ValueError for
         bad arguments.  Checked before anything is computed or written.
     """
-    from tf_vrre.workflows.image_classification import models
-    from tf_vrre.workflows.image_classification import plots as image_plots
-    from tf_vrre.workflows.image_classification.data import Preprocessing, num_classes
-
     if ood not in OOD_CHOICES:
         raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
     run, samples = check_run(run_dir)
@@ -226,8 +159,6 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
 
 def _fit(model, samples, held, prep, batch_size, say):
     """The fitted temperature on the held-out images (``None`` without them)."""
-    from tf_vrre.workflows.image_classification import metrics as M
-
     if held is None:
         return None
     x, y = held
@@ -242,8 +173,6 @@ def _fit(model, samples, held, prep, batch_size, say):
 def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
     """Running sums of ``softmax(z / T)`` over the samples per T on ``inputs = (x_test, ood_data)``
     (``ood_data`` may be ``None``), and the last sample's."""
-    from tf_vrre.workflows.image_classification import metrics as M
-
     x_test, ood_data = inputs
     say = say or (lambda message: None)
     sums = {k: [0.0, 0.0] for k in temps}
@@ -264,8 +193,6 @@ def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
 
 def _score(report, bma, last, y_test, C):
     """Fills the report's test / OOD metrics; returns the entropies and reliability bins per T."""
-    from tf_vrre.workflows.image_classification import metrics as M
-
     entropies, bins = {}, []
     for k, (p_in, p_out) in bma.items():
         report["test"][k] = _classification(p_in, y_test)

@@ -24,39 +24,38 @@ Example:
   >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz")
 """
 
-import math
 import os
 import shutil
+import sys
+import tempfile
 import time
 
-from tf_vrre._version import __version__
-from tf_vrre.workflows.image_classification import config as cfgmod
-from tf_vrre.runs import run_json as rundir
+import keras
+import tensorflow as tf
 
-from tf_vrre.workflows.image_classification import strategies
+from tf_vrre._version import __version__
+from tf_vrre.callbacks import SampleCollector, SwapLogger
+from tf_vrre.callbacks.checkpoint import Checkpoint
+from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
+from tf_vrre.sgmcmc.control_variates import ControlVariates
+from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
+from tf_vrre.sgmcmc.swaps import CorrectedSwap
+from tf_vrre.workflows.image_classification import config as cfgmod
+from tf_vrre.workflows.image_classification import models, strategies
+from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
+from tf_vrre.workflows.image_classification.planning import (_backup_epoch, _clear, check_execution,  # noqa: F401
+                                                              check_numbers, check_run_dir, expected_samples,
+                                                              train_size_hint)  # (re-exported: training.check_run_dir)
 from tf_vrre.workflows.image_classification.strategies import STRATEGIES, make_strategy  # noqa: F401  (re-exported: training.make_strategy)
 
 __all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_execution", "build_sampler", "train",
            "expected_samples"]
 
 
-def expected_samples(cfg, values):
-    """Number of cold-chain samples the run will collect (thinning, burn-in, cycles)."""
-    every, total = cfg["samples"]["thinning"], values["total_steps"]
-    burn = values["sample_burn_in_steps"]
-    steps = range(every * (burn // every + 1), total + 1, every)
-    if cfg["method"] in cfgmod.CYCLICAL:  # CyclicalCosine.in_sampling_phase(step - 1), without Keras
-        length = math.ceil(total / cfg["sampler"]["cycles"])
-        steps = [s for s in steps if ((s - 1) % length) / length > cfg["samples"]["cycle_threshold"]]
-    count = len(steps)
-    cap = cfg["samples"]["max_samples"]
-    return min(count, cap) if cap else count
-
-
 def _schedules(cfg, values):
     """Learning rates, temperatures and F as numbers / step schedules (cold chain first)."""
-    from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
-
     s, method, spe = cfg["sampler"], cfg["method"], values["steps_per_epoch"]
     if method in cfgmod.CYCLICAL:
         lr = CyclicalCosine(values["eta"], values["total_steps"], s["cycles"], cfg["samples"]["cycle_threshold"])
@@ -87,11 +86,6 @@ def build_sampler(cfg, values, num_classes, input_shape, data_size, synchronized
     BatchNormalization is synchronized across replicas when ``synchronized_bn`` (set by
     :func:`train` when the strategy has several replicas) or ``model.kwargs.synchronized_bn``.
     """
-    from tf_vrre.workflows.image_classification import models
-    from tf_vrre.sgmcmc.energy import ControlVariates
-    from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
-    from tf_vrre.sgmcmc.swaps import CorrectedSwap
-
     method, s = cfg["method"], cfg["sampler"]
     lrs, taus, correction = _schedules(cfg, values)
     kwargs = dict(cfg["model"]["kwargs"])
@@ -126,8 +120,6 @@ def plan(cfg, data_dir=None, source="auto", download=True):
       ValueError / FileNotFoundError: bad data set, source, sizes; a run that would collect
         no sample (naming ``samples.thinning`` and the steps after burn-in).
     """
-    from tf_vrre.workflows.image_classification.data import load_training_data, sources
-
     d = cfg["data"]
     train, holdout, info = load_training_data(d["dataset"], source, data_dir, d["subset"] or None, d["holdout"],
                                               d["split_seed"], download)
@@ -137,106 +129,11 @@ def plan(cfg, data_dir=None, source="auto", download=True):
     return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
 
 
-def check_numbers(cfg, train_size):
-    """``(values, samples)`` of a run on ``train_size`` images, or a ``ValueError`` (no TensorFlow).
-
-    Checks: the batch fits the data, the control variates are refreshed at least once, the
-    schedule collects at least one sample (naming ``samples.thinning`` and the burn-in).
-    """
-    d = cfg["data"]
-    if d["batch_size"] > train_size:
-        raise ValueError(f"data.batch_size ({d['batch_size']}) must be <= the {train_size} training examples")
-    values = cfgmod.schedule_values(cfg, train_size, train_size // d["batch_size"])
-    if "variance_reduction" in cfg and cfg["variance_reduction"]["period"] > values["total_steps"]:
-        raise ValueError(f"variance_reduction.period ({cfg['variance_reduction']['period']}) must be <= the run's "
-                         f"{values['total_steps']} steps, or the control variates are never refreshed")
-    count = expected_samples(cfg, values)
-    if count == 0:
-        raise ValueError(f"samples.thinning ({cfg['samples']['thinning']}) collects no sample: the run has "
-                         f"{values['total_steps']} steps, {values['sample_burn_in_steps']} of them burn-in; "
-                         "lower --thinning or raise --epochs")
-    return values, count
-
-
-def check_execution(cfg, jit_compile=None, steps_per_execution=None):
-    """Checks ``train``'s execution options without TensorFlow (``ValueError`` naming the argument).
-
-    ``jit_compile``: ``None`` (the sampler's default: ``$TF_VRRE_JIT_COMPILE``, else ``"auto"``),
-    ``True``, ``False`` or ``"auto"``.  ``steps_per_execution``: ``None`` (1) or an integer in
-    ``[1, 1024]`` (the swap record's ring buffer, :data:`tf_vrre.strategies.MAX_STEPS_PER_EXECUTION`)
-    that divides ``samples.thinning`` (callbacks see the weights once per execution).
-    """
-    if not (jit_compile is None or isinstance(jit_compile, bool) or jit_compile == "auto"):
-        raise ValueError(f"jit_compile must be None, True, False or 'auto'; got {jit_compile!r}")
-    if steps_per_execution is None:
-        return
-    top = strategies.MAX_STEPS_PER_EXECUTION
-    if isinstance(steps_per_execution, bool) or not isinstance(steps_per_execution, int) \
-            or not 1 <= steps_per_execution <= top:
-        raise ValueError(f"steps_per_execution must be an integer in [1, {top}]; got {steps_per_execution!r}")
-    if cfg["samples"]["thinning"] % steps_per_execution:
-        raise ValueError(f"steps_per_execution ({steps_per_execution}) must divide samples.thinning "
-                         f"({cfg['samples']['thinning']}): callbacks see the weights once per execution")
-
-
-def train_size_hint(cfg, source, data_dir):
-    """The number of training images, known without reading images: ``data.subset``, or for the
-    npz source the split's label count less the held-out part; ``None`` for tfds (no TensorFlow)."""
-    from tf_vrre.workflows.image_classification.data import sources
-
-    d = cfg["data"]
-    if d["subset"]:
-        return int(d["subset"])
-    name = sources.check_dataset(d["dataset"])
-    if sources.resolve_source(source, name, "train", data_dir) != "npz":
-        return None
-    total = sources.npz_split_size(data_dir, name, "train")
-    return total - sources.example_count(d["holdout"], total, "holdout")
-
-
-def check_run_dir(out, cfg, overwrite=False):
-    """The existing run (same config) or ``None``; refuses a different run unless ``overwrite``."""
-    existing = rundir.read_run(out, required=False)
-    if overwrite:
-        return None
-    if existing is None:
-        foreign = [p for p in rundir.TRAIN_OUTPUTS if os.path.exists(os.path.join(out, p))]
-        if foreign:
-            raise rundir.RunDirError(f"{out!r} holds {', '.join(foreign)} but no run.json; use --overwrite to "
-                                     "replace it or choose another --out")
-        return None
-    diff = rundir.config_difference(existing["config"], cfg)
-    if diff is not None:
-        key, old, new = diff
-        raise rundir.RunDirError(f"{out!r} holds a different run ({existing['method']}): config key {key} is "
-                                 f"{old!r} there, {new!r} now; use --overwrite to replace it or choose another --out")
-    return existing
-
-
-def _clear(out):
-    for name in rundir.TRAIN_OUTPUTS + rundir.EVAL_OUTPUTS:
-        path = os.path.join(out, name)
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        elif os.path.exists(path):
-            os.remove(path)
-
-
 def _versions():
-    import keras
-    import tensorflow as tf
-
     return {"tf_vrre": __version__, "tensorflow": tf.__version__, "keras": keras.__version__}
 
 
 def _callbacks(cfg, p, sampler, out, verbose, mirror):
-    import keras
-
-    from tf_vrre.callbacks import SampleCollector, SwapLogger
-    from tf_vrre.callbacks.checkpoint import Checkpoint
-    from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer
-    from tf_vrre.sgmcmc.schedules import CyclicalCosine
-
     sm, values = cfg["samples"], p["values"]
     cbs = [EpochTimer(), mirror]  # EpochTimer first: its epoch time includes the other callbacks' work
     if sampler.swap_rule is not None:
@@ -278,23 +175,6 @@ def _write_run(out, cfg, p, sampler, strategy, execution):
     return run
 
 
-def _backup_epoch(root):
-    """The epoch the :class:`tf_vrre.Checkpoint` in ``root/backup`` resumes from (0 without one):
-    read from its ``checkpoint`` index file (``ckpt-<epoch>``), without TensorFlow."""
-    import re
-
-    path = os.path.join(root, rundir.BACKUP, "checkpoint")
-    try:
-        with open(path) as f:
-            text = f.read()
-    except FileNotFoundError:
-        return 0
-    except OSError:
-        return -3  # unreadable: the workers must still agree
-    found = re.search(r'^model_checkpoint_path:\s*"(?:.*/)?ckpt-(\d+)"', text, re.M)
-    return int(found.group(1)) if found else -3
-
-
 def _agree(strat, out, state):
     """Multi-worker: every worker must see the same run state (``state``: -2 refused, -1 complete,
     else the backup epoch to resume from) before any collective step, or a worker would wait forever."""
@@ -309,8 +189,6 @@ def _agree(strat, out, state):
 def _worker_root(strat, out, overwrite):
     """``(directory this process writes, is chief)``: ``out`` on the chief, a temporary directory on
     the other workers of a multi-worker run, seeded with the chief's backup so they resume alike."""
-    import tempfile
-
     if strategies.is_chief(strat):
         if overwrite:
             _clear(out)
@@ -325,8 +203,6 @@ def _worker_root(strat, out, overwrite):
 
 def _compile(cfg, p, strat, jit_compile, steps_per_execution, verbose):
     """The compiled sampler (built in the strategy's scope) and the ``run.json`` execution record."""
-    import keras
-
     requested = jit_compile
     forced = strategies.is_tpu(strat) and jit_compile is not True
     if forced:
@@ -348,8 +224,6 @@ def _compile(cfg, p, strat, jit_compile, steps_per_execution, verbose):
 
 def _say(verbose, text):
     if verbose:
-        import sys
-
         sys.stderr.write(text + "\n")
 
 
@@ -436,11 +310,7 @@ def _fit(cfg, p, strat, where, execution, verbose):
     d = cfg["data"]
     aug = None
     if d["augment"]:
-        from tf_vrre.workflows.image_classification.data import Augmentation
-
         aug = Augmentation(d["crop_padding"], d["flip"], d["erasing"])
-    from tf_vrre.callbacks.progress import HostStepCounter
-
     mirror = HostStepCounter()  # the pipeline reads the step on the host (a TPU / GPU variable is not readable there)
     ds = p["train"].dataset(d["batch_size"], cfg["training"]["seed"], mirror.counter, aug)
     resumed = _backup_epoch(root) > 0
