@@ -41,6 +41,14 @@ def test_runs_import_without_tensorflow():
     assert out.stdout.strip() == "[]"
 
 
+def test_command_line_checks_without_tensorflow():
+    out = _fresh("import sys\nimport tf_vrre.cli\nfrom tf_vrre.cli import diagnose, evaluate, export, mixture, train\n"
+                 "from tf_vrre.workflows.image_classification import config, planning, strategies\n"
+                 "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_plain_import_loads_the_api_and_registers_keras_classes():
     out = _fresh("import keras, tf_vrre\n"
                  "print(keras.saving.get_registered_object('tf_vrre>ReplicaExchangeSampler') is "

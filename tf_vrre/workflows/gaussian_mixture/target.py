@@ -10,10 +10,15 @@ computed on a grid.  Every function takes ``target=`` (default :data:`DEFAULT`).
 """
 
 import collections
+import time
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
+from tf_vrre.sgmcmc.control_variates import ControlVariates
+from tf_vrre.sgmcmc.swaps import CorrectedSwap
 
 
 class Mixture(collections.namedtuple("Mixture", ["phi", "sigma", "prior_sd", "true_beta"],
@@ -284,12 +289,6 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
     Returns:
       ``{"beta": [T] cold-chain trace, "sigma2": [T], "swaps", "attempts", "seconds", ...}``.
     """
-    import time
-
-    from tf_vrre.sgmcmc.energy import ControlVariates
-    from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
-    from tf_vrre.sgmcmc.swaps import CorrectedSwap
-
     if method not in ALL_METHODS:
         raise ValueError(f"method must be one of {ALL_METHODS}, got {method!r}")
     if method == LADDER:
