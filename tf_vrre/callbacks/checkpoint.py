@@ -18,6 +18,7 @@ import os
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
@@ -83,8 +84,6 @@ class Checkpoint(keras.callbacks.Callback):
 
     # --- set-up and restore ----------------------------------------------------------------
     def on_train_begin(self, logs=None):
-        import tensorflow as tf
-
         s = require_sampler(self.model, "Checkpoint")
         run = outputs.run_identity(s, state=state_layout(s))
         outputs.claim(self.directory, self, self.params, "Checkpoint")
@@ -146,8 +145,6 @@ class Checkpoint(keras.callbacks.Callback):
 
     def _save(self, epoch):
         """Writes the checkpoint of the state at the start of ``epoch`` and commits it."""
-        import tensorflow as tf
-
         self._epoch.assign(epoch)
         options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: _faults.point(
             "checkpoint.data")])  # runs after the data files, before the index file is updated

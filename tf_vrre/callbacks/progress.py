@@ -17,6 +17,7 @@ import sys
 import time
 
 import keras
+import tensorflow as tf
 
 __all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter"]
 
@@ -198,8 +199,6 @@ class HostStepCounter(keras.callbacks.Callback):
 
     def __init__(self):
         super().__init__()
-        import tensorflow as tf
-
         with tf.device("/cpu:0"):
             self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="host_step_counter")
 

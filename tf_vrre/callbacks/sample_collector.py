@@ -15,6 +15,7 @@ records the run identity (:mod:`tf_vrre.outputs`): a collector of another run re
 directory instead of deleting its samples.
 """
 
+import hashlib
 import math
 import numbers
 import os
@@ -61,8 +62,6 @@ def reservoir_slot(seed, count, capacity):
 
 
 def _digest(arrays):
-    import hashlib
-
     h = hashlib.sha256()
     for a in arrays:
         a = np.ascontiguousarray(a)

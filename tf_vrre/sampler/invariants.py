@@ -16,6 +16,7 @@ check of a step, in :class:`Fault` order; the register is a float64 ``[5]`` vect
 
 import enum
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -138,8 +139,6 @@ class FaultRegister:
     """
 
     def __init__(self):
-        import keras
-
         self.variable = keras.Variable(np.zeros(5), dtype="float64", trainable=False, name="fault_register")
 
     def record(self, step, checks):

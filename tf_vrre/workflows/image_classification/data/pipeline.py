@@ -20,12 +20,11 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre.sampler.batch import ENERGY_INPUTS_KEY, INDEX_KEY  # the sampler's batch keys, defined once
 from tf_vrre.workflows.image_classification.data import sources
 from tf_vrre.workflows.image_classification.data.augment import augment, example_key
 
 ORDER_SALT = 0x0D7A
-INDEX_KEY = "example_index"
-ENERGY_INPUTS_KEY = "energy_inputs"
 _CHUNK = 4096
 
 __all__ = ["Preprocessing", "split_indices", "indices_digest", "TrainingData", "load_training_data", "eval_dataset",
