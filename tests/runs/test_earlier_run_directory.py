@@ -1,0 +1,60 @@
+"""A run directory written by an earlier version of the package (tests/fixtures/vr_resghmc_cnn_run:
+``tf-vrre train --config vr-resghmc --model cnn`` at toy scale, 2 epochs on the first images of
+the CIFAR-10 test set, laid out as the ``image_data_dir`` fixture) still evaluates, exports,
+diagnoses and resumes: the run-directory format and the Keras names stored in it are stable."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tf_vrre import cli
+
+from _paths import FIXTURES
+
+FIXTURE = os.path.join(FIXTURES, "vr_resghmc_cnn_run")
+TRAIN_FLAGS = ["train", "--config", "vr-resghmc", "--model", "cnn", "--set", "model.kwargs.width=4", "--subset", "64",
+               "--batch-size", "32", "--holdout", "32", "--epochs", "2", "--thinning", "2",
+               "--set", "samples.validation=16", "--source", "npz", "--quiet",
+               "--set", "variance_reduction.period=4", "--set", "variance_reduction.batch_size=64",
+               "--set", "swap.period=2", "--set", "swap.correction=1e6", "--set", "samples.burn_in_epochs=0"]
+
+
+@pytest.fixture
+def run(tmp_path):
+    path = str(tmp_path / "run")
+    shutil.copytree(FIXTURE, path)
+    return path
+
+
+def _files(root):
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(d, n)
+            out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+def test_evaluate_and_export(run, tmp_path, image_data_dir, capsys):
+    assert cli.main(["evaluate", "--run", run, "--data-dir", image_data_dir, "--quiet"]) == 0
+    report = json.load(open(os.path.join(run, "report.json")))
+    assert report["samples"] == 2 and 0.0 <= report["test"]["T=1"]["accuracy"] <= 1.0
+    out = str(tmp_path / "serving")
+    assert cli.main(["export", "--run", run, "--out", out]) == 0
+    assert "exported 2 of 2 samples (steps 2..4)" in capsys.readouterr().out
+
+
+def test_diagnose(run, tmp_path):
+    out = str(tmp_path / "diag")
+    assert cli.main(["diagnose", "--run", run, "--out", out, "--no-figures"]) == 0
+    assert os.path.exists(os.path.join(out, "diagnostics.json"))
+
+
+def test_rerun_of_the_complete_run_keeps_it(run, image_data_dir):
+    before = _files(run)
+    assert cli.main(TRAIN_FLAGS + ["--data-dir", image_data_dir, "--out", run]) == 0
+    after = _files(run)
+    assert {k: v for k, v in after.items() if k != "run.json"} == {k: v for k, v in before.items() if k != "run.json"}
+    assert json.load(open(os.path.join(run, "run.json")))["status"] == "complete"
