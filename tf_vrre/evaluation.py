@@ -74,6 +74,10 @@ def data_sources(run, ood="auto", data_dir=None, source=None):
     data_dir = data_dir if data_dir is not None else data.get("data_dir")
     source = source or data.get("source", "auto")
     ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
+    if ood_name is not None and ood_name == data["dataset"]:
+        others = [o for o in OOD_CHOICES if o not in ("auto", ood) and check_dataset(o) != ood_name]
+        raise ValueError(f"ood {ood!r} is the run's training data set {data['dataset']}, not out of distribution; "
+                         f"choose one of {', '.join(others)}")
     return data_dir, source, ood_name
 
 
@@ -92,7 +96,7 @@ def check_data(run, ood="auto", data_dir=None, source=None, fit_size=2000):
     needed = [(run["data"]["dataset"], "test")] + ([(ood_name, "test")] if ood_name else [])
     needed += [(run["data"]["dataset"], "train")] if fit_size else []
     for name, split in needed:
-        check_available(name, split, source, data_dir)
+        check_available(name, split, source, data_dir, download=False)
 
 
 def swap_summary(run_dir, late_fraction=0.2):

@@ -74,6 +74,9 @@ def read_run(run_dir, required=True):
     try:
         with open(path) as f:
             run = json.load(f)
+    except UnicodeDecodeError as err:
+        raise RunDirError(f"{path}: not a readable run manifest (not UTF-8 text: byte {err.start}, "
+                          f"{err.reason})") from None
     except (OSError, json.JSONDecodeError) as err:
         raise RunDirError(f"{path}: not a readable run manifest ({err})") from None
     if not isinstance(run, dict) or run.get("format") != FORMAT:

@@ -21,7 +21,7 @@ Example:
   >>> from tf_vrre import config, training
   >>> cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {
   ...     "training.epochs": 4, "data.subset": 2000, "model.name": "cnn", "samples.thinning": 16}))
-  >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz")
+  >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz")
 """
 
 import math
@@ -35,7 +35,7 @@ from tf_vrre import rundir
 from tf_vrre import strategies
 from tf_vrre.strategies import STRATEGIES, make_strategy  # noqa: F401  (re-exported: training.make_strategy)
 
-__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_execution", "build_sampler", "train",
+__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_same_data", "check_execution", "build_sampler", "train",
            "expected_samples"]
 
 
@@ -190,7 +190,11 @@ def train_size_hint(cfg, source, data_dir):
     if sources.resolve_source(source, name, "train", data_dir) != "npz":
         return None
     total = sources.npz_split_size(data_dir, name, "train")
-    return total - sources.example_count(d["holdout"], total, "holdout")
+    held = sources.example_count(d["holdout"], total, "holdout")
+    if held >= total:
+        raise ValueError(f"data.holdout ({held}) must leave training examples: the {name} train split in "
+                         f"{str(data_dir)!r} has {total}")
+    return total - held
 
 
 def check_run_dir(out, cfg, overwrite=False):
@@ -210,6 +214,28 @@ def check_run_dir(out, cfg, overwrite=False):
         raise rundir.RunDirError(f"{out!r} holds a different run ({existing['method']}): config key {key} is "
                                  f"{old!r} there, {new!r} now; use --overwrite to replace it or choose another --out")
     return existing
+
+
+def check_same_data(out, existing, prepared):
+    """Refuses to resume run ``existing`` on other training data than it started with.
+
+    Compared: the source, the training / held-out index digests (labels and split), the digest
+    of the training split's pixels and the fitted normalisation (for runs recorded before the
+    pixel digest).  Raises ``RunDirError`` naming the first difference; nothing is written.
+    """
+    old, new = existing["data"], prepared["data"]
+    checks = [(f"data.{key}", old.get(key), new.get(key)) for key in ("source", "train_digest", "holdout_digest")]
+    if "pixels_digest" in old:
+        checks.append(("data.pixels_digest", old["pixels_digest"], new["pixels_digest"]))
+    fitted = prepared["train"].preprocessing.to_dict()
+    recorded = existing["preprocessing"] if isinstance(existing["preprocessing"], dict) else {}
+    checks += [(f"preprocessing.{key}", recorded.get(key), fitted[key]) for key in ("mean", "std")]
+    for key, there, now in checks:
+        if there != now:
+            where = f" in {new['data_dir']!r}" if new.get("data_dir") else ""
+            raise rundir.RunDirError(f"{out!r}: the training data{where} differ from the run's ({key} {there!r} there, "
+                                     f"{now!r} now); resume with the run's data ({old.get('source')} "
+                                     f"{old.get('data_dir')!r}), or use --overwrite / another --out")
 
 
 def _clear(out):
@@ -389,7 +415,7 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
         ``steps_per_execution`` or strategy.  Nothing is written before these checks pass.
 
     Example:
-      >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz",
+      >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz",
       ...                         jit_compile="auto", steps_per_execution=2)
     """
     out = str(out)
@@ -413,10 +439,7 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
                 "history": {}, "seconds": 0.0, "samples": None, "chief": strategies.is_chief(strat)}
     p = prepared if prepared is not None else plan(cfg, data_dir, source, download)
     if existing is not None:
-        for key in ("train_digest", "holdout_digest", "source"):
-            if existing["data"].get(key) != p["data"][key]:
-                raise rundir.RunDirError(f"{out!r}: the training data differ from the run's (data.{key} "
-                                         f"{existing['data'].get(key)!r} there, {p['data'][key]!r} now)")
+        check_same_data(out, existing, p)
     root, chief = _worker_root(strat, out, overwrite)
     try:
         return _fit(cfg, p, strat, (out, root, chief), (jit_compile, steps_per_execution), verbose)

@@ -2,12 +2,15 @@
 
     tf-vrre train --config vr-resghmc --dataset cifar10 --model resnet20 --out runs/c10-vr
     tf-vrre train --config vr-resghmc --model cnn --subset 2000 --epochs 10 --thinning 16 \\
-        --data-dir /work/shared/data --source npz --out runs/cpu-vr         # CPU scale, real data
+        --data-dir data --source npz --out runs/cpu-vr         # CPU scale, real data
     tf-vrre train --config vr-resghmc --model resnet20 --strategy tpu --steps-per-execution 32 --out gs://b/r
     TF_CONFIG='{"cluster": {"worker": ["h0:2222", "h1:2222"]}, "task": {"type": "worker", "index": 0}}' \
         tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
 """
 
+import math
+
+from tf_vrre.cli._args import INT_MAX as _INT_MAX
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
@@ -41,14 +44,17 @@ def _key_value(text):
 def _fraction_or_count(text):
     import argparse
 
+    allowed = f"a count in [0, {_INT_MAX}] or a fraction in [0, 1)"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a count or a fraction, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
     if value.is_integer() and "." not in text and "e" not in text.lower():
-        value = int(value)
-    if value < 0 or (isinstance(value, float) and value >= 1):
-        raise argparse.ArgumentTypeError(f"must be a count >= 0 or a fraction in [0, 1), got {text}")
+        value = int(text)
+    if value < 0 or (isinstance(value, float) and value >= 1) or value > _INT_MAX:
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
     return value
 
 
@@ -69,7 +75,7 @@ def add_arguments(p):
     p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
     p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
                    help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
-    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. /work/shared/data)")
+    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. data)")
     p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
                    help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
     p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
@@ -99,6 +105,18 @@ def resolved_config(args):
     return config.resolve(config.apply_overrides(raw, overrides))
 
 
+def _check_augment_flags(args):
+    """``--no-augment`` with an augmentation setting is a contradiction, not a silent no-op."""
+    if not args.no_augment:
+        return
+    given = [f"--erasing {args.erasing:g}"] if args.erasing is not None else []
+    given += [f"--set {key}={value}" for key, value in args.set if key in ("data.erasing", "data.flip",
+                                                                           "data.crop_padding", "data.augment")]
+    if given:
+        _die(f"--no-augment contradicts {', '.join(given)}: training without augmentation has no crop, flip or "
+             "erasing; drop one of them")
+
+
 def check(args):
     """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
 
@@ -110,6 +128,7 @@ def check(args):
     from tf_vrre import rundir, strategies, training
     from tf_vrre.data import sources
 
+    _check_augment_flags(args)
     try:
         args.cfg = resolved_config(args)
     except ValueError as err:
@@ -119,9 +138,10 @@ def check(args):
     except rundir.RunDirError as err:
         _die(f"--out: {err}")
     try:
-        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir)
+        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir,
+                                download=not args.no_download)
         size = training.train_size_hint(args.cfg, args.source, args.data_dir)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:
         _die(f"--data-dir / --source: {err}")
     if size is not None:
         try:
@@ -156,7 +176,7 @@ def run(args):
         _die(f"--strategy {args.strategy}: {err}")
     try:
         prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:
         _die(str(err))
     try:
         result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, strategy,

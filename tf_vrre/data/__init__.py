@@ -18,7 +18,7 @@ from tf_vrre.data.sources import (ALIASES, DATASETS, SOURCES, check_available, c
 # ``tf-vrre train`` / ``evaluate`` checking their flags) stays free of TensorFlow.
 _LAZY = {"augment": ("Augmentation", "augment", "example_key", "random_erasing"),
          "pipeline": ("ENERGY_INPUTS_KEY", "INDEX_KEY", "Preprocessing", "TrainingData", "eval_dataset",
-                      "indices_digest", "load_training_data", "split_indices")}
+                      "indices_digest", "load_training_data", "split_indices", "pixels_digest")}
 
 
 def __getattr__(name):
@@ -32,6 +32,6 @@ def __getattr__(name):
 
 
 __all__ = ["Augmentation", "augment", "example_key", "random_erasing", "Preprocessing", "TrainingData",
-           "eval_dataset", "indices_digest", "load_training_data", "split_indices", "ENERGY_INPUTS_KEY",
+           "eval_dataset", "indices_digest", "pixels_digest", "load_training_data", "split_indices", "ENERGY_INPUTS_KEY",
            "INDEX_KEY", "ALIASES", "DATASETS", "SOURCES", "check_dataset", "image_shape", "load_split",
            "npz_files", "num_classes", "resolve_source", "check_available"]
