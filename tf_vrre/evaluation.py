@@ -75,7 +75,7 @@ def data_sources(run, ood="auto", data_dir=None, source=None):
     source = source or data.get("source", "auto")
     ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else check_dataset(ood))
     if ood_name is not None and ood_name == data["dataset"]:
-        others = [o for o in OOD_CHOICES if o not in ("auto", ood) and check_dataset(o) != ood_name]
+        others = [o for o in OOD_CHOICES if o not in ("auto", "none") and check_dataset(o) != ood_name] + ["none"]
         raise ValueError(f"ood {ood!r} is the run's training data set {data['dataset']}, not out of distribution; "
                          f"choose one of {', '.join(others)}")
     return data_dir, source, ood_name
