@@ -167,6 +167,8 @@ def data(tmp_path_factory):
     (["--holdout", "inf"], "argument --holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got inf"),
     (["--holdout", "-1"], "argument --holdout: must be a count"),
     (["--holdout", "99999999999"], "argument --holdout: must be a count in [0, 2147483647]"),
+    (["--erasing", "nan"], "argument --erasing: must be a finite number, got nan"),
+    (["--erasing", "1.5"], "argument --erasing: must be in [0, 1], got 1.5"),
     (["--no-augment", "--erasing", "0.5"], "--no-augment contradicts --erasing 0.5"),
     (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment contradicts --set data.erasing=0.2"),
     (["--set", "model.kwargs.depth=3"], "config key model.kwargs.depth is unknown for model cnn; allowed: width, "
