@@ -89,12 +89,13 @@ def check_download(name, data_dir, download=True):
     """Raises :class:`OfflineError` unless data set ``name`` can be downloaded now (call it when
     the data are not prepared in ``data_dir``)."""
     where = data_root(data_dir)
-    offline = ("to work offline, prepare it once with internet access (or `tfds build "
-               f"{name} --data_dir {where}`) and pass --no-download (download=False), or use --source npz "
-               "with a --data-dir of .npz files")
+    build = f"`tfds build {name} --data_dir {where}`"
+    npz = "or use --source npz with a --data-dir of .npz files"
     if not download:
         raise OfflineError(f"tensorflow-datasets {name} is not prepared in {where!r} and downloads are off "
-                           f"(--no-download / download=False); {offline}")
+                           f"(--no-download / download=False); prepare it once with internet access (without "
+                           f"--no-download, or {build}), give the --data-dir that holds it, {npz}")
+    offline = f"to work offline, prepare it once with internet access ({build}) and pass --no-download, {npz}"
     reason = probe(DOWNLOAD_URLS[name])
     if reason is not None:
         raise OfflineError(f"tensorflow-datasets {name} is not prepared in {where!r} and cannot be downloaded "
