@@ -49,7 +49,8 @@ TRAIN = ["train", "--config", "sghmc", "--model", "cnn", "--source", "npz", "--s
 @pytest.mark.parametrize("names, message", [
     (["cifar10_train_part2of2.npz"], "missing cifar10_train_part1of2.npz"),
     (["cifar10_train_part1of2.npz", "cifar10_train_part2of3.npz"], "parts of different counts (of2, of3)"),
-    (["cifar10_train_part1of2.npz", "cifar10_train_part2of2.npz", "cifar10_train_part3of2.npz"], "part1of2 .. part2of2"),
+    (["cifar10_train_part1of2.npz", "cifar10_train_part2of2.npz", "cifar10_train_part3of2.npz"],
+     "part1of2 .. part2of2"),
     (["cifar10_train_part1of1.npz", "cifar10_train_partA.npz"], "part files must be named cifar10_train_part<k>of<n>"),
 ])
 def test_npz_parts_must_be_exactly_1_to_n_of_n(names, message, tmp_path):

@@ -35,8 +35,8 @@ from tf_vrre import rundir
 from tf_vrre import strategies
 from tf_vrre.strategies import STRATEGIES, make_strategy  # noqa: F401  (re-exported: training.make_strategy)
 
-__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_same_data", "check_execution", "build_sampler", "train",
-           "expected_samples"]
+__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_same_data", "check_execution", "build_sampler",
+           "train", "expected_samples"]
 
 
 def expected_samples(cfg, values):

@@ -32,6 +32,7 @@ def __getattr__(name):
 
 
 __all__ = ["Augmentation", "augment", "example_key", "random_erasing", "Preprocessing", "TrainingData",
-           "eval_dataset", "indices_digest", "pixels_digest", "load_training_data", "split_indices", "ENERGY_INPUTS_KEY",
+           "eval_dataset", "indices_digest", "pixels_digest", "load_training_data", "split_indices",
+           "ENERGY_INPUTS_KEY",
            "INDEX_KEY", "ALIASES", "DATASETS", "SOURCES", "check_dataset", "image_shape", "load_split",
            "npz_files", "num_classes", "resolve_source", "check_available"]

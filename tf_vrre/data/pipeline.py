@@ -29,8 +29,8 @@ INDEX_KEY = "example_index"
 ENERGY_INPUTS_KEY = "energy_inputs"
 _CHUNK = 4096
 
-__all__ = ["Preprocessing", "split_indices", "indices_digest", "pixels_digest", "absolute_data_dir", "TrainingData", "load_training_data", "eval_dataset",
-           "INDEX_KEY", "ENERGY_INPUTS_KEY"]
+__all__ = ["Preprocessing", "split_indices", "indices_digest", "pixels_digest", "absolute_data_dir", "TrainingData",
+           "load_training_data", "eval_dataset", "INDEX_KEY", "ENERGY_INPUTS_KEY"]
 
 
 class Preprocessing:
