@@ -79,7 +79,9 @@ def add_arguments(p):
     p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. data)")
     p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
                    help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
-    p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
+    p.add_argument("--no-download", action="store_true",
+                   help="tfds: use prepared data only (offline). Without it, data not prepared in --data-dir are "
+                        "downloaded once the download host answers a 5 s connection check (else one-line error)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
                    help="tf.distribute strategy: auto (TPU if one is detected, mirrored with several GPUs, else "
                         "default), default, mirrored, multiworker (reads TF_CONFIG; run the same command on every "
