@@ -64,3 +64,11 @@ def test_resume_on_other_pixels_is_refused_before_writing(image_data_dir, tmp_pa
     assert cli.main(cli_flags("msgd", out, os.path.basename(image_data_dir))) == 0
     done = json.load(open(out / "run.json"))
     assert done["status"] == "complete" and done["data"]["data_dir"] == image_data_dir
+    # evaluate fits its temperature on the run's held-out images: not on other pixels of the same labels
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["evaluate", "--run", str(out), "--data-dir", other, "--ood", "none", "--fit-size", "16", "--quiet"])
+    assert exc.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "is not the run's (data.pixels_digest" in line and "held-out images were not held out" in line
+    assert not os.path.exists(out / "report.json")

@@ -134,12 +134,17 @@ def _load(name, split, source, data_dir, size=None):
 
 
 def _heldout(run, source, data_dir, size):
-    from tf_vrre.data import indices_digest, load_split, split_indices
+    from tf_vrre.data import indices_digest, load_split, pixels_digest, split_indices
 
     d = run["data"]
     if not d.get("holdout"):
         return None
     x, y, _ = load_split(d["dataset"], "train", source, data_dir, download=False)
+    now = pixels_digest(x) if d.get("pixels_digest") else None
+    if now != d.get("pixels_digest"):
+        raise rundir.RunDirError(f"the training split in {data_dir!r} is not the run's (data.pixels_digest "
+                                 f"{d['pixels_digest']!r} there, {now!r} now): its held-out images were "
+                                 "not held out; pass the run's --data-dir / --source, or --fit-size 0")
     train_idx, held_idx = split_indices(y, d.get("subset"), d["holdout"], d["split_seed"])
     if indices_digest(held_idx) != d.get("holdout_digest"):
         raise rundir.RunDirError(f"the held-out split rebuilt from {data_dir!r} differs from the run's "
