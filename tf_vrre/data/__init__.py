@@ -2,6 +2,8 @@
 
 - :mod:`tf_vrre.data.sources` - ``load_split(name, split, source, data_dir)`` from
   tensorflow-datasets or local ``.npz`` files (``cifar10``, ``cifar100``, ``svhn_cropped``).
+- :mod:`tf_vrre.data.tfds_source` - the tensorflow-datasets side: prepared-data check and a
+  bounded probe of the download host (offline: one line at once instead of minutes of retries).
 - :mod:`tf_vrre.data.augment` - the paper's crop / flip / random erasing as stateless ops
   keyed by ``(seed, data epoch, example index)``.
 - :mod:`tf_vrre.data.pipeline` - :class:`Preprocessing` (normalisation with training-set
