@@ -317,8 +317,11 @@ def _stack_members(tf, template, samples, picked):
 # ---- the serving graph ----------------------------------------------------------------------
 def _member_fn(tf, template, stacked, temperature, output):
     """``x -> [B, K, C]`` member probabilities: member ``k``'s weights are read from the stacks
-    under a ``keras.StatelessScope`` (the template's own variables are never read or changed)."""
+    under a ``keras.StatelessScope`` (the template's own variables are never read or changed).
+    An empty batch (``B = 0``) gives ``[0, K, C]`` without running the model."""
     k_members = int(stacked[0].shape[0])
+    spec = _input_spec(template)
+    classes = int(template.compute_output_spec(keras.KerasTensor((1, *spec.shape[1:]), spec.dtype)).shape[-1])
 
     def one(k, x):
         mapping = [(w, tf.gather(s, k)) for w, s in zip(template.weights, stacked)]
@@ -328,10 +331,21 @@ def _member_fn(tf, template, stacked, temperature, output):
         return tf.nn.softmax(z / temperature, axis=-1) if output == "logits" else z
 
     def members(x):
-        p = tf.map_fn(lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32,
-                      parallel_iterations=1)
-        return tf.transpose(p, [1, 0, 2])  # [B, K, C]: the batch first, as TF Serving needs
+        def run():
+            p = tf.map_fn(lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32,
+                          parallel_iterations=1)
+            return tf.transpose(p, [1, 0, 2])  # [B, K, C]: the batch first, as TF Serving needs
+        return tf.cond(tf.shape(x)[0] > 0, run, lambda: tf.zeros([0, k_members, classes], tf.float32))
     return members
+
+
+def _checked_input(tf, x, shape, name):
+    """``x`` after the serving checks (``InvalidArgument`` errors, before the model runs): its
+    shape must be ``shape`` (``None``: any size; the rank too), a float must be finite."""
+    x = tf.ensure_shape(x, shape, name=f"check_{name}_shape")
+    if x.dtype.is_floating:
+        x = tf.debugging.check_numerics(x, f"{name}: NaN or Inf value in the request (finite values only)")
+    return x
 
 
 def _summaries(tf, p_members, with_members):
@@ -354,7 +368,8 @@ def _archive(tf, model, stacked, image, temperature, output):
     if image is None:
         def endpoint(with_members):
             def serve(inputs):
-                return _summaries(tf, members(inputs), with_members)
+                x = _checked_input(tf, inputs, [None, *spec.shape[1:]], "inputs")
+                return _summaries(tf, members(x), with_members)
             return serve
         sig = [tf.TensorSpec([None, *spec.shape[1:]], spec.dtype, name="inputs")]
         archive.add_endpoint("serving_default", endpoint(False), input_signature=sig)
@@ -367,6 +382,7 @@ def _archive(tf, model, stacked, image, temperature, output):
 
     def endpoint(with_members):
         def serve(images):  # the training normalisation, in float32
+            images = _checked_input(tf, images, [None, *image["shape"]], "images")
             x = (tf.cast(images, tf.float32) * scale - mean) / std
             return _summaries(tf, members(tf.cast(x, spec.dtype)), with_members)
         return serve
