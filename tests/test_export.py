@@ -382,3 +382,18 @@ def test_model_signatures_reject_bad_requests(tmp_path):
     results = _bad_requests(info["path"], tmp_path)
     assert {k.split("/")[0] for k in results} == {"serving_default", "members"}
     _assert_rejects_bad_requests(results, ("serving_default", "members"), "inputs", "[?,4]")
+
+
+def test_temperature_checked_in_float32_and_a_small_one_serves_no_nan(tiny, tmp_path):
+    """``1e-46`` (0 in float32) and ``1e39`` (inf) are refused; ``T = 1e-30`` (logits / T overflow
+    float32) serves the members' argmax one-hot averages, not NaN."""
+    for t in (1e-46, 1e39):
+        with pytest.raises(ValueError, match=r"temperature must be in \[1.18e-38, 3.4e\+38\] \(positive and finite "
+                                             r"in float32"):
+            export_ensemble(tiny["run_dir"], str(tmp_path / "never"), temperature=t)
+    assert not os.path.exists(tmp_path / "never")
+    info = export_ensemble(tiny["run_dir"], str(tmp_path / "out"), max_members=2, temperature=1e-30)
+    got = tf.saved_model.load(info["path"]).signatures["members"](images=tf.constant(tiny["x"][:16]))
+    members = got["member_probabilities"].numpy()
+    assert np.all(np.isfinite(members)) and np.all(np.isfinite(got["probabilities"].numpy()))
+    assert np.allclose(members.max(-1), 1.0) and np.allclose(members.sum(-1), 1.0)  # one-hot per member

@@ -135,8 +135,13 @@ def _check_int(value, name, lo=1):
 
 
 def _check_temperature(t):
+    """``t`` as a float, checked in float32 (the graph's dtype): ``1e-46`` is 0 there, ``1e39`` inf."""
     if isinstance(t, bool) or not isinstance(t, numbers.Real) or not (np.isfinite(t) and t > 0):
         raise ValueError(f"temperature must be a finite number > 0, got {t!r}")
+    tiny, big = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+    if not tiny <= float(t) <= big:
+        raise ValueError(f"temperature must be in [{tiny:.3g}, {big:.3g}] (positive and finite in float32, the "
+                         f"serving graph's dtype), got {t!r}")
     return float(t)
 
 
@@ -328,7 +333,10 @@ def _member_fn(tf, template, stacked, temperature, output):
         with keras.StatelessScope(state_mapping=mapping):
             z = template(x, training=False)
         z = tf.cast(z, tf.float32)
-        return tf.nn.softmax(z / temperature, axis=-1) if output == "logits" else z
+        if output != "logits":
+            return z
+        # (z - max z) / T: <= 0, so a small T gives -inf (probability 0), never inf - inf = NaN
+        return tf.nn.softmax((z - tf.reduce_max(z, axis=-1, keepdims=True)) / temperature, axis=-1)
 
     def members(x):
         def run():

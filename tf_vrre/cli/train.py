@@ -9,6 +9,7 @@
 """
 
 from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
@@ -65,7 +66,7 @@ def add_arguments(p):
     p.add_argument("--seed", type=_nonnegative_int, help="seed of the sampler, data order and augmentation")
     p.add_argument("--thinning", type=_positive(int), help="one sample every THINNING steps after burn-in")
     p.add_argument("--lr", type=_positive(float), help="learning rate on the mean loss (eta = lr / N)")
-    p.add_argument("--erasing", type=float, help="random erasing probability in [0, 1]")
+    p.add_argument("--erasing", type=_fraction(closed=True), help="random erasing probability in [0, 1]")
     p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
     p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
                    help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
