@@ -89,6 +89,30 @@ def positive_float(maximum=None):
     return parse
 
 
+def check_config_ranges(cfg, where="--config / --set"):
+    """Exit 2 (one line naming the key) for a resolved config value TensorFlow cannot hold: an int
+    outside ``[-(2**31 - 1), 2**31 - 1]`` (int32 seeds and shapes; ``2**32`` fails as a NumPy seed)
+    or a float that is inf or a nonzero below :data:`FLOAT32_TINY` in float32.  Run before TensorFlow
+    starts; the config's own rules (signs, ranges of each key) are checked when it is resolved."""
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(f"{prefix}[{i}]", item)
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, int) and abs(value) > INT_MAX:
+            die(f"{where}: config key {prefix} must be an integer in [-{INT_MAX}, {INT_MAX}] (int32; seeds below "
+                f"2**31), got {value}")
+        elif isinstance(value, float) and (not math.isfinite(value) or abs(value) > FLOAT_MAX
+                                           or (value != 0 and abs(value) < FLOAT32_TINY)):
+            die(f"{where}: config key {prefix} must be 0 or of magnitude in [{FLOAT32_TINY:.3g}, {FLOAT_MAX:g}] "
+                f"(float32: larger is inf, smaller rounds to 0 or loses precision), got {value!r}")
+    walk("", cfg)
+
+
 def nonnegative_int(text, maximum=None):
     """Argument type: an int in ``[0, maximum]`` (default ``2**31 - 1``)."""
     value = _number(int, text, maximum)

@@ -8,6 +8,7 @@
         tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
 """
 
+from tf_vrre.cli._args import check_config_ranges as _check_config_ranges
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
@@ -115,6 +116,7 @@ def check(args):
         args.cfg = resolved_config(args)
     except ValueError as err:
         _die(str(err))
+    _check_config_ranges(args.cfg)
     try:
         args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
     except rundir.RunDirError as err:
