@@ -53,7 +53,11 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
     ``members`` -> the same plus ``member_probabilities`` ``[B, K, C]``, ``expected_entropy``
     and ``mutual_information`` ``[B]``.  Image runs take ``images`` as uint8 ``[None, H, W, C]``;
     ``serving_float32`` / ``members_float32`` take the same pixel values as float32.  Other
-    models take ``inputs`` with the model's input shape and dtype.
+    models take ``inputs`` with the model's input shape and dtype.  Every signature checks its
+    request in the graph (``tf.ensure_shape``, ``tf.debugging.check_numerics``): another rank, size
+    or channel count, and NaN / Inf in a float input, are an ``InvalidArgument`` error (a TF
+    Serving client gets status ``INVALID_ARGUMENT``; the server keeps running); another dtype is
+    refused by the signature itself; an empty batch ``[0, ...]`` returns empty outputs.
 
     Members: all samples, or ``max_members = K`` spread evenly over the chain (sample
     ``floor((j + 1) n / K) - 1`` of ``n``, ``j = 0..K-1``: stride ``n / K``, the last sample

@@ -18,7 +18,9 @@ DESCRIPTION = (
     "serving_default (probabilities, predictive_entropy, predicted_class) and members (also "
     "member_probabilities, expected_entropy, mutual_information); runs with run.json take raw uint8 "
     "images (serving_float32 / members_float32: float32) with the training normalisation inside the "
-    "graph. Versions are never overwritten; a failed or killed export leaves no version behind.")
+    "graph. Every signature checks its input: another rank, size, channel count or dtype, and NaN or Inf "
+    "in a float input, get an InvalidArgument error; an empty batch gets empty outputs. Versions are "
+    "never overwritten; a failed or killed export leaves no version behind.")
 
 
 def add_arguments(p):

@@ -76,9 +76,11 @@ def add_arguments(p):
                    help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
     p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                   help="tf.distribute strategy: auto (TPU if one is detected, mirrored with several GPUs, else "
-                        "default), default, mirrored, multiworker (reads TF_CONFIG; run the same command on every "
-                        "worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; XLA always on)")
+                   help="tf.distribute strategy: auto (TPU if one is detected: /dev/accel*, /dev/vfio with a Google "
+                        "PCI device, or a $COLAB_TPU_ADDR accepting a TCP connection within 3 s; else mirrored with "
+                        "several GPUs, else default), default, mirrored, multiworker (reads TF_CONFIG; run the same "
+                        "command on every worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; "
+                        "XLA always on)")
     p.add_argument("--jit-compile", choices=("auto", "on", "off"),
                    help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
                         "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
