@@ -41,7 +41,8 @@ class Checkpoint(keras.callbacks.Callback):
     At the start of ``fit`` the newest complete checkpoint in ``directory`` (if any) is
     restored into the sampler and ``fit`` continues at its epoch (Keras' ``initial_epoch``
     mechanism, as ``BackupAndRestore``); a rerun of a finished command restores the final state
-    and trains no further epoch.  A checkpoint is written when epoch ``e`` is over and
+    and trains no further epoch.  A checkpoint beyond ``fit``'s ``epochs`` (e.g. ``fit(epochs=3)``
+    on a 5-epoch checkpoint) is a ``ValueError`` naming both numbers, before anything is restored.  A checkpoint is written when epoch ``e`` is over and
     ``(e + 1) % every_epochs == 0``, and when training ends, *after* every callback's
     ``on_epoch_end`` (it is taken when the next epoch begins), so its place in the callback list
     does not matter and every record of the epoch is on disk before it.  Kill the process at any
@@ -119,9 +120,17 @@ class Checkpoint(keras.callbacks.Callback):
 
     def _restore(self):
         """Restores the newest complete checkpoint; returns its epoch (0 without one)."""
+        import tensorflow as tf
+
         latest = self._manager.latest_checkpoint
         if latest is None:
             return 0
+        stored = int(tf.train.load_checkpoint(latest).get_tensor("epoch/.ATTRIBUTES/VARIABLE_VALUE"))
+        epochs = (self.params or {}).get("epochs")
+        if epochs is not None and stored > epochs:  # checked before the sampler's state is touched
+            raise ValueError(f"Checkpoint: {self.directory} holds the state after epoch {stored}, beyond "
+                             f"fit(epochs={epochs}): fit would train nothing and leave the sampler at epoch {stored}. "
+                             f"Pass epochs >= {stored} to continue that run, or use another directory")
         self._ckpt.restore(latest).assert_consumed()
         epoch = int(self._epoch.numpy())
         if epoch > 0:

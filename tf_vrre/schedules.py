@@ -19,6 +19,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre._hyper import check_float32
+
 Schedule = keras.optimizers.schedules.LearningRateSchedule
 
 
@@ -28,7 +30,9 @@ def _positive(name, value, integer=False, allow_zero=False):
             value >= 0 if allow_zero else value > 0):
         kind = "an integer" if integer else "a finite number"
         raise ValueError(f"{name} must be {kind} {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return int(value) if integer else float(value)
+    if integer:
+        return int(value)
+    return check_float32(name, value, positive=not allow_zero)  # the schedules' values are float32
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")

@@ -11,6 +11,7 @@
 import math
 
 from tf_vrre.cli._args import INT_MAX as _INT_MAX
+from tf_vrre.cli._args import check_config_ranges as _check_config_ranges
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
@@ -83,9 +84,11 @@ def add_arguments(p):
                    help="tfds: use prepared data only (offline). Without it, data not prepared in --data-dir are "
                         "downloaded once the download host answers a 5 s connection check (else one-line error)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                   help="tf.distribute strategy: auto (TPU if one is detected, mirrored with several GPUs, else "
-                        "default), default, mirrored, multiworker (reads TF_CONFIG; run the same command on every "
-                        "worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; XLA always on)")
+                   help="tf.distribute strategy: auto (TPU if one is detected: /dev/accel*, /dev/vfio with a Google "
+                        "PCI device, or a $COLAB_TPU_ADDR accepting a TCP connection within 3 s; else mirrored with "
+                        "several GPUs, else default), default, mirrored, multiworker (reads TF_CONFIG; run the same "
+                        "command on every worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; "
+                        "XLA always on)")
     p.add_argument("--jit-compile", choices=("auto", "on", "off"),
                    help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
                         "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
@@ -136,6 +139,7 @@ def check(args):
         args.cfg = resolved_config(args)
     except ValueError as err:
         _die(str(err))
+    _check_config_ranges(args.cfg)
     try:
         args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
     except rundir.RunDirError as err:
