@@ -16,6 +16,7 @@ import warnings
 import keras
 
 from tf_vrre import _faults
+from tf_vrre import atomic
 from tf_vrre import outputs
 from tf_vrre.run_files import write_json
 from tf_vrre.sampler import require_sampler
@@ -122,14 +123,9 @@ class CSVLogger(keras.callbacks.Callback):
             header, rows = _read_rows(self.filename, self.separator)
             keep = [r for r in rows if int(r[0]) < epoch]
             self._columns = header if header else None
-            tmp = self.filename + ".tmp"
-            with open(tmp, "w", newline="") as f:
-                if header:
-                    csv.writer(f, delimiter=self.separator).writerows([header] + keep)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.filename)
-        self._file = open(self.filename, "a", newline="")
+            atomic.write(self.filename, lambda f: csv.writer(f, delimiter=self.separator).writerows(
+                [header] + keep if header else []), text=True)
+        self._file = atomic.open_append(self.filename)
         self._writer = csv.writer(self._file, delimiter=self.separator)
         self._started = True
 

@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from tf_vrre import atomic
 from tf_vrre import rundir
 
 OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
@@ -217,9 +218,7 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), image_plots)
     arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
               for where, h in zip(("test", "ood"), pair) if h is not None}
-    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
+    atomic.savez(os.path.join(str(run_dir), rundir.ENTROPIES), **arrays)
     rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
     return report
 

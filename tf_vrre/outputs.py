@@ -20,6 +20,8 @@ import json
 import os
 import warnings
 
+from tf_vrre import atomic
+
 LOCK = ".lock"
 
 
@@ -138,7 +140,7 @@ def claim(target, owner, token, label, lock=None):
                              f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}")
         release(held[0])  # left by an earlier fit that did not reach on_train_end
         getattr(held[0], "_abandon", lambda: None)()
-    f = open(lock, "a+")
+    f = atomic.open_lock(lock)
     try:
         import fcntl
 

@@ -18,6 +18,8 @@ import time
 
 import keras
 
+from tf_vrre import atomic
+
 __all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter"]
 
 
@@ -71,12 +73,12 @@ class EpochCSVLogger(keras.callbacks.Callback):
         for r in self._rows:
             keys += [k for k in r if k != "epoch" and k not in keys]
         header = ["epoch"] + sorted(keys)
-        tmp = self.filename + ".tmp"
-        with open(tmp, "w", newline="") as f:
+        def write(f):
             writer = csv.DictWriter(f, fieldnames=header, restval="")
             writer.writeheader()
             writer.writerows(self._rows)
-        os.replace(tmp, self.filename)
+
+        atomic.write(self.filename, write, text=True)
 
     def on_train_end(self, logs=None):
         self._rows = None

@@ -21,6 +21,8 @@ import zipfile
 
 import numpy as np
 
+from tf_vrre import atomic
+
 MANIFEST = "manifest.json"
 MODEL_JSON = "model.json"
 FORMAT = "tf_vrre.samples/1"
@@ -38,18 +40,14 @@ def sha256(path):
 
 
 def atomic_write(path, write):
-    """``write(f)`` into ``path + ".tmp"``, fsync, rename over ``path`` (atomic on POSIX)."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """``write(f)`` (binary) into a fresh temporary file, fsync, rename over ``path``
+    (:func:`tf_vrre.atomic.write`)."""
+    atomic.write(path, write)
 
 
 def write_json(path, obj):
     """Writes ``obj`` as JSON to ``path`` atomically."""
-    atomic_write(path, lambda f: f.write(json.dumps(obj, indent=1).encode()))
+    atomic.write_json(path, obj, indent=1)
 
 
 def _bad(path, what):

@@ -20,6 +20,8 @@ Model input is ``(x_uint8 * scale - mean) / std`` (float32, NHWC) with the numbe
 import json
 import os
 
+from tf_vrre import atomic
+
 FORMAT = "tf_vrre.run/1"
 RUN_JSON = "run.json"
 SAMPLES = "samples"
@@ -44,13 +46,7 @@ class RunDirError(ValueError):
 
 def write_json(path, obj):
     """Writes ``obj`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic.write_json(path, obj, indent=2, newline=True)
 
 
 def read_run(run_dir, required=True):

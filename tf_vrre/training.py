@@ -29,6 +29,7 @@ import os
 import shutil
 import time
 
+from tf_vrre import atomic
 from tf_vrre import config as cfgmod
 from tf_vrre import rundir
 
@@ -273,9 +274,7 @@ def _write_run(out, cfg, p, sampler, strategy, execution):
     rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
     os.makedirs(os.path.join(out, rundir.SAMPLES), exist_ok=True)
     model_json = os.path.join(out, rundir.SAMPLES, rundir.MODEL_JSON)
-    with open(model_json + ".tmp", "w") as f:
-        f.write(sampler.cold_model.to_json())
-    os.replace(model_json + ".tmp", model_json)
+    atomic.write_text(model_json, sampler.cold_model.to_json())
     return run
 
 

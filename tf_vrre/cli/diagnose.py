@@ -4,7 +4,6 @@
     tf-vrre diagnose --run runs/s0 --run runs/s1 --out runs/diag   # seeds as chains
 """
 
-import json
 import os
 
 from tf_vrre.cli._args import die as _die
@@ -63,10 +62,9 @@ def check(args):
 
 
 def _write_json(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
+    from tf_vrre import atomic
+
+    atomic.write_json(path, obj, indent=1)
 
 
 def run(args):
