@@ -33,15 +33,54 @@ REPORT = "report.json"
 FIGURES = ("entropy_cdf.png", "reliability.png", "swaps.png")
 MODEL_JSON = "model.json"
 ENTROPIES = "entropies.npz"
+LOCK = ".lock"
 TRAIN_OUTPUTS = (RUN_JSON, SAMPLES, SWAPS, BACKUP, LOG, TENSORBOARD)
 EVAL_OUTPUTS = (REPORT,) + FIGURES + (ENTROPIES,)
+DIAGNOSE_OUTPUTS = ("diagnostics.json", "replicas.png", "acceptance.png")
+DERIVED_OUTPUTS = EVAL_OUTPUTS + DIAGNOSE_OUTPUTS
 
 __all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOARD", "REPORT", "FIGURES",
-           "MODEL_JSON", "write_json", "read_run", "config_difference", "RunDirError"]
+           "MODEL_JSON", "write_json", "read_run", "config_difference", "lock_run", "RunDirError", "RunLockedError"]
 
 
 class RunDirError(ValueError):
     """A run directory is missing, incomplete, or holds a different run (the message says which)."""
+
+
+class RunLockedError(RunDirError):
+    """Another process holds the run directory's lock (it is training into it)."""
+
+
+def lock_run(run_dir):
+    """Makes this process the one writer of ``run_dir``: an exclusive, non-blocking ``flock`` on
+    ``RUN/.lock`` (opened ``O_NOFOLLOW``; the directory is created).  Keep the returned file open
+    while writing; the OS releases the lock when it is closed or the process ends.  The lock
+    file itself is never deleted (``--overwrite`` clears everything else).
+
+    Raises:
+      RunLockedError: another process holds the lock (naming the directory and its pid).
+
+    Example:
+      >>> lock = lock_run("runs/c10-vr")     # before any check or clear of the directory
+    """
+    import fcntl
+
+    run_dir = os.fspath(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    f = atomic.open_lock(os.path.join(run_dir, LOCK))
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        pid = f.read().strip()[:20] or "?"
+        f.close()
+        raise RunLockedError(f"{run_dir!r} is being written by another process (pid {pid}); wait for it to end "
+                             "or stop it, then run again") from None
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    return f
 
 
 def write_json(path, obj):

@@ -214,7 +214,7 @@ def check_run_dir(out, cfg, overwrite=False):
 
 
 def _clear(out):
-    for name in rundir.TRAIN_OUTPUTS + rundir.EVAL_OUTPUTS:
+    for name in rundir.TRAIN_OUTPUTS + rundir.DERIVED_OUTPUTS:  # never RUN/.lock: the one-writer lock
         path = os.path.join(out, name)
         if os.path.isdir(path):
             shutil.rmtree(path)

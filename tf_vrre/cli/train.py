@@ -8,10 +8,14 @@
         tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
 """
 
+import atexit
+import os
+
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
+from tf_vrre.rundir import LOCK as LOCK_NAME
 from tf_vrre.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
@@ -99,6 +103,52 @@ def resolved_config(args):
     return config.resolve(config.apply_overrides(raw, overrides))
 
 
+def _is_chief(strategy):
+    """False for a non-chief worker of a multi-worker run (``$TF_CONFIG``; no TensorFlow)."""
+    from tf_vrre import strategies
+
+    if strategy != "multiworker":
+        return True
+    try:
+        cfg = strategies.tf_config()
+    except ValueError as err:
+        _die(f"--strategy multiworker: {err}")
+    if cfg is None:
+        return True
+    task = cfg["task"]
+    return task["type"] == "chief" or ("chief" not in cfg["cluster"] and task["type"] == "worker"
+                                       and int(task["index"]) == 0)
+
+
+def _lock(args):
+    """Takes the run-level lock (:func:`tf_vrre.rundir.lock_run`) for the rest of the process: exit 2
+    naming ``--out`` if another process writes it.  A non-chief worker of a multi-worker run writes
+    elsewhere and takes none.  A directory made here and left holding only the lock is removed at exit."""
+    from tf_vrre import rundir
+
+    args.run_lock = None
+    if not _is_chief(args.strategy):
+        return
+    created = not os.path.exists(args.out)
+    try:
+        args.run_lock = rundir.lock_run(args.out)
+    except rundir.RunLockedError as err:
+        _die(f"--out: {err}")
+    except OSError as err:
+        _die(f"--out: cannot lock {args.out!r}: {err}")
+    if created:
+        atexit.register(_remove_if_unused, args.out)
+
+
+def _remove_if_unused(out):
+    try:
+        if os.listdir(out) == [LOCK_NAME]:
+            os.remove(os.path.join(out, LOCK_NAME))
+            os.rmdir(out)
+    except OSError:
+        pass
+
+
 def check(args):
     """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
 
@@ -114,6 +164,8 @@ def check(args):
         args.cfg = resolved_config(args)
     except ValueError as err:
         _die(str(err))
+    _writable(args.out)
+    _lock(args)  # before any check or clear of --out
     try:
         args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
     except rundir.RunDirError as err:
@@ -137,7 +189,6 @@ def check(args):
         training.check_execution(args.cfg, args.jit, args.steps_per_execution)
     except ValueError as err:
         _die(f"--jit-compile / --steps-per-execution: {err}")
-    _writable(args.out)
 
 
 def run(args):
