@@ -43,7 +43,7 @@ def _read_csv(path):
 def check_run(run_dir):
     """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
     naming the missing / broken file (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
-    from tf_vrre.run_files import MANIFEST, load_samples
+    from tf_vrre.run_files import MANIFEST, load_samples, repair_hint
 
     run = rundir.read_run(run_dir)
     directory = os.path.join(str(run_dir), rundir.SAMPLES)
@@ -54,7 +54,7 @@ def check_run(run_dir):
     try:
         samples = load_samples(directory)
     except ValueError as err:
-        raise rundir.RunDirError(str(err)) from None
+        raise rundir.RunDirError(f"{err}; {repair_hint(run_dir)}") from None
     if not len(samples):
         raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
                                  f"(status {run.get('status')!r}; samples start after the burn-in)")

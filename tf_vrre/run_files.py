@@ -111,6 +111,12 @@ def check_entry(directory, entry):
     return path
 
 
+def repair_hint(run):
+    """The remedy named by every command that finds damaged samples in ``run``."""
+    return (f"'tf-vrre repair {run}' keeps the readable samples and rewrites the manifest (--dry-run shows what "
+            "it would drop)")
+
+
 def array_shapes(path):
     """``{name: (shape, dtype str)}`` of the arrays in an ``.npz`` file, from their headers only."""
     out = {}

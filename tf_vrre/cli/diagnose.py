@@ -49,7 +49,10 @@ def check(args):
         try:
             _, samples = run_files.locate(run)
             if samples is not None:
-                run_files.load_samples(samples)
+                try:
+                    run_files.load_samples(samples)
+                except ValueError as err:
+                    raise ValueError(f"{err}; {run_files.repair_hint(run)}") from None
         except ValueError as err:
             _die(f"--run: {err}")
     if len(set(map(os.path.realpath, args.run))) != len(args.run):
