@@ -8,7 +8,6 @@ later ones (the replay writes them again, identically) and refuses the log of an
 """
 
 import csv
-import json
 import math
 import os
 import warnings
@@ -100,14 +99,7 @@ class CSVLogger(keras.callbacks.Callback):
 
     def _adopt(self, run):
         """Refuses (or with ``overwrite`` deletes) the log of another run; records this run."""
-        stored = None
-        if os.path.exists(self._identity_path):
-            try:
-                with open(self._identity_path) as f:
-                    stored = json.load(f).get("run")
-            except (OSError, ValueError, AttributeError) as err:
-                raise ValueError(f"CSVLogger: {self._identity_path} is corrupt ({err}); move it away or pass "
-                                 "overwrite=True") from None
+        stored = outputs.stored_run(self._identity_path, "CSVLogger")
         diff = outputs.difference(stored, run)
         if diff is not None and os.path.exists(self.filename) and os.path.getsize(self.filename):
             if not self.overwrite:

@@ -16,7 +16,6 @@ For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-c
    ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
 """
 
-import csv
 import math
 import os
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from tf_vrre import atomic
 from tf_vrre import rundir
+from tf_vrre.run_files import read_log
 
 OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
 DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "cifar10"}
@@ -34,10 +34,12 @@ __all__ = ["OOD_CHOICES", "evaluate", "check_run", "check_data", "data_sources",
 
 
 def _read_csv(path):
+    """Rows of a CSV log as dicts (``[]`` if absent); a damaged row is a ``ValueError`` naming the
+    file and line, only a last row torn by a kill is dropped."""
     if not os.path.isfile(path):
         return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    header, rows = read_log(path)
+    return [] if header is None else [dict(zip(header, row)) for _, row in rows]
 
 
 def check_run(run_dir):

@@ -18,7 +18,6 @@ other, so serving memory does not grow with K either.  The archive is written by
 ``keras.export.ExportArchive``.
 """
 
-import json
 import numbers
 import os
 import shutil
@@ -31,6 +30,7 @@ import numpy as np
 
 from tf_vrre import atomic
 from tf_vrre.collection import MANIFEST, MODEL_JSON, _read_manifest, load_samples
+from tf_vrre.run_files import read_json
 
 RUN_JSON = "run.json"
 RUN_FORMAT = "tf_vrre.run/1"
@@ -159,9 +159,8 @@ def _resolve_source(source):
 def _read_run(run_dir):
     path = os.path.join(run_dir, RUN_JSON)
     try:
-        with open(path) as f:
-            run = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+        run = read_json(path)
+    except (OSError, ValueError) as err:
         raise ValueError(f"cannot read {path}: {err}") from None
     if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
         raise ValueError(f"{path} is not a {RUN_FORMAT} file (format {run.get('format') if isinstance(run, dict) else None!r})")

@@ -173,8 +173,9 @@ def stored_run(path, who):
     ``ValueError`` naming ``who`` and the way out if the file is corrupt."""
     if not os.path.exists(path):
         return None
+    from tf_vrre.run_files import read_json
+
     try:
-        with open(path) as f:
-            return json.load(f).get("run")
+        return read_json(path).get("run")
     except (OSError, ValueError, AttributeError) as err:
         raise ValueError(f"{who}: {path} is corrupt ({err}); move it away or pass overwrite=True") from None

@@ -28,6 +28,26 @@ MODEL_JSON = "model.json"
 FORMAT = "tf_vrre.samples/1"
 SAMPLE_FILE = re.compile(r"sample-\d{9}\.npz")
 _ENTRY_FIELDS = {"file": str, "step": int, "bytes": int, "sha256": str}
+MAX_LOG_BYTES = 1 << 31  # 2 GiB: a larger log or JSON file is not one tf_vrre wrote
+
+
+def read_json(path):
+    """``json.load`` of ``path`` with every failure as one ``ValueError``-family error or
+    ``OSError``: ``FileNotFoundError`` / ``OSError`` propagate; undecodable bytes, bad JSON,
+    nesting too deep for the parser and files too large give ``ValueError("<what>")`` (the
+    caller adds the path)."""
+    if os.path.getsize(path) > MAX_LOG_BYTES:
+        raise ValueError(f"{os.path.getsize(path)} bytes, too large")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"not UTF-8 text (byte {err.start})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except MemoryError:
+        raise ValueError("too large to parse") from None
 
 
 def sha256(path):
@@ -84,11 +104,10 @@ def read_manifest(directory):
     """
     path = os.path.join(directory, MANIFEST)
     try:
-        with open(path) as f:
-            manifest = json.load(f)
+        manifest = read_json(path)
     except FileNotFoundError:
         raise ValueError(f"no sample manifest at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, ValueError) as err:
         raise ValueError(f"sample manifest {path} is corrupt: {err}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "entries" not in manifest:
         raise ValueError(f"sample manifest {path} is not a {FORMAT} manifest")
@@ -109,6 +128,55 @@ def check_entry(directory, entry):
         raise ValueError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
                          f"{entry['bytes']}; checksum mismatch)")
     return path
+
+
+
+
+def read_log(path):
+    """``(header, [(line number, row)])`` of a CSV log written row by row, strictly.
+
+    Only the last line may be incomplete (no newline, or fewer fields than the header: a row
+    torn by a kill) and is then dropped; every other row must have the header's number of fields.  ``(None, [])`` for an
+    empty file or a header torn before its newline.
+
+    Raises:
+      ValueError: naming the file (and line): not UTF-8 text, a NUL byte, or a row with the
+        wrong number of fields.
+    """
+    import csv
+
+    try:
+        if os.path.getsize(path) > MAX_LOG_BYTES:
+            raise ValueError(f"{path}: {os.path.getsize(path)} bytes, too large for a tf_vrre log")
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise ValueError(f"{path}, line {line}: not UTF-8 text (byte {err.start}); not a tf_vrre log") from None
+    if "\0" in text:
+        raise ValueError(f"{path}, line {text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; not a tf_vrre log")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines.pop()  # torn by a kill
+    if not lines:
+        return None, []
+    try:
+        parsed = list(csv.reader(lines))
+    except csv.Error as err:
+        raise ValueError(f"{path}: not a CSV log ({err})") from None
+    header, rows = parsed[0], []
+    if len(parsed) > 1 and len(parsed[-1]) < len(header):
+        parsed.pop()  # the last row cut short by a kill
+    for number, row in enumerate(parsed[1:], start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
+                             "row; only a last row torn by a kill is dropped)")
+        rows.append((number, row))
+    return header, rows
 
 
 def repair_hint(run):

@@ -17,7 +17,6 @@ Model input is ``(x_uint8 * scale - mean) / std`` (float32, NHWC) with the numbe
 ``run.json["preprocessing"]`` (statistics of the training images).
 """
 
-import json
 import os
 
 from tf_vrre import atomic
@@ -106,13 +105,15 @@ def read_run(run_dir, required=True):
         what = "directory" if not os.path.isdir(run_dir) else "file"
         missing = run_dir if what == "directory" else path
         raise RunDirError(f"run {what} {missing!r} does not exist (tf-vrre train --out {run_dir} writes it)")
+    from tf_vrre.run_files import read_json
+
     try:
-        with open(path) as f:
-            run = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+        run = read_json(path)
+    except (OSError, ValueError) as err:
         raise RunDirError(f"{path}: not a readable run manifest ({err})") from None
     if not isinstance(run, dict) or run.get("format") != FORMAT:
-        raise RunDirError(f"{path}: expected format {FORMAT!r}, got {run.get('format') if isinstance(run, dict) else run!r}")
+        found = run.get("format") if isinstance(run, dict) else f"a JSON {type(run).__name__}"
+        raise RunDirError(f"{path}: expected format {FORMAT!r}, got {found!r}"[:400])
     for key in ("method", "config", "model", "data", "preprocessing", "seed"):
         if key not in run:
             raise RunDirError(f"{path}: missing key {key!r}")

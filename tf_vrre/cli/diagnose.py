@@ -72,15 +72,15 @@ def _write_json(path, obj):
 
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
-    os.makedirs(args.out, exist_ok=True)
     from tf_vrre import diagnostics as dg
     from tf_vrre.diagnostics import plots
 
-    try:
+    try:  # read everything first: a broken log leaves no --out behind
         diag = dg.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
                            split=not args.no_split)
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         _die(f"--run: {err}")
+    os.makedirs(args.out, exist_ok=True)
     print(dg.format_table(diag))
     written = ["diagnostics.json"]
     with_log = [(f, p) for f, p in zip(diag["replica_flow"], diag["runs"]) if f is not None]
