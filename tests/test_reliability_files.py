@@ -110,3 +110,39 @@ def test_new_files_get_the_umask_permissions(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
+
+
+# ---- damaged checkpoints -----------------------------------------------------------------
+def _fit_with_checkpoint(directory, epochs):
+    s, x, y = make_sampler(vr=False, seed=0)
+    ckpt = Checkpoint(str(directory))
+    s.fit(x, y, batch_size=16, epochs=epochs, verbose=0, shuffle=False, callbacks=[ckpt])
+    return ckpt
+
+
+def test_a_garbage_checkpoint_index_is_refused_not_restarted(tmp_path):
+    from tf_vrre.checkpoint import CheckpointError
+
+    _fit_with_checkpoint(tmp_path / "backup", 2)
+    (tmp_path / "backup" / "checkpoint").write_bytes(b"\x00garbage {{")
+    with pytest.raises(CheckpointError) as exc:
+        _fit_with_checkpoint(tmp_path / "backup", 3)
+    message = str(exc.value)
+    assert f"{tmp_path / 'backup' / 'checkpoint'} is not a readable checkpoint index" in message
+    assert "ckpt-1, ckpt-2" in message and f"remove {tmp_path / 'backup'} to restart" in message
+    assert isinstance(exc.value, rundir.RunDirError)  # tf-vrre train: one line, exit 2
+
+
+def test_a_damaged_newest_checkpoint_falls_back_and_none_readable_is_refused(tmp_path):
+    from tf_vrre.checkpoint import CheckpointError
+
+    _fit_with_checkpoint(tmp_path / "backup", 2)
+    (tmp_path / "backup" / "ckpt-2.index").write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match="ckpt-2.*resuming from .*ckpt-1"):
+        ckpt = _fit_with_checkpoint(tmp_path / "backup", 2)
+    assert ckpt.restored_epoch == 1
+    for name in os.listdir(tmp_path / "backup"):
+        if name.startswith("ckpt-") and name.endswith(".index"):
+            (tmp_path / "backup" / name).write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="no readable checkpoint in .*backup.*remove .*backup to restart"):
+        _fit_with_checkpoint(tmp_path / "backup", 3)
