@@ -112,3 +112,38 @@ def test_nothing_to_repair_in_an_empty_directory(tmp_path):
     result = cli("repair", str(tmp_path))
     assert result.returncode == 2 and result.stderr.startswith("tf-vrre: error: RUN: ")
     assert "nothing to repair" in result.stderr
+
+
+def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from tf_vrre import _faults, cli
+
+    samples = make_run(tmp_path / "run")
+    with open(samples / "sample-000000004.npz", "r+b") as f:
+        f.truncate(50)
+    before = (samples / "manifest.json").read_bytes()
+
+    def full(name):
+        if name == "atomic.write":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_faults, "hook", full)
+    assert cli.main(["repair", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tf-vrre: error: repair: cannot write {samples / 'manifest.json'}: No space left on device; "
+                   "free space or fix permissions and run the same command again"]
+    assert (samples / "manifest.json").read_bytes() == before  # unchanged, nothing renamed
+    assert os.path.exists(samples / "sample-000000004.npz")
+    assert not [n for n in os.listdir(samples) if n.endswith(".tmp")]
+
+
+def test_tensorflow_full_disk_errors_are_recognised():
+    import tensorflow as tf
+
+    from tf_vrre import cli
+
+    err = tf.errors.ResourceExhaustedError(None, None, "runs/a/backup/ckpt-3_temp/part-0.data; No space left on device")
+    assert cli._tensorflow_write_error(err) == "runs/a/backup/ckpt-3_temp/part-0.data; No space left on device"
+    assert cli._tensorflow_write_error(tf.errors.InvalidArgumentError(None, None, "shape mismatch")) is None
+    assert cli._tensorflow_write_error(ValueError("No space left on device")) is None

@@ -129,9 +129,9 @@ def repair(directory, dry_run=False):
     result = plan(directory)
     if dry_run or not result["changed"]:
         return result
+    atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)  # first: lists none of them
     for name, _ in result["dropped"]:
         path = os.path.join(directory, name)
         if os.path.isfile(path) and not os.path.islink(path):
             os.replace(path, os.path.join(directory, DAMAGED_PREFIX + name))
-    atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)
     return result
