@@ -93,3 +93,44 @@ def test_a_sample_that_is_not_a_zip_is_named(tmp_path):
     (tmp_path / "sample-000000002.npz").write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(ValueError, match="sample-000000002.npz is not a readable .npz file"):
         run_files.array_shapes(str(tmp_path / "sample-000000002.npz"))
+
+
+def test_resume_readers_name_a_damaged_log(tmp_path):
+    from tf_vrre.callbacks import _truncate_csv
+    from tf_vrre.run_callbacks import EpochCSVLogger
+
+    log = tmp_path / "log.csv"
+    log.write_bytes(b"epoch,loss\n0,1.0\n\xff\xfe\x00garbage\n")
+    logger = EpochCSVLogger(str(log))
+    with pytest.raises(run_files.RunFileError, match=f"{log}, line 3: not UTF-8 text"):
+        logger.on_epoch_begin(1)
+    swaps = tmp_path / "swaps.csv"
+    swaps.write_text("step,epoch\n1,0\n2\n3,0\n")
+    with pytest.raises(run_files.RunFileError, match=f"{swaps}, line 3: 1 fields, the header has 2"):
+        _truncate_csv(str(swaps), ["step", "epoch"], lambda r: True)
+    swaps.write_text("step,epoch\n1,0\n2,0\n3")  # torn last row: dropped, the rest kept
+    _truncate_csv(str(swaps), ["step", "epoch"], lambda r: True)
+    assert swaps.read_text().splitlines() == ["step,epoch", "1,0", "2,0"]
+
+
+def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsys, tmp_path):
+    import argparse
+
+    from tf_vrre import strategies, training
+    from tf_vrre.cli import train
+
+    def damaged(*a, **k):
+        raise run_files.RunFileError(f"sample manifest {tmp_path}/samples/manifest.json points at a missing file")
+
+    monkeypatch.setattr(training, "train", damaged)
+    monkeypatch.setattr(training, "make_strategy", lambda name: None)
+    monkeypatch.setattr(training, "plan", lambda *a, **k: None)
+    monkeypatch.setattr(strategies, "check_options", lambda *a: None)
+    args = argparse.Namespace(cfg={}, out=str(tmp_path), strategy="default", existing=None, jit=None,
+                              steps_per_execution=None, data_dir=None, source="npz", no_download=True,
+                              overwrite=False, quiet=True)
+    with pytest.raises(SystemExit) as exc:
+        train.run(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]

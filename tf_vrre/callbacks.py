@@ -28,7 +28,7 @@ from tf_vrre import outputs
 from tf_vrre import record
 from tf_vrre.collection import SampleCollector  # noqa: F401  (re-export)
 from tf_vrre.csv_logger import CSVLogger  # noqa: F401  (re-export)
-from tf_vrre.run_files import write_json
+from tf_vrre.run_files import read_log, write_json
 from tf_vrre.sampler import require_sampler
 
 __all__ = ["HyperparameterScheduler", "SwapLogger", "SampleCollector", "CSVLogger"]
@@ -181,8 +181,8 @@ def _truncate_csv(path, header, keep):
     row cut short by a kill is dropped."""
     if not os.path.exists(path):
         return
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if _complete(r, header)]
+    found, lines = read_log(path)  # damaged: RunFileError naming the file and line
+    rows = [r for r in (dict(zip(found, v)) for _, v in lines) if _complete(r, header)] if found else []
 
     def write(f):
         w = csv.DictWriter(f, fieldnames=header)

@@ -17,15 +17,18 @@ import keras
 from tf_vrre import _faults
 from tf_vrre import atomic
 from tf_vrre import outputs
-from tf_vrre.run_files import write_json
+from tf_vrre.run_files import RunFileError, write_json
 from tf_vrre.sampler import require_sampler
 
 
 def _read_rows(path, separator):
     """``(header, complete rows as lists)`` of a log file; only newline-terminated lines count (a
     line cut by a kill is dropped, a cut header drops the file), rows need every column."""
-    with open(path, newline="") as f:
-        text = f.read()
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RunFileError(f"{path}: not UTF-8 text (byte {err.start}); not a tf_vrre log: move it away") from None
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines.pop()

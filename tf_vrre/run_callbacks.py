@@ -19,6 +19,7 @@ import time
 import keras
 
 from tf_vrre import atomic
+from tf_vrre.run_files import RunFileError, read_log
 
 __all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter"]
 
@@ -57,13 +58,15 @@ class EpochCSVLogger(keras.callbacks.Callback):
         if self._rows is None:  # first epoch of this fit: after BackupAndRestore restored the epoch
             self._rows = []
             if os.path.exists(self.filename):
-                with open(self.filename, newline="") as f:
-                    for row in csv.DictReader(f):
-                        try:
-                            if int(row["epoch"]) < epoch:
-                                self._rows.append(row)
-                        except (KeyError, TypeError, ValueError):
-                            continue  # a row cut short by a kill
+                header, rows = read_log(self.filename)  # damaged: RunFileError naming the file and line
+                for number, values in rows:
+                    row = dict(zip(header, values))
+                    try:
+                        if int(row["epoch"]) < epoch:
+                            self._rows.append(row)
+                    except (KeyError, ValueError):
+                        raise RunFileError(f"{self.filename}, line {number}: no epoch number; move the file away "
+                                           "(its rows are then lost) and run again") from None
 
     def on_epoch_end(self, epoch, logs=None):
         row = {"epoch": str(epoch)}

@@ -31,6 +31,11 @@ _ENTRY_FIELDS = {"file": str, "step": int, "bytes": int, "sha256": str}
 MAX_LOG_BYTES = 1 << 31  # 2 GiB: a larger log or JSON file is not one tf_vrre wrote
 
 
+class RunFileError(ValueError):
+    """A run file (sample manifest, sample file, CSV log) is missing, damaged or not a tf_vrre file;
+    the message names the file (and line)."""
+
+
 def read_json(path):
     """``json.load`` of ``path`` with every failure as one ``ValueError``-family error or
     ``OSError``: ``FileNotFoundError`` / ``OSError`` propagate; undecodable bytes, bad JSON,
@@ -71,7 +76,7 @@ def write_json(path, obj):
 
 
 def _bad(path, what):
-    return ValueError(f"sample manifest {path} is malformed: {what}")
+    return RunFileError(f"sample manifest {path} is malformed: {what}")
 
 
 def _check_entries(path, entries):
@@ -106,11 +111,11 @@ def read_manifest(directory):
     try:
         manifest = read_json(path)
     except FileNotFoundError:
-        raise ValueError(f"no sample manifest at {path}") from None
+        raise RunFileError(f"no sample manifest at {path}") from None
     except (OSError, ValueError) as err:
-        raise ValueError(f"sample manifest {path} is corrupt: {err}") from None
+        raise RunFileError(f"sample manifest {path} is corrupt: {err}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "entries" not in manifest:
-        raise ValueError(f"sample manifest {path} is not a {FORMAT} manifest")
+        raise RunFileError(f"sample manifest {path} is not a {FORMAT} manifest")
     _check_entries(path, manifest["entries"])
     events = manifest.setdefault("events", [])
     if not isinstance(events, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in events):
@@ -121,11 +126,18 @@ def read_manifest(directory):
 def check_entry(directory, entry):
     """Path of an entry's file after checking its size and SHA-256 (``ValueError`` naming it)."""
     path = os.path.join(directory, entry["file"])
+    try:
+        return _check_entry_file(directory, entry, path)
+    except OSError as err:
+        raise RunFileError(f"sample file {path}: cannot read it ({err.strerror or err})") from None
+
+
+def _check_entry_file(directory, entry, path):
     if not os.path.exists(path):
-        raise ValueError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
+        raise RunFileError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
     size = os.path.getsize(path)
     if size != entry["bytes"] or sha256(path) != entry["sha256"]:
-        raise ValueError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
+        raise RunFileError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
                          f"{entry['bytes']}; checksum mismatch)")
     return path
 
@@ -147,18 +159,18 @@ def read_log(path):
 
     try:
         if os.path.getsize(path) > MAX_LOG_BYTES:
-            raise ValueError(f"{path}: {os.path.getsize(path)} bytes, too large for a tf_vrre log")
+            raise RunFileError(f"{path}: {os.path.getsize(path)} bytes, too large for a tf_vrre log")
         with open(path, "rb") as f:
             data = f.read()
     except OSError as err:
-        raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None
+        raise RunFileError(f"{path}: cannot read it ({err.strerror or err})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data[:err.start].count(b"\n") + 1
-        raise ValueError(f"{path}, line {line}: not UTF-8 text (byte {err.start}); not a tf_vrre log") from None
+        raise RunFileError(f"{path}, line {line}: not UTF-8 text (byte {err.start}); not a tf_vrre log") from None
     if "\0" in text:
-        raise ValueError(f"{path}, line {text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; not a tf_vrre log")
+        raise RunFileError(f"{path}, line {text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; not a tf_vrre log")
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines.pop()  # torn by a kill
@@ -167,13 +179,13 @@ def read_log(path):
     try:
         parsed = list(csv.reader(lines))
     except csv.Error as err:
-        raise ValueError(f"{path}: not a CSV log ({err})") from None
+        raise RunFileError(f"{path}: not a CSV log ({err})") from None
     header, rows = parsed[0], []
     if len(parsed) > 1 and len(parsed[-1]) < len(header):
         parsed.pop()  # the last row cut short by a kill
     for number, row in enumerate(parsed[1:], start=2):
         if len(row) != len(header):
-            raise ValueError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
+            raise RunFileError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
                              "row; only a last row torn by a kill is dropped)")
         rows.append((number, row))
     return header, rows
@@ -197,7 +209,7 @@ def array_shapes(path):
                     shape, _, dtype = read(f)
                 out[name[:-4] if name.endswith(".npy") else name] = (tuple(shape), dtype.str)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        raise ValueError(f"sample file {path} is not a readable .npz file: {err}") from None
+        raise RunFileError(f"sample file {path} is not a readable .npz file: {err}") from None
     return out
 
 
@@ -213,7 +225,7 @@ def check_shapes(directory, entries):
         if shapes != first:
             names = sorted(set(shapes) | set(first))
             name = next(n for n in names if shapes.get(n) != first.get(n))
-            raise ValueError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
+            raise RunFileError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
                              f"{_describe(first.get(name))} in {first_path} (samples of different models "
                              "in one directory)")
 

@@ -194,7 +194,7 @@ def check(args):
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
     returns the exit status."""
-    from tf_vrre import rundir, strategies, training
+    from tf_vrre import run_files, rundir, strategies, training
 
     cfg = args.cfg
     if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
@@ -215,6 +215,8 @@ def run(args):
                                 steps_per_execution=args.steps_per_execution)
     except rundir.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
         _die(f"--out: {err}")
+    except run_files.RunFileError as err:  # a damaged sample, manifest or log found on resume
+        _die(f"--out: {err}; {run_files.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0
