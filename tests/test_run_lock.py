@@ -66,12 +66,25 @@ def test_a_second_writer_is_refused_before_tensorflow_and_deletes_nothing(holder
     assert seconds < 30, seconds  # refused before TensorFlow starts
 
 
-def test_lock_is_exclusive_in_process_and_released_on_close(tmp_path):
+def test_lock_is_reentrant_in_process_exclusive_across_and_released(tmp_path):
     first = rundir.lock_run(tmp_path / "r")
-    with pytest.raises(rundir.RunLockedError, match=f"pid {os.getpid()}"):
-        rundir.lock_run(tmp_path / "r")
-    first.close()
-    rundir.lock_run(tmp_path / "r").close()
+    assert rundir.lock_run(tmp_path / "r") is first and rundir.holds_lock(tmp_path / "r")
+    other = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre import rundir; rundir.lock_run(sys.argv[1])",
+                            str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
+    assert other.returncode != 0 and f"being written by another process (pid {os.getpid()})" in other.stderr
+    rundir.unlock_run(tmp_path / "r")
+    assert not rundir.holds_lock(tmp_path / "r") and first.closed
+    again = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre import rundir; rundir.lock_run(sys.argv[1])",
+                            str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
+    assert again.returncode == 0, again.stderr
+
+
+def test_library_train_refuses_a_run_another_process_writes(holder):
+    from tf_vrre import training
+
+    with pytest.raises(rundir.RunLockedError, match="being written by another process"):
+        training._worker_root(object(), str(holder), overwrite=True)  # not multi-worker: the chief
+    assert (holder / "samples" / "keep.txt").exists()  # --overwrite's clear never ran
 
 
 def test_a_planted_link_at_the_run_lock_is_refused(tmp_path):

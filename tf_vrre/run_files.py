@@ -138,7 +138,7 @@ def _check_entry_file(directory, entry, path):
     size = os.path.getsize(path)
     if size != entry["bytes"] or sha256(path) != entry["sha256"]:
         raise RunFileError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
-                         f"{entry['bytes']}; checksum mismatch)")
+                           f"{entry['bytes']}; checksum mismatch)")
     return path
 
 
@@ -170,7 +170,8 @@ def read_log(path):
         line = data[:err.start].count(b"\n") + 1
         raise RunFileError(f"{path}, line {line}: not UTF-8 text (byte {err.start}); not a tf_vrre log") from None
     if "\0" in text:
-        raise RunFileError(f"{path}, line {text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; not a tf_vrre log")
+        line = text[:text.index("\0")].count("\n") + 1
+        raise RunFileError(f"{path}, line {line}: a NUL byte; not a tf_vrre log")
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines.pop()  # torn by a kill
@@ -186,7 +187,7 @@ def read_log(path):
     for number, row in enumerate(parsed[1:], start=2):
         if len(row) != len(header):
             raise RunFileError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
-                             "row; only a last row torn by a kill is dropped)")
+                               "row; only a last row torn by a kill is dropped)")
         rows.append((number, row))
     return header, rows
 
@@ -226,8 +227,8 @@ def check_shapes(directory, entries):
             names = sorted(set(shapes) | set(first))
             name = next(n for n in names if shapes.get(n) != first.get(n))
             raise RunFileError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
-                             f"{_describe(first.get(name))} in {first_path} (samples of different models "
-                             "in one directory)")
+                               f"{_describe(first.get(name))} in {first_path} (samples of different models "
+                               "in one directory)")
 
 
 def _describe(spec):

@@ -50,11 +50,27 @@ class RunLockedError(RunDirError):
     """Another process holds the run directory's lock (it is training into it)."""
 
 
+_held = {}  # realpath of a run directory -> its open, locked RUN/.lock (this process)
+
+
+def holds_lock(run_dir):
+    """Whether this process holds ``run_dir``'s lock (:func:`lock_run`)."""
+    return os.path.realpath(os.fspath(run_dir)) in _held
+
+
+def unlock_run(run_dir):
+    """Releases this process's lock of ``run_dir`` (no-op if it holds none)."""
+    f = _held.pop(os.path.realpath(os.fspath(run_dir)), None)
+    if f is not None:
+        f.close()
+
+
 def lock_run(run_dir):
     """Makes this process the one writer of ``run_dir``: an exclusive, non-blocking ``flock`` on
-    ``RUN/.lock`` (opened ``O_NOFOLLOW``; the directory is created).  Keep the returned file open
-    while writing; the OS releases the lock when it is closed or the process ends.  The lock
-    file itself is never deleted (``--overwrite`` clears everything else).
+    ``RUN/.lock`` (opened ``O_NOFOLLOW``; the directory is created).  Held until
+    :func:`unlock_run` or the end of the process (the OS releases it if the process dies); a
+    second call in the same process returns the same open file.  The lock file itself is never
+    deleted (``--overwrite`` clears everything else).
 
     Raises:
       RunLockedError: another process holds the lock (naming the directory and its pid).
@@ -66,6 +82,9 @@ def lock_run(run_dir):
 
     run_dir = os.fspath(run_dir)
     os.makedirs(run_dir, exist_ok=True)
+    real = os.path.realpath(run_dir)
+    if real in _held:
+        return _held[real]
     f = atomic.open_lock(os.path.join(run_dir, LOCK))
     try:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -79,6 +98,7 @@ def lock_run(run_dir):
     f.truncate()
     f.write(str(os.getpid()))
     f.flush()
+    _held[real] = f
     return f
 
 

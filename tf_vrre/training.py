@@ -312,6 +312,7 @@ def _worker_root(strat, out, overwrite):
     import tempfile
 
     if strategies.is_chief(strat):
+        rundir.lock_run(out)  # the one writer (tf-vrre train took it already, before its checks)
         if overwrite:
             _clear(out)
         os.makedirs(out, exist_ok=True)
@@ -383,7 +384,8 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
 
     Raises:
       tf_vrre.rundir.RunDirError: ``out`` holds a different run (naming the first differing
-        key) or foreign outputs; the workers of a multi-worker run see different states of
+        key) or foreign outputs; another process writes ``out`` (:class:`tf_vrre.rundir.RunLockedError`:
+        the chief holds ``out/.lock`` while it trains); the workers of a multi-worker run see different states of
         ``out``; ValueError / FileNotFoundError from :func:`plan`, a bad ``jit_compile`` /
         ``steps_per_execution`` or strategy.  Nothing is written before these checks pass.
 
@@ -416,12 +418,15 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
             if existing["data"].get(key) != p["data"][key]:
                 raise rundir.RunDirError(f"{out!r}: the training data differ from the run's (data.{key} "
                                          f"{existing['data'].get(key)!r} there, {p['data'][key]!r} now)")
+    locked = rundir.holds_lock(out)
     root, chief = _worker_root(strat, out, overwrite)
     try:
         return _fit(cfg, p, strat, (out, root, chief), (jit_compile, steps_per_execution), verbose)
     finally:
         if not chief:
             shutil.rmtree(root, ignore_errors=True)
+        elif not locked:  # taken here: released when this call ends
+            rundir.unlock_run(out)
 
 
 def _fit(cfg, p, strat, where, execution, verbose):
