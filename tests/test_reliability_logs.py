@@ -134,3 +134,14 @@ def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
     assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]
+
+
+def test_evaluate_swap_summary_refuses_an_impossible_swap(tmp_path):
+    from tf_vrre import evaluation
+
+    (tmp_path / "swaps").mkdir()
+    (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,7\n")
+    with pytest.raises(run_files.RunFileError, match="swaps.csv, row 2: accepted = '7', must be 0 or 1"):
+        evaluation.swap_summary(str(tmp_path))
+    (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,0\n3,0")
+    assert evaluation.swap_summary(str(tmp_path))["swaps"] == 1

@@ -23,7 +23,7 @@ import numpy as np
 
 from tf_vrre import atomic
 from tf_vrre import rundir
-from tf_vrre.run_files import read_log
+from tf_vrre.run_files import RunFileError, read_log
 
 OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
 DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "cifar10"}
@@ -106,9 +106,13 @@ def swap_summary(run_dir, late_fraction=0.2):
     d = os.path.join(str(run_dir), rundir.SWAPS)
     if not os.path.isdir(d):
         return None
-    rows = _read_csv(os.path.join(d, "swaps.csv"))
+    path = os.path.join(d, "swaps.csv")
+    rows = _read_csv(path)
     refresh = _read_csv(os.path.join(d, "refresh.csv"))
-    accepted = sum(int(float(r["accepted"])) for r in rows)
+    bad = next((i for i, r in enumerate(rows) if r.get("accepted") not in ("0", "1")), None)
+    if bad is not None:
+        raise RunFileError(f"{path}, row {bad + 1}: accepted = {rows[bad].get('accepted')!r}, must be 0 or 1")
+    accepted = sum(int(r["accepted"]) for r in rows)
     upd = [float(r["sigma2_0"]) for r in refresh if r.get("sigma2_updated") in ("1", "True") and r.get("sigma2_0")]
     late = upd[int(len(upd) * (1 - late_fraction)):] if upd else []
     return {"attempts": len(rows), "swaps": accepted, "accept_rate": accepted / len(rows) if rows else None,
