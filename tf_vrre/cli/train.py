@@ -157,6 +157,26 @@ def check(args):
     samples the schedule collects) are made here when the training-set size is known without
     reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
     """
+    args.run_lock = None
+    args.created_out = not os.path.exists(args.out)
+    try:
+        _check(args)
+    except SystemExit:
+        _give_back(args)
+        raise
+
+
+def _give_back(args):
+    """After a refusal: a directory made for the run lock and still holding nothing else is removed."""
+    if getattr(args, "created_out", False) and getattr(args, "run_lock", None) is not None:
+        from tf_vrre import rundir
+
+        rundir.unlock_run(args.out)
+        _remove_if_unused(args.out)
+
+
+def _check(args):
+    """The checks of :func:`check` (the run lock first)."""
     from tf_vrre import rundir, strategies, training
     from tf_vrre.data import sources
 
@@ -194,6 +214,15 @@ def check(args):
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
     returns the exit status."""
+    try:
+        return _run(args)
+    except SystemExit:
+        _give_back(args)
+        raise
+
+
+def _run(args):
+    """The body of :func:`run`."""
     from tf_vrre import run_files, rundir, strategies, training
 
     cfg = args.cfg
