@@ -16,13 +16,14 @@ For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-c
    ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
 """
 
-import csv
 import math
 import os
 
 import numpy as np
 
+from tf_vrre import atomic
 from tf_vrre import rundir
+from tf_vrre.run_files import RunFileError, read_log
 
 OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
 DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "cifar10"}
@@ -33,16 +34,18 @@ __all__ = ["OOD_CHOICES", "evaluate", "check_run", "check_data", "data_sources",
 
 
 def _read_csv(path):
+    """Rows of a CSV log as dicts (``[]`` if absent); a damaged row is a ``ValueError`` naming the
+    file and line, only a last row torn by a kill is dropped."""
     if not os.path.isfile(path):
         return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    header, rows = read_log(path)
+    return [] if header is None else [dict(zip(header, row)) for _, row in rows]
 
 
 def check_run(run_dir):
     """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
     naming the missing / broken file (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
-    from tf_vrre.run_files import MANIFEST, load_samples
+    from tf_vrre.run_files import MANIFEST, load_samples, repair_hint
 
     run = rundir.read_run(run_dir)
     directory = os.path.join(str(run_dir), rundir.SAMPLES)
@@ -53,7 +56,7 @@ def check_run(run_dir):
     try:
         samples = load_samples(directory)
     except ValueError as err:
-        raise rundir.RunDirError(str(err)) from None
+        raise rundir.RunDirError(f"{err}; {repair_hint(run_dir)}") from None
     if not len(samples):
         raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
                                  f"(status {run.get('status')!r}; samples start after the burn-in)")
@@ -107,9 +110,13 @@ def swap_summary(run_dir, late_fraction=0.2):
     d = os.path.join(str(run_dir), rundir.SWAPS)
     if not os.path.isdir(d):
         return None
-    rows = _read_csv(os.path.join(d, "swaps.csv"))
+    path = os.path.join(d, "swaps.csv")
+    rows = _read_csv(path)
     refresh = _read_csv(os.path.join(d, "refresh.csv"))
-    accepted = sum(int(float(r["accepted"])) for r in rows)
+    bad = next((i for i, r in enumerate(rows) if r.get("accepted") not in ("0", "1")), None)
+    if bad is not None:
+        raise RunFileError(f"{path}, row {bad + 1}: accepted = {rows[bad].get('accepted')!r}, must be 0 or 1")
+    accepted = sum(int(r["accepted"]) for r in rows)
     upd = [float(r["sigma2_0"]) for r in refresh if r.get("sigma2_updated") in ("1", "True") and r.get("sigma2_0")]
     late = upd[int(len(upd) * (1 - late_fraction)):] if upd else []
     return {"attempts": len(rows), "swaps": accepted, "accept_rate": accepted / len(rows) if rows else None,
@@ -226,9 +233,7 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), image_plots)
     arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
               for where, h in zip(("test", "ood"), pair) if h is not None}
-    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
+    atomic.savez(os.path.join(str(run_dir), rundir.ENTROPIES), **arrays)
     rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
     return report
 

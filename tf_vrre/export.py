@@ -18,14 +18,15 @@ other, so serving memory does not grow with K either.  The archive is written by
 ``keras.export.ExportArchive``.
 """
 
-import json
 import os
 import shutil
+import tempfile
 import time
 import zipfile
 
 import keras
 
+from tf_vrre import atomic
 from tf_vrre.collection import MANIFEST, MODEL_JSON, _read_manifest, load_samples
 from tf_vrre.export_checks import RUN_FORMAT, RUN_JSON  # noqa: F401  (re-exported)
 from tf_vrre.export_checks import check_int as _check_int
@@ -356,18 +357,17 @@ def _dir_bytes(path):
 
 
 def _write(archive, out, version, record, start):
-    """Writes to ``out/.tmp-export-<version>-<pid>`` and renames it to ``out/<version>``."""
+    """Writes to ``out/.tmp-export-<version>-<random>-<pid>`` and renames it to ``out/<version>``."""
     os.makedirs(out, exist_ok=True)
     _remove_stale_tmp(out)
     final = os.path.join(out, str(version))
-    tmp = os.path.join(out, f"{TMP_PREFIX}{version}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    # a fresh directory (mkdtemp: O_EXCL, no planted link can stand in for it); the pid ends the name
+    tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{version}-", suffix=f"-{os.getpid()}", dir=out)
     try:
         archive.write_out(tmp, verbose=False)
         record["bytes"] = _dir_bytes(tmp)
         record["export_seconds"] = round(time.perf_counter() - start, 3)
-        with open(os.path.join(tmp, EXPORT_JSON), "w") as f:
-            json.dump(record, f, indent=1)
+        atomic.write_json(os.path.join(tmp, EXPORT_JSON), record, indent=1)
         if os.path.exists(final):  # created meanwhile by someone else: never overwrite
             raise ValueError(f"version {version} appeared in {out} during the export; not overwritten")
         os.rename(tmp, final)

@@ -1,11 +1,12 @@
 """Checks of :func:`tf_vrre.export_ensemble`'s arguments that need no TensorFlow (``tf-vrre export``
 runs them before TensorFlow starts): ``run.json``, the base path, the version, K and ``T``."""
 
-import json
 import numbers
 import os
 
 import numpy as np
+
+from tf_vrre.run_files import read_json
 
 RUN_JSON = "run.json"
 RUN_FORMAT = "tf_vrre.run/1"
@@ -32,9 +33,8 @@ def read_run(run_dir):
     """``run_dir/run.json``, checked (format, preprocessing, ``model.input_shape``); ``ValueError`` naming it."""
     path = os.path.join(run_dir, RUN_JSON)
     try:
-        with open(path) as f:
-            run = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
+        run = read_json(path)
+    except (OSError, ValueError) as err:
         raise ValueError(f"cannot read {path}: {err}") from None
     if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
         raise ValueError(f"{path} is not a {RUN_FORMAT} file (format {run.get('format') if isinstance(run, dict) else None!r})")

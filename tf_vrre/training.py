@@ -29,6 +29,7 @@ import os
 import shutil
 import time
 
+from tf_vrre import atomic
 from tf_vrre import config as cfgmod
 from tf_vrre import rundir
 
@@ -239,7 +240,7 @@ def check_same_data(out, existing, prepared):
 
 
 def _clear(out):
-    for name in rundir.TRAIN_OUTPUTS + rundir.EVAL_OUTPUTS:
+    for name in rundir.TRAIN_OUTPUTS + rundir.DERIVED_OUTPUTS:  # never RUN/.lock: the one-writer lock
         path = os.path.join(out, name)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -299,9 +300,7 @@ def _write_run(out, cfg, p, sampler, strategy, execution):
     rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
     os.makedirs(os.path.join(out, rundir.SAMPLES), exist_ok=True)
     model_json = os.path.join(out, rundir.SAMPLES, rundir.MODEL_JSON)
-    with open(model_json + ".tmp", "w") as f:
-        f.write(sampler.cold_model.to_json())
-    os.replace(model_json + ".tmp", model_json)
+    atomic.write_text(model_json, sampler.cold_model.to_json())
     return run
 
 
@@ -339,6 +338,7 @@ def _worker_root(strat, out, overwrite):
     import tempfile
 
     if strategies.is_chief(strat):
+        rundir.lock_run(out)  # the one writer (tf-vrre train took it already, before its checks)
         if overwrite:
             _clear(out)
         os.makedirs(out, exist_ok=True)
@@ -410,7 +410,8 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
 
     Raises:
       tf_vrre.rundir.RunDirError: ``out`` holds a different run (naming the first differing
-        key) or foreign outputs; the workers of a multi-worker run see different states of
+        key) or foreign outputs; another process writes ``out`` (:class:`tf_vrre.rundir.RunLockedError`:
+        the chief holds ``out/.lock`` while it trains); the workers of a multi-worker run see different states of
         ``out``; ValueError / FileNotFoundError from :func:`plan`, a bad ``jit_compile`` /
         ``steps_per_execution`` or strategy.  Nothing is written before these checks pass.
 
@@ -440,12 +441,15 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
     p = prepared if prepared is not None else plan(cfg, data_dir, source, download)
     if existing is not None:
         check_same_data(out, existing, p)
+    locked = rundir.holds_lock(out)
     root, chief = _worker_root(strat, out, overwrite)
     try:
         return _fit(cfg, p, strat, (out, root, chief), (jit_compile, steps_per_execution), verbose)
     finally:
         if not chief:
             shutil.rmtree(root, ignore_errors=True)
+        elif not locked:  # taken here: released when this call ends
+            rundir.unlock_run(out)
 
 
 def _fit(cfg, p, strat, where, execution, verbose):

@@ -182,14 +182,9 @@ def fresh_directory(out, outputs, overwrite, flag="--out"):
 
 def write_json(path, obj):
     """Writes ``obj`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
-    import json
+    from tf_vrre import atomic
 
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic.write_json(path, obj, indent=2)
 
 
 class Progress:

@@ -59,7 +59,8 @@ def check(args):
         try:
             run_files.load_samples(samples)  # structure, sizes, checksums, shapes
         except ValueError as err:
-            _die(f"{'--run' if args.run is not None else '--samples'}: {err}")
+            _die(f"{'--run' if args.run is not None else '--samples'}: {err}; "
+                 f"{run_files.repair_hint(args.run if args.run is not None else samples)}")
     _writable(args.out)
     if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
         _die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "

@@ -9,6 +9,7 @@
 import os
 import time
 
+from tf_vrre import atomic
 from tf_vrre.cli._args import Progress as _Progress
 from tf_vrre.cli._args import bounded as _bounded
 from tf_vrre.cli._args import die as _die
@@ -241,10 +242,7 @@ class _Study:
 
         arrays = {f"{m}/seed{seed}/{k}": r[k] for m, rs in runs.items() for seed, r in zip(self.seeds, rs)
                   for k in ("beta", "sigma2")}
-        tmp = os.path.join(self.out, "traces.npz.tmp")
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, os.path.join(self.out, "traces.npz"))
+        atomic.savez(os.path.join(self.out, "traces.npz"), **arrays)
         results = {m: self.aggregate(m, rs) for m, rs in runs.items()}
         _write_json(os.path.join(self.out, "summary.json"), self.summary(results, None, {}, None, wall, status))
 

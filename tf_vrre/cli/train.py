@@ -8,7 +8,9 @@
         tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
 """
 
+import atexit
 import math
+import os
 
 from tf_vrre.cli._args import INT_MAX as _INT_MAX
 from tf_vrre.cli._args import check_config_ranges as _check_config_ranges
@@ -17,6 +19,7 @@ from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
+from tf_vrre.rundir import LOCK as LOCK_NAME
 from tf_vrre.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
@@ -123,6 +126,52 @@ def _check_augment_flags(args):
              "erasing; drop one of them")
 
 
+def _is_chief(strategy):
+    """False for a non-chief worker of a multi-worker run (``$TF_CONFIG``; no TensorFlow)."""
+    from tf_vrre import strategies
+
+    if strategy != "multiworker":
+        return True
+    try:
+        cfg = strategies.tf_config()
+    except ValueError as err:
+        _die(f"--strategy multiworker: {err}")
+    if cfg is None:
+        return True
+    task = cfg["task"]
+    return task["type"] == "chief" or ("chief" not in cfg["cluster"] and task["type"] == "worker"
+                                       and int(task["index"]) == 0)
+
+
+def _lock(args):
+    """Takes the run-level lock (:func:`tf_vrre.rundir.lock_run`) for the rest of the process: exit 2
+    naming ``--out`` if another process writes it.  A non-chief worker of a multi-worker run writes
+    elsewhere and takes none.  A directory made here and left holding only the lock is removed at exit."""
+    from tf_vrre import rundir
+
+    args.run_lock = None
+    if not _is_chief(args.strategy):
+        return
+    created = not os.path.exists(args.out)
+    try:
+        args.run_lock = rundir.lock_run(args.out)
+    except rundir.RunLockedError as err:
+        _die(f"--out: {err}")
+    except OSError as err:
+        _die(f"--out: cannot lock {args.out!r}: {err}")
+    if created:
+        atexit.register(_remove_if_unused, args.out)
+
+
+def _remove_if_unused(out):
+    try:
+        if os.listdir(out) == [LOCK_NAME]:
+            os.remove(os.path.join(out, LOCK_NAME))
+            os.rmdir(out)
+    except OSError:
+        pass
+
+
 def check(args):
     """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
 
@@ -131,6 +180,26 @@ def check(args):
     samples the schedule collects) are made here when the training-set size is known without
     reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
     """
+    args.run_lock = None
+    args.created_out = not os.path.exists(args.out)
+    try:
+        _check(args)
+    except SystemExit:
+        _give_back(args)
+        raise
+
+
+def _give_back(args):
+    """After a refusal: a directory made for the run lock and still holding nothing else is removed."""
+    if getattr(args, "created_out", False) and getattr(args, "run_lock", None) is not None:
+        from tf_vrre import rundir
+
+        rundir.unlock_run(args.out)
+        _remove_if_unused(args.out)
+
+
+def _check(args):
+    """The checks of :func:`check` (the run lock first)."""
     from tf_vrre import rundir, strategies, training
     from tf_vrre.data import sources
 
@@ -140,6 +209,8 @@ def check(args):
     except ValueError as err:
         _die(str(err))
     _check_config_ranges(args.cfg)
+    _writable(args.out)
+    _lock(args)  # before any check or clear of --out
     try:
         args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
     except rundir.RunDirError as err:
@@ -164,13 +235,21 @@ def check(args):
         training.check_execution(args.cfg, args.jit, args.steps_per_execution)
     except ValueError as err:
         _die(f"--jit-compile / --steps-per-execution: {err}")
-    _writable(args.out)
 
 
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
     returns the exit status."""
-    from tf_vrre import rundir, strategies, training
+    try:
+        return _run(args)
+    except SystemExit:
+        _give_back(args)
+        raise
+
+
+def _run(args):
+    """The body of :func:`run`."""
+    from tf_vrre import run_files, rundir, strategies, training
 
     cfg = args.cfg
     if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
@@ -191,6 +270,8 @@ def run(args):
                                 steps_per_execution=args.steps_per_execution)
     except rundir.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
         _die(f"--out: {err}")
+    except run_files.RunFileError as err:  # a damaged sample, manifest or log found on resume
+        _die(f"--out: {err}; {run_files.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0
