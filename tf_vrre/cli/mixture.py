@@ -238,7 +238,6 @@ class _Study:
     def save_partial(self, runs, wall, status="running"):
         """``summary.json`` (``status``, the finished methods / seeds) and ``traces.npz`` (their
         recorded beta and sigma2), both written atomically."""
-
         arrays = {f"{m}/seed{seed}/{k}": r[k] for m, rs in runs.items() for seed, r in zip(self.seeds, rs)
                   for k in ("beta", "sigma2")}
         atomic.savez(os.path.join(self.out, "traces.npz"), **arrays)
