@@ -34,8 +34,11 @@ def make_run(run, steps=(2, 4, 6, 8)):
                         "epoch": s // 4, "temperature": 1.0, "energy": 1.5})
     manifest = {"format": run_files.FORMAT, "entries": entries, "events": list(steps), "run": {"fingerprint": "ab"}}
     (samples / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    (run / "run.json").write_text(json.dumps({"format": rundir.FORMAT, "method": "sghmc", "config": {}, "model": {},
-                                              "data": {}, "preprocessing": {}, "seed": 0, "status": "complete"}))
+    (run / "run.json").write_text(json.dumps({"format": rundir.FORMAT, "method": "sghmc", "config": {},
+                                              "model": {"input_shape": [3, 2, 1]}, "data": {},
+                                              "preprocessing": {"kind": "normalize", "scale": 255.0, "mean": [0.5],
+                                                                "std": [0.25]},
+                                              "seed": 0, "status": "complete"}))
     return samples
 
 
