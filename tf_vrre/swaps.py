@@ -88,7 +88,7 @@ def permutation_from_pairs(accepted):
 
 def decide_swaps(log_ratio, attempted, seed):
     """Metropolis decisions for the attempted pairs; returns :class:`SwapResults`."""
-    u = tf.random.stateless_uniform(tf.shape(log_ratio), seed, dtype=tf.float64)
+    u = seeds.uniform(tf.shape(log_ratio), seed, tf.float64)  # the same under XLA (seeds module)
     accepted = tf.logical_and(attempted, tf.math.log(u) < log_ratio)
     return SwapResults(log_ratio, attempted, accepted, permutation_from_pairs(accepted))
 
