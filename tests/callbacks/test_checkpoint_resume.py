@@ -111,9 +111,16 @@ def test_restores_state_and_epoch_and_keeps_newest(tmp_path):
     state = [keras.ops.convert_to_numpy(v) for v in fresh.weights]
 
     third, _, _ = make_sampler(vr=True)
-    ckpt, hist = _fit(third, tmp_path, epochs=3)  # fewer epochs than done: restores, trains nothing
+    ckpt, hist = _fit(third, tmp_path, epochs=5)  # as many epochs as done: restores, trains nothing
     assert ckpt.restored_epoch == 5 and hist.history == {}
     for a, b in zip(state, [keras.ops.convert_to_numpy(v) for v in third.weights]):
+        np.testing.assert_array_equal(a, b)
+    fourth, _, _ = make_sampler(vr=True)
+    before = [keras.ops.convert_to_numpy(v) for v in fourth.weights]
+    with pytest.raises(ValueError, match=r"holds the state after epoch 5, beyond fit\(epochs=3\): fit would train "
+                                         r"nothing and leave the sampler at epoch 5\. Pass epochs >= 5"):
+        _fit(fourth, tmp_path, epochs=3)  # fewer epochs than done: said, nothing restored
+    for a, b in zip(before, [keras.ops.convert_to_numpy(v) for v in fourth.weights]):
         np.testing.assert_array_equal(a, b)
     # A second fit of the same sampler in the same process continues the epochs too.
     _, hist = _fit(fresh, tmp_path, epochs=6)

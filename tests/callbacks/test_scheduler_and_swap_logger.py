@@ -1,13 +1,12 @@
 """HyperparameterScheduler and SwapLogger with a small classifier under ``fit``."""
 
-import csv
 import os
 
 import keras
 import numpy as np
 import pytest
 
-from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
+from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import HyperparameterScheduler, SwapLogger
 from tf_vrre.sgmcmc.schedules import EpochExponential
 

@@ -94,3 +94,31 @@ def test_help_lists_flags(capsys):
     text = capsys.readouterr().out
     for flag in ("--run", "--samples", "--out", "--version", "--max-members", "--temperature"):
         assert flag in text
+
+
+def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
+    """The console script answers a bad run.json with exactly one line: no TensorFlow start-up
+    lines, because the checks run before TensorFlow is imported."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
+    command = [script] if os.path.exists(script) else [sys.executable, "-m", "tf_vrre_cli"]
+    env = dict(os.environ, PYTHONPATH=root)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    bad = str(tmp_path / "bad_run")
+    shutil.copytree(run_dir, bad)
+    run = json.load(open(os.path.join(bad, "run.json")))
+    run["preprocessing"]["std"] = [0.2, 0.2]
+    json.dump(run, open(os.path.join(bad, "run.json"), "w"))
+    out = str(tmp_path / "serving")
+    os.makedirs(os.path.join(out, "\u00b2"))  # not an ASCII number: not a version (int() would fail)
+    proc = subprocess.run(command + ["export", "--run", bad, "--out", out], capture_output=True, text=True,
+                          env=env, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith("tf-vrre: error: --run: ") and "run.json: need model.input_shape [H, W, C]" in lines[0]
+    assert "C means and C stds > 0" in lines[0] and sorted(os.listdir(out)) == ["\u00b2"]
+    from tf_vrre import export_checks
+    assert export_checks.choose_version(out, None) == 1

@@ -1,9 +1,8 @@
 """The train step under XLA (``compile(jit_compile=True)``) and the ``"auto"`` rule.
 
-Stateless draws differ between XLA and the plain graph, so trajectories are compared in a
-configuration whose noise is negligible (temperatures 1e-13) and whose swap decisions do not
-depend on the uniforms; the sampling itself is checked against an exact posterior under XLA in
-``tests/sampler/test_posterior.py``.
+The step's random draws (:mod:`tf_vrre.seeds`) are the same with and without XLA, so the XLA
+trajectory is the graph one up to float rounding, noise and swap uniforms included; the
+sampling itself is checked against an exact posterior under XLA in ``tests/test_posterior.py``.
 """
 
 import keras
@@ -15,6 +14,9 @@ import _pinned_runs as pr
 import tf_vrre
 from tf_vrre.workflows.image_classification.models import resnet
 from tf_vrre.sampler import xla
+from tf_vrre.sgmcmc import dynamics
+from tf_vrre.sgmcmc import seeds
+from tf_vrre.sgmcmc import swaps
 
 
 @pytest.mark.parametrize("name", pr.CONFIGS)
@@ -39,11 +41,11 @@ def _net():
     return keras.Model(inp, keras.layers.Dense(3)(keras.layers.Dense(6, activation="tanh")(inp)))
 
 
-def _cold_run(jit):
-    """Noise ~ 1e-8 and swaps decided by sign(U_lo - U_hi) at refresh steps (sigma2 = 0 there)."""
+def _cold_run(jit, temperatures=(1e-13, 2e-13)):
+    """Default: noise ~ 1e-8 and swaps decided by sign(U_lo - U_hi) at refresh steps (sigma2 = 0 there)."""
     x, y = pr.data()
     s = tf_vrre.ReplicaExchangeSampler(
-        _net, data_size=pr.N, num_chains=2, temperatures=[1e-13, 2e-13], learning_rates=[2e-3, 3e-3],
+        _net, data_size=pr.N, num_chains=2, temperatures=list(temperatures), learning_rates=[2e-3, 3e-3],
         weight_decay=0.5, seed=3, independent_init=True, swap=tf_vrre.CorrectedSwap(correction=2.0),
         variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24))
     s.set_reference_data((x, y))
@@ -57,6 +59,38 @@ def test_xla_and_graph_trajectories_agree_without_noise():
     (graph, glog), (fused, xlog) = _cold_run(False), _cold_run(True)
     np.testing.assert_array_equal(glog[:, :5], xlog[:, :5])  # step, flags, proposed, accepted
     assert glog[:, 4].sum() >= 1  # at least one swap happened
+    for key in graph:
+        if "chain" in key or "velocity" in key or "snapshot" in key:
+            np.testing.assert_allclose(fused[key], graph[key], rtol=1e-4, atol=1e-5, err_msg=key)
+
+
+def test_random_draws_do_not_depend_on_xla():
+    """Langevin normals, swap uniforms and pair choices: the same floats under XLA and in the graph
+    (TensorFlow's own stateless float samplers are not: they map the same bits to other floats)."""
+    key = seeds.step_key(seeds.base_key(7), tf.constant(5, tf.int64))
+    weights = [tf.zeros([3, 5]), tf.zeros([5]), tf.zeros([1001])]
+    draws = {
+        "noise": lambda: dynamics.langevin_noise(weights, seeds.fold(key, seeds.NOISE)),
+        "uniform64": lambda: seeds.uniform([4097], key, tf.float64),
+        "uniform32": lambda: seeds.uniform([4097], key, tf.float32),
+        "swap": lambda: swaps.decide_swaps(tf.zeros([3], tf.float64) - 0.7, tf.ones([3], tf.bool), key).accepted,
+        "pair": lambda: swaps.random_pair(4, 0, key),
+    }
+    for name, draw in draws.items():
+        graph, fused = tf.function(draw)(), tf.function(draw, jit_compile=True)()
+        for a, b in zip(tf.nest.flatten(graph), tf.nest.flatten(fused)):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-6, atol=1e-6, err_msg=name)
+    u = seeds.uniform([20000], key).numpy()
+    assert 0.0 < u.min() and u.max() < 1.0 and abs(u.mean() - 0.5) < 0.01
+    z = seeds.normal(20001, key).numpy()
+    assert z.shape == (20001,) and abs(z.mean()) < 0.03 and abs(z.std() - 1.0) < 0.03
+
+
+def test_xla_and_graph_run_the_same_chain_with_noise():
+    """Real temperatures: noise and swap uniforms matter, XLA must not change them."""
+    (graph, glog), (fused, xlog) = _cold_run(False, (0.05, 0.5)), _cold_run(True, (0.05, 0.5))
+    np.testing.assert_array_equal(glog[:, :5], xlog[:, :5])
+    assert glog[:, 4].sum() >= 1
     for key in graph:
         if "chain" in key or "velocity" in key or "snapshot" in key:
             np.testing.assert_allclose(fused[key], graph[key], rtol=1e-4, atol=1e-5, err_msg=key)

@@ -333,3 +333,67 @@ def test_failed_or_killed_write_leaves_no_version(tiny, tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         export_ensemble(tiny["run_dir"], out, max_members=1)
     assert os.listdir(out) == [busy]  # the stale directory was removed, the failed one too
+
+
+# ---- bad requests: an InvalidArgument error, never a crash or a confident answer -----------
+def _bad_requests(model_dir, tmp_path):
+    """``{signature/case: result}`` of ``_serve_bad.py`` run in a fresh process (a request that
+    aborts the process fails here instead of killing the test runner)."""
+    out = tmp_path / "bad.json"
+    proc = subprocess.run([sys.executable, os.path.join(HELPERS, "_serve_bad.py"), model_dir, str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"the serving process died (status {proc.returncode}): {proc.stderr[-2000:]}"
+    return json.load(open(out))
+
+
+def _assert_rejects_bad_requests(results, signatures, name, shape):
+    for sig in signatures:
+        assert results[f"{sig}/ok"].startswith("ok [2, "), results[f"{sig}/ok"]
+        assert results[f"{sig}/empty"].startswith("ok [0,"), results[f"{sig}/empty"]  # empty in, empty out
+        for case in ("rank", "size", "channels"):
+            got = results[f"{sig}/{case}"]
+            assert got.startswith("InvalidArgumentError: "), (sig, case, got)
+            assert f"Shape of tensor {name} [" in got and f"expected shape {shape}" in got, (sig, case, got)
+        assert results[f"{sig}/dtype"].startswith("InvalidArgumentError: "), results[f"{sig}/dtype"]
+        assert "was expected to be a" in results[f"{sig}/dtype"]
+        if f"{sig}/nan" in results:
+            for case in ("nan", "inf"):
+                got = results[f"{sig}/{case}"]
+                assert got.startswith("InvalidArgumentError: ") and f"{name}: NaN or Inf value" in got, got
+
+
+def test_image_signatures_reject_bad_requests(tiny, tmp_path):
+    """Every signature: no batch axis, 28 rows, 1 channel -> InvalidArgument naming the shapes
+    (a missing batch axis used to abort the process); another dtype -> InvalidArgument; an empty
+    batch -> empty outputs; NaN / Inf pixels (float32 signatures) -> InvalidArgument."""
+    results = _bad_requests(tiny["info"]["path"], tmp_path)
+    sigs = ("serving_default", "members", "serving_float32", "members_float32")
+    assert {k.split("/")[0] for k in results} == set(sigs)
+    assert {k for k in results if k.endswith("/nan")} == {"serving_float32/nan", "members_float32/nan"}
+    _assert_rejects_bad_requests(results, sigs, "images", "[?,32,32,3]")
+
+
+def test_model_signatures_reject_bad_requests(tmp_path):
+    """The model's own signature (``inputs`` [None, 4] float32): the same rules."""
+    s, x, _ = make_sampler(vr=True)
+    s.fit(s.make_dataset(16), epochs=1, verbose=0,
+          callbacks=[tf_vrre.SampleCollector(str(tmp_path / "dense"), every=2)])
+    info = export_ensemble(str(tmp_path / "dense"), str(tmp_path / "out"), max_members=2)
+    results = _bad_requests(info["path"], tmp_path)
+    assert {k.split("/")[0] for k in results} == {"serving_default", "members"}
+    _assert_rejects_bad_requests(results, ("serving_default", "members"), "inputs", "[?,4]")
+
+
+def test_temperature_checked_in_float32_and_a_small_one_serves_no_nan(tiny, tmp_path):
+    """``1e-46`` (0 in float32) and ``1e39`` (inf) are refused; ``T = 1e-30`` (logits / T overflow
+    float32) serves the members' argmax one-hot averages, not NaN."""
+    for t in (1e-46, 1e39):
+        with pytest.raises(ValueError, match=r"temperature must be in \[1.18e-38, 3.4e\+38\] \(positive and finite "
+                                             r"in float32"):
+            export_ensemble(tiny["run_dir"], str(tmp_path / "never"), temperature=t)
+    assert not os.path.exists(tmp_path / "never")
+    info = export_ensemble(tiny["run_dir"], str(tmp_path / "out"), max_members=2, temperature=1e-30)
+    got = tf.saved_model.load(info["path"]).signatures["members"](images=tf.constant(tiny["x"][:16]))
+    members = got["member_probabilities"].numpy()
+    assert np.all(np.isfinite(members)) and np.all(np.isfinite(got["probabilities"].numpy()))
+    assert np.allclose(members.max(-1), 1.0) and np.allclose(members.sum(-1), 1.0)  # one-hot per member

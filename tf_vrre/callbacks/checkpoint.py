@@ -15,6 +15,7 @@ the step counter).
 """
 
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -22,10 +23,21 @@ import tensorflow as tf
 
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
+from tf_vrre.runs.run_json import RunDirError
 from tf_vrre.runs.samples import write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
 IDENTITY = "identity.json"
+
+
+class CheckpointError(RunDirError):
+    """The checkpoint directory cannot be resumed from (an unreadable index, damaged checkpoints)."""
+
+
+class EpochsError(ValueError):
+    """``fit(epochs=...)`` ends before the epoch a checkpoint already holds."""
+
+
 FORMAT = "tf_vrre.checkpoint/1"
 
 
@@ -41,7 +53,8 @@ class Checkpoint(keras.callbacks.Callback):
     At the start of ``fit`` the newest complete checkpoint in ``directory`` (if any) is
     restored into the sampler and ``fit`` continues at its epoch (Keras' ``initial_epoch``
     mechanism, as ``BackupAndRestore``); a rerun of a finished command restores the final state
-    and trains no further epoch.  A checkpoint is written when epoch ``e`` is over and
+    and trains no further epoch.  A checkpoint beyond ``fit``'s ``epochs`` (e.g. ``fit(epochs=3)``
+    on a 5-epoch checkpoint) is a ``ValueError`` naming both numbers, before anything is restored.  A checkpoint is written when epoch ``e`` is over and
     ``(e + 1) % every_epochs == 0``, and when training ends, *after* every callback's
     ``on_epoch_end`` (it is taken when the next epoch begins), so its place in the callback list
     does not matter and every record of the epoch is on disk before it.  Kill the process at any
@@ -115,12 +128,49 @@ class Checkpoint(keras.callbacks.Callback):
         if diff is not None:
             write_json(path, {"format": FORMAT, "run": run})
 
+    def _check_epochs(self, stored):
+        """Refuses a checkpoint beyond ``fit(epochs=...)``, before the sampler's state is touched."""
+        epochs = (self.params or {}).get("epochs")
+        if epochs is not None and stored > epochs:
+            raise EpochsError(f"Checkpoint: {self.directory} holds the state after epoch {stored}, beyond "
+                              f"fit(epochs={epochs}): fit would train nothing and leave the sampler at epoch {stored}. "
+                              f"Pass epochs >= {stored} to continue that run, or use another directory")
+
     def _restore(self):
-        """Restores the newest complete checkpoint; returns its epoch (0 without one)."""
-        latest = self._manager.latest_checkpoint
-        if latest is None:
+        """Restores the newest readable checkpoint; returns its epoch (0 without one).
+
+        A damaged newest checkpoint falls back to an older one (the other writers reconcile with
+        the restored step; a warning names the file); an unreadable index, or no readable
+        checkpoint, is a :class:`CheckpointError` naming the file and the remedy.
+        """
+        index = os.path.join(self.directory, "checkpoint")
+        found = sorted(n[:-len(".index")] for n in os.listdir(self.directory)
+                       if n.startswith("ckpt-") and n.endswith(".index"))
+        if self._manager.latest_checkpoint is None:
+            if os.path.exists(index):
+                raise CheckpointError(
+                    f"Checkpoint: {index} is not a readable checkpoint index (checkpoint files: "
+                    f"{', '.join(found) or 'none'}); restore the file, or remove {self.directory} to restart the run "
+                    "from epoch 0 (its samples and logs are then written again)")
             return 0
-        self._ckpt.restore(latest).assert_consumed()
+        errors = []
+        for path in reversed(self._manager.checkpoints):  # newest first
+            try:
+                self._check_epochs(int(tf.train.load_checkpoint(path).get_tensor("epoch/.ATTRIBUTES/VARIABLE_VALUE")))
+                self._ckpt.restore(path).assert_consumed()
+                break
+            except EpochsError:
+                raise
+            except Exception as err:  # noqa: BLE001  (TensorFlow's many errors for damaged files)
+                errors.append(f"{path}: {type(err).__name__}: {str(err).strip().splitlines()[0][:160]}"
+                              if str(err).strip() else f"{path}: {type(err).__name__}")
+        else:
+            raise CheckpointError(f"Checkpoint: no readable checkpoint in {self.directory} ({'; '.join(errors)}); "
+                                  f"remove {self.directory} to restart the run from epoch 0 (its samples and logs "
+                                  "are then written again)")
+        if errors:
+            warnings.warn(f"Checkpoint: damaged checkpoint skipped ({'; '.join(errors)}); resuming from {path}",
+                          stacklevel=2)
         epoch = int(self._epoch.numpy())
         if epoch > 0:
             self.model._initial_epoch = epoch  # as keras.callbacks.BackupAndRestore does

@@ -8,24 +8,27 @@ later ones (the replay writes them again, identically) and refuses the log of an
 """
 
 import csv
-import json
 import math
 import os
 import warnings
 
 import keras
 
+from tf_vrre.runs import atomic
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
-from tf_vrre.runs.samples import write_json
+from tf_vrre.runs.samples import RunFileError, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
 
 def _read_rows(path, separator):
     """``(header, complete rows as lists)`` of a log file; only newline-terminated lines count (a
     line cut by a kill is dropped, a cut header drops the file), rows need every column."""
-    with open(path, newline="") as f:
-        text = f.read()
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RunFileError(f"{path}: not UTF-8 text (byte {err.start}); not a tf_vrre log: move it away") from None
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines.pop()
@@ -99,14 +102,7 @@ class CSVLogger(keras.callbacks.Callback):
 
     def _adopt(self, run):
         """Refuses (or with ``overwrite`` deletes) the log of another run; records this run."""
-        stored = None
-        if os.path.exists(self._identity_path):
-            try:
-                with open(self._identity_path) as f:
-                    stored = json.load(f).get("run")
-            except (OSError, ValueError, AttributeError) as err:
-                raise ValueError(f"CSVLogger: {self._identity_path} is corrupt ({err}); move it away or pass "
-                                 "overwrite=True") from None
+        stored = outputs.stored_run(self._identity_path, "CSVLogger")
         diff = outputs.difference(stored, run)
         if diff is not None and os.path.exists(self.filename) and os.path.getsize(self.filename):
             if not self.overwrite:
@@ -122,14 +118,9 @@ class CSVLogger(keras.callbacks.Callback):
             header, rows = _read_rows(self.filename, self.separator)
             keep = [r for r in rows if int(r[0]) < epoch]
             self._columns = header if header else None
-            tmp = self.filename + ".tmp"
-            with open(tmp, "w", newline="") as f:
-                if header:
-                    csv.writer(f, delimiter=self.separator).writerows([header] + keep)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.filename)
-        self._file = open(self.filename, "a", newline="")
+            atomic.write(self.filename, lambda f: csv.writer(f, delimiter=self.separator).writerows(
+                [header] + keep if header else []), text=True)
+        self._file = atomic.open_append(self.filename)
         self._writer = csv.writer(self._file, delimiter=self.separator)
         self._started = True
 

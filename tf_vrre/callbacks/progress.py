@@ -19,6 +19,9 @@ import time
 import keras
 import tensorflow as tf
 
+from tf_vrre.runs import atomic
+from tf_vrre.runs.samples import RunFileError, read_log
+
 __all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter"]
 
 
@@ -56,13 +59,15 @@ class EpochCSVLogger(keras.callbacks.Callback):
         if self._rows is None:  # first epoch of this fit: after BackupAndRestore restored the epoch
             self._rows = []
             if os.path.exists(self.filename):
-                with open(self.filename, newline="") as f:
-                    for row in csv.DictReader(f):
-                        try:
-                            if int(row["epoch"]) < epoch:
-                                self._rows.append(row)
-                        except (KeyError, TypeError, ValueError):
-                            continue  # a row cut short by a kill
+                header, rows = read_log(self.filename)  # damaged: RunFileError naming the file and line
+                for number, values in rows:
+                    row = dict(zip(header, values))
+                    try:
+                        if int(row["epoch"]) < epoch:
+                            self._rows.append(row)
+                    except (KeyError, ValueError):
+                        raise RunFileError(f"{self.filename}, line {number}: no epoch number; move the file away "
+                                           "(its rows are then lost) and run again") from None
 
     def on_epoch_end(self, epoch, logs=None):
         row = {"epoch": str(epoch)}
@@ -72,12 +77,12 @@ class EpochCSVLogger(keras.callbacks.Callback):
         for r in self._rows:
             keys += [k for k in r if k != "epoch" and k not in keys]
         header = ["epoch"] + sorted(keys)
-        tmp = self.filename + ".tmp"
-        with open(tmp, "w", newline="") as f:
+        def write(f):
             writer = csv.DictWriter(f, fieldnames=header, restval="")
             writer.writeheader()
             writer.writerows(self._rows)
-        os.replace(tmp, self.filename)
+
+        atomic.write(self.filename, write, text=True)
 
     def on_train_end(self, logs=None):
         self._rows = None

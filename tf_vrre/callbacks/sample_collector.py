@@ -7,7 +7,7 @@ Layout of a sample directory::
     sample-000000256.npz     # cold-chain weights w0000, w0001, ... (+ "predictive" with BMA)
     .lock                    # held while a collector writes here
 
-Every file is written to ``<name>.tmp`` and renamed (atomic on POSIX), the sample before the
+Every file is written to a fresh ``.<name>.<random>.tmp`` and renamed (:mod:`tf_vrre.atomic`), the sample before the
 manifest that points at it; each manifest entry stores the file's size and SHA-256, so a
 missing or truncated file is detected on load (``ValueError`` naming the file).  Memory is
 bounded: a sample is written as soon as it is taken and never kept in RAM.  The manifest
@@ -26,7 +26,7 @@ import numpy as np
 
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
-from tf_vrre.runs.samples import (FORMAT, MANIFEST, MODEL_JSON, SampleSet, atomic_write, check_entry, load_samples,
+from tf_vrre.runs.samples import (FORMAT, MANIFEST, MODEL_JSON, SampleSet, atomic_write, check_entry, load_samples,  # noqa: F401
                                   read_manifest, sha256, softmax, write_json)
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
@@ -77,7 +77,13 @@ class SampleCollector(keras.callbacks.Callback):
     Sample ``beta^(1)_{iT}`` (paper Algorithm 1, thinning ``T``) is taken after the step that
     brings the step counter to ``s``, when ``s % every == 0``, ``s > burn_in_steps`` and, with
     ``cycle``, the step ``s - 1`` lies in the cycle's sampling phase
-    (``cycle.in_sampling_phase``: position > 0.7 by default).  The manifest entry records
+    (``cycle.in_sampling_phase``: position > 0.7 by default).  With ``steps_per_execution``
+    callbacks see the weights only at the end of each executed block, and Keras shortens an
+    epoch's last block when ``steps_per_execution`` does not divide the epoch's steps; a
+    block that contains such an ``s`` without ending on it is sampled at its end, and the
+    entry's ``step`` is that end (the step whose weights were saved).  No sample is skipped;
+    only its step moves, by less than ``steps_per_execution``, to a step fixed in advance (so
+    the samples remain draws of the chain).  The manifest entry records
     ``step, epoch, temperature, lr`` (cold slot) and ``energy``: the mini-batch energy
     ``U_B`` of the sampled state's chain on step ``s - 1``'s batch, before its update.
 
@@ -107,7 +113,8 @@ class SampleCollector(keras.callbacks.Callback):
     Args:
       directory: where samples, ``manifest.json`` and ``model.json`` (the architecture,
         written when collection starts if the cold model serializes) go (created).
-      every: thinning ``T`` in steps (paper: 256); a multiple of ``steps_per_execution``.
+      every: thinning ``T`` in steps (paper: 256); a multiple of ``steps_per_execution``
+        (see above for epochs that ``steps_per_execution`` does not divide).
       burn_in_steps: no sample at or before this step.
       cycle: optional :class:`tf_vrre.schedules.CyclicalCosine`; collect only in the sampling
         phase of each cycle.
@@ -257,15 +264,29 @@ class SampleCollector(keras.callbacks.Callback):
             return
         atomic_write(path, lambda f: f.write(text.encode()))
 
+    def due_in_block(self, start, end):
+        """Collection steps (:meth:`is_collection_step`) in the executed block ``(start, end]``.
+
+        Callbacks run once per ``train_function`` call, so with ``steps_per_execution > 1`` only
+        the state at the block's end exists; Keras also shortens the last block of an epoch
+        whose steps ``steps_per_execution`` does not divide, so block ends drift off the
+        multiples of ``every``.  A block holding a due step is sampled at its end."""
+        first = (int(start) // self.every + 1) * self.every
+        return [t for t in range(first, int(end) + 1, self.every) if self.is_collection_step(t)]
+
     def on_epoch_begin(self, epoch, logs=None):
         if not self._started:
             self._start()
+            self._block_start = int(self.model.step_counter.numpy())
         self._epoch = epoch
 
     # --- collection ----------------------------------------------------------------------
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.step_counter.numpy())
-        if self.is_collection_step(step) and (not self._state["events"] or self._state["events"][-1] < step):
+        due, self._block_start = self.due_in_block(self._block_start, step), step
+        # A due step inside the block: the weights at its end are the sample, labelled with
+        # the step they belong to (a block is at most every steps long: at most one per block).
+        if due and (not self._state["events"] or self._state["events"][-1] < step):
             self._collect(step)
 
     def _choose(self, st):

@@ -14,10 +14,11 @@ import os
 import keras
 import tensorflow as tf
 
+from tf_vrre.runs import atomic
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
 from tf_vrre.sgmcmc import swap_record as record
-from tf_vrre.runs.samples import write_json
+from tf_vrre.runs.samples import read_log, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
 IDENTITY = "identity.json"
@@ -36,23 +37,24 @@ def _truncate_csv(path, header, keep):
     row cut short by a kill is dropped."""
     if not os.path.exists(path):
         return
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if _complete(r, header)]
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    found, lines = read_log(path)  # damaged: RunFileError naming the file and line
+    rows = [r for r in (dict(zip(found, v)) for _, v in lines) if _complete(r, header)] if found else []
+
+    def write(f):
         w = csv.DictWriter(f, fieldnames=header)
         w.writeheader()
         for row in rows:
             if keep(row):
                 w.writerow({k: row.get(k, "") for k in header})
-    os.replace(tmp, path)
+
+    atomic.write(path, write, text=True)
 
 
 class _CsvAppender:
     def __init__(self, path, header):
         self.path, self.header = path, header
         new = not os.path.exists(path) or os.path.getsize(path) == 0
-        self.file = open(path, "a", newline="")
+        self.file = atomic.open_append(path)
         self.writer = csv.writer(self.file)
         if new:
             self.writer.writerow(header)

@@ -5,6 +5,7 @@
     tf-vrre evaluate           # BMA accuracy and uncertainty of a run's samples
     tf-vrre export             # the samples' model average as a TF Serving SavedModel
     tf-vrre diagnose --run RUN # replica flow, acceptance, ESS / R-hat of a run
+    tf-vrre repair RUN         # keep the readable samples of a damaged run
 
 Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION``, ``add_arguments(parser)``,
 optionally ``check(args)`` (validation that needs more than one flag, or the file system;
@@ -17,13 +18,14 @@ argument types and the one-line error live in :mod:`tf_vrre.cli._args`.
 """
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 
 from tf_vrre.cli._args import die  # noqa: F401  (re-export for subcommands and tests)
 
-SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose")
+SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose", "repair")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,25 +49,54 @@ def parser():
     return p
 
 
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
 INTERRUPTED = 130  # 128 + SIGINT, the shell's status for a job stopped by Ctrl-C
 
 
 def main(argv=None):
     """Parses and checks the flags, then runs the subcommand; returns the exit status.
 
-    Exit status: 0 done, 2 bad flag (one line on stderr, nothing written), 130 interrupted
-    (Ctrl-C; parts already finished stay on disk).
+    Exit status: 0 done, 2 bad flag (one line on stderr, nothing written), 1 a file could not be
+    written (a full disk, no permission: one line naming the file; every file replaced so far is
+    whole), 130 interrupted (Ctrl-C; parts already finished stay on disk).
     """
     args = parser().parse_args(argv)
     mod = _module(args.command)
     if hasattr(mod, "check"):
         mod.check(args)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tf_vrre
+    if getattr(mod, "TENSORFLOW", True):
+        import tf_vrre
 
-    tf_vrre._load()  # the package's imports, deferred by the console script until the flags were checked
+        tf_vrre._load()  # the package's imports, deferred by the console script until the flags were checked
     try:
         return mod.run(args)
     except KeyboardInterrupt:
         sys.stderr.write(f"\ntf-vrre: interrupted ({args.command}); results finished so far are on disk\n")
         return INTERRUPTED
+    except OSError as err:
+        if err.errno not in WRITE_ERRORS:
+            raise
+        where = f" {err.filename}" if err.filename else ""
+        sys.stderr.write(f"tf-vrre: error: {args.command}: cannot write{where}: {err.strerror or err}; free space "
+                         "or fix permissions and run the same command again\n")
+        return 1
+    except Exception as err:  # noqa: BLE001  (TensorFlow's own writes: checkpoints, SavedModels, summaries)
+        message = _tensorflow_write_error(err)
+        if message is None:
+            raise
+        sys.stderr.write(f"tf-vrre: error: {args.command}: {message}; free space or fix permissions and run the "
+                         "same command again\n")
+        return 1
+
+
+def _tensorflow_write_error(err):
+    """The first line of a TensorFlow error caused by a full disk / missing permission, else ``None``."""
+    tf = sys.modules.get("tensorflow")
+    errors = getattr(tf, "errors", None)
+    if errors is None or not isinstance(err, errors.OpError):
+        return None
+    text = (getattr(err, "message", None) or str(err)).strip().splitlines()
+    first = text[0] if text else type(err).__name__
+    causes = ("No space left on device", "Disk quota exceeded", "Read-only file system", "Permission denied")
+    return first[:300] if any(c in first for c in causes) else None

@@ -21,6 +21,7 @@ def die(message):
 
 INT_MAX = 2 ** 31 - 1
 FLOAT_MAX = 3.0e38  # below float32's largest finite value (3.4e38)
+FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number: smaller positive values round to 0 or lose precision
 
 
 def _number(kind, text, maximum=None):
@@ -50,13 +51,65 @@ def bounded(maximum):
 
 
 def positive(kind, maximum=None):
-    """Argument type: a finite ``kind`` (int or float) in ``(0, maximum]``."""
+    """Argument type: a finite ``kind`` (int or float) in ``(0, maximum]``; floats as :func:`positive_float`."""
+    if kind is float:
+        return positive_float(maximum)
+
     def parse(text):
         value = _number(kind, text, maximum)
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         return value
     return parse
+
+
+def positive_float(maximum=None):
+    """Argument type: a float in ``[FLOAT32_TINY, maximum]`` (default :data:`FLOAT_MAX`): positive
+    also after rounding to float32 (``1e-46`` is 0 there), finite there too.  The error names the range."""
+    high = FLOAT_MAX if maximum is None else maximum
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a float, got {text!r}") from None
+        if not math.isfinite(value):
+            reason = "must be a finite number"
+        elif value <= 0:
+            reason = "must be > 0"
+        elif value < FLOAT32_TINY:
+            reason = f"must be >= {FLOAT32_TINY:.3g} (it is 0 or imprecise in float32)"
+        elif value > high:
+            reason = f"must be <= {high:g}"
+        else:
+            return value
+        raise argparse.ArgumentTypeError(f"{reason}, got {text}; allowed: [{FLOAT32_TINY:.3g}, {high:g}] "
+                                         "(positive and finite in float32)")
+    return parse
+
+
+def check_config_ranges(cfg, where="--config / --set"):
+    """Exit 2 (one line naming the key) for a resolved config value TensorFlow cannot hold: an int
+    outside ``[-(2**31 - 1), 2**31 - 1]`` (int32 seeds and shapes; ``2**32`` fails as a NumPy seed)
+    or a float that is inf or a nonzero below :data:`FLOAT32_TINY` in float32.  Run before TensorFlow
+    starts; the config's own rules (signs, ranges of each key) are checked when it is resolved."""
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(f"{prefix}[{i}]", item)
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, int) and abs(value) > INT_MAX:
+            die(f"{where}: config key {prefix} must be an integer in [-{INT_MAX}, {INT_MAX}] (int32; seeds below "
+                f"2**31), got {value}")
+        elif isinstance(value, float) and (not math.isfinite(value) or abs(value) > FLOAT_MAX
+                                           or (value != 0 and abs(value) < FLOAT32_TINY)):
+            die(f"{where}: config key {prefix} must be 0 or of magnitude in [{FLOAT32_TINY:.3g}, {FLOAT_MAX:g}] "
+                f"(float32: larger is inf, smaller rounds to 0 or loses precision), got {value!r}")
+    walk("", cfg)
 
 
 def nonnegative_int(text, maximum=None):
@@ -128,11 +181,6 @@ def fresh_directory(out, outputs, overwrite, flag="--out"):
 
 def write_json(path, obj):
     """Writes ``obj`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
-    import json
+    from tf_vrre.runs import atomic
 
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic.write_json(path, obj, indent=2)

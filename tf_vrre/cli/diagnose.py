@@ -4,7 +4,6 @@
     tf-vrre diagnose --run runs/s0 --run runs/s1 --out runs/diag   # seeds as chains
 """
 
-import json
 import os
 
 from tf_vrre.cli._args import die as _die
@@ -50,7 +49,10 @@ def check(args):
         try:
             _, samples = run_files.locate(run)
             if samples is not None:
-                run_files.load_samples(samples)
+                try:
+                    run_files.load_samples(samples)
+                except ValueError as err:
+                    raise ValueError(f"{err}; {run_files.repair_hint(run)}") from None
         except ValueError as err:
             _die(f"--run: {err}")
     if len(set(map(os.path.realpath, args.run))) != len(args.run):
@@ -63,23 +65,22 @@ def check(args):
 
 
 def _write_json(path, obj):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
+    from tf_vrre.runs import atomic
+
+    atomic.write_json(path, obj, indent=1)
 
 
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
-    os.makedirs(args.out, exist_ok=True)
     from tf_vrre import diagnostics as dg
     from tf_vrre.diagnostics import plots
 
-    try:
+    try:  # read everything first: a broken log leaves no --out behind
         diag = dg.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
                            split=not args.no_split)
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         _die(f"--run: {err}")
+    os.makedirs(args.out, exist_ok=True)
     print(dg.format_table(diag))
     written = ["diagnostics.json"]
     with_log = [(f, p) for f, p in zip(diag["replica_flow"], diag["runs"]) if f is not None]

@@ -7,6 +7,7 @@
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
+from tf_vrre.cli._args import writable as _writable
 
 HELP = "Bayesian model average of a run's samples: accuracy, NLL, Brier, ECE, OOD entropy / AUROC, figures"
 DESCRIPTION = (
@@ -47,8 +48,9 @@ def check(args):
         _die(f"--run: {err}")
     try:
         evaluation.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:
         _die(f"--data-dir / --source / --ood: {err}")
+    _writable(args.run, "--run")  # report.json and the figures go there
 
 
 def run(args):
@@ -59,7 +61,7 @@ def run(args):
     try:
         report = evaluation.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
                                      args.fit_size, args.batch_size, verbose=not args.quiet)
-    except (ValueError, FileNotFoundError, rundir.RunDirError) as err:
+    except (ValueError, OSError, rundir.RunDirError) as err:
         _die(str(err))
     t = report["temperature"]
     print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "

@@ -18,7 +18,9 @@ DESCRIPTION = (
     "serving_default (probabilities, predictive_entropy, predicted_class) and members (also "
     "member_probabilities, expected_entropy, mutual_information); runs with run.json take raw uint8 "
     "images (serving_float32 / members_float32: float32) with the training normalisation inside the "
-    "graph. Versions are never overwritten; a failed or killed export leaves no version behind.")
+    "graph. Every signature checks its input: another rank, size, channel count or dtype, and NaN or Inf "
+    "in a float input, get an InvalidArgument error; an empty batch gets empty outputs. Versions are "
+    "never overwritten; a failed or killed export leaves no version behind.")
 
 
 def add_arguments(p):
@@ -37,12 +39,18 @@ def add_arguments(p):
 
 
 def check(args):
-    """Source, sample files, ``--out`` and ``--version``, before TensorFlow starts (exit 2 on a bad one)."""
+    """Source (``run.json`` too), sample files, ``--out`` and ``--version``, before TensorFlow starts
+    (exit 2 on a bad one)."""
     from tf_vrre.runs import samples as run_files
+    from tf_vrre.serving import checks as export_checks
 
     if args.run is not None:
         if not os.path.isfile(os.path.join(args.run, "run.json")):
             _die(f"--run {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
+        try:
+            export_checks.read_run(args.run)  # format, preprocessing, input shape
+        except ValueError as err:
+            _die(f"--run: {err}")
         samples = os.path.join(args.run, "samples")
     else:
         if not os.path.isfile(os.path.join(args.samples, "manifest.json")):
@@ -52,11 +60,18 @@ def check(args):
         try:
             run_files.load_samples(samples)  # structure, sizes, checksums, shapes
         except ValueError as err:
-            _die(f"{'--run' if args.run is not None else '--samples'}: {err}")
+            _die(f"{'--run' if args.run is not None else '--samples'}: {err}; "
+                 f"{run_files.repair_hint(args.run if args.run is not None else samples)}")
     _writable(args.out)
     if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
         _die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "
              "(exported versions are never overwritten)")
+    try:
+        export_checks.check_out(args.out)
+        export_checks.choose_version(args.out, args.version)
+        export_checks.check_temperature(args.temperature)
+    except ValueError as err:
+        _die(f"--out / --version / --temperature: {err}")
 
 
 def run(args):

@@ -2,16 +2,24 @@
 
     tf-vrre train --config vr-resghmc --dataset cifar10 --model resnet20 --out runs/c10-vr
     tf-vrre train --config vr-resghmc --model cnn --subset 2000 --epochs 10 --thinning 16 \\
-        --data-dir /work/shared/data --source npz --out runs/cpu-vr         # CPU scale, real data
+        --data-dir data --source npz --out runs/cpu-vr         # CPU scale, real data
     tf-vrre train --config vr-resghmc --model resnet20 --strategy tpu --steps-per-execution 32 --out gs://b/r
     TF_CONFIG='{"cluster": {"worker": ["h0:2222", "h1:2222"]}, "task": {"type": "worker", "index": 0}}' \
         tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
 """
 
+import atexit
+import math
+import os
+
+from tf_vrre.cli._args import INT_MAX as _INT_MAX
+from tf_vrre.cli._args import check_config_ranges as _check_config_ranges
 from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
+from tf_vrre.runs.run_json import LOCK as LOCK_NAME
 from tf_vrre.workflows.image_classification.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
@@ -41,14 +49,17 @@ def _key_value(text):
 def _fraction_or_count(text):
     import argparse
 
+    allowed = f"a count in [0, {_INT_MAX}] or a fraction in [0, 1)"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a count or a fraction, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
     if value.is_integer() and "." not in text and "e" not in text.lower():
-        value = int(value)
-    if value < 0 or (isinstance(value, float) and value >= 1):
-        raise argparse.ArgumentTypeError(f"must be a count >= 0 or a fraction in [0, 1), got {text}")
+        value = int(text)
+    if value < 0 or (isinstance(value, float) and value >= 1) or value > _INT_MAX:
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
     return value
 
 
@@ -65,18 +76,22 @@ def add_arguments(p):
     p.add_argument("--seed", type=_nonnegative_int, help="seed of the sampler, data order and augmentation")
     p.add_argument("--thinning", type=_positive(int), help="one sample every THINNING steps after burn-in")
     p.add_argument("--lr", type=_positive(float), help="learning rate on the mean loss (eta = lr / N)")
-    p.add_argument("--erasing", type=float, help="random erasing probability in [0, 1]")
+    p.add_argument("--erasing", type=_fraction(closed=True), help="random erasing probability in [0, 1]")
     p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
     p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
                    help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
-    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. /work/shared/data)")
+    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. data)")
     p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
                    help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
-    p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
+    p.add_argument("--no-download", action="store_true",
+                   help="tfds: use prepared data only (offline). Without it, data not prepared in --data-dir are "
+                        "downloaded once the download host answers a 5 s connection check (else one-line error)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                   help="tf.distribute strategy: auto (TPU if one is detected, mirrored with several GPUs, else "
-                        "default), default, mirrored, multiworker (reads TF_CONFIG; run the same command on every "
-                        "worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; XLA always on)")
+                   help="tf.distribute strategy: auto (TPU if one is detected: /dev/accel*, /dev/vfio with a Google "
+                        "PCI device, or a $COLAB_TPU_ADDR accepting a TCP connection within 3 s; else mirrored with "
+                        "several GPUs, else default), default, mirrored, multiworker (reads TF_CONFIG; run the same "
+                        "command on every worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; "
+                        "XLA always on)")
     p.add_argument("--jit-compile", choices=("auto", "on", "off"),
                    help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
                         "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
@@ -99,6 +114,64 @@ def resolved_config(args):
     return config.resolve(config.apply_overrides(raw, overrides))
 
 
+def _check_augment_flags(args):
+    """``--no-augment`` with an augmentation setting is a contradiction, not a silent no-op."""
+    if not args.no_augment:
+        return
+    given = [f"--erasing {args.erasing:g}"] if args.erasing is not None else []
+    given += [f"--set {key}={value}" for key, value in args.set if key in ("data.erasing", "data.flip",
+                                                                           "data.crop_padding", "data.augment")]
+    if given:
+        _die(f"--no-augment contradicts {', '.join(given)}: training without augmentation has no crop, flip or "
+             "erasing; drop one of them")
+
+
+def _is_chief(strategy):
+    """False for a non-chief worker of a multi-worker run (``$TF_CONFIG``; no TensorFlow)."""
+    from tf_vrre.workflows.image_classification import strategies
+
+    if strategy != "multiworker":
+        return True
+    try:
+        cfg = strategies.tf_config()
+    except ValueError as err:
+        _die(f"--strategy multiworker: {err}")
+    if cfg is None:
+        return True
+    task = cfg["task"]
+    return task["type"] == "chief" or ("chief" not in cfg["cluster"] and task["type"] == "worker"
+                                       and int(task["index"]) == 0)
+
+
+def _lock(args):
+    """Takes the run-level lock (:func:`tf_vrre.rundir.lock_run`) for the rest of the process: exit 2
+    naming ``--out`` if another process writes it.  A non-chief worker of a multi-worker run writes
+    elsewhere and takes none.  A directory made here and left holding only the lock is removed at exit."""
+    from tf_vrre.runs import run_json as rundir
+
+    args.run_lock = None
+    if not _is_chief(args.strategy):
+        return
+    created = not os.path.exists(args.out)
+    try:
+        args.run_lock = rundir.lock_run(args.out)
+    except rundir.RunLockedError as err:
+        _die(f"--out: {err}")
+    except OSError as err:
+        _die(f"--out: cannot lock {args.out!r}: {err}")
+    if created:
+        atexit.register(_remove_if_unused, args.out)
+
+
+def _remove_if_unused(out):
+    try:
+        if os.listdir(out) == [LOCK_NAME]:
+            os.remove(os.path.join(out, LOCK_NAME))
+            os.rmdir(out)
+    except OSError:
+        pass
+
+
 def check(args):
     """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
 
@@ -107,23 +180,48 @@ def check(args):
     samples the schedule collects) are made here when the training-set size is known without
     reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
     """
+    args.run_lock = None
+    args.created_out = not os.path.exists(args.out)
+    try:
+        _check(args)
+    except SystemExit:
+        _give_back(args)
+        raise
+
+
+def _give_back(args):
+    """After a refusal: a directory made for the run lock and still holding nothing else is removed."""
+    if getattr(args, "created_out", False) and getattr(args, "run_lock", None) is not None:
+        from tf_vrre.runs import run_json as rundir
+
+        rundir.unlock_run(args.out)
+        _remove_if_unused(args.out)
+
+
+def _check(args):
+    """The checks of :func:`check` (the run lock first)."""
     from tf_vrre.runs import run_json as rundir
     from tf_vrre.workflows.image_classification import planning as training  # no TensorFlow
     from tf_vrre.workflows.image_classification import strategies
     from tf_vrre.workflows.image_classification.data import sources
 
+    _check_augment_flags(args)
     try:
         args.cfg = resolved_config(args)
     except ValueError as err:
         _die(str(err))
+    _check_config_ranges(args.cfg)
+    _writable(args.out)
+    _lock(args)  # before any check or clear of --out
     try:
         args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
     except rundir.RunDirError as err:
         _die(f"--out: {err}")
     try:
-        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir)
+        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir,
+                                download=not args.no_download)
         size = training.train_size_hint(args.cfg, args.source, args.data_dir)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:
         _die(f"--data-dir / --source: {err}")
     if size is not None:
         try:
@@ -139,14 +237,23 @@ def check(args):
         training.check_execution(args.cfg, args.jit, args.steps_per_execution)
     except ValueError as err:
         _die(f"--jit-compile / --steps-per-execution: {err}")
-    _writable(args.out)
 
 
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
     returns the exit status."""
+    try:
+        return _run(args)
+    except SystemExit:
+        _give_back(args)
+        raise
+
+
+def _run(args):
+    """The body of :func:`run`."""
     from tf_vrre.runs import run_json as rundir
     from tf_vrre.workflows.image_classification import strategies, train as training
+    from tf_vrre.runs import samples as run_files
 
     cfg = args.cfg
     if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
@@ -159,7 +266,7 @@ def run(args):
         _die(f"--strategy {args.strategy}: {err}")
     try:
         prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:
         _die(str(err))
     try:
         result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, strategy,
@@ -167,6 +274,8 @@ def run(args):
                                 steps_per_execution=args.steps_per_execution)
     except rundir.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
         _die(f"--out: {err}")
+    except run_files.RunFileError as err:  # a damaged sample, manifest or log found on resume
+        _die(f"--out: {err}; {run_files.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0

@@ -1,9 +1,10 @@
 """Figures of ``tf-vrre diagnose``: ``replicas.png`` (each state's slot over time) and
 ``acceptance.png`` (per-pair acceptance).  matplotlib (Agg) is imported lazily."""
 
-import os
 
 import numpy as np
+
+from tf_vrre.runs import atomic
 
 MAX_STATES = 8
 
@@ -18,9 +19,7 @@ def _plt():
 
 
 def _save(fig, path):
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=80)
-    os.replace(tmp, path)
+    atomic.save_figure(fig, path, dpi=80)
 
 
 def _zoom_window(flow):

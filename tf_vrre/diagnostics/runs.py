@@ -6,42 +6,56 @@ SwapLogger directory (``swaps.csv`` inside) or a bare sample directory (``manife
 inside) is accepted too.  Nothing here imports TensorFlow.
 """
 
-import csv
 import dataclasses
-import json
 import os
 
 import numpy as np
 
 from tf_vrre.runs.samples import load_samples
 from tf_vrre.runs.samples import locate  # noqa: F401  (re-export: the rule lives with the other run files)
+from tf_vrre.runs.samples import read_json, read_log
 
 SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_lo", "energy_hi",
                 "temperature_lo", "temperature_hi", "sigma2")
 
 
-def _read_csv(path, required=()):
-    """Columns of a CSV file as float arrays; rows cut short (a killed writer) are dropped."""
+def _read_csv(path, required=(), checks=None):
+    """Columns of a CSV log as float arrays (``None`` if absent).  Only a last row torn by a kill
+    is dropped; any other unreadable row is a ``ValueError`` naming the file and line
+    (:func:`tf_vrre.run_files.read_log`), as is a value outside ``checks[column]``
+    (``(test, what it must be)``)."""
     if not os.path.isfile(path):
         return None
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None:
-            return {k: np.zeros(0) for k in required}
-        missing = [k for k in required if k not in header]
-        if missing:
-            raise ValueError(f"{path}: missing columns {missing} (is it a tf_vrre SwapLogger file?)")
-        rows = []
-        for row in reader:
-            if len(row) != len(header) or any(v == "" for v in row):
-                continue
-            try:
-                rows.append([float(v) for v in row])
-            except ValueError:
-                continue
+    header, lines = read_log(path)
+    if header is None:
+        return {k: np.zeros(0) for k in required}
+    missing = [k for k in required if k not in header]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing} (is it a tf_vrre SwapLogger file?)")
+    rows = []
+    for number, row in lines:
+        try:
+            values = [float(v) for v in row]
+        except ValueError:
+            raise ValueError(f"{path}, line {number}: a value is not a number ({','.join(row)[:120]!r})") from None
+        for column, (test, what) in (checks or {}).items():
+            value = values[header.index(column)]
+            if not test(value):
+                raise ValueError(f"{path}, line {number}: {column} = {value!r}, must be {what}")
+        rows.append(values)
     data = np.asarray(rows, np.float64).reshape(-1, len(header))
     return {k: data[:, i] for i, k in enumerate(header)}
+
+
+def _index(v):
+    return np.isfinite(v) and v >= 0 and float(v).is_integer()
+
+
+SWAP_CHECKS = {"step": (_index, "an integer >= 0"), "pair": (_index, "an integer >= 0"),
+               "accepted": (lambda v: v in (0.0, 1.0), "0 or 1"),
+               "accept_prob": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+               "temperature_lo": (lambda v: np.isfinite(v) and v > 0, "a finite number > 0"),
+               "temperature_hi": (lambda v: np.isfinite(v) and v > 0, "a finite number > 0")}
 
 
 @dataclasses.dataclass
@@ -97,11 +111,13 @@ def read_swap_log(directory):
       >>> log.num_chains, log.num_steps
     """
     directory = os.fspath(directory)
-    swaps = _read_csv(os.path.join(directory, "swaps.csv"), SWAP_COLUMNS)
+    swaps = _read_csv(os.path.join(directory, "swaps.csv"), SWAP_COLUMNS, SWAP_CHECKS)
     if swaps is None:
         raise ValueError(f"no swap log in {directory!r}: swaps.csv is missing")
-    refresh = _read_csv(os.path.join(directory, "refresh.csv"), ("step", "sigma2_updated"))
-    epochs = _read_csv(os.path.join(directory, "epochs.csv"), ("epoch", "steps"))
+    refresh = _read_csv(os.path.join(directory, "refresh.csv"), ("step", "sigma2_updated"),
+                        {"step": SWAP_CHECKS["step"]})
+    epochs = _read_csv(os.path.join(directory, "epochs.csv"), ("epoch", "steps"),
+                       {"epoch": SWAP_CHECKS["step"], "steps": (_index, "an integer >= 0")})
     if refresh is not None and any(k.startswith("c_") for k in refresh):
         num_chains = sum(k.startswith("c_") for k in refresh)
     else:
@@ -165,7 +181,9 @@ def read_run_json(run):
     if not os.path.isfile(path):
         return {}
     try:
-        with open(path) as f:
-            return json.load(f)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is corrupt: {err}") from None
+        run = read_json(path)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} is not a readable run.json: {err}") from None
+    if not isinstance(run, dict):
+        raise ValueError(f"{path} is not a readable run.json: not a JSON object")
+    return run

@@ -7,7 +7,9 @@ a function of the point's name that may kill the process there (``tests/helpers/
 Points: ``sample.file`` (sample written, manifest not yet), ``sample.manifest`` (manifest
 written, evicted files not yet deleted), ``swaps.drained`` (swap rows flushed),
 ``csv.row`` (log row flushed), ``checkpoint.data`` (checkpoint files written, not yet
-committed), ``checkpoint.committed`` (committed and older ones deleted).
+committed), ``checkpoint.committed`` (committed and older ones deleted), ``atomic.write``
+(a temporary file written, not yet synced and renamed: a hook raising ``OSError(ENOSPC)``
+simulates a full disk).
 """
 
 hook = None

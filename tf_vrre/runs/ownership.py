@@ -20,6 +20,8 @@ import json
 import os
 import warnings
 
+from tf_vrre.runs import atomic
+
 LOCK = ".lock"
 
 
@@ -138,7 +140,7 @@ def claim(target, owner, token, label, lock=None):
                              f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}")
         release(held[0])  # left by an earlier fit that did not reach on_train_end
         getattr(held[0], "_abandon", lambda: None)()
-    f = open(lock, "a+")
+    f = atomic.open_lock(lock)
     try:
         import fcntl
 
@@ -171,8 +173,9 @@ def stored_run(path, who):
     ``ValueError`` naming ``who`` and the way out if the file is corrupt."""
     if not os.path.exists(path):
         return None
+    from tf_vrre.runs.samples import read_json
+
     try:
-        with open(path) as f:
-            return json.load(f).get("run")
+        return read_json(path).get("run")
     except (OSError, ValueError, AttributeError) as err:
         raise ValueError(f"{who}: {path} is corrupt ({err}); move it away or pass overwrite=True") from None

@@ -21,11 +21,38 @@ import zipfile
 
 import numpy as np
 
+from tf_vrre.runs import atomic
+
 MANIFEST = "manifest.json"
 MODEL_JSON = "model.json"
 FORMAT = "tf_vrre.samples/1"
 SAMPLE_FILE = re.compile(r"sample-\d{9}\.npz")
 _ENTRY_FIELDS = {"file": str, "step": int, "bytes": int, "sha256": str}
+MAX_LOG_BYTES = 1 << 31  # 2 GiB: a larger log or JSON file is not one tf_vrre wrote
+
+
+class RunFileError(ValueError):
+    """A run file (sample manifest, sample file, CSV log) is missing, damaged or not a tf_vrre file;
+    the message names the file (and line)."""
+
+
+def read_json(path):
+    """``json.load`` of ``path`` with every failure as one ``ValueError``-family error or
+    ``OSError``: ``FileNotFoundError`` / ``OSError`` propagate; undecodable bytes, bad JSON,
+    nesting too deep for the parser and files too large give ``ValueError("<what>")`` (the
+    caller adds the path)."""
+    if os.path.getsize(path) > MAX_LOG_BYTES:
+        raise ValueError(f"{os.path.getsize(path)} bytes, too large")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"not UTF-8 text (byte {err.start})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except MemoryError:
+        raise ValueError("too large to parse") from None
 
 
 def sha256(path):
@@ -38,22 +65,18 @@ def sha256(path):
 
 
 def atomic_write(path, write):
-    """``write(f)`` into ``path + ".tmp"``, fsync, rename over ``path`` (atomic on POSIX)."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """``write(f)`` (binary) into a fresh temporary file, fsync, rename over ``path``
+    (:func:`tf_vrre.atomic.write`)."""
+    atomic.write(path, write)
 
 
 def write_json(path, obj):
     """Writes ``obj`` as JSON to ``path`` atomically."""
-    atomic_write(path, lambda f: f.write(json.dumps(obj, indent=1).encode()))
+    atomic.write_json(path, obj, indent=1)
 
 
 def _bad(path, what):
-    return ValueError(f"sample manifest {path} is malformed: {what}")
+    return RunFileError(f"sample manifest {path} is malformed: {what}")
 
 
 def _check_entries(path, entries):
@@ -86,14 +109,13 @@ def read_manifest(directory):
     """
     path = os.path.join(directory, MANIFEST)
     try:
-        with open(path) as f:
-            manifest = json.load(f)
+        manifest = read_json(path)
     except FileNotFoundError:
-        raise ValueError(f"no sample manifest at {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"sample manifest {path} is corrupt: {err}") from None
+        raise RunFileError(f"no sample manifest at {path}") from None
+    except (OSError, ValueError) as err:
+        raise RunFileError(f"sample manifest {path} is corrupt: {err}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "entries" not in manifest:
-        raise ValueError(f"sample manifest {path} is not a {FORMAT} manifest")
+        raise RunFileError(f"sample manifest {path} is not a {FORMAT} manifest")
     _check_entries(path, manifest["entries"])
     events = manifest.setdefault("events", [])
     if not isinstance(events, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in events):
@@ -104,13 +126,76 @@ def read_manifest(directory):
 def check_entry(directory, entry):
     """Path of an entry's file after checking its size and SHA-256 (``ValueError`` naming it)."""
     path = os.path.join(directory, entry["file"])
+    try:
+        return _check_entry_file(directory, entry, path)
+    except OSError as err:
+        raise RunFileError(f"sample file {path}: cannot read it ({err.strerror or err})") from None
+
+
+def _check_entry_file(directory, entry, path):
     if not os.path.exists(path):
-        raise ValueError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
+        raise RunFileError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
     size = os.path.getsize(path)
     if size != entry["bytes"] or sha256(path) != entry["sha256"]:
-        raise ValueError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
-                         f"{entry['bytes']}; checksum mismatch)")
+        raise RunFileError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
+                           f"{entry['bytes']}; checksum mismatch)")
     return path
+
+
+
+
+def read_log(path):
+    """``(header, [(line number, row)])`` of a CSV log written row by row, strictly.
+
+    Only the last line may be incomplete (no newline, or fewer fields than the header: a row
+    torn by a kill) and is then dropped; every other row must have the header's number of fields.  ``(None, [])`` for an
+    empty file or a header torn before its newline.
+
+    Raises:
+      ValueError: naming the file (and line): not UTF-8 text, a NUL byte, or a row with the
+        wrong number of fields.
+    """
+    import csv
+
+    try:
+        if os.path.getsize(path) > MAX_LOG_BYTES:
+            raise RunFileError(f"{path}: {os.path.getsize(path)} bytes, too large for a tf_vrre log")
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise RunFileError(f"{path}: cannot read it ({err.strerror or err})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise RunFileError(f"{path}, line {line}: not UTF-8 text (byte {err.start}); not a tf_vrre log") from None
+    if "\0" in text:
+        line = text[:text.index("\0")].count("\n") + 1
+        raise RunFileError(f"{path}, line {line}: a NUL byte; not a tf_vrre log")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines.pop()  # torn by a kill
+    if not lines:
+        return None, []
+    try:
+        parsed = list(csv.reader(lines))
+    except csv.Error as err:
+        raise RunFileError(f"{path}: not a CSV log ({err})") from None
+    header, rows = parsed[0], []
+    if len(parsed) > 1 and len(parsed[-1]) < len(header):
+        parsed.pop()  # the last row cut short by a kill
+    for number, row in enumerate(parsed[1:], start=2):
+        if len(row) != len(header):
+            raise RunFileError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
+                               "row; only a last row torn by a kill is dropped)")
+        rows.append((number, row))
+    return header, rows
+
+
+def repair_hint(run):
+    """The remedy named by every command that finds damaged samples in ``run``."""
+    return (f"'tf-vrre repair {run}' keeps the readable samples and rewrites the manifest (--dry-run shows what "
+            "it would drop)")
 
 
 def array_shapes(path):
@@ -125,7 +210,7 @@ def array_shapes(path):
                     shape, _, dtype = read(f)
                 out[name[:-4] if name.endswith(".npy") else name] = (tuple(shape), dtype.str)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        raise ValueError(f"sample file {path} is not a readable .npz file: {err}") from None
+        raise RunFileError(f"sample file {path} is not a readable .npz file: {err}") from None
     return out
 
 
@@ -141,9 +226,9 @@ def check_shapes(directory, entries):
         if shapes != first:
             names = sorted(set(shapes) | set(first))
             name = next(n for n in names if shapes.get(n) != first.get(n))
-            raise ValueError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
-                             f"{_describe(first.get(name))} in {first_path} (samples of different models "
-                             "in one directory)")
+            raise RunFileError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
+                               f"{_describe(first.get(name))} in {first_path} (samples of different models "
+                               "in one directory)")
 
 
 def _describe(spec):

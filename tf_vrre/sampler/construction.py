@@ -14,12 +14,18 @@ import numpy as np
 from tf_vrre.sgmcmc import dynamics as dyn
 from tf_vrre.sgmcmc import energy as en
 from tf_vrre.sgmcmc import swap_record as record
+from tf_vrre.sampler.hyperparameters import check_float32
 from tf_vrre.sgmcmc.state import ChainState, LossScale, SwapState, VRState
 from tf_vrre.sgmcmc.swap_energy import SwapEnergyEstimator
 
 
 def check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay):
     """``TypeError`` / ``ValueError`` naming the first constructor argument out of range."""
+    if isinstance(model_fn, keras.Model):  # callable too, but calling it needs inputs
+        raise TypeError(f"model_fn must be a function returning a new keras.Model (called once per chain and "
+                        f"snapshot, each gets its own weights), got the model instance {model_fn.name!r}; pass "
+                        "the function itself (model_fn=build_model, not build_model()) or "
+                        "model_fn=lambda: keras.models.clone_model(model)")
     if not callable(model_fn):
         raise TypeError(f"model_fn must be a callable returning a keras.Model, got {model_fn!r}")
     if data_size is None:
@@ -30,10 +36,16 @@ def check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_de
         raise ValueError(f"num_chains must be an integer >= 1, got {num_chains!r}")
     if dynamics not in dyn.DYNAMICS:
         raise ValueError(f"dynamics must be one of {dyn.DYNAMICS}, got {dynamics!r}")
-    if not isinstance(momentum, numbers.Real) or not 0.0 <= momentum < 1.0:
+    if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or not 0.0 <= momentum < 1.0:
         raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    if not np.float32(momentum) < 1:
+        raise ValueError(f"momentum must be < 1 in float32 (the friction 1 - momentum would be 0), at most "
+                         f"{float(np.nextafter(np.float32(1), np.float32(0))):.9g}, got {momentum!r}")
+    if momentum != 0:
+        check_float32("momentum", momentum)
     if not isinstance(weight_decay, numbers.Real) or not weight_decay >= 0 or not np.isfinite(weight_decay):
         raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
+    check_float32("weight_decay", weight_decay)
 
 
 def build_chain(model_fn):

@@ -6,6 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre.sgmcmc.schedules import F32_MAX, F32_TINY, check_float32  # noqa: F401  (re-exported)
+
 
 def is_schedule(value):
     return isinstance(value, keras.optimizers.schedules.LearningRateSchedule)
@@ -24,6 +26,8 @@ def per_chain(value, num_chains, name):
             raise TypeError(f"{name} entries must be numbers or keras LearningRateSchedule, got {v!r}")
         if not is_schedule(v) and not np.isfinite(v):
             raise ValueError(f"{name} entries must be finite, got {v!r}")
+        if not is_schedule(v):
+            check_float32(f"{name} entries", v)
     return values
 
 
@@ -96,14 +100,18 @@ def validated(temperatures, learning_rates, num_chains, dynamics, swaps):
     temps = per_chain(temperatures, num_chains, "temperatures")
     lrs = per_chain(learning_rates, num_chains, "learning_rates")
     temps0, lrs0 = initial_values(temps), initial_values(lrs)
+    for t in temps0:
+        check_float32("temperatures (at step 0)", t)
+    for v in lrs0:
+        check_float32("learning_rates (at step 0)", v)
     if dynamics == "msgd" and any(t != 0 for t in temps0):
         raise ValueError(f"temperatures must be 0 for dynamics='msgd', got {temps0}")
     lo = 0.0 if not swaps else np.nextafter(0.0, 1.0)
     if any(not t >= lo for t in temps0):
         raise ValueError("temperatures must be " + (">= 0" if not swaps else "> 0 with swaps")
                          + f", got {temps0}")
-    if any(b <= a for a, b in zip(temps0, temps0[1:])):
-        raise ValueError(f"temperatures must be strictly increasing (tau_1 < tau_2 < ...), got {temps0}")
+    if any(np.float32(b) <= np.float32(a) for a, b in zip(temps0, temps0[1:])):
+        raise ValueError(f"temperatures must be strictly increasing in float32 (tau_1 < tau_2 < ...), got {temps0}")
     if any(not v > 0 for v in lrs0):
         raise ValueError(f"learning_rates must be > 0, got {lrs0}")
     return temps, lrs

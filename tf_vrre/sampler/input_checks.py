@@ -151,6 +151,25 @@ def check_arrays(where, x, y=None, sample_weight=None, loss=None, classes=None, 
     return n
 
 
+def check_input_shape(where, label, x, model):
+    """``x``'s per-example shape against the model's input shape (before Keras sees it), for a model
+    with one recorded input; the batch axis and ``None`` axes are free."""
+    if not _is_array(x):
+        return
+    try:
+        inputs = model.inputs
+    except (AttributeError, ValueError):  # a subclassed model records no inputs
+        return
+    if not inputs or len(inputs) != 1:
+        return
+    want = tuple(inputs[0].shape)[1:]
+    got = tuple(np.shape(x))[1:]
+    if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got)):
+        dims = ", ".join("any" if w is None else str(w) for w in want)
+        raise ValueError(f"{where}: {label} has shape {tuple(np.shape(x))}, the model's input needs shape "
+                         f"(n, {dims}) (its input shape without the batch axis: ({dims}))")
+
+
 def check_training_count(where, count, data_size):
     """Warns when the training arrays hold another number of examples than ``data_size``."""
     if count is not None and count != data_size:
@@ -178,6 +197,7 @@ def check_reference(sampler, data):
         raise TypeError(f"{where}: data must be (x, y), (x, y, sample_weight), x, or a tf.data.Dataset, "
                         f"got {type(data).__name__}")
     loss, classes = _loss_and_classes(sampler)
+    check_input_shape(where, "data x", parts[0], sampler.cold_model)
     check_arrays(where, *parts, loss=loss, classes=classes, names=("data x", "data y", "data sample_weight"))
     return parts if isinstance(data, (tuple, list)) else data
 
@@ -205,6 +225,7 @@ def check_fit(sampler, args):
     if loss is not None and args["y"] is None:
         raise ValueError(f"{where}: y is required: the compiled loss needs labels (or build the sampler with "
                          "nll=callable(x, y, y_pred))")
+    check_input_shape(where, "x", x, sampler.cold_model)
     n = check_arrays(where, x, args["y"], args["sample_weight"], loss=loss, classes=classes)
     split = args["validation_split"]
     if not isinstance(split, numbers.Real) or not 0 <= split < 1:

@@ -18,22 +18,26 @@ other, so serving memory does not grow with K either.  The archive is written by
 ``keras.export.ExportArchive``.
 """
 
-import json
-import numbers
 import os
 import shutil
+import tempfile
 import time
 import zipfile
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tf_vrre._version import __version__
+from tf_vrre.runs import atomic
+from tf_vrre.runs.run_json import RUN_JSON  # noqa: F401  (re-exported)
 from tf_vrre.runs.run_json import FORMAT as RUN_FORMAT  # noqa: F401  (earlier name of this module)
-from tf_vrre.runs.run_json import RUN_JSON, read_run
 from tf_vrre.runs.samples import MANIFEST, MODEL_JSON, load_samples
 from tf_vrre.runs.samples import read_manifest as _read_manifest
+from tf_vrre.serving.checks import check_int as _check_int
+from tf_vrre.serving.checks import check_out as _check_out
+from tf_vrre.serving.checks import check_temperature as _check_temperature
+from tf_vrre.serving.checks import choose_version as _choose_version
+from tf_vrre.serving.checks import read_run as _read_run
 EXPORT_JSON = "export.json"
 EXPORT_FORMAT = "tf_vrre.export/1"
 TMP_PREFIX = ".tmp-export-"
@@ -53,7 +57,11 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
     ``members`` -> the same plus ``member_probabilities`` ``[B, K, C]``, ``expected_entropy``
     and ``mutual_information`` ``[B]``.  Image runs take ``images`` as uint8 ``[None, H, W, C]``;
     ``serving_float32`` / ``members_float32`` take the same pixel values as float32.  Other
-    models take ``inputs`` with the model's input shape and dtype.
+    models take ``inputs`` with the model's input shape and dtype.  Every signature checks its
+    request in the graph (``tf.ensure_shape``, ``tf.debugging.check_numerics``): another rank, size
+    or channel count, and NaN / Inf in a float input, are an ``InvalidArgument`` error (a TF
+    Serving client gets status ``INVALID_ARGUMENT``; the server keeps running); another dtype is
+    refused by the signature itself; an empty batch ``[0, ...]`` returns empty outputs.
 
     Members: all samples, or ``max_members = K`` spread evenly over the chain (sample
     ``floor((j + 1) n / K) - 1`` of ``n``, ``j = 0..K-1``: stride ``n / K``, the last sample
@@ -128,18 +136,6 @@ def member_indices(n, max_members=None):
 
 
 # ---- argument checks (all before any work) -------------------------------------------------
-def _check_int(value, name, lo=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
-def _check_temperature(t):
-    if isinstance(t, bool) or not isinstance(t, numbers.Real) or not (np.isfinite(t) and t > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {t!r}")
-    return float(t)
-
-
 def _resolve_source(source):
     """``(run or None, samples_dir)``; ``run = {"dir", "json"}`` with a checked ``run.json``."""
     if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source):
@@ -152,56 +148,6 @@ def _resolve_source(source):
         return None, source
     raise ValueError(f"source {source!r} has neither {RUN_JSON} (a run directory) nor {MANIFEST} "
                      "(a sample directory)")
-
-
-def _read_run(run_dir):
-    """``RUN/run.json`` (:func:`tf_vrre.runs.run_json.read_run`) with the preprocessing the
-    exported model applies checked: normalisation numbers matching ``model.input_shape``."""
-    run = read_run(run_dir)
-    path = os.path.join(run_dir, RUN_JSON)
-    pre = run.get("preprocessing")
-    if not isinstance(pre, dict) or pre.get("kind") != "normalize":
-        raise ValueError(f"{path}: preprocessing must be {{'kind': 'normalize', 'scale', 'mean', 'std'}}, got {pre!r}")
-    try:
-        scale = float(pre["scale"])
-        mean, std = (np.asarray(pre[k], np.float64).reshape(-1) for k in ("mean", "std"))
-        shape = [int(d) for d in run["model"]["input_shape"]]
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: preprocessing needs numbers 'scale', 'mean', 'std' and model.input_shape "
-                         f"[H, W, C] ({err!r})") from None
-    if (len(shape) != 3 or mean.shape != std.shape or len(mean) != shape[-1] or not np.all(std > 0)
-            or not np.all(np.isfinite(std))
-            or not np.all(np.isfinite(mean)) or not (np.isfinite(scale) and scale > 0)):
-        raise ValueError(f"{path}: need model.input_shape [H, W, C], scale > 0 and C means and C stds > 0, "
-                         f"got input_shape {shape}, scale {scale}, mean {mean.tolist()}, std {std.tolist()}")
-    return run
-
-
-def _check_out(out):
-    if not isinstance(out, (str, os.PathLike)) or not str(out):
-        raise ValueError(f"out must be a directory path, got {out!r}")
-    out = str(out)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"out {out!r} exists and is not a directory")
-    return out
-
-
-def _versions(out):
-    if not os.path.isdir(out):
-        return []
-    return sorted(int(n) for n in os.listdir(out) if n.isdigit() and os.path.isdir(os.path.join(out, n)))
-
-
-def _choose_version(out, version):
-    existing = _versions(out)
-    if version is None:
-        return existing[-1] + 1 if existing else 1
-    version = _check_int(version, "version")
-    if os.path.exists(os.path.join(out, str(version))):
-        raise ValueError(f"version {version} already exists in {out} (versions there: {existing}); "
-                         f"an exported version is never overwritten: pick a new version, e.g. "
-                         f"{(existing[-1] if existing else 0) + 1}")
-    return version
 
 
 def _remove_stale_tmp(out):
@@ -313,21 +259,38 @@ def _stack_members(tf, template, samples, picked):
 # ---- the serving graph ----------------------------------------------------------------------
 def _member_fn(tf, template, stacked, temperature, output):
     """``x -> [B, K, C]`` member probabilities: member ``k``'s weights are read from the stacks
-    under a ``keras.StatelessScope`` (the template's own variables are never read or changed)."""
+    under a ``keras.StatelessScope`` (the template's own variables are never read or changed).
+    An empty batch (``B = 0``) gives ``[0, K, C]`` without running the model."""
     k_members = int(stacked[0].shape[0])
+    spec = _input_spec(template)
+    classes = int(template.compute_output_spec(keras.KerasTensor((1, *spec.shape[1:]), spec.dtype)).shape[-1])
 
     def one(k, x):
         mapping = [(w, tf.gather(s, k)) for w, s in zip(template.weights, stacked)]
         with keras.StatelessScope(state_mapping=mapping):
             z = template(x, training=False)
         z = tf.cast(z, tf.float32)
-        return tf.nn.softmax(z / temperature, axis=-1) if output == "logits" else z
+        if output != "logits":
+            return z
+        # (z - max z) / T: <= 0, so a small T gives -inf (probability 0), never inf - inf = NaN
+        return tf.nn.softmax((z - tf.reduce_max(z, axis=-1, keepdims=True)) / temperature, axis=-1)
 
     def members(x):
-        p = tf.map_fn(lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32,
-                      parallel_iterations=1)
-        return tf.transpose(p, [1, 0, 2])  # [B, K, C]: the batch first, as TF Serving needs
+        def run():
+            p = tf.map_fn(lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32,
+                          parallel_iterations=1)
+            return tf.transpose(p, [1, 0, 2])  # [B, K, C]: the batch first, as TF Serving needs
+        return tf.cond(tf.shape(x)[0] > 0, run, lambda: tf.zeros([0, k_members, classes], tf.float32))
     return members
+
+
+def _checked_input(tf, x, shape, name):
+    """``x`` after the serving checks (``InvalidArgument`` errors, before the model runs): its
+    shape must be ``shape`` (``None``: any size; the rank too), a float must be finite."""
+    x = tf.ensure_shape(x, shape, name=f"check_{name}_shape")
+    if x.dtype.is_floating:
+        x = tf.debugging.check_numerics(x, f"{name}: NaN or Inf value in the request (finite values only)")
+    return x
 
 
 def _summaries(tf, p_members, with_members):
@@ -350,7 +313,8 @@ def _archive(tf, model, stacked, image, temperature, output):
     if image is None:
         def endpoint(with_members):
             def serve(inputs):
-                return _summaries(tf, members(inputs), with_members)
+                x = _checked_input(tf, inputs, [None, *spec.shape[1:]], "inputs")
+                return _summaries(tf, members(x), with_members)
             return serve
         sig = [tf.TensorSpec([None, *spec.shape[1:]], spec.dtype, name="inputs")]
         archive.add_endpoint("serving_default", endpoint(False), input_signature=sig)
@@ -363,6 +327,7 @@ def _archive(tf, model, stacked, image, temperature, output):
 
     def endpoint(with_members):
         def serve(images):  # the training normalisation, in float32
+            images = _checked_input(tf, images, [None, *image["shape"]], "images")
             x = (tf.cast(images, tf.float32) * scale - mean) / std
             return _summaries(tf, members(tf.cast(x, spec.dtype)), with_members)
         return serve
@@ -393,18 +358,17 @@ def _dir_bytes(path):
 
 
 def _write(archive, out, version, record, start):
-    """Writes to ``out/.tmp-export-<version>-<pid>`` and renames it to ``out/<version>``."""
+    """Writes to ``out/.tmp-export-<version>-<random>-<pid>`` and renames it to ``out/<version>``."""
     os.makedirs(out, exist_ok=True)
     _remove_stale_tmp(out)
     final = os.path.join(out, str(version))
-    tmp = os.path.join(out, f"{TMP_PREFIX}{version}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    # a fresh directory (mkdtemp: O_EXCL, no planted link can stand in for it); the pid ends the name
+    tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{version}-", suffix=f"-{os.getpid()}", dir=out)
     try:
         archive.write_out(tmp, verbose=False)
         record["bytes"] = _dir_bytes(tmp)
         record["export_seconds"] = round(time.perf_counter() - start, 3)
-        with open(os.path.join(tmp, EXPORT_JSON), "w") as f:
-            json.dump(record, f, indent=1)
+        atomic.write_json(os.path.join(tmp, EXPORT_JSON), record, indent=1)
         if os.path.exists(final):  # created meanwhile by someone else: never overwrite
             raise ValueError(f"version {version} appeared in {out} during the export; not overwritten")
         os.rename(tmp, final)

@@ -18,7 +18,6 @@ by :func:`velocity_scale`.
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_probability as tfp
 
 from tf_vrre.sgmcmc import seeds
 
@@ -54,10 +53,10 @@ def velocity_scale(lr_from, temperature_from, lr_to, temperature_to):
 
 def langevin_noise(weights, key):
     """Standard normal draws ``xi`` shaped like ``weights``: one stateless draw of
-    ``tfd.Normal(0, 1)`` (TensorFlow Probability) with the step's seed, split per weight."""
+    :func:`tf_vrre.sgmcmc.seeds.normal` with the step's key, split per weight (the same draws on one
+    device, on every replica of a strategy and under XLA)."""
     sizes = [int(np.prod(w.shape)) for w in weights]
-    normal = tfp.distributions.Normal(loc=np.float32(0.0), scale=np.float32(1.0))
-    flat = normal.sample(sum(sizes), seed=seeds.tfp_seed(key))
+    flat = seeds.normal(sum(sizes), key)
     return [tf.reshape(z, w.shape) for z, w in zip(tf.split(flat, sizes), weights)]
 
 

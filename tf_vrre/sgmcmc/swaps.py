@@ -16,6 +16,7 @@ Pair proposals share one signature ``propose(num_chains, attempt, seed) -> bool 
 """
 
 import collections
+import math
 
 import keras
 import tensorflow as tf
@@ -87,7 +88,7 @@ def permutation_from_pairs(accepted):
 
 def decide_swaps(log_ratio, attempted, seed):
     """Metropolis decisions for the attempted pairs; returns :class:`SwapResults`."""
-    u = tf.random.stateless_uniform(tf.shape(log_ratio), seed, dtype=tf.float64)
+    u = seeds.uniform(tf.shape(log_ratio), seed, tf.float64)  # the same under XLA (seeds module)
     accepted = tf.logical_and(attempted, tf.math.log(u) < log_ratio)
     return SwapResults(log_ratio, attempted, accepted, permutation_from_pairs(accepted))
 
@@ -133,8 +134,9 @@ class CorrectedSwap:
             first = float(keras.ops.convert_to_numpy(correction(0)))
             if not first > 0 or not first < float("inf"):
                 raise ValueError(f"correction (F) schedule must give values > 0, got {first} at step 0")
-        elif isinstance(correction, bool) or not isinstance(correction, (int, float)) or not correction > 0:
-            raise ValueError(f"correction (F) must be a number > 0 or a LearningRateSchedule, got {correction!r}")
+        elif isinstance(correction, bool) or not isinstance(correction, (int, float)) or not (
+                correction > 0 and math.isfinite(correction)):
+            raise ValueError(f"correction (F) must be a finite number > 0 or a LearningRateSchedule, got {correction!r}")
         else:
             correction = float(correction)
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:

@@ -53,17 +53,89 @@ def test_well_formed_tf_config_and_names(monkeypatch):
     assert strategies.MAX_STEPS_PER_EXECUTION == record.CAPACITY
 
 
+def _closed_port():
+    """A local TCP port nobody listens on (a stale TPU address)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def test_tpu_detection(monkeypatch):
     monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
-    present = strategies.tpu_present()  # no TPU on the test machines: /dev/accel*, /dev/vfio/<n> absent
-    assert present == bool(__import__("glob").glob("/dev/accel*") or __import__("glob").glob("/dev/vfio/[0-9]*"))
+    present = strategies.tpu_present()  # no TPU on the test machines: /dev/accel* absent, no Google PCI device
+    assert present == bool(__import__("glob").glob("/dev/accel*") or strategies._vfio_tpu())
     if not present:
         with pytest.raises(ValueError, match=r"strategy 'tpu': no TPU detected \(\$COLAB_TPU_ADDR unset"):
             strategies.check("tpu")
     strategies.check("tpu", tpu_address="10.0.0.2:8470")  # an address given: left to make_strategy to try
-    monkeypatch.setenv("COLAB_TPU_ADDR", "10.0.0.2:8470")
+    stale = f"127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("COLAB_TPU_ADDR", stale)
+    assert not strategies.tpu_present() or present  # a stale address is no TPU
+    assert "no TCP connection within" in strategies.tpu_reachable(stale)
+    assert strategies.tpu_reachable("no-port") == "not host:port ('no-port')"
+    if not present:
+        with pytest.raises(ValueError, match=rf"no TPU detected \(\$COLAB_TPU_ADDR = '{stale}' \(not reachable: "
+                                             r"no TCP connection within 3 s: ConnectionRefusedError\)"):
+            strategies.check("tpu")
+    with socket.socket() as server:  # a live address counts
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        live = f"127.0.0.1:{server.getsockname()[1]}"
+        monkeypatch.setenv("COLAB_TPU_ADDR", live)
+        assert strategies.tpu_present() and strategies.tpu_reachable("grpc://" + live) is None
+        strategies.check("tpu")
+
+
+def test_vfio_alone_is_no_tpu(monkeypatch):
+    """``/dev/vfio/<n>`` is any passed-through PCI device: a TPU only with a Google PCI device."""
+    monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
+    real_glob = strategies.glob.glob
+    vendors = {"/sys/bus/pci/devices/0000:00:04.0/vendor": "0x10de\n"}  # an NVIDIA GPU passed through
+
+    def fake_glob(pattern):
+        if pattern == "/dev/vfio/[0-9]*":
+            return ["/dev/vfio/0"]
+        if pattern == "/sys/bus/pci/devices/*/vendor":
+            return list(vendors)
+        return [] if pattern == "/dev/accel*" else real_glob(pattern)
+
+    real_open = open
+
+    def fake_open(path, *args, **kw):
+        if path in vendors:
+            import io
+            return io.StringIO(vendors[path])
+        return real_open(path, *args, **kw)
+    monkeypatch.setattr(strategies.glob, "glob", fake_glob)
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert not strategies.tpu_present()
+    assert "/dev/vfio/<n> found, no Google PCI device" in strategies._tpu_probe()
+    vendors["/sys/bus/pci/devices/0000:00:05.0/vendor"] = "0x1ae0\n"  # a TPU chip
     assert strategies.tpu_present()
-    strategies.check("tpu")
+
+
+@pytest.mark.parametrize("strategy", ["default", "auto", "tpu"])
+def test_stale_tpu_address_never_hangs_train(strategy, image_data_dir, tmp_path):
+    """``tf-vrre train`` with ``$COLAB_TPU_ADDR`` of a closed port: default and auto train on the
+    CPU (auto with a warning), tpu fails at once with one line (it used to block forever)."""
+    if strategies.tpu_present():
+        pytest.skip("a TPU is present")
+    env = dict(os.environ, COLAB_TPU_ADDR=f"127.0.0.1:{_closed_port()}", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    out = tmp_path / "run"
+    flags = cli_flags("msgd", out, image_data_dir, epochs=1) + ["--strategy", strategy]
+    proc = subprocess.run([sys.executable, "-m", "tf_vrre.cli", *flags], capture_output=True, text=True,
+                          timeout=240, env=env, cwd=ROOT)
+    if strategy == "tpu":
+        assert proc.returncode == 2
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("tf-vrre")]  # not TF's own logs
+        assert "Traceback" not in proc.stderr and proc.stderr.rstrip().endswith(lines[-1])
+        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: --strategy tpu: strategy 'tpu': no TPU "
+                                                       "detected ($COLAB_TPU_ADDR = '127.0.0.1:"), proc.stderr
+        assert "not reachable" in lines[0] and not out.exists()
+        return
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.load(open(out / "run.json"))["execution"]["strategy"] == "default"
+    assert ("is not reachable; using the GPUs / CPU" in proc.stderr) == (strategy == "auto")
 
 
 # ---- strategies made (TensorFlow) -----------------------------------------------------------------
@@ -109,7 +181,14 @@ def test_tpu_unavailable_is_a_clear_value_error(monkeypatch):
     text = str(err.value)
     assert text.startswith("strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
                            "TPUClusterResolver(tpu='local'), experimental_connect_to_cluster, initialize_tpu_system")
-    assert "Detected: $COLAB_TPU_ADDR unset, /dev/accel* absent, /dev/vfio/<n> absent" in text
+    assert "Detected: $COLAB_TPU_ADDR unset, /dev/accel* absent, /dev/vfio/<n> " in text
+    monkeypatch.setenv("COLAB_TPU_ADDR", f"127.0.0.1:{_closed_port()}")
+    with pytest.raises(ValueError, match=r"no TPU reachable at 'grpc://127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
+                                         r"connection within 3 s: ConnectionRefusedError\."):
+        strategies.make_strategy("tpu")
+    with pytest.warns(UserWarning, match=r"strategy 'auto': TPU address '127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\) is not "
+                                         "reachable; using the GPUs / CPU"):
+        assert strategies.name_of(strategies.make_strategy("auto")) == "default"
     assert err.value.__cause__ is None and err.value.__suppress_context__  # not a raw TensorFlow traceback
 
 

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 
 from tf_vrre.diagnostics import chain_summary
+from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
 from tf_vrre.workflows.gaussian_mixture import plots
 from tf_vrre.workflows.gaussian_mixture import target as mx
@@ -115,10 +116,7 @@ class Study:
         recorded beta and sigma2), both written atomically."""
         arrays = {f"{m}/seed{seed}/{k}": r[k] for m, rs in runs.items() for seed, r in zip(self.seeds, rs)
                   for k in ("beta", "sigma2")}
-        tmp = os.path.join(self.out, "traces.npz.tmp")
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, os.path.join(self.out, "traces.npz"))
+        atomic.savez(os.path.join(self.out, "traces.npz"), **arrays)
         results = {m: self.aggregate(m, rs) for m, rs in runs.items()}
         write_json(os.path.join(self.out, "summary.json"), self.summary(results, None, {}, None, wall, status))
 

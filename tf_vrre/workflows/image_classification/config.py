@@ -41,12 +41,16 @@ class ConfigError(ValueError):
 
 
 # ---- value checks: each returns the normalised value or raises ValueError(allowed) ----------
-def _int(lo):
+def _int(lo, hi=None):
     def check(v):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
-            raise ValueError(f"an integer >= {lo}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo or (hi is not None and v > hi):
+            raise ValueError(f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]")
         return int(v)
     return check
+
+
+SEED_MAX = 2 ** 31 - 1
+"""Largest seed (``--seed``'s bound): seeds reach int32 stateless-RNG keys."""
 
 
 def _num(lo, hi=math.inf, lo_open=False, hi_open=False):
@@ -114,6 +118,28 @@ MODEL_NAMES = ("cnn", "resnet8", "resnet20", "resnet32", "resnet56")
 """``models.names()`` without importing Keras (the command line checks configs before TensorFlow
 starts; ``tests/workflows/image_classification/test_config.py`` checks that the two agree)."""
 
+_RESNET_KWARGS = {"width": _int(1), "synchronized_bn": _bool, "name": str}
+MODEL_KWARGS = {"cnn": {"width": _int(1), "batch_norm": _bool, "synchronized_bn": _bool, "name": str},
+                **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")}}
+"""``model.kwargs`` each builder takes, with their checks (the builders' keyword arguments, without
+Keras; ``tests/test_config.py`` checks them against the signatures)."""
+
+
+def _model_kwargs(cfg, raw, where):
+    name, kwargs = cfg["model"]["name"], cfg["model"]["kwargs"]
+    allowed = MODEL_KWARGS[name]
+    for key, value in kwargs.items():
+        dotted = f"model.kwargs.{key}"
+        at = " (override)" if dotted in raw.get("overridden", ()) else where
+        if key not in allowed:
+            raise ConfigError(f"config key {dotted} is unknown for model {name}; allowed: "
+                              f"{', '.join(allowed)}{at}")
+        if allowed[key] is str:
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"config key {dotted} must be a non-empty string, got {value!r}{at}")
+        else:
+            kwargs[key] = _check(dotted, value, allowed[key], at)
+
 
 def _model(v):
     if v not in MODEL_NAMES:
@@ -131,7 +157,7 @@ SCHEMA = {
         "batch_size": (256, _int(1), None),
         "subset": (0, _int(0), None),                 # training-set size N; 0 = the whole split
         "holdout": (0.05, _count_or_fraction, None),  # held out of training (fitted T, running BMA)
-        "split_seed": (0, _int(0), None),
+        "split_seed": (0, _int(0, SEED_MAX), None),
         "augment": (True, _bool, None),
         "crop_padding": (4, _int(0), None),
         "flip": (True, _bool, None),
@@ -144,7 +170,7 @@ SCHEMA = {
     "training": {
         "epochs": (500, _int(1), None),
         "schedule_epochs": (500, _int(1), None),
-        "seed": (0, _int(0), None),
+        "seed": (0, _int(0, SEED_MAX), None),
     },
     "sampler": {
         "lr": (0.1, _num(0, lo_open=True), None),
@@ -215,6 +241,11 @@ def load(name_or_path):
             raw = tomllib.load(f)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"config {path}: TOML syntax error: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config {path}: not UTF-8 text (byte {err.start}: {err.reason}); TOML files are "
+                          "UTF-8") from None
+    except OSError as err:
+        raise ConfigError(f"config {path}: cannot be read ({err.strerror or err})") from None
     raw.setdefault("source", os.path.abspath(path))
     return raw
 
@@ -303,12 +334,14 @@ def resolve(raw):
         given = raw.get(section, {})
         for key in given:
             if key not in keys:
+                at = " (override)" if f"{section}.{key}" in raw.get("overridden", ()) else where
                 raise ConfigError(f"config key {section}.{key} is unknown; allowed in [{section}]: "
-                                  f"{', '.join(keys)}{where}")
+                                  f"{', '.join(keys)}{at}")
             methods = keys[key][2]
             if methods is not None and method not in methods:
+                at = " (override)" if f"{section}.{key}" in raw.get("overridden", ()) else where
                 raise ConfigError(f"config key {section}.{key} does not apply to method {method!r} "
-                                  f"(it applies to {', '.join(methods)}){where}")
+                                  f"(it applies to {', '.join(methods)}){at}")
         values = {}
         for key, (default, check, methods) in keys.items():
             if methods is not None and method not in methods:
@@ -318,6 +351,7 @@ def resolve(raw):
             values[key] = _check(name, given.get(key, default), check, at)
         if values:
             out[section] = values
+    _model_kwargs(out, raw, where)
     _check_consistency(out, where)
     return out
 

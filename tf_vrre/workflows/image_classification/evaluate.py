@@ -16,18 +16,19 @@ For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-c
    ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
 """
 
-import csv
 import math
 import os
 
 import numpy as np
 
+from tf_vrre.runs import atomic
 from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs.samples import RunFileError, read_log
 from tf_vrre.workflows.image_classification import metrics as M
 from tf_vrre.workflows.image_classification import models
 from tf_vrre.workflows.image_classification import plots as image_plots
 from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
-                                                         num_classes, split_indices)
+                                                         num_classes, pixels_digest, split_indices)
 from tf_vrre.workflows.image_classification.planning import (DEFAULT_OOD, OOD_CHOICES, check_data,  # noqa: F401
                                                               check_run, data_sources)  # (re-exported)
 
@@ -38,10 +39,12 @@ __all__ = ["OOD_CHOICES", "evaluate", "check_run", "check_data", "data_sources",
 
 
 def _read_csv(path):
+    """Rows of a CSV log as dicts (``[]`` if absent); a damaged row is a ``ValueError`` naming the
+    file and line, only a last row torn by a kill is dropped."""
     if not os.path.isfile(path):
         return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    header, rows = read_log(path)
+    return [] if header is None else [dict(zip(header, row)) for _, row in rows]
 
 
 def swap_summary(run_dir, late_fraction=0.2):
@@ -52,9 +55,13 @@ def swap_summary(run_dir, late_fraction=0.2):
     d = os.path.join(str(run_dir), rundir.SWAPS)
     if not os.path.isdir(d):
         return None
-    rows = _read_csv(os.path.join(d, "swaps.csv"))
+    path = os.path.join(d, "swaps.csv")
+    rows = _read_csv(path)
     refresh = _read_csv(os.path.join(d, "refresh.csv"))
-    accepted = sum(int(float(r["accepted"])) for r in rows)
+    bad = next((i for i, r in enumerate(rows) if r.get("accepted") not in ("0", "1")), None)
+    if bad is not None:
+        raise RunFileError(f"{path}, row {bad + 1}: accepted = {rows[bad].get('accepted')!r}, must be 0 or 1")
+    accepted = sum(int(r["accepted"]) for r in rows)
     upd = [float(r["sigma2_0"]) for r in refresh if r.get("sigma2_updated") in ("1", "True") and r.get("sigma2_0")]
     late = upd[int(len(upd) * (1 - late_fraction)):] if upd else []
     return {"attempts": len(rows), "swaps": accepted, "accept_rate": accepted / len(rows) if rows else None,
@@ -79,6 +86,11 @@ def _heldout(run, source, data_dir, size):
     if not d.get("holdout"):
         return None
     x, y, _ = load_split(d["dataset"], "train", source, data_dir, download=False)
+    now = pixels_digest(x) if d.get("pixels_digest") else None
+    if now != d.get("pixels_digest"):
+        raise rundir.RunDirError(f"the training split in {data_dir!r} is not the run's (data.pixels_digest "
+                                 f"{d['pixels_digest']!r} there, {now!r} now): its held-out images were "
+                                 "not held out; pass the run's --data-dir / --source, or --fit-size 0")
     train_idx, held_idx = split_indices(y, d.get("subset"), d["holdout"], d["split_seed"])
     if indices_digest(held_idx) != d.get("holdout_digest"):
         raise rundir.RunDirError(f"the held-out split rebuilt from {data_dir!r} differs from the run's "
@@ -150,9 +162,7 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), image_plots)
     arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
               for where, h in zip(("test", "ood"), pair) if h is not None}
-    tmp = os.path.join(str(run_dir), "entropies.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, os.path.join(str(run_dir), rundir.ENTROPIES))
+    atomic.savez(os.path.join(str(run_dir), rundir.ENTROPIES), **arrays)
     rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
     return report
 

@@ -13,7 +13,7 @@ import re
 import shutil
 
 from tf_vrre.runs import run_json as rundir
-from tf_vrre.runs.samples import MANIFEST, load_samples
+from tf_vrre.runs.samples import MANIFEST, load_samples, repair_hint
 from tf_vrre.workflows.image_classification import config as cfgmod
 from tf_vrre.workflows.image_classification import strategies
 from tf_vrre.workflows.image_classification.data import sources
@@ -87,7 +87,11 @@ def train_size_hint(cfg, source, data_dir):
     if sources.resolve_source(source, name, "train", data_dir) != "npz":
         return None
     total = sources.npz_split_size(data_dir, name, "train")
-    return total - sources.example_count(d["holdout"], total, "holdout")
+    held = sources.example_count(d["holdout"], total, "holdout")
+    if held >= total:
+        raise ValueError(f"data.holdout ({held}) must leave training examples: the {name} train split in "
+                         f"{str(data_dir)!r} has {total}")
+    return total - held
 
 
 def check_run_dir(out, cfg, overwrite=False):
@@ -109,8 +113,30 @@ def check_run_dir(out, cfg, overwrite=False):
     return existing
 
 
+def check_same_data(out, existing, prepared):
+    """Refuses to resume run ``existing`` on other training data than it started with.
+
+    Compared: the source, the training / held-out index digests (labels and split), the digest
+    of the training split's pixels and the fitted normalisation (for runs recorded before the
+    pixel digest).  Raises ``RunDirError`` naming the first difference; nothing is written.
+    """
+    old, new = existing["data"], prepared["data"]
+    checks = [(f"data.{key}", old.get(key), new.get(key)) for key in ("source", "train_digest", "holdout_digest")]
+    if "pixels_digest" in old:
+        checks.append(("data.pixels_digest", old["pixels_digest"], new["pixels_digest"]))
+    fitted = prepared["train"].preprocessing.to_dict()
+    recorded = existing["preprocessing"] if isinstance(existing["preprocessing"], dict) else {}
+    checks += [(f"preprocessing.{key}", recorded.get(key), fitted[key]) for key in ("mean", "std")]
+    for key, there, now in checks:
+        if there != now:
+            where = f" in {new['data_dir']!r}" if new.get("data_dir") else ""
+            raise rundir.RunDirError(f"{out!r}: the training data{where} differ from the run's ({key} {there!r} there, "
+                                     f"{now!r} now); resume with the run's data ({old.get('source')} "
+                                     f"{old.get('data_dir')!r}), or use --overwrite / another --out")
+
+
 def _clear(out):
-    for name in rundir.TRAIN_OUTPUTS + rundir.EVAL_OUTPUTS:
+    for name in rundir.TRAIN_OUTPUTS + rundir.DERIVED_OUTPUTS:  # never RUN/.lock: the one-writer lock
         path = os.path.join(out, name)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -145,7 +171,7 @@ def check_run(run_dir):
     try:
         samples = load_samples(directory)
     except ValueError as err:
-        raise rundir.RunDirError(str(err)) from None
+        raise rundir.RunDirError(f"{err}; {repair_hint(run_dir)}") from None
     if not len(samples):
         raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
                                  f"(status {run.get('status')!r}; samples start after the burn-in)")
@@ -164,6 +190,10 @@ def data_sources(run, ood="auto", data_dir=None, source=None):
     data_dir = data_dir if data_dir is not None else data.get("data_dir")
     source = source or data.get("source", "auto")
     ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else sources.check_dataset(ood))
+    if ood_name is not None and ood_name == data["dataset"]:
+        others = [o for o in OOD_CHOICES if o not in ("auto", "none") and sources.check_dataset(o) != ood_name]
+        raise ValueError(f"ood {ood!r} is the run's training data set {data['dataset']}, not out of distribution; "
+                         f"choose one of {', '.join(others + ['none'])}")
     return data_dir, source, ood_name
 
 
@@ -180,4 +210,4 @@ def check_data(run, ood="auto", data_dir=None, source=None, fit_size=2000):
     needed = [(run["data"]["dataset"], "test")] + ([(ood_name, "test")] if ood_name else [])
     needed += [(run["data"]["dataset"], "train")] if fit_size else []
     for name, split in needed:
-        sources.check_available(name, split, source, data_dir)
+        sources.check_available(name, split, source, data_dir, download=False)

@@ -4,9 +4,10 @@ Each function writes one PNG (matplotlib, Agg backend) and returns its path.
 """
 
 import math
-import os
 
 import numpy as np
+
+from tf_vrre.runs import atomic
 
 __all__ = ["entropy_cdf", "reliability", "swaps"]
 
@@ -21,10 +22,10 @@ def _plt():
 
 
 def _save(fig, path):
-    tmp = f"{path}.tmp.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    _plt().close(fig)
-    os.replace(tmp, path)
+    try:
+        atomic.save_figure(fig, path, dpi=110, bbox_inches="tight")
+    finally:
+        _plt().close(fig)
     return path
 
 

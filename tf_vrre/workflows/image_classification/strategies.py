@@ -9,9 +9,13 @@ Names (:data:`STRATEGIES`):
   worker.  Create it before TensorFlow runs any op (collective ops are configured at start-up);
 - ``"tpu"``: ``TPUClusterResolver(tpu=T)`` with ``T = "grpc://" + address`` for an address given
   (``tpu_address`` or ``$COLAB_TPU_ADDR``, a Colab TPU node), else ``"local"`` (a TPU VM), then
-  ``experimental_connect_to_cluster``, ``initialize_tpu_system`` and ``TPUStrategy``;
-- ``"auto"``: ``"tpu"`` when :func:`tpu_present` (falling back, with a warning, if it cannot be
-  initialized), else ``"mirrored"`` with several GPUs, else ``"default"``.
+  ``experimental_connect_to_cluster``, ``initialize_tpu_system`` and ``TPUStrategy``.  An address
+  is first probed with a TCP connection (:data:`TPU_PROBE_SECONDS` timeout): a dead address is a
+  ``ValueError`` at once instead of a connection attempt that never returns;
+- ``"auto"``: ``"tpu"`` when :func:`tpu_present` (or ``tpu_address`` accepts a connection), falling
+  back, with a warning, to the rules below if the TPU cannot be initialized or the address
+  (``tpu_address`` / ``$COLAB_TPU_ADDR``) is not reachable; else ``"mirrored"`` with several GPUs,
+  else ``"default"``.  ``"default"`` and ``"mirrored"`` never look for a TPU.
 
 Under ``MultiWorkerMirroredStrategy`` every worker runs the same steps (and the same callbacks:
 collecting a sample evaluates the model under the strategy, a collective op), but only the chief
@@ -28,6 +32,7 @@ Example:
 import glob
 import json
 import os
+import socket
 import warnings
 
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
@@ -35,22 +40,63 @@ MAX_STEPS_PER_EXECUTION = 1024
 """Largest ``steps_per_execution`` the image workflow accepts: ``tf_vrre.record.CAPACITY``, the
 per-step swap record ring buffer that ``SwapLogger`` drains after every execution."""
 TASK_TYPES = ("chief", "worker")
+TPU_PROBE_SECONDS = 3.0
+"""Timeout of the TCP probe of a TPU node's address (:func:`tpu_reachable`)."""
+GOOGLE_PCI_VENDOR = "0x1ae0"
 
-__all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "tpu_present", "tf_config", "check", "make_strategy",
+__all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "TPU_PROBE_SECONDS", "tpu_present", "tpu_reachable", "tf_config", "check", "make_strategy",
            "check_options", "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
 _tpu_strategies = {}  # target -> TPUStrategy: a TPU system is initialized once per process
 
 
 def tpu_present():
-    """True if a TPU is detectable without TensorFlow: ``$COLAB_TPU_ADDR`` (a Colab TPU node), or a
-    TPU VM's devices ``/dev/accel*`` (v2-v4) or ``/dev/vfio/<n>`` (v5e and later)."""
-    return bool(os.environ.get("COLAB_TPU_ADDR") or glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
+    """True if a TPU is detectable without TensorFlow and without blocking (:data:`TPU_PROBE_SECONDS`
+    at most): a TPU VM's devices ``/dev/accel*`` (v2-v4); ``/dev/vfio/<n>`` (v5e and later) together
+    with a Google PCI device (vendor ``0x1ae0``: ``/dev/vfio`` alone is any passed-through PCI
+    device); or ``$COLAB_TPU_ADDR`` (a TPU node) that accepts a TCP connection (:func:`tpu_reachable`).
+    A stale ``$COLAB_TPU_ADDR`` therefore does not count."""
+    if glob.glob("/dev/accel*") or _vfio_tpu():
+        return True
+    address = os.environ.get("COLAB_TPU_ADDR")
+    return bool(address) and tpu_reachable(address) is None
+
+
+def tpu_reachable(address, timeout=None):
+    """``None`` if ``address`` (``host:port`` or ``grpc://host:port``) accepts a TCP connection within
+    ``timeout`` seconds (default :data:`TPU_PROBE_SECONDS`), else the reason (a short string)."""
+    text = address[len("grpc://"):] if address.startswith("grpc://") else address
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"not host:port ({address!r})"
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or TPU_PROBE_SECONDS).close()
+    except OSError as err:
+        return f"no TCP connection within {timeout or TPU_PROBE_SECONDS:g} s: {type(err).__name__}"
+    return None
+
+
+def _vfio_tpu():
+    """True if ``/dev/vfio/<n>`` exists and a Google PCI device (vendor 0x1ae0, a TPU chip) is present."""
+    if not glob.glob("/dev/vfio/[0-9]*"):
+        return False
+    for path in glob.glob("/sys/bus/pci/devices/*/vendor"):
+        try:
+            with open(path) as f:
+                if f.read().strip().lower() == GOOGLE_PCI_VENDOR:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _tpu_probe():
-    return (f"$COLAB_TPU_ADDR {'= ' + repr(os.environ['COLAB_TPU_ADDR']) if os.environ.get('COLAB_TPU_ADDR') else 'unset'}"
-            f", /dev/accel* {'found' if glob.glob('/dev/accel*') else 'absent'}"
-            f", /dev/vfio/<n> {'found' if glob.glob('/dev/vfio/[0-9]*') else 'absent'}")
+    address = os.environ.get("COLAB_TPU_ADDR")
+    reason = address and tpu_reachable(address)
+    colab = (f"$COLAB_TPU_ADDR = {address!r} ({'not reachable: ' + reason if reason else 'reachable'})"
+             if address else "$COLAB_TPU_ADDR unset")
+    vfio = glob.glob("/dev/vfio/[0-9]*")
+    return (f"{colab}, /dev/accel* {'found' if glob.glob('/dev/accel*') else 'absent'}"
+            f", /dev/vfio/<n> {('found with a Google PCI device' if _vfio_tpu() else 'found, no Google PCI device') if vfio else 'absent'}")
 
 
 def tf_config(environ=None):
@@ -125,13 +171,19 @@ def make_strategy(name="auto", tpu_address=None):
     import tensorflow as tf
 
     check(name, tpu_address, detect_tpu=False)  # a TPU is looked for below, and what was tried is reported
-    if name == "tpu" or (name == "auto" and tpu_present()):
+    address = tpu_address or os.environ.get("COLAB_TPU_ADDR")
+    found = name == "auto" and (tpu_reachable(tpu_address) is None if tpu_address else tpu_present())
+    if name == "tpu" or found:
         try:
             return _tpu_strategy(tpu_address)
         except ValueError as err:
             if name == "tpu":
                 raise
             warnings.warn(f"strategy 'auto': {err}; using the GPUs / CPU", stacklevel=2)
+    elif name == "auto" and address:
+        warnings.warn(f"strategy 'auto': TPU address {address!r} "
+                      f"({'tpu_address' if tpu_address else '$COLAB_TPU_ADDR'}) is not reachable; using the GPUs / CPU",
+                      stacklevel=2)
     if name == "multiworker":
         cfg = tf_config()
         try:
@@ -153,6 +205,11 @@ def _tpu_strategy(tpu_address):
     target = "local" if not address else (address if address.startswith("grpc://") else f"grpc://{address}")
     if target in _tpu_strategies:
         return _tpu_strategies[target]
+    reason = address and tpu_reachable(address)
+    if reason:  # connecting to a dead address would block forever: probed first, with a timeout
+        raise ValueError(f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable at {target!r} "
+                         f"({'tpu_address' if tpu_address else '$COLAB_TPU_ADDR'}): {reason}. On Colab choose a TPU "
+                         "runtime; for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR) of a running TPU")
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=target)
         tf.config.experimental_connect_to_cluster(resolver)

@@ -21,7 +21,7 @@ Example:
   >>> from tf_vrre import config, training
   >>> cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {
   ...     "training.epochs": 4, "data.subset": 2000, "model.name": "cnn", "samples.thinning": 16}))
-  >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz")
+  >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz")
 """
 
 import os
@@ -37,6 +37,7 @@ from tf_vrre._version import __version__
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
+from tf_vrre.runs import atomic
 from tf_vrre.runs import run_json as rundir
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
@@ -46,12 +47,12 @@ from tf_vrre.workflows.image_classification import config as cfgmod
 from tf_vrre.workflows.image_classification import models, strategies
 from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
 from tf_vrre.workflows.image_classification.planning import (_backup_epoch, _clear, check_execution,  # noqa: F401
-                                                              check_numbers, check_run_dir, expected_samples,
-                                                              train_size_hint)  # (re-exported: training.check_run_dir)
+                                                              check_numbers, check_run_dir, check_same_data,
+                                                              expected_samples, train_size_hint)  # (re-exported: training.check_run_dir)
 from tf_vrre.workflows.image_classification.strategies import STRATEGIES, make_strategy  # noqa: F401  (re-exported: training.make_strategy)
 
-__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_execution", "build_sampler", "train",
-           "expected_samples"]
+__all__ = ["STRATEGIES", "make_strategy", "plan", "check_run_dir", "check_same_data", "check_execution", "build_sampler",
+           "train", "expected_samples"]
 
 
 def _schedules(cfg, values):
@@ -169,9 +170,7 @@ def _write_run(out, cfg, p, sampler, strategy, execution):
     rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
     os.makedirs(os.path.join(out, rundir.SAMPLES), exist_ok=True)
     model_json = os.path.join(out, rundir.SAMPLES, rundir.MODEL_JSON)
-    with open(model_json + ".tmp", "w") as f:
-        f.write(sampler.cold_model.to_json())
-    os.replace(model_json + ".tmp", model_json)
+    atomic.write_text(model_json, sampler.cold_model.to_json())
     return run
 
 
@@ -190,6 +189,7 @@ def _worker_root(strat, out, overwrite):
     """``(directory this process writes, is chief)``: ``out`` on the chief, a temporary directory on
     the other workers of a multi-worker run, seeded with the chief's backup so they resume alike."""
     if strategies.is_chief(strat):
+        rundir.lock_run(out)  # the one writer (tf-vrre train took it already, before its checks)
         if overwrite:
             _clear(out)
         os.makedirs(out, exist_ok=True)
@@ -257,12 +257,13 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
 
     Raises:
       tf_vrre.rundir.RunDirError: ``out`` holds a different run (naming the first differing
-        key) or foreign outputs; the workers of a multi-worker run see different states of
+        key) or foreign outputs; another process writes ``out`` (:class:`tf_vrre.rundir.RunLockedError`:
+        the chief holds ``out/.lock`` while it trains); the workers of a multi-worker run see different states of
         ``out``; ValueError / FileNotFoundError from :func:`plan`, a bad ``jit_compile`` /
         ``steps_per_execution`` or strategy.  Nothing is written before these checks pass.
 
     Example:
-      >>> result = training.train(cfg, "runs/demo", data_dir="/work/shared/data", source="npz",
+      >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz",
       ...                         jit_compile="auto", steps_per_execution=2)
     """
     out = str(out)
@@ -286,16 +287,16 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
                 "history": {}, "seconds": 0.0, "samples": None, "chief": strategies.is_chief(strat)}
     p = prepared if prepared is not None else plan(cfg, data_dir, source, download)
     if existing is not None:
-        for key in ("train_digest", "holdout_digest", "source"):
-            if existing["data"].get(key) != p["data"][key]:
-                raise rundir.RunDirError(f"{out!r}: the training data differ from the run's (data.{key} "
-                                         f"{existing['data'].get(key)!r} there, {p['data'][key]!r} now)")
+        check_same_data(out, existing, p)
+    locked = rundir.holds_lock(out)
     root, chief = _worker_root(strat, out, overwrite)
     try:
         return _fit(cfg, p, strat, (out, root, chief), (jit_compile, steps_per_execution), verbose)
     finally:
         if not chief:
             shutil.rmtree(root, ignore_errors=True)
+        elif not locked:  # taken here: released when this call ends
+            rundir.unlock_run(out)
 
 
 def _fit(cfg, p, strat, where, execution, verbose):

@@ -2,6 +2,8 @@
 
 - :mod:`tf_vrre.data.sources` - ``load_split(name, split, source, data_dir)`` from
   tensorflow-datasets or local ``.npz`` files (``cifar10``, ``cifar100``, ``svhn_cropped``).
+- :mod:`tf_vrre.data.tfds_source` - the tensorflow-datasets side: prepared-data check and a
+  bounded probe of the download host (offline: one line at once instead of minutes of retries).
 - :mod:`tf_vrre.data.augment` - the paper's crop / flip / random erasing as stateless ops
   keyed by ``(seed, data epoch, example index)``.
 - :mod:`tf_vrre.data.pipeline` - :class:`Preprocessing` (normalisation with training-set
@@ -19,7 +21,7 @@ from tf_vrre.workflows.image_classification.data.sources import (ALIASES, DATASE
 # ``tf-vrre train`` / ``evaluate`` checking their flags) stays free of TensorFlow.
 _LAZY = {"augment": ("Augmentation", "augment", "example_key", "random_erasing"),
          "pipeline": ("ENERGY_INPUTS_KEY", "INDEX_KEY", "Preprocessing", "TrainingData", "eval_dataset",
-                      "indices_digest", "load_training_data", "split_indices")}
+                      "indices_digest", "load_training_data", "split_indices", "pixels_digest")}
 
 
 def __getattr__(name):
@@ -33,6 +35,7 @@ def __getattr__(name):
 
 
 __all__ = ["Augmentation", "augment", "example_key", "random_erasing", "Preprocessing", "TrainingData",
-           "eval_dataset", "indices_digest", "load_training_data", "split_indices", "ENERGY_INPUTS_KEY",
+           "eval_dataset", "indices_digest", "pixels_digest", "load_training_data", "split_indices",
+           "ENERGY_INPUTS_KEY",
            "INDEX_KEY", "ALIASES", "DATASETS", "SOURCES", "check_dataset", "image_shape", "load_split",
            "npz_files", "num_classes", "resolve_source", "check_available"]

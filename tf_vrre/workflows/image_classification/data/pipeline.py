@@ -16,6 +16,7 @@ batches of the uninterrupted run.  Elements are
 
 import hashlib
 import numbers
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -27,8 +28,8 @@ from tf_vrre.workflows.image_classification.data.augment import augment, example
 ORDER_SALT = 0x0D7A
 _CHUNK = 4096
 
-__all__ = ["Preprocessing", "split_indices", "indices_digest", "TrainingData", "load_training_data", "eval_dataset",
-           "INDEX_KEY", "ENERGY_INPUTS_KEY"]
+__all__ = ["Preprocessing", "split_indices", "indices_digest", "pixels_digest", "absolute_data_dir", "TrainingData",
+           "load_training_data", "eval_dataset", "INDEX_KEY", "ENERGY_INPUTS_KEY"]
 
 
 class Preprocessing:
@@ -152,6 +153,23 @@ def indices_digest(indices):
     return hashlib.sha256(np.asarray(indices, np.int64).tobytes()).hexdigest()[:16]
 
 
+def pixels_digest(x):
+    """Short SHA-256 of uint8 images ``x`` (shape and bytes): ``run.json["data"]["pixels_digest"]``
+    of the whole training split, so a resumed run notices other images with the same labels."""
+    x = np.ascontiguousarray(x)
+    h = hashlib.sha256(repr((str(x.dtype), x.shape)).encode())
+    h.update(memoryview(x).cast("B"))
+    return h.hexdigest()[:16]
+
+
+def absolute_data_dir(data_dir):
+    """``data_dir`` as recorded in ``run.json``: an absolute path (``~`` expanded), so the run can be
+    evaluated from any directory; URLs (``gs://...``) and ``None`` as they are."""
+    if data_dir is None or "://" in str(data_dir):
+        return None if data_dir is None else str(data_dir)
+    return os.path.abspath(os.path.expanduser(str(data_dir)))
+
+
 class TrainingData:
     """Training images in memory and the ``tf.data`` pipeline the sampler trains on.
 
@@ -253,11 +271,12 @@ def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdo
 
     Returns:
       ``(train, holdout, info)``: a :class:`TrainingData`, the held-out ``(x, y)`` uint8 /
-      int64 arrays, and the ``run.json`` ``"data"`` entry (``dataset``, ``source``,
-      ``data_dir``, ``train_size``, ``subset``, ``holdout``, ``split_seed``, index digests).
+      int64 arrays, and the ``run.json`` ``"data"`` entry (``dataset``, ``source``, absolute
+      ``data_dir``, ``train_size``, ``subset``, ``holdout``, ``split_seed``, index digests and
+      the digest of the split's pixels).
 
     Example:
-      >>> train, (xh, yh), info = load_training_data("cifar10", "npz", "/work/shared/data",
+      >>> train, (xh, yh), info = load_training_data("cifar10", "npz", "data",
       ...                                            subset=2000, holdout=0.1)
     """
     name = sources.check_dataset(dataset)
@@ -265,10 +284,10 @@ def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdo
     train_idx, held_idx = split_indices(y, subset, holdout, split_seed)
     x_train, y_train = x[train_idx], y[train_idx]
     prep = Preprocessing.from_images(x_train)
-    info = {"dataset": name, "source": used, "data_dir": None if data_dir is None else str(data_dir),
+    info = {"dataset": name, "source": used, "data_dir": absolute_data_dir(data_dir),
             "train_size": int(len(train_idx)), "subset": subset, "holdout": int(len(held_idx)),
             "split_seed": int(split_seed), "train_digest": indices_digest(train_idx),
-            "holdout_digest": indices_digest(held_idx)}
+            "holdout_digest": indices_digest(held_idx), "pixels_digest": pixels_digest(x)}
     return TrainingData(x_train, y_train, prep, sources.num_classes(name)), (x[held_idx], y[held_idx]), info
 
 

@@ -6,18 +6,26 @@ Both sources return the same thing, ``(x, y)`` numpy arrays with ``x`` uint8 ``[
 - ``"tfds"``: ``tfds.load(name, split=..., data_dir=..., download=...)`` (the default for users
   with internet; ``download=False`` reads data prepared earlier, offline).
 - ``"npz"``: ``DATA_DIR/<dataset>/<dataset>_<split>.npz`` or several parts
-  ``DATA_DIR/<dataset>/<dataset>_<split>_part<k>of<n>.npz`` (concatenated in part order), each
-  with arrays ``x`` (uint8 NHWC) and ``y`` (integer labels): the layout of the offline copies
-  in ``../shared/data`` (e.g. ``cifar10/cifar10_train_part1of2.npz``).
+  ``DATA_DIR/<dataset>/<dataset>_<split>_part<k>of<n>.npz``, each with arrays ``x`` (uint8
+  NHWC) and ``y`` (integer labels), e.g. ``cifar10/cifar10_train_part1of2.npz``.  Parts must be
+  exactly ``part1ofN`` .. ``partNofN`` (concatenated in that order); a missing part, a part of
+  another count or a stray ``_part`` file is an error naming the files.
 - ``"auto"``: ``"npz"`` when ``data_dir`` holds the split's ``.npz`` files, else ``"tfds"``.
+
+Without a connection, tensorflow-datasets would retry its download for minutes: before it
+downloads, :func:`tf_vrre.data.tfds_source.check_download` probes the download host for a
+few seconds and raises one line naming the offline options (prepared data with
+``download=False`` / ``--no-download``, or the npz source).
 """
 
-import glob
 import numbers
 import os
 import re
+import zipfile
 
 import numpy as np
+
+from tf_vrre.workflows.image_classification.data import tfds_source
 
 DATASETS = {
     # name: (number of classes, image shape, splits)
@@ -58,19 +66,51 @@ def _check_split(name, split):
         raise ValueError(f"split of {name} must be one of {', '.join(splits)}; got {split!r}")
 
 
+def _folder_entries(folder):
+    """File names in ``folder`` (``[]`` if it does not exist); ``PermissionError`` naming an unreadable one."""
+    try:
+        with os.scandir(folder) as it:
+            return [e.name for e in it]
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        raise FileNotFoundError(f"{folder!r} is not a directory") from None
+    except PermissionError:
+        raise PermissionError(f"data folder {folder!r} is not readable (permission denied)") from None
+
+
 def npz_files(data_dir, name, split):
-    """The ``.npz`` files of ``name``/``split`` under ``data_dir`` in part order (may be empty)."""
+    """The ``.npz`` files of ``name``/``split`` under ``data_dir`` in part order (may be empty).
+
+    Raises ``ValueError`` naming the files when the parts are not exactly ``part1ofN`` ..
+    ``partNofN``, ``PermissionError`` for an unreadable folder.
+    """
     name = check_dataset(name)
     folder = os.path.join(str(data_dir), name)
-    single = os.path.join(folder, f"{name}_{split}.npz")
-    if os.path.isfile(single):
-        return [single]
-    parts = glob.glob(os.path.join(folder, f"{name}_{split}_part*.npz"))
-
-    def part(path):
-        m = re.search(r"_part(\d+)", os.path.basename(path))
-        return int(m.group(1)) if m else 0
-    return sorted(parts, key=part)
+    entries = _folder_entries(folder)
+    single = f"{name}_{split}.npz"
+    if single in entries:
+        return [os.path.join(folder, single)]
+    prefix = f"{name}_{split}_part"
+    names = sorted(e for e in entries if e.startswith(prefix) and e.endswith(".npz"))
+    if not names:
+        return []
+    found = {}
+    for entry in names:
+        m = re.fullmatch(re.escape(prefix) + r"(\d+)of(\d+)\.npz", entry)
+        if m is None:
+            raise ValueError(f"{os.path.join(folder, entry)}: part files must be named {prefix}<k>of<n>.npz")
+        found[entry] = (int(m.group(1)), int(m.group(2)))
+    totals = sorted({n for _, n in found.values()})
+    n = totals[0]
+    expected = [f"{prefix}{k}of{n}.npz" for k in range(1, n + 1)]
+    if len(totals) > 1 or sorted(found) != sorted(expected):
+        missing = [e for e in expected if e not in found]
+        what = (f"parts of different counts ({', '.join(f'of{t}' for t in totals)})" if len(totals) > 1
+                else f"missing {', '.join(missing)}" if missing else "parts out of range")
+        raise ValueError(f"{name} {split} parts in {folder!r} are not exactly part1of{n} .. part{n}of{n}: "
+                         f"found {', '.join(names)}; {what}")
+    return [os.path.join(folder, e) for e in expected]
 
 
 def resolve_source(source, name, split, data_dir):
@@ -78,7 +118,7 @@ def resolve_source(source, name, split, data_dir):
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}; got {source!r}")
     if source == "npz" and data_dir is None:
-        raise ValueError("data_dir: the npz source needs a directory (e.g. --data-dir /work/shared/data)")
+        raise ValueError("data_dir: the npz source needs a directory (e.g. --data-dir data)")
     if source == "auto":
         return "npz" if data_dir is not None and npz_files(data_dir, name, split) else "tfds"
     return source
@@ -90,6 +130,9 @@ def _check_arrays(x, y, name, where):
         raise ValueError(f"{where}: x must be uint8 images of shape [n, {', '.join(map(str, shape))}], "
                          f"got {x.dtype} {x.shape}")
     y = np.asarray(y).reshape(-1)
+    if not len(x):
+        raise ValueError(f"{where}: the archive is empty (0 images)" if where.endswith(".npz")
+                         else f"{where}: the split is empty (0 images)")
     if len(y) != len(x):
         raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
     if not np.issubdtype(y.dtype, np.integer) or (len(y) and (y.min() < 0 or y.max() >= classes)):
@@ -100,6 +143,7 @@ def _check_arrays(x, y, name, where):
 def _existing_npz_files(data_dir, name, split):
     if not os.path.isdir(str(data_dir)):
         raise FileNotFoundError(f"data_dir {str(data_dir)!r} does not exist")
+    _folder_entries(str(data_dir))  # an unreadable data_dir is named as such, not as missing
     files = npz_files(data_dir, name, split)
     if not files:
         folder = os.path.join(str(data_dir), name)
@@ -109,18 +153,21 @@ def _existing_npz_files(data_dir, name, split):
     return files
 
 
-def check_available(name, split, source="tfds", data_dir=None):
+def check_available(name, split, source="tfds", data_dir=None, download=None):
     """The source :func:`load_split` would use, after the checks it can make without reading data.
 
     Rule: the data set, split and source names are valid; for the npz source, ``data_dir``
-    exists and holds the split's files.  (A tfds split is only checked when loaded.)  No
-    TensorFlow: the command line calls this before TensorFlow starts.
+    exists, is readable and holds the split's files (parts 1..N of N).  For the tfds source
+    with ``download`` given: data not prepared in ``data_dir`` must be downloadable
+    (``download=True`` and the download host answers within seconds), else the error names
+    the offline options.  No TensorFlow: the command line calls this before TensorFlow starts.
 
     Raises:
-      ValueError / FileNotFoundError: as :func:`load_split`, naming the expected paths.
+      ValueError / FileNotFoundError / PermissionError: as :func:`load_split`, naming the
+      expected paths; :class:`tf_vrre.data.tfds_source.OfflineError` (a ``FileNotFoundError``).
 
     Example:
-      >>> check_available("cifar10", "train", "npz", "/work/shared/data")
+      >>> check_available("cifar10", "train", "npz", "data")
       'npz'
     """
     name = check_dataset(name)
@@ -128,6 +175,8 @@ def check_available(name, split, source="tfds", data_dir=None):
     used = resolve_source(source, name, split, data_dir)
     if used == "npz":
         _existing_npz_files(data_dir, name, split)
+    elif download is not None and not tfds_source.prepared(name, data_dir):
+        tfds_source.check_download(name, data_dir, download)
     return used
 
 
@@ -144,15 +193,36 @@ def example_count(value, total, name):
     return int(round(value * total))
 
 
+def _read_npz(path, keys):
+    """The arrays ``keys`` of archive ``path``; one-line errors naming the file."""
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("a single .npy array, not an .npz archive")
+        with z:
+            return [np.asarray(z[k]) for k in keys]
+    except PermissionError:
+        raise PermissionError(f"{path}: not readable (permission denied)") from None
+    except KeyError as err:
+        raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' (missing {err})") from None
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError, UnicodeDecodeError) as err:
+        detail = "not a zip file" if "pickled" in str(err) else str(err).splitlines()[0] if str(err) else ""
+        raise ValueError(f"{path}: not a readable .npz image archive with arrays 'x' and 'y' "
+                         f"({type(err).__name__}{': ' + detail if detail else ''}; truncated or another format?)"
+                         ) from None
+
+
 def npz_split_size(data_dir, name, split):
-    """Number of examples of an npz split, from its label arrays alone (no images are read)."""
+    """Number of examples of an npz split, from its label arrays alone (no images are read).
+
+    Raises ``ValueError`` naming an archive without examples.
+    """
     total = 0
     for path in _existing_npz_files(data_dir, name, split):
-        try:
-            with np.load(path) as z:
-                total += len(np.asarray(z["y"]).reshape(-1))
-        except (KeyError, ValueError, OSError) as err:
-            raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' ({err})") from None
+        (y,) = _read_npz(path, ("y",))
+        if not y.size:
+            raise ValueError(f"{path}: the archive is empty (0 examples)")
+        total += len(y.reshape(-1))
     return total
 
 
@@ -160,33 +230,14 @@ def _load_npz(data_dir, name, split):
     files = _existing_npz_files(data_dir, name, split)
     xs, ys = [], []
     for path in files:
-        try:
-            with np.load(path) as z:
-                x, y = z["x"], z["y"]
-        except (KeyError, ValueError, OSError) as err:
-            raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' ({err})") from None
-        x, y = _check_arrays(x, y, name, path)
+        x, y = _check_arrays(*_read_npz(path, ("x", "y")), name, path)
         xs.append(x)
         ys.append(y)
     return np.concatenate(xs), np.concatenate(ys)
 
 
 def _load_tfds(data_dir, name, split, download):
-    import tensorflow_datasets as tfds
-
-    try:
-        ds = tfds.load(name, split=split, data_dir=data_dir, download=download, as_supervised=True)
-        xs, ys = [], []
-        for xb, yb in tfds.as_numpy(ds.batch(4096)):  # whole-split batch_size=-1 breaks under mocks
-            xs.append(xb)
-            ys.append(yb)
-        x, y = np.concatenate(xs), np.concatenate(ys)
-    except Exception as err:  # tfds raises AssertionError / DatasetNotFoundError / OSError
-        hint = "" if download else " (download=False: prepare it first, or use the npz source)"
-        raise FileNotFoundError(f"tensorflow-datasets could not load {name}:{split} from data_dir "
-                                f"{data_dir!r}{hint}: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
-                                ) from None
-    return _check_arrays(np.asarray(x), np.asarray(y), name, f"tfds {name}:{split}")
+    return _check_arrays(*tfds_source.load(name, split, data_dir, download), name, f"tfds {name}:{split}")
 
 
 def load_split(name, split, source="tfds", data_dir=None, download=True):
@@ -205,10 +256,12 @@ def load_split(name, split, source="tfds", data_dir=None, download=True):
 
     Raises:
       ValueError: unknown data set, split or source (naming the valid ones), malformed files.
-      FileNotFoundError: missing directory or files (naming the expected paths).
+      FileNotFoundError: missing directory or files (naming the expected paths); tfds data
+        neither prepared nor downloadable (:class:`tf_vrre.data.tfds_source.OfflineError`).
+      PermissionError: an unreadable folder or file (naming it).
 
     Example:
-      >>> x, y, src = load_split("cifar10", "test", source="npz", data_dir="/work/shared/data")
+      >>> x, y, src = load_split("cifar10", "test", source="npz", data_dir="data")
       >>> x.shape, src
       ((10000, 32, 32, 3), 'npz')
     """

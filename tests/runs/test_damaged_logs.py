@@ -1,0 +1,147 @@
+"""Broken logs and run files give one line naming the file (and line), never nonsense results.
+
+``tf-vrre diagnose`` on a swap log whose rows are unreadable, random bytes or impossible values
+exits 2 naming ``swaps.csv`` and the line, and leaves no ``--out`` behind; only a last row torn by
+a kill is dropped.  Undecodable, deeply nested or non-object ``run.json`` files are refused in
+one line by the readers of evaluate / export / diagnose.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from tf_vrre import cli, rundir, run_files
+from tf_vrre.diagnostics import runs as diag_runs_module
+
+
+def _diagnose(run, out, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diagnose", "--run", str(run), "--out", str(out), "--no-figures"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and err[0].startswith("tf-vrre: error: --run: "), err
+    assert not os.path.exists(out)  # read first, create after
+    return err[0]
+
+
+def _swaps(run):
+    return run / "swaps" / "swaps.csv"
+
+
+def _damage(path, change):
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(change(lines)))
+
+
+@pytest.mark.parametrize("what, change, message", [
+    ("every row unreadable", lambda ls: [ls[0]] + ["x" * 7 + "\n" for _ in ls[1:]], "line 2: 1 fields"),
+    ("a row cut in the middle", lambda ls: ls[:3] + [ls[3][:15] + "\n"] + ls[4:], "line 4: "),
+    ("an impossible probability", lambda ls: ls[:2] + [",".join(
+        v if i != 8 else "7.5" for i, v in enumerate(ls[2].rstrip("\n").split(","))) + "\n"] + ls[3:],
+     "line 3: accept_prob = 7.5, must be in [0, 1]"),
+    ("a negative pair", lambda ls: ls[:2] + [",".join(
+        v if i != 2 else "-1" for i, v in enumerate(ls[2].rstrip("\n").split(","))) + "\n"] + ls[3:],
+     "line 3: pair = -1.0, must be an integer >= 0"),
+    ("a text value", lambda ls: ls[:5] + [ls[5].replace(",", ",abc,", 1).replace(",", "", 1)] + ls[6:],
+     "line 6: "),
+])
+def test_a_damaged_swap_log_is_an_error_naming_file_and_line(diag_runs, tmp_path, capsys, what, change, message):
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    _damage(_swaps(run), change)
+    line = _diagnose(run, tmp_path / "out", capsys)
+    assert f"{_swaps(run)}, {message}" in line, (what, line)
+
+
+def test_random_bytes_name_the_file(diag_runs, tmp_path, capsys):
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    _swaps(run).write_bytes(os.urandom(64) + b"\xff\xfe" + os.urandom(64))
+    line = _diagnose(run, tmp_path / "out", capsys)
+    assert str(_swaps(run)) in line and "not UTF-8 text" in line
+
+
+def test_only_a_torn_last_row_is_dropped(diag_runs, tmp_path, capsys):
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    text = _swaps(run).read_text()
+    rows = len(text.splitlines()) - 1
+    _swaps(run).write_text(text[:-20])  # a kill in the middle of the last row
+    log = diag_runs_module.read_swap_log(run / "swaps")
+    assert log.swaps["step"].size == rows - 1
+    assert cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "out"), "--no-figures"]) == 0
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfe garbage", "not a readable run.json"),
+    (b"[" * 100000 + b"]" * 100000, "not a readable run.json"),
+    (b"[1, 2]", "not a JSON object"),
+])
+def test_unreadable_run_json_is_one_line(tmp_path, content, message):
+    (tmp_path / "run.json").write_bytes(content)
+    with pytest.raises(rundir.RunDirError, match=f"{tmp_path / 'run.json'}.*"):
+        rundir.read_run(str(tmp_path))
+    with pytest.raises(ValueError, match=message):
+        diag_runs_module.read_run_json(str(tmp_path))
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe garbage", b"[" * 100000 + b"]" * 100000, b'{"format": 1'])
+def test_unreadable_manifest_is_one_error_naming_it(tmp_path, content):
+    (tmp_path / "manifest.json").write_bytes(content)
+    with pytest.raises(ValueError, match=f"sample manifest {tmp_path / 'manifest.json'}"):
+        run_files.read_manifest(str(tmp_path))
+
+
+def test_a_sample_that_is_not_a_zip_is_named(tmp_path):
+    (tmp_path / "sample-000000002.npz").write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(ValueError, match="sample-000000002.npz is not a readable .npz file"):
+        run_files.array_shapes(str(tmp_path / "sample-000000002.npz"))
+
+
+def test_resume_readers_name_a_damaged_log(tmp_path):
+    from tf_vrre.callbacks import _truncate_csv
+    from tf_vrre.run_callbacks import EpochCSVLogger
+
+    log = tmp_path / "log.csv"
+    log.write_bytes(b"epoch,loss\n0,1.0\n\xff\xfe\x00garbage\n")
+    logger = EpochCSVLogger(str(log))
+    with pytest.raises(run_files.RunFileError, match=f"{log}, line 3: not UTF-8 text"):
+        logger.on_epoch_begin(1)
+    swaps = tmp_path / "swaps.csv"
+    swaps.write_text("step,epoch\n1,0\n2\n3,0\n")
+    with pytest.raises(run_files.RunFileError, match=f"{swaps}, line 3: 1 fields, the header has 2"):
+        _truncate_csv(str(swaps), ["step", "epoch"], lambda r: True)
+    swaps.write_text("step,epoch\n1,0\n2,0\n3")  # torn last row: dropped, the rest kept
+    _truncate_csv(str(swaps), ["step", "epoch"], lambda r: True)
+    assert swaps.read_text().splitlines() == ["step,epoch", "1,0", "2,0"]
+
+
+def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsys, tmp_path):
+    import argparse
+
+    from tf_vrre import strategies, training
+    from tf_vrre.cli import train
+
+    def damaged(*a, **k):
+        raise run_files.RunFileError(f"sample manifest {tmp_path}/samples/manifest.json points at a missing file")
+
+    monkeypatch.setattr(training, "train", damaged)
+    monkeypatch.setattr(training, "make_strategy", lambda name: None)
+    monkeypatch.setattr(training, "plan", lambda *a, **k: None)
+    monkeypatch.setattr(strategies, "check_options", lambda *a: None)
+    args = argparse.Namespace(cfg={}, out=str(tmp_path), strategy="default", existing=None, jit=None,
+                              steps_per_execution=None, data_dir=None, source="npz", no_download=True,
+                              overwrite=False, quiet=True)
+    with pytest.raises(SystemExit) as exc:
+        train.run(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]
+
+
+def test_evaluate_swap_summary_refuses_an_impossible_swap(tmp_path):
+    from tf_vrre import evaluation
+
+    (tmp_path / "swaps").mkdir()
+    (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,7\n")
+    with pytest.raises(run_files.RunFileError, match="swaps.csv, row 2: accepted = '7', must be 0 or 1"):
+        evaluation.swap_summary(str(tmp_path))
+    (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,0\n3,0")
+    assert evaluation.swap_summary(str(tmp_path))["swaps"] == 1

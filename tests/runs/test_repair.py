@@ -1,0 +1,152 @@
+"""``tf-vrre repair``: a damaged run keeps its readable samples (no TensorFlow, no --overwrite)."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tf_vrre import evaluation, rundir, run_files, sample_repair
+
+from _paths import ROOT  # noqa: E402
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
+COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+
+
+def cli(*args):
+    return subprocess.run(COMMAND + list(args), capture_output=True, text=True, env=ENV, timeout=120)
+
+
+def make_run(run, steps=(2, 4, 6, 8)):
+    """A run directory with ``steps`` samples as ``tf-vrre train`` writes them."""
+    samples = run / "samples"
+    samples.mkdir(parents=True)
+    entries = []
+    for s in steps:
+        path = samples / f"sample-{s:09d}.npz"
+        np.savez(path, w0000=np.full((3, 2), s, np.float32), w0001=np.arange(2, dtype=np.float32))
+        data = path.read_bytes()
+        entries.append({"file": path.name, "step": s, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                        "epoch": s // 4, "temperature": 1.0, "energy": 1.5})
+    manifest = {"format": run_files.FORMAT, "entries": entries, "events": list(steps), "run": {"fingerprint": "ab"}}
+    (samples / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (run / "run.json").write_text(json.dumps({"format": rundir.FORMAT, "method": "sghmc", "config": {},
+                                              "model": {"input_shape": [3, 2, 1]}, "data": {},
+                                              "preprocessing": {"kind": "normalize", "scale": 255.0, "mean": [0.5],
+                                                                "std": [0.25]},
+                                              "seed": 0, "status": "complete"}))
+    return samples
+
+
+def test_a_deleted_sample_is_dropped_and_the_rest_kept(tmp_path):
+    samples = make_run(tmp_path / "run")
+    os.remove(samples / "sample-000000004.npz")
+    with pytest.raises(rundir.RunDirError, match=r"points at a missing file.*'tf-vrre repair .*run' keeps the"):
+        evaluation.check_run(str(tmp_path / "run"))
+    before = (samples / "manifest.json").read_bytes()
+    dry = cli("repair", str(tmp_path / "run"), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "drop sample-000000004.npz: missing" in dry.stdout and "keep 3 sample(s)" in dry.stdout
+    assert (samples / "manifest.json").read_bytes() == before
+    done = cli("repair", str(tmp_path / "run"))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "rewrote" in done.stdout
+    loaded = run_files.load_samples(str(samples))
+    assert loaded.steps == [2, 6, 8]
+    assert loaded.entries[1]["energy"] == 1.5  # metadata and identity kept
+    manifest = json.loads((samples / "manifest.json").read_text())
+    assert manifest["run"] == {"fingerprint": "ab"} and manifest["events"] == [2, 4, 6, 8]
+    assert manifest["repairs"] == [{"dropped": ["sample-000000004.npz"], "manifest_rebuilt": False}]
+    np.testing.assert_array_equal(loaded.weights(1)[0], np.full((3, 2), 6, np.float32))
+    again = cli("repair", str(tmp_path / "run"))
+    assert "nothing to repair" in again.stdout
+
+
+def test_truncated_and_foreign_samples_are_renamed_damaged(tmp_path):
+    samples = make_run(tmp_path / "run", steps=(2, 4, 6))
+    with open(samples / "sample-000000002.npz", "r+b") as f:
+        f.truncate(40)
+    result = sample_repair.repair(str(samples))
+    assert [f for f, _ in result["dropped"]] == ["sample-000000002.npz"]
+    assert os.path.exists(samples / "damaged-sample-000000002.npz")
+    assert run_files.load_samples(str(samples)).steps == [4, 6]
+
+
+def test_an_unreadable_manifest_is_rebuilt_from_the_sample_files(tmp_path):
+    samples = make_run(tmp_path / "run", steps=(2, 4, 6))
+    text = (samples / "manifest.json").read_text()
+    (samples / "manifest.json").write_text(text[:len(text) // 2])  # torn
+    np.savez(samples / "sample-000000008.npz", w0000=np.zeros(5, np.float32))  # another model's arrays
+    with open(samples / "sample-000000006.npz", "r+b") as f:  # a flipped byte inside the data
+        f.seek(60)
+        byte = f.read(1)
+        f.seek(60)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    result = sample_repair.repair(str(samples))
+    assert "is corrupt" in result["manifest_problem"]
+    assert sorted(f for f, _ in result["dropped"]) == ["sample-000000006.npz", "sample-000000008.npz"]
+    loaded = run_files.load_samples(str(samples))
+    assert loaded.steps == [2, 4]
+    assert json.loads((samples / "manifest.json").read_text())["repairs"][0]["manifest_rebuilt"] is True
+
+
+def test_export_names_repair_and_a_run_being_trained_is_refused(tmp_path):
+    samples = make_run(tmp_path / "run")
+    os.remove(samples / "sample-000000006.npz")
+    result = cli("export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "export"))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert f"'tf-vrre repair {tmp_path / 'run'}' keeps the readable samples" in result.stderr
+    lock = rundir.lock_run(tmp_path / "run")
+    try:
+        held = cli("repair", str(tmp_path / "run"))
+    finally:
+        lock.close()
+    assert held.returncode == 2 and "being written by another process" in held.stderr
+    assert not os.path.exists(samples / "sample-000000006.npz")  # nothing renamed meanwhile
+    assert "points at a missing file" in str(pytest.raises(ValueError, run_files.load_samples, str(samples)).value)
+
+
+def test_nothing_to_repair_in_an_empty_directory(tmp_path):
+    (tmp_path / "samples").mkdir()
+    result = cli("repair", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.startswith("tf-vrre: error: RUN: ")
+    assert "nothing to repair" in result.stderr
+
+
+def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from tf_vrre import _faults, cli
+
+    samples = make_run(tmp_path / "run")
+    with open(samples / "sample-000000004.npz", "r+b") as f:
+        f.truncate(50)
+    before = (samples / "manifest.json").read_bytes()
+
+    def full(name):
+        if name == "atomic.write":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_faults, "hook", full)
+    assert cli.main(["repair", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tf-vrre: error: repair: cannot write {samples / 'manifest.json'}: No space left on device; "
+                   "free space or fix permissions and run the same command again"]
+    assert (samples / "manifest.json").read_bytes() == before  # unchanged, nothing renamed
+    assert os.path.exists(samples / "sample-000000004.npz")
+    assert not [n for n in os.listdir(samples) if n.endswith(".tmp")]
+
+
+def test_tensorflow_full_disk_errors_are_recognised():
+    import tensorflow as tf
+
+    from tf_vrre import cli
+
+    err = tf.errors.ResourceExhaustedError(None, None, "runs/a/backup/ckpt-3_temp/part-0.data; No space left on device")
+    assert cli._tensorflow_write_error(err) == "runs/a/backup/ckpt-3_temp/part-0.data; No space left on device"
+    assert cli._tensorflow_write_error(tf.errors.InvalidArgumentError(None, None, "shape mismatch")) is None
+    assert cli._tensorflow_write_error(ValueError("No space left on device")) is None

@@ -1,0 +1,137 @@
+"""Every file tf_vrre writes goes through here: atomic replacement, append and lock files that
+never follow a symbolic link (no TensorFlow).
+
+- :func:`write` (and :func:`write_text`, :func:`write_json`, :func:`savez`, :func:`save_figure`):
+  the content goes to a new temporary file in the target's directory, created with
+  ``tempfile.mkstemp`` (``O_CREAT | O_EXCL``: a fresh name that no planted link can occupy),
+  is flushed and ``fsync``-ed, then renamed over the target with ``os.replace``.  A reader
+  sees the old file or the new one, never a mix; a kill or an error (a full disk) leaves the
+  old file and no temporary one.  A symbolic link at the target is replaced by the file,
+  the file it points to is left alone.
+- :func:`open_append`: opens a log for appending with ``O_NOFOLLOW``; a symbolic link at the
+  name is an error, never written through.
+- :func:`open_lock`: opens a lock file with ``O_NOFOLLOW`` (same refusal).
+
+Temporary files are named ``.<target name>.<random>.tmp``; writers that clean their directory
+remove names ending in ``.tmp``.  An ``OSError`` while writing (``ENOSPC``, ``EACCES``, ...)
+propagates with the target's path as its ``filename``.
+"""
+
+import json
+import os
+import tempfile
+
+from tf_vrre.runs import fault_points as _faults
+
+__all__ = ["write", "write_text", "write_json", "savez", "save_figure", "open_append", "open_lock",
+           "SymlinkError", "TMP_SUFFIX"]
+
+TMP_SUFFIX = ".tmp"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class SymlinkError(OSError):
+    """A log or lock file name is a symbolic link (planted or left behind); tf_vrre does not write through it."""
+
+    def __str__(self):
+        return self.strerror
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_MODE = 0o666 & ~_umask()  # what open(path, "w") would give a new file
+
+
+def write(path, write_fn, text=False):
+    """Atomically replaces ``path`` with what ``write_fn(f)`` writes into a fresh temporary file.
+
+    Args:
+      path: the target file (its directory must exist).
+      write_fn: called with the open temporary file (binary, or text with ``newline=""``
+        when ``text``).
+      text: open the temporary file in text mode (UTF-8, no newline translation).
+
+    Raises:
+      OSError: writing, syncing or renaming failed (the target is unchanged, the temporary
+        file removed).
+
+    Example:
+      >>> write("runs/a/notes.txt", lambda f: f.write(b"hello\\n"))
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX, dir=directory)
+    try:
+        os.fchmod(fd, _MODE)
+        with (os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb")) as f:
+            write_fn(f)
+            f.flush()
+            _faults.point("atomic.write")
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(err, OSError) and err.filename is None and err.errno is not None:
+            raise OSError(err.errno, err.strerror, path) from None
+        raise
+    return path
+
+
+def write_text(path, content):
+    """Atomically replaces ``path`` with the string ``content`` (UTF-8)."""
+    return write(path, lambda f: f.write(content), text=True)
+
+
+def write_json(path, obj, indent=1, newline=False, **kwargs):
+    """Atomically replaces ``path`` with ``obj`` as JSON (``kwargs`` go to ``json.dumps``)."""
+    return write_text(path, json.dumps(obj, indent=indent, **kwargs) + ("\n" if newline else ""))
+
+
+def savez(path, **arrays):
+    """Atomically replaces ``path`` with ``np.savez`` of ``arrays``."""
+    import numpy as np
+
+    return write(path, lambda f: np.savez(f, **arrays))
+
+
+def save_figure(fig, path, **kwargs):
+    """Atomically replaces ``path`` with a PNG of the matplotlib figure ``fig``."""
+    return write(path, lambda f: fig.savefig(f, format="png", **kwargs))
+
+
+def _open_nofollow(path, flags, what):
+    path = os.fspath(path)
+    try:
+        return os.open(path, flags | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), _MODE)
+    except OSError as err:
+        if os.path.islink(path):
+            raise SymlinkError(err.errno, f"{what} {path} is a symbolic link; tf_vrre does not write through "
+                                          "links (remove it)", path) from None
+        raise
+
+
+def open_append(path, newline=""):
+    """``path`` opened for appending text (created if absent) without following a symbolic link.
+
+    Raises:
+      SymlinkError: ``path`` is a symbolic link.
+    """
+    fd = _open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "log file")
+    return os.fdopen(fd, "a", encoding="utf-8", newline=newline)
+
+
+def open_lock(path):
+    """The lock file ``path`` opened read-write (created if absent) without following a link.
+
+    Raises:
+      SymlinkError: ``path`` is a symbolic link.
+    """
+    fd = _open_nofollow(path, os.O_RDWR | os.O_CREAT, "lock file")
+    return os.fdopen(fd, "r+", encoding="utf-8")

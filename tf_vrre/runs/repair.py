@@ -1,0 +1,137 @@
+"""Repairs a damaged sample directory, keeping every readable sample (no TensorFlow).
+
+A deleted or truncated sample file, or a truncated / corrupt ``manifest.json``, makes
+:func:`tf_vrre.load_samples` refuse the whole directory, and with it ``tf-vrre evaluate``,
+``export`` and a resume.  :func:`repair` checks every sample and rewrites the manifest
+(atomically) to list the good ones:
+
+- with a readable manifest: every entry whose file is present, has the recorded size and
+  SHA-256 and is a readable ``.npz`` is kept, with its metadata (epoch, temperature, energy,
+  BMA metrics) and the manifest's run identity, events and settings;
+- with an unreadable manifest: every ``sample-<step>.npz`` file that is a complete, readable
+  ``.npz`` is listed again (step from its name, size and SHA-256 computed); the metadata and the
+  run identity are lost, so a resume cannot check that the samples belong to it (it refuses
+  them; ``evaluate`` and ``export`` work);
+- samples whose arrays differ from the majority's (another model) are dropped.
+
+A dropped file that exists is renamed ``damaged-<name>`` (kept for inspection, never read).
+"""
+
+import os
+import zipfile
+
+from tf_vrre.runs import atomic
+from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
+
+DAMAGED_PREFIX = "damaged-"
+
+
+def _readable(path):
+    """``None`` if ``path`` is a complete, readable ``.npz`` (every member's CRC checked), else why not."""
+    try:
+        array_shapes(path)
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
+        return str(err)
+    return None if bad is None else f"member {bad} fails its CRC check"
+
+
+def _check(directory, entry, listed):
+    """Why ``entry`` cannot be kept, or ``None``."""
+    path = os.path.join(directory, entry["file"])
+    if not os.path.isfile(path):
+        return "missing"
+    if listed:
+        try:
+            check_entry(directory, entry)
+        except ValueError:
+            return f"size or SHA-256 differs from the manifest ({os.path.getsize(path)} bytes, manifest says " \
+                   f"{entry['bytes']})"
+    return _readable(path)
+
+
+def plan(directory):
+    """What :func:`repair` would do: ``{"manifest_problem", "kept", "dropped", "manifest"}``.
+
+    ``kept``: entries of the new manifest; ``dropped``: ``[(file, reason)]``; ``manifest``: the
+    new manifest; ``manifest_problem``: why the old manifest was unreadable (``None`` if it was).
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise ValueError(f"{directory!r} is not a directory")
+    try:
+        old, problem = read_manifest(directory), None
+    except ValueError as err:
+        old, problem = None, str(err)
+    files = sorted(n for n in os.listdir(directory) if SAMPLE_FILE.fullmatch(n))
+    if old is None and not files:
+        raise ValueError(f"{directory} holds no sample-<step>.npz file and no readable manifest ({problem}); "
+                         "nothing to repair")
+    if old is not None:
+        candidates = [(e, True) for e in old["entries"]]
+    else:
+        candidates = []
+        for name in files:
+            path = os.path.join(directory, name)
+            candidates.append(({"file": name, "step": int(name[7:16]), "bytes": os.path.getsize(path),
+                                "sha256": sha256(path)}, False))
+    kept, dropped = [], []
+    for entry, listed in candidates:
+        why = _check(directory, entry, listed)
+        (kept.append(entry) if why is None else dropped.append((entry["file"], why)))
+    kept, other = _majority(directory, kept)
+    dropped += other
+    manifest = dict(old) if old is not None else {"format": FORMAT, "events": [], "evicted": []}
+    manifest["entries"] = sorted(kept, key=lambda e: e["step"])
+    if old is None:
+        manifest["events"] = [e["step"] for e in manifest["entries"]]
+    else:
+        manifest["evicted"] = [e for e in old.get("evicted", []) if isinstance(e, dict)
+                               and os.path.isfile(os.path.join(directory, str(e.get("file"))))]
+    manifest.setdefault("repairs", [])
+    manifest["repairs"] = list(manifest["repairs"]) + [{
+        "dropped": [f for f, _ in dropped], "manifest_rebuilt": old is None}]
+    return {"manifest_problem": problem, "kept": manifest["entries"], "dropped": dropped, "manifest": manifest,
+            "changed": bool(dropped) or problem is not None}
+
+
+def _majority(directory, entries):
+    """Entries whose arrays match the most common array layout, and ``[(file, reason)]`` of the rest."""
+    layouts = [array_shapes(os.path.join(directory, e["file"])) for e in entries]
+    keys = [repr(sorted(s.items())) for s in layouts]
+    if not keys:
+        return [], []
+    best = max(set(keys), key=lambda k: (keys.count(k), -keys.index(k)))
+    keep = [e for e, k in zip(entries, keys) if k == best]
+    return keep, [(e["file"], "its arrays differ from the other samples' (another model)")
+                  for e, k in zip(entries, keys) if k != best]
+
+
+def repair(directory, dry_run=False):
+    """Rewrites ``directory/manifest.json`` to list the readable samples (see the module docstring).
+
+    Args:
+      directory: a sample directory (``RUN/samples``).
+      dry_run: only compute what would be kept and dropped; change nothing.
+
+    Returns:
+      the :func:`plan` dict (``changed`` False: the directory was sound, nothing written).
+
+    Raises:
+      ValueError: ``directory`` is not a directory or holds nothing to repair.
+
+    Example:
+      >>> result = repair("runs/c10-vr/samples")
+      >>> len(result["kept"]), result["dropped"]
+      (23, [('sample-000012288.npz', 'missing')])
+    """
+    result = plan(directory)
+    if dry_run or not result["changed"]:
+        return result
+    atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)  # first: lists none of them
+    for name, _ in result["dropped"]:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.replace(path, os.path.join(directory, DAMAGED_PREFIX + name))
+    return result

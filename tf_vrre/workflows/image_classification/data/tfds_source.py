@@ -1,0 +1,128 @@
+"""The tensorflow-datasets source: prepared-data check, a bounded download probe, loading.
+
+tensorflow-datasets downloads a missing data set on first use and, without a connection,
+retries for minutes before it fails.  Here a missing data set is only handed to it for
+download after its download host answered a TCP connection within :data:`PROBE_SECONDS`
+(through the ``https_proxy`` / ``http_proxy`` of the environment when one is set); otherwise
+:class:`OfflineError` says in one line how to work offline.  Only :func:`load` imports
+tensorflow-datasets (and so TensorFlow): the command line runs the other checks before.
+
+    >>> prepared("cifar10", "~/tensorflow_datasets")       # data_dir/cifar10/<version>/dataset_info.json
+    False
+    >>> check_download("cifar10", None, download=True)     # offline: OfflineError within seconds
+"""
+
+import os
+import socket
+import threading
+import urllib.parse
+import urllib.request
+
+# Where tensorflow-datasets 4.9 downloads each data set from (tests/test_tfds_source.py checks
+# these against the installed builders).
+DOWNLOAD_URLS = {
+    "cifar10": "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
+    "cifar100": "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
+    "svhn_cropped": "http://ufldl.stanford.edu/housenumbers/train_32x32.mat",
+}
+PROBE_SECONDS = 5.0
+
+__all__ = ["OfflineError", "DOWNLOAD_URLS", "PROBE_SECONDS", "data_root", "prepared", "probe", "check_download",
+           "load"]
+
+
+class OfflineError(FileNotFoundError):
+    """tfds data are neither prepared nor downloadable (no connection, or downloads disabled)."""
+
+
+def data_root(data_dir):
+    """tensorflow-datasets' data directory: ``data_dir``, else ``$TFDS_DATA_DIR``, else ``~/tensorflow_datasets``."""
+    if data_dir is not None:
+        return os.path.expanduser(str(data_dir))
+    return os.environ.get("TFDS_DATA_DIR", os.path.join(os.path.expanduser("~"), "tensorflow_datasets"))
+
+
+def prepared(name, data_dir):
+    """Whether ``data_dir`` holds a prepared version of ``name`` (``<name>/<version>/dataset_info.json``;
+    the layout tensorflow-datasets writes), without importing it."""
+    folder = os.path.join(data_root(data_dir), name)
+    try:
+        versions = [v for v in os.listdir(folder) if not v.startswith("incomplete.")]
+    except OSError:
+        return False
+    return any(os.path.isfile(os.path.join(folder, v, "dataset_info.json")) for v in versions)
+
+
+def _endpoint(url):
+    """``(host, port)`` a download of ``url`` connects to first: the proxy of the environment, if any."""
+    parts = urllib.parse.urlsplit(url)
+    proxy = None if urllib.request.proxy_bypass(parts.hostname) else urllib.request.getproxies().get(parts.scheme)
+    if proxy:
+        p = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        return p.hostname, p.port or (443 if p.scheme == "https" else 80)
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def probe(url, seconds=PROBE_SECONDS):
+    """``None`` if a TCP connection to ``url``'s host (or proxy) opens within ``seconds``, else why not.
+
+    Name resolution runs in a daemon thread, so a hanging resolver cannot block longer either.
+    """
+    host, port = _endpoint(url)
+    outcome = {}
+
+    def connect():
+        try:
+            socket.create_connection((host, port), timeout=seconds).close()
+        except OSError as err:
+            outcome["error"] = f"{host}:{port}: {err}"
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(seconds + 0.5)
+    if thread.is_alive():
+        return f"{host}:{port}: no answer within {seconds:g} s"
+    return outcome.get("error")
+
+
+def check_download(name, data_dir, download=True):
+    """Raises :class:`OfflineError` unless data set ``name`` can be downloaded now (call it when
+    the data are not prepared in ``data_dir``)."""
+    where = data_root(data_dir)
+    build = f"`tfds build {name} --data_dir {where}`"
+    npz = "or use --source npz with a --data-dir of .npz files"
+    if not download:
+        raise OfflineError(f"tensorflow-datasets {name} is not prepared in {where!r} and downloads are off "
+                           f"(--no-download / download=False); prepare it once with internet access (without "
+                           f"--no-download, or {build}), give the --data-dir that holds it, {npz}")
+    offline = f"to work offline, prepare it once with internet access ({build}) and pass --no-download, {npz}"
+    reason = probe(DOWNLOAD_URLS[name])
+    if reason is not None:
+        raise OfflineError(f"tensorflow-datasets {name} is not prepared in {where!r} and cannot be downloaded "
+                           f"(no connection: {reason}); {offline}")
+
+
+def load(name, split, data_dir, download):
+    """``(x, y)`` numpy arrays of ``name:split`` through ``tfds.load`` (probing the download host
+    first when the data are not prepared)."""
+    import numpy as np
+    import tensorflow_datasets as tfds
+
+    try:
+        if download and not tfds.builder(name, data_dir=data_dir).is_prepared():
+            check_download(name, data_dir, download)
+        ds = tfds.load(name, split=split, data_dir=data_dir, download=download, as_supervised=True)
+        xs, ys = [], []
+        for xb, yb in tfds.as_numpy(ds.batch(4096)):  # whole-split batch_size=-1 breaks under mocks
+            xs.append(xb)
+            ys.append(yb)
+    except OfflineError:
+        raise
+    except Exception as err:  # tfds raises AssertionError / DatasetNotFoundError / OSError
+        hint = "" if download else " (download=False: prepare it first, or use the npz source)"
+        raise FileNotFoundError(f"tensorflow-datasets could not load {name}:{split} from data_dir "
+                                f"{data_dir!r}{hint}: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+                                ) from None
+    if not xs:
+        return np.zeros((0, 32, 32, 3), np.uint8), np.zeros(0, np.int64)
+    return np.concatenate(xs), np.concatenate(ys)
