@@ -20,6 +20,7 @@ import keras
 import numpy as np
 
 from tf_vrre import _faults
+from tf_vrre import _keras_compat as kc
 from tf_vrre import outputs
 from tf_vrre.collection import COMMITTED_STEP, checkpoint_committed
 from tf_vrre.run_files import write_json
@@ -125,12 +126,12 @@ class Checkpoint(keras.callbacks.Callback):
         self._ckpt.restore(latest).assert_consumed()
         epoch = int(self._epoch.numpy())
         if epoch > 0:
-            self.model._initial_epoch = epoch  # as keras.callbacks.BackupAndRestore does
+            kc.set_initial_epoch(self.model, epoch)  # as keras.callbacks.BackupAndRestore does
         return epoch
 
     # --- saving -----------------------------------------------------------------------------
     def on_epoch_begin(self, epoch, logs=None):
-        self.model._initial_epoch = None  # read by fit already; a later fit must not inherit it
+        kc.set_initial_epoch(self.model, None)  # read by fit already; a later fit must not inherit it
         if self._pending is not None:
             self._save(self._pending)
 
@@ -140,7 +141,7 @@ class Checkpoint(keras.callbacks.Callback):
             self._pending = epoch + 1
 
     def on_train_end(self, logs=None):
-        self.model._initial_epoch = None
+        kc.set_initial_epoch(self.model, None)
         if self._completed is not None and self._completed != self._last_saved:
             self._save(self._completed)
         outputs.release(self)

@@ -28,6 +28,7 @@ import zipfile
 import keras
 import numpy as np
 
+from tf_vrre import _keras_compat as kc
 from tf_vrre.collection import MANIFEST, MODEL_JSON, _read_manifest, load_samples
 
 RUN_JSON = "run.json"
@@ -267,10 +268,8 @@ def _template(samples_dir, model):
 def _input_spec(model):
     """The model's single input as ``keras.InputSpec`` (functional: ``model.inputs``; subclassed:
     the shapes Keras recorded on its first call, as ``model.export`` uses)."""
-    from keras.src.export.export_utils import get_input_signature  # model.export's own logic
-
     try:
-        specs = keras.tree.flatten(get_input_signature(model))
+        specs = keras.tree.flatten(kc.input_signature(model))  # model.export's own logic
     except (TypeError, ValueError) as err:
         raise ValueError(f"cannot read the model's input signature: {err}") from None
     if len(specs) != 1:
