@@ -7,11 +7,11 @@ ints below ``2**31`` (TensorFlow's int32 shapes and seeds), floats within float3
 """
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import tempfile
-import time
 
 
 def die(message):
@@ -140,10 +140,11 @@ def write_json(path, obj):
 
 
 class Progress:
-    """A one-line text progress bar on stderr; ``.callback`` is a Keras callback feeding it."""
+    """``keras.utils.Progbar`` on stderr (stdout keeps the results) under a label line;
+    ``.callback`` is a Keras callback feeding it."""
 
     def __init__(self, label, steps):
-        import keras
+        import keras  # here, not at the top: this module is imported before TensorFlow
 
         outer = self
 
@@ -152,15 +153,10 @@ class Progress:
                 outer.update(batch + 1)
 
         self.callback = CB()
-        self.label, self.steps, self.last = label, steps, -1
-        self.start = time.perf_counter()
+        sys.stderr.write(f"{label}\n")
+        with contextlib.redirect_stdout(sys.stderr):  # Progbar writes to sys.stdout
+            self.bar = keras.utils.Progbar(steps)
 
     def update(self, done):
-        pct = int(100 * done / self.steps)
-        if pct // 5 != self.last // 5:
-            self.last = pct
-            bar = "#" * (pct // 5) + "." * (20 - pct // 5)
-            sys.stderr.write(f"\r  {self.label:<22} [{bar}] {pct:3d}%  {time.perf_counter() - self.start:6.1f}s")
-            if pct >= 100:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+        with contextlib.redirect_stdout(sys.stderr):
+            self.bar.update(done)
