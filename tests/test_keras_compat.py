@@ -48,7 +48,21 @@ def test_initial_epoch_is_what_fit_starts_from():
 
 def test_first_batch_iterator_takes_the_last_item():
     it = iter(tf.data.Dataset.range(3))
-    assert kc.first_batch_iterator([(0, it)]) is it          # Keras 3.8-3.10
+    assert kc.first_batch_iterator([(0, it)]) is it          # Keras 3.9-3.10
     assert kc.first_batch_iterator([(0, 1, it)]) is it       # Keras 3.11+
     assert kc.first_batch_iterator([]) is None
     assert tf_vrre.ReplicaExchangeSampler._maybe_symbolic_build is not keras.Model._maybe_symbolic_build
+
+
+def test_fit_under_a_strategy_builds_from_the_first_batch(monkeypatch):
+    """The sampler's ``_maybe_symbolic_build`` override runs under a strategy and reads the epoch
+    iterator of the installed Keras (2- or 3-tuples)."""
+    built = []
+    build = kc.symbolic_build
+    monkeypatch.setattr(kc, "symbolic_build", lambda model, batch: built.append(batch) or build(model, batch))
+    with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
+        s, x, y = make_sampler(vr=False)
+    assert kc.has_distribute_strategy(s)
+    s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
+    assert len(built) == 1 and built[0][0].shape[0] == 16
+    assert int(s.step_counter.numpy()) == -(-len(x) // 16)

@@ -7,13 +7,13 @@ signature ``model.export`` would use.  Each function below wraps one private nam
 else in tf_vrre touches a private Keras attribute.  ``ReplicaExchangeSampler`` also *overrides*
 one private method, ``_maybe_symbolic_build`` (its name is :data:`SYMBOLIC_BUILD_HOOK`).
 
-Checked against Keras 3.8.0, 3.9.2, 3.10.0, 3.11.3, 3.12.0, 3.13.0, 3.14.0 and 3.15.1 (source
-read for each; the test suites run on 3.8.0 and 3.15.1), with TensorFlow 2.16.1 and 2.21.
-``pyproject.toml`` caps Keras below the first version not checked (``keras>=3.8,<3.16``);
+Checked against Keras 3.9.0, 3.9.2, 3.10.0, 3.11.3, 3.12.0, 3.13.0, 3.14.0 and 3.15.1 (source
+read for each; the tests run on 3.9.0 with TensorFlow 2.16.1 and on 3.15.1 with TensorFlow 2.21).
+``pyproject.toml`` caps Keras below the first version not checked (``keras>=3.9,<3.16``);
 ``tests/test_keras_compat.py`` fails on a Keras that lacks one of these names.  What changed
 within that range:
 
-- Keras 3.8-3.10: the TensorFlow trainer's epoch iterator yields ``(step, iterator)``;
+- Keras 3.9-3.10: the TensorFlow trainer's epoch iterator yields ``(step, iterator)``;
   3.11 and later yield ``(begin_step, end_step, iterator)`` (:func:`first_batch_iterator`).
 - ``keras.src.export.export_utils`` (:func:`input_signature`) first appears in Keras 3.8.
 """
@@ -22,7 +22,7 @@ import keras
 from keras.src.export import export_utils
 from keras.src.trainers import compile_utils
 
-KERAS_CHECKED = ("3.8", "3.15")
+KERAS_CHECKED = ("3.9", "3.15")
 """Oldest and newest Keras minor versions these wrappers were checked against."""
 
 SYMBOLIC_BUILD_HOOK = "_maybe_symbolic_build"
@@ -88,7 +88,7 @@ def has_distribute_strategy(model):
 
 def first_batch_iterator(epoch_iterator):
     """The ``tf.data`` iterator of the first epoch of Keras' TensorFlow ``EpochIterator``, whose
-    items are ``(step, iterator)`` in Keras 3.8-3.10 and ``(begin, end, iterator)`` from 3.11."""
+    items are ``(step, iterator)`` in Keras 3.9-3.10 and ``(begin, end, iterator)`` from 3.11."""
     for item in epoch_iterator:
         return item[-1]
     return None
