@@ -203,10 +203,10 @@ def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
 
 def sigma2_figure(results, seeds, path):
     """sigma^2 of reSGHMC and VR-reSGHMC over training (the paper's Figure 2 at CPU scale), every seed."""
-    from tf_vrre.workflows.image_classification.plots import _plt, _save
+    from tf_vrre import _figures
 
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig = _figures.new(figsize=(6.4, 4.0))
+    ax = fig.subplots()
     drawn = False
     for i, method in enumerate(("resghmc", "vr-resghmc", "cvr-resghmc")):
         for j, seed in enumerate(seeds):
@@ -227,9 +227,7 @@ def sigma2_figure(results, seeds, path):
         ax.legend(fontsize=8)
         ax.set_title("CIFAR-10 at CPU scale: estimator variance over training", fontsize=9)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        _save(fig, path)
-    else:
-        plt.close(fig)
+        _figures.save(fig, path, dpi=110, bbox_inches="tight")
 
 
 def main(argv=None):

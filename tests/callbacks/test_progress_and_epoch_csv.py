@@ -1,6 +1,7 @@
 """EpochCSVLogger (growing columns, resume) and EpochProgress; config round trips."""
 
 import csv
+import re
 
 import keras
 import pytest
@@ -40,7 +41,9 @@ def test_progress_prints_a_bar_and_a_summary(capsys):
         p.on_train_batch_end(b)
     p.on_epoch_end(0, {"loss": 1.5, "accuracy": 0.25, "swaps": 3.0, "swap_attempts": 9.0, "bma_accuracy": 0.5})
     err = capsys.readouterr().err
-    assert "[####################] 4/4" in err and "epoch 1/2: loss 1.500, acc 0.250, swaps 3/9, BMA acc 0.500" in err
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", err)  # the Keras bar (as fit(verbose=1) draws it) without colours
+    assert plain.startswith("epoch 1/2\n") and f"4/4 {'━' * keras.utils.Progbar(4).width} " in plain, repr(err)
+    assert err.endswith("\n") and "epoch 1/2: loss 1.500, acc 0.250, swaps 3/9, BMA acc 0.500" in err
     with pytest.raises(ValueError, match="steps_per_epoch must be an integer >= 1"):
         EpochProgress(2, 0)
 
@@ -57,3 +60,14 @@ def test_config_round_trip(obj):
     config = keras.saving.serialize_keras_object(obj)
     clone = keras.saving.deserialize_keras_object(config)
     assert type(clone) is type(obj) and clone.get_config() == obj.get_config()
+
+
+def test_cli_progress_is_a_keras_progbar_on_stderr(capsys):
+    from tf_vrre.workflows.gaussian_mixture.study import Progress
+
+    p = Progress("vr-resgld seed 0", 3)
+    for b in range(3):
+        p.callback.on_train_batch_end(b)
+    out, err = capsys.readouterr()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", err)
+    assert out == "" and plain.startswith("vr-resgld seed 0\n") and f"3/3 {'━' * p.bar.width} " in plain, repr(err)

@@ -21,6 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import ownership as outputs
 from tf_vrre.runs.run_json import RunDirError
@@ -173,12 +174,12 @@ class Checkpoint(keras.callbacks.Callback):
                           stacklevel=2)
         epoch = int(self._epoch.numpy())
         if epoch > 0:
-            self.model._initial_epoch = epoch  # as keras.callbacks.BackupAndRestore does
+            kc.set_initial_epoch(self.model, epoch)  # as keras.callbacks.BackupAndRestore does
         return epoch
 
     # --- saving -----------------------------------------------------------------------------
     def on_epoch_begin(self, epoch, logs=None):
-        self.model._initial_epoch = None  # read by fit already; a later fit must not inherit it
+        kc.set_initial_epoch(self.model, None)  # read by fit already; a later fit must not inherit it
         if self._pending is not None:
             self._save(self._pending)
 
@@ -188,7 +189,7 @@ class Checkpoint(keras.callbacks.Callback):
             self._pending = epoch + 1
 
     def on_train_end(self, logs=None):
-        self.model._initial_epoch = None
+        kc.set_initial_epoch(self.model, None)
         if self._completed is not None and self._completed != self._last_saved:
             self._save(self._completed)
         outputs.release(self)

@@ -10,6 +10,7 @@
 - :class:`HostStepCounter` - a host (CPU) copy of the sampler's step counter for input pipelines.
 """
 
+import contextlib
 import csv
 import math
 import os
@@ -97,7 +98,8 @@ class EpochCSVLogger(keras.callbacks.Callback):
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
 class EpochProgress(keras.callbacks.Callback):
-    """A progress bar per epoch (stderr) and a summary line at each epoch end.
+    """A progress bar per epoch (``keras.utils.Progbar``, on stderr by default) and a summary
+    line at each epoch end.
 
     Args:
       epochs: total epochs of the run (for the ``epoch e/E`` label).
@@ -121,26 +123,28 @@ class EpochProgress(keras.callbacks.Callback):
             raise ValueError(f"stream must be 'stderr' or 'stdout', got {stream!r}")
         self.epochs, self.steps_per_epoch, self.stream = epochs, steps_per_epoch, stream
 
+    def _out(self):
+        return sys.stderr if self.stream == "stderr" else sys.stdout
+
     def _write(self, text):
-        out = sys.stderr if self.stream == "stderr" else sys.stdout
-        out.write(text)
-        out.flush()
+        self._out().write(text)
+        self._out().flush()
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch, self._start, self._shown = epoch, time.perf_counter(), -1
-        self._bar(0)
-
-    def _bar(self, done):
-        tick = 20 * done // self.steps_per_epoch
-        if tick != self._shown:
-            self._shown = tick
-            self._write(f"\r  epoch {self._epoch + 1}/{self.epochs} [{'#' * tick}{'.' * (20 - tick)}] "
-                        f"{done}/{self.steps_per_epoch}  {time.perf_counter() - self._start:6.1f}s")
+        self._start = time.perf_counter()
+        self._write(f"epoch {epoch + 1}/{self.epochs}\n")
+        with contextlib.redirect_stdout(self._out()):  # Progbar writes to sys.stdout
+            self._progbar = keras.utils.Progbar(self.steps_per_epoch)
+        self._done = 0
 
     def on_train_batch_end(self, batch, logs=None):
-        self._bar(batch + 1)
+        self._done = batch + 1
+        with contextlib.redirect_stdout(self._out()):
+            self._progbar.update(self._done, finalize=False)
 
     def on_epoch_end(self, epoch, logs=None):
+        with contextlib.redirect_stdout(self._out()):  # the bar's final state and a line break
+            self._progbar.update(self._done, finalize=True)
         logs = logs or {}
         parts = []
         for key, fmt in self.SUMMARY:
@@ -150,7 +154,7 @@ class EpochProgress(keras.callbacks.Callback):
                     parts[-1] += text
                 else:
                     parts.append(text)
-        self._write(f"\r  epoch {epoch + 1}/{self.epochs}: {', '.join(parts)}  "
+        self._write(f"  epoch {epoch + 1}/{self.epochs}: {', '.join(parts)}  "
                     f"({time.perf_counter() - self._start:.1f}s)\n")
 
     def get_config(self):

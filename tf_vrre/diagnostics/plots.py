@@ -1,25 +1,19 @@
 """Figures of ``tf-vrre diagnose``: ``replicas.png`` (each state's slot over time) and
-``acceptance.png`` (per-pair acceptance).  matplotlib (Agg) is imported lazily."""
-
+``acceptance.png`` (per-pair acceptance).  Each function returns a ``matplotlib.figure.Figure``,
+written as a PNG to ``path`` unless ``path`` is ``None`` (see :mod:`tf_vrre._figures`: no
+pyplot, no backend switch; matplotlib is imported when a figure is drawn)."""
 
 import numpy as np
 
-from tf_vrre.runs import atomic
+from tf_vrre import _figures
 
 MAX_STATES = 8
 
 
-def _plt():
+def _tab10():
     import matplotlib
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path):
-    atomic.save_figure(fig, path, dpi=80)
+    return matplotlib.colormaps["tab10"]
 
 
 def _zoom_window(flow):
@@ -37,15 +31,14 @@ def replicas(path, flows, labels):
     mean round-trip times (random pairs diffuse, DEO pairs sweep the ladder).
 
     Args:
-      path: the PNG to write.
+      path: the PNG to write, or ``None``.
       flows: :func:`tf_vrre.diagnostics.replica_flow` results (with ``"_paths"``).
       labels: a title per run.
     """
-    plt = _plt()
     rows = min(MAX_STATES, max(f["num_chains"] for f in flows))
-    fig, axes = plt.subplots(rows + 1, len(flows), figsize=(7.5 * len(flows), 0.9 * rows + 3.2), squeeze=False,
-                             gridspec_kw={"height_ratios": [1] * rows + [2.2]})
-    colors = plt.get_cmap("tab10")
+    fig = _figures.new(figsize=(7.5 * len(flows), 0.9 * rows + 3.2))
+    axes = fig.subplots(rows + 1, len(flows), squeeze=False, gridspec_kw={"height_ratios": [1] * rows + [2.2]})
+    colors = _tab10()
     for c, (flow, label) in enumerate(zip(flows, labels)):
         times, slots = flow["_paths"]
         K = flow["num_chains"]
@@ -82,8 +75,7 @@ def replicas(path, flows, labels):
         fig.text(0.01, 0.01, f"first {MAX_STATES} states shown", fontsize=7)
     fig.suptitle("Slot of each state over time (states named by their slot at the start)", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    return _figures.save(fig, path, dpi=80)
 
 
 def _fmt(v):
@@ -95,15 +87,15 @@ def acceptance(path, flows, labels):
     the mean Metropolis probability ``min(1, exp(log S))`` (diamonds), one colour per run.
 
     Args:
-      path: the PNG to write.
+      path: the PNG to write, or ``None``.
       flows: :func:`tf_vrre.diagnostics.replica_flow` results.
       labels: a legend entry per run.
     """
-    plt = _plt()
     P = max(f["num_chains"] for f in flows) - 1
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.2 * P + 3), 3.6 + 0.15 * len(flows)))
+    fig = _figures.new(figsize=(max(5.5, 1.2 * P + 3), 3.6 + 0.15 * len(flows)))
+    ax = fig.subplots()
     width = 0.8 / len(flows)
-    colors = plt.get_cmap("tab10")
+    colors = _tab10()
     for r, (flow, label) in enumerate(zip(flows, labels)):
         pairs = flow["pairs"]
         x = np.array([p["pair"] for p in pairs]) + (r - (len(flows) - 1) / 2) * width
@@ -126,5 +118,4 @@ def acceptance(path, flows, labels):
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     ax.set_title("Per-pair swap acceptance", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    return _figures.save(fig, path, dpi=80)

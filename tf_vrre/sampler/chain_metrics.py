@@ -7,6 +7,7 @@ under ``loss_h``, ``accuracy_h``.  ``loss`` is the mean per-example NLL of the b
 
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
 from tf_vrre.sampler import batch as batch_lib
 
 
@@ -17,12 +18,11 @@ class ChainMetrics:
     def _compile_chain_metrics(self, metrics, weighted_metrics):
         """One ``CompileMetrics`` per non-cold chain (a re-compile replaces and untracks them)."""
         for old in getattr(self, "_chain_metrics", []):
-            if old in self._metrics:
-                self._metrics.remove(old)
+            if old in kc.tracked_metrics(self):
+                kc.tracked_metrics(self).remove(old)
         self._chain_metrics = []
         if metrics is not None or weighted_metrics is not None:
-            from keras.src.trainers.compile_utils import CompileMetrics
-            self._chain_metrics = [CompileMetrics(metrics, weighted_metrics, name=f"chain_{h}_metrics")
+            self._chain_metrics = [kc.compile_metrics(metrics, weighted_metrics, f"chain_{h}_metrics")
                                    for h in range(1, len(self.chains))]
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -36,21 +36,21 @@ class ChainMetrics:
     def _update_metrics(self, batch, forward):
         """Adds one step (``forward``: per-chain NLLs and predictions) to every chain's metrics."""
         nlls, preds, y, swt = forward.nlls, forward.preds, batch.y, batch.sample_weight
-        self._loss_tracker.update_state(tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32))
+        kc.loss_tracker(self).update_state(tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32))
         for tracker, nll in zip(self._chain_loss, nlls[1:]):
             tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
-        if self._compile_metrics is not None and y is not None:
-            self._compile_metrics.update_state(y, preds[0], swt)
+        if kc.compiled_metrics(self) is not None and y is not None:
+            kc.compiled_metrics(self).update_state(y, preds[0], swt)
             for m, p in zip(self._chain_metrics, preds[1:]):
                 m.update_state(y, p, swt)
 
     def _metric_logs(self):
         """``loss``, ``loss_h`` and the compiled metrics of every chain."""
-        logs = {"loss": self._loss_tracker.result()}
+        logs = {"loss": kc.loss_tracker(self).result()}
         for h, tracker in enumerate(self._chain_loss, 1):
             logs[f"loss_{h}"] = tracker.result()
-        if self._compile_metrics is not None:
-            logs.update(self._compile_metrics.result())
+        if kc.compiled_metrics(self) is not None:
+            logs.update(kc.compiled_metrics(self).result())
             for h, m in enumerate(self._chain_metrics, 1):
                 if m.built:
                     logs.update({f"{k}_{h}": v for k, v in m.result().items()})
@@ -62,11 +62,11 @@ class ChainMetrics:
         self._check_batch(x, y)
         y_pred = self.chains[0](x, training=False)
         nll = self._per_example_nll(x, y, y_pred, sample_weight)
-        self._loss_tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
-        logs = {"loss": self._loss_tracker.result()}
-        if self._compile_metrics is not None and y is not None:
-            self._compile_metrics.update_state(y, y_pred, sample_weight)
-            logs.update(self._compile_metrics.result())
+        kc.loss_tracker(self).update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
+        logs = {"loss": kc.loss_tracker(self).result()}
+        if kc.compiled_metrics(self) is not None and y is not None:
+            kc.compiled_metrics(self).update_state(y, y_pred, sample_weight)
+            logs.update(kc.compiled_metrics(self).result())
         return logs
 
     def predict_step(self, data):

@@ -84,8 +84,10 @@ def create_state(sampler, temps0, lrs0):
     s, K = sampler, sampler.num_chains
 
     def new_variable(name, shape, dtype, value=0):
-        return s.add_weight(name=name, shape=shape, dtype=dtype, trainable=False,
-                            initializer=keras.initializers.Constant(value))
+        # Constant multiplies by ones: TensorFlow 2.16 has no bool kernel for that
+        init = (keras.initializers.Constant(value) if dtype != "bool"
+                else keras.initializers.Ones() if value else keras.initializers.Zeros())
+        return s.add_weight(name=name, shape=shape, dtype=dtype, trainable=False, initializer=init)
 
     s.step_counter = new_variable("step", (), "int64")
     s.temperature = new_variable("temperature", (K,), "float32")

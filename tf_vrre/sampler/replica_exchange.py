@@ -28,6 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
 from tf_vrre.sampler import hyperparameters as _hyper
 from tf_vrre.sampler import batch as bt
 from tf_vrre.sampler import construction
@@ -422,8 +423,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         return distribute.reducible_logs(logs)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """As Keras, but from the first replica's batch (:func:`tf_vrre.distribute.symbolic_build`)."""
-        if self._distribute_strategy is None or iterator is None:
+        """As Keras, but from the first replica's batch (:func:`tf_vrre.distribute.symbolic_build`);
+        overrides a private Keras method (:data:`tf_vrre._keras_compat.SYMBOLIC_BUILD_HOOK`)."""
+        if not kc.has_distribute_strategy(self) or iterator is None:
             return super()._maybe_symbolic_build(iterator, data_batch)
         distribute.symbolic_build(self, iterator)
 

@@ -19,6 +19,8 @@ import zipfile
 
 import keras
 
+from tf_vrre import _keras_compat as kc
+
 _FIX = ("decorate it with @keras.saving.register_keras_serializable() (a named, module-level "
         "function) so that keras.saving.load_model can rebuild the sampler; or save the state only "
         "with sampler.save_weights(path) / tf_vrre.Checkpoint")
@@ -119,7 +121,7 @@ def _summary(shapes, limit=6):
 
 def own_variables(layer):
     """The variables Keras saves for ``layer`` itself (``vars/0, vars/1, ...``), in that order."""
-    return list(layer._trainable_variables) + list(layer._non_trainable_variables)
+    return kc.own_variables(layer)
 
 
 def check_own_variables(sampler, store):

@@ -16,6 +16,8 @@ import os
 import keras
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
+
 JIT_CHOICES = (True, False, "auto")
 ENV = "TF_VRRE_JIT_COMPILE"
 """Environment variable with the default of ``compile(jit_compile=None)``: ``auto`` (default), ``1``, ``0``."""
@@ -39,7 +41,7 @@ def is_tpu_strategy(strategy=None):
 def has_convolutions(model):
     """True if ``model`` contains a convolution layer (any rank, incl. depthwise / transposed)."""
     return any(isinstance(layer, keras.layers.Layer) and "Conv" in type(layer).__name__
-               for layer in model._flatten_layers())
+               for layer in kc.flatten_layers(model))
 
 
 def resolve_jit_compile(jit_compile, model):

@@ -27,6 +27,7 @@ import zipfile
 import keras
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
 from tf_vrre._version import __version__
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import RUN_JSON  # noqa: F401  (re-exported)
@@ -209,10 +210,8 @@ def _template(samples_dir, model):
 def _input_spec(model):
     """The model's single input as ``keras.InputSpec`` (functional: ``model.inputs``; subclassed:
     the shapes Keras recorded on its first call, as ``model.export`` uses)."""
-    from keras.src.export.export_utils import get_input_signature  # model.export's own logic
-
     try:
-        specs = keras.tree.flatten(get_input_signature(model))
+        specs = keras.tree.flatten(kc.input_signature(model))  # model.export's own logic
     except (TypeError, ValueError) as err:
         raise ValueError(f"cannot read the model's input signature: {err}") from None
     if len(specs) != 1:

@@ -7,6 +7,8 @@ identity, so the same train step runs on one device and under ``MirroredStrategy
 
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
+
 
 def all_reduce(value):
     """Sum of ``value`` (any nest of tensors) over the replicas in sync."""
@@ -33,7 +35,7 @@ def multi_worker():
     """True under ``MultiWorkerMirroredStrategy`` with more than one worker."""
     strategy = tf.distribute.get_strategy()
     return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-            and strategy.extended._in_multi_worker_mode())
+            and kc.in_multi_worker_mode(strategy))
 
 
 def reducible_logs(logs):
@@ -51,9 +53,9 @@ def symbolic_build(model, iterator):
     integer batches: the example indices)."""
     local = model.distribute_strategy.experimental_local_results
     data_batch = None
-    for _, _, it in iterator:
+    it = kc.first_batch_iterator(iterator)
+    if it is not None:
         data_batch = tf.nest.map_structure(
             lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it))
-        break
     with model.distribute_strategy.scope():
-        model._symbolic_build(data_batch=data_batch)
+        kc.symbolic_build(model, data_batch)

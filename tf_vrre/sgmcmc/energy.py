@@ -21,6 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre import _keras_compat as kc
 from tf_vrre.sgmcmc.control_variates import ControlVariates  # noqa: F401  (its earlier home: tf_vrre.energy)
 
 ENERGY_MODES = ("auto", "train", "inference")
@@ -34,7 +35,7 @@ _TRAINING_DEPENDENT = tuple(getattr(keras.layers, name) for name in (
 
 def has_training_dependent_layers(model):
     """True if ``model`` contains a layer whose output depends on ``training``."""
-    return any(isinstance(layer, _TRAINING_DEPENDENT) for layer in model._flatten_layers())
+    return any(isinstance(layer, _TRAINING_DEPENDENT) for layer in kc.flatten_layers(model))
 
 
 def resolve_nll(loss):
@@ -79,7 +80,7 @@ def per_example(values, name="nll"):
 
 def computes_in_float16(model):
     """True if a layer of ``model`` computes in float16 (``mixed_float16``: loss scaling needed)."""
-    return any(getattr(layer, "compute_dtype", None) == "float16" for layer in model._flatten_layers())
+    return any(getattr(layer, "compute_dtype", None) == "float16" for layer in kc.flatten_layers(model))
 
 
 def to_float32(y_pred):

@@ -1,21 +1,16 @@
-"""Figures of the Gaussian-mixture study (``tf-vrre mixture``); matplotlib (Agg) imported lazily.
+"""Figures of the Gaussian-mixture study (``tf-vrre mixture``).
 
-Every function takes plain numbers / arrays (see ``tf_vrre.cli``) and writes one PNG.
+Every function takes plain numbers / arrays (see ``tf_vrre.cli``) and returns a
+``matplotlib.figure.Figure``, written as a PNG to ``path`` unless ``path`` is ``None`` (see
+:mod:`tf_vrre._figures`: no pyplot, no backend switch).
 """
 
 import numpy as np
 
+from tf_vrre import _figures
+
 COLORS = {"sgld": "tab:gray", "resgld": "tab:blue", "vr-resgld": "tab:red", "vr-resgld-ladder": "tab:purple"}
 LABELS = {"sgld": "SGLD", "resgld": "reSGLD", "vr-resgld": "VR-reSGLD", "vr-resgld-ladder": "VR-reSGLD ladder"}
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _label(method):
@@ -30,9 +25,9 @@ def traces(path, traces_by_method, record_every, modes, exact_left, title=""):
       modes: the exact modes' locations ``(left, right)``.
       exact_left: exact weight of the left mode (shown in the legend).
     """
-    plt = _plt()
     methods = list(traces_by_method)
-    fig, axes = plt.subplots(len(methods), 1, figsize=(8, 1.9 * len(methods) + 0.6), sharex=True, squeeze=False)
+    fig = _figures.new(figsize=(8, 1.9 * len(methods) + 0.6))
+    axes = fig.subplots(len(methods), 1, sharex=True, squeeze=False)
     for ax, method in zip(axes[:, 0], methods):
         beta = np.asarray(traces_by_method[method])
         it = (np.arange(beta.size) + 1) * record_every
@@ -46,15 +41,14 @@ def traces(path, traces_by_method, record_every, modes, exact_left, title=""):
     axes[-1, 0].set_xlabel("iteration")
     fig.suptitle(title or "Cold-chain traces", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    return _figures.save(fig, path, dpi=80)
 
 
 def density(path, samples_by_method, grid, exact_density, ks_by_method=None, title=""):
     """Histogram of each cold chain (pooled seeds, after burn-in) against the exact density."""
-    plt = _plt()
     methods = list(samples_by_method)
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.2 * len(methods), 3.0), sharey=True, squeeze=False)
+    fig = _figures.new(figsize=(3.2 * len(methods), 3.0))
+    axes = fig.subplots(1, len(methods), sharey=True, squeeze=False)
     keep = exact_density > exact_density.max() * 1e-4
     lo, hi = grid[keep].min() - 1.0, grid[keep].max() + 1.0
     for ax, method in zip(axes[0], methods):
@@ -72,14 +66,13 @@ def density(path, samples_by_method, grid, exact_density, ks_by_method=None, tit
     axes[0, 0].set_ylabel("density")
     fig.suptitle(title or "Cold chain vs exact tempered posterior", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    return _figures.save(fig, path, dpi=80)
 
 
 def variance(path, curves, record_every, title=""):
     """``log10 sigma^2`` over iterations: ``curves`` is ``[(label, method, [T] sigma2)]``."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig = _figures.new(figsize=(6.5, 3.6))
+    ax = fig.subplots()
     styles = ["-", "--", ":", "-."]
     vr_k = 0
     for label, method, s2 in curves:
@@ -96,15 +89,14 @@ def variance(path, curves, record_every, title=""):
     ax.legend(fontsize=8)
     ax.set_title(title or r"Estimated variance of $\widetilde U_1 - \widetilde U_2$", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    return _figures.save(fig, path, dpi=80)
 
 
 def sensitivity(path, ratios, lrs, log10_sigma2, title=""):
     """Contour of ``log10 sigma^2`` (``[len(lrs), len(ratios)]``) over ``(n/N, eta)``, log axes."""
-    plt = _plt()
     z = np.asarray(log10_sigma2, np.float64)
-    fig, ax = plt.subplots(figsize=(5.2, 4.0))
+    fig = _figures.new(figsize=(5.2, 4.0))
+    ax = fig.subplots()
     x, y = np.log10(ratios), np.log10(lrs)
     xx, yy = np.meshgrid(x, y)
     if z.shape[0] >= 2 and z.shape[1] >= 2:
@@ -118,5 +110,4 @@ def sensitivity(path, ratios, lrs, log10_sigma2, title=""):
     ax.legend(fontsize=7, loc="lower left")
     ax.set_title(title or r"Sensitivity of $\widetilde\sigma^2$ to $n/N$ and $\eta$", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    return _figures.save(fig, path, dpi=80)

@@ -4,9 +4,9 @@ energies by ``m``; the sensitivity grid of sigma^2 over ``(n/N, eta)``; figures 
 ``summary.json`` (written as each method / seed finishes, so an interrupted study keeps them).
 """
 
+import contextlib
 import os
 import sys
-import time
 
 import keras
 import numpy as np
@@ -19,7 +19,8 @@ from tf_vrre.workflows.gaussian_mixture import target as mx
 
 
 class Progress:
-    """A one-line text progress bar on stderr; ``.callback`` is a Keras callback feeding it."""
+    """``keras.utils.Progbar`` on stderr (stdout keeps the results) under a label line;
+    ``.callback`` is a Keras callback feeding it."""
 
     def __init__(self, label, steps):
         outer = self
@@ -29,18 +30,13 @@ class Progress:
                 outer.update(batch + 1)
 
         self.callback = CB()
-        self.label, self.steps, self.last = label, steps, -1
-        self.start = time.perf_counter()
+        sys.stderr.write(f"{label}\n")
+        with contextlib.redirect_stdout(sys.stderr):  # Progbar writes to sys.stdout
+            self.bar = keras.utils.Progbar(steps)
 
     def update(self, done):
-        pct = int(100 * done / self.steps)
-        if pct // 5 != self.last // 5:
-            self.last = pct
-            bar = "#" * (pct // 5) + "." * (20 - pct // 5)
-            sys.stderr.write(f"\r  {self.label:<22} [{bar}] {pct:3d}%  {time.perf_counter() - self.start:6.1f}s")
-            if pct >= 100:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+        with contextlib.redirect_stdout(sys.stderr):
+            self.bar.update(done)
 
 
 def _mean_se(values):

@@ -20,6 +20,8 @@ from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
 
+_trapezoid = getattr(np, "trapezoid", None) or np.trapz  # NumPy < 2.0 names it trapz
+
 
 class Mixture(collections.namedtuple("Mixture", ["phi", "sigma", "prior_sd", "true_beta"],
                                      defaults=(20.0, 5.0, 10.0, -5.0))):
@@ -190,7 +192,7 @@ def exact_posterior(x, temperature, grid=None, u=None, target=DEFAULT):
         u = energy(grid, x, target=target)
     logp = -(u - u.min()) / temperature
     p = np.exp(logp)
-    p /= np.trapezoid(p, grid)
+    p /= _trapezoid(p, grid)
     return grid, p
 
 
@@ -198,7 +200,7 @@ def mode_weights(x, temperature, split=None, grid=None, u=None, target=DEFAULT):
     """Exact probability of ``beta < split`` and ``beta >= split`` (default ``phi / 2``) at ``temperature``."""
     split = target.split if split is None else split
     grid, p = exact_posterior(x, temperature, grid, u, target=target)
-    left = np.trapezoid(np.where(grid < split, p, 0.0), grid)
+    left = _trapezoid(np.where(grid < split, p, 0.0), grid)
     return left, 1.0 - left
 
 

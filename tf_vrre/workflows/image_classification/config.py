@@ -24,7 +24,11 @@ import copy
 import math
 import numbers
 import os
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli, the package tomllib was made from (same API)
+    import tomli as tomllib
 
 METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 REPLICA = ("resghmc", "vr-resghmc", "cvr-resghmc")          # two chains with swaps

@@ -1,39 +1,27 @@
 """Figures of ``tf-vrre evaluate``: entropy CDF, reliability diagram, swaps and sigma^2.
 
-Each function writes one PNG (matplotlib, Agg backend) and returns its path.
+Each function returns a ``matplotlib.figure.Figure`` and writes it as a PNG to ``path`` unless
+``path`` is ``None`` (see :mod:`tf_vrre._figures`: no pyplot, no backend switch).
 """
 
 import math
 
 import numpy as np
 
-from tf_vrre.runs import atomic
+from tf_vrre import _figures
 
 __all__ = ["entropy_cdf", "reliability", "swaps"]
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _save(fig, path):
-    try:
-        atomic.save_figure(fig, path, dpi=110, bbox_inches="tight")
-    finally:
-        _plt().close(fig)
-    return path
+    return _figures.save(fig, path, dpi=110, bbox_inches="tight")
 
 
 def entropy_cdf(path, curves, threshold=1.5, max_entropy=None, title=None):
     """Empirical CDFs of predictive entropy (the paper's Figure 4 style).
 
     Args:
-      path: output PNG.
+      path: output PNG, or ``None``.
       curves: list of ``(label, entropies, style)`` with ``style`` a dict of matplotlib line
         arguments (e.g. ``{"ls": "--"}``) or ``None``.
       threshold: a vertical line (the paper's entropy 1.5); the legend gives each curve's
@@ -41,8 +29,8 @@ def entropy_cdf(path, curves, threshold=1.5, max_entropy=None, title=None):
       max_entropy: ``log C`` (x-axis limit and a marker for the uniform prediction).
       title: figure title.
     """
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig = _figures.new(figsize=(6.4, 4.4))
+    ax = fig.subplots()
     for label, values, style in curves:
         v = np.sort(np.asarray(values, np.float64))
         frac = float(np.mean(v > threshold)) if threshold is not None else None
@@ -67,14 +55,13 @@ def reliability(path, panels, title=None):
     """Reliability diagrams: accuracy vs confidence per bin, one panel per calibration.
 
     Args:
-      path: output PNG.
+      path: output PNG, or ``None``.
       panels: list of ``(label, bins, ece)`` with ``bins`` from
         :func:`tf_vrre.metrics.reliability_bins`.
       title: figure title.
     """
-    plt = _plt()
-    fig, axes = plt.subplots(2, len(panels), figsize=(3.6 * len(panels), 5.0), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 1]}, squeeze=False)
+    fig = _figures.new(figsize=(3.6 * len(panels), 5.0))
+    axes = fig.subplots(2, len(panels), sharex=True, gridspec_kw={"height_ratios": [3, 1]}, squeeze=False)
     for j, (label, bins, ece) in enumerate(panels):
         lo = np.array([b[0] for b in bins])
         width = np.array([b[1] - b[0] for b in bins])
@@ -111,15 +98,15 @@ def swaps(path, swap_rows, refresh_rows, log_rows, num_pairs=1, title=None):
     """Swaps and sigma^2 over training, with the loss per epoch.
 
     Args:
-      path: output PNG.
+      path: output PNG, or ``None``.
       swap_rows: rows of ``swaps/swaps.csv`` (dicts), or ``None`` for a single-chain run.
       refresh_rows: rows of ``swaps/refresh.csv``.
       log_rows: rows of ``log.csv``.
       num_pairs: adjacent pairs ``K - 1``.
       title: figure title.
     """
-    plt = _plt()
-    fig, axes = plt.subplots(3, 1, figsize=(6.4, 7.2))
+    fig = _figures.new(figsize=(6.4, 7.2))
+    axes = fig.subplots(3, 1)
     ax = axes[0]
     if swap_rows is None:
         ax.text(0.5, 0.5, "single chain: no swaps", ha="center", va="center", transform=ax.transAxes)
