@@ -73,7 +73,7 @@ def round_trips(times, slots):
       times, slots: from :func:`slot_paths`.
 
     Returns:
-      ``{"per_state": [K] round trips, "up_passages": [...] steps, "round_trip_times": [...]
+      dict: ``{"per_state": [K] round trips, "up_passages": [...] steps, "round_trip_times": [...]
       steps, "trip_ends": [...] steps at which round trips completed}``.
 
     Example:

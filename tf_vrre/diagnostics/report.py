@@ -103,7 +103,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
       split: split every chain in halves (split-R-hat).
 
     Returns:
-      ``{"format", "runs", "burn_in", "split", "replica_flow": [per run or None],
+      dict: ``{"format", "runs", "burn_in", "split", "replica_flow": [per run or None],
       "summaries": {name: {...}}, "classes"}``; each replica flow keeps ``"_paths"`` for the
       figures (drop it before writing JSON: :func:`to_json`).
 
