@@ -2,7 +2,7 @@
 VR-reSGHMC (and cycSGHMC / cVR-reSGHMC), each through ``tf-vrre train`` + ``tf-vrre evaluate``.
 
 NOT the paper's setting (ResNet-20/32/56, 50,000 images, 500 epochs on a GPU): a ResNet-8 on a
-class-balanced subset of the CIFAR-10 training set for a few epochs, on 2 shared CPU cores.  The
+class-balanced subset of the CIFAR-10 training set for a few epochs, on 2 CPU cores.  The
 shipped configs are used unchanged except for the scale flags printed below; their 500-epoch
 schedules are stretched to the epoch budget (``tf_vrre.config``), so every method sees the
 paper's learning-rate / temperature / F curves compressed in time.
@@ -42,7 +42,7 @@ from tf_vrre import config as C  # noqa: E402
 from tf_vrre import evaluation, rundir, training  # noqa: E402
 
 DATA_DIR = next((str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
-                "/work/shared/data")
+                str(REPO.parent / "shared" / "data"))
 METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 
 

@@ -1,6 +1,6 @@
 """Does the cold chain target the tempered posterior?  Mode weight vs the exact answer, per swap penalty.
 
-The held-out check of issue 15: a 1-D two-mode mixture with other parameters than the paper's
+A held-out check: a 1-D two-mode mixture with other parameters than the paper's
 (phi = 16, sigma = 4, prior sd 6, N = 1000, data seed 0), tau = (8, 3000), n = 100, eta = 3e-4,
 ``ControlVariates(period=4)``, ``CorrectedSwap(correction=2)``.  The cold chain can reach the
 second mode only through swaps; its left-mode weight is compared with the exact weight on a grid.

@@ -33,7 +33,7 @@ The last two swap the one other difference between step_cost's reSGHMC and VR sa
 start at step 1) but every ``m`` steps with them (no swap before step ``m``).
 
 Usage: ``python benchmarks/swap_energies.py [--steps 300] [--configs ...] [--json out.json]``
-(about 3-5 minutes per configuration on 2 shared cores).
+(about 3-5 minutes per configuration on 2 CPU cores).
 """
 
 import argparse
@@ -57,7 +57,7 @@ import models  # noqa: E402
 import tf_vrre  # noqa: E402
 from tf_vrre.data import Preprocessing, TrainingData  # noqa: E402
 
-# ../shared/data next to the repository (or next to the worktree folder, /work/wt/<name>)
+# ../shared/data next to the repository (or next to its parent folder)
 DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])
                      if (d / "shared" / "data").is_dir()), REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz")
 CONFIGS = ("resghmc", "resghmc_inf", "vr_train", "vr_train_n", "vr_inf", "vr_inf_adaptive", "resghmc_m", "vr_inf_1")

@@ -10,7 +10,9 @@ os.environ.setdefault("TF_VRRE_JIT_COMPILE", "0")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-SHARED_DATA = os.environ.get("TF_VRRE_SHARED_DATA", "/work/shared/data")
+# real data, optional: $TF_VRRE_SHARED_DATA, else ../shared/data beside the repository (synthetic images otherwise)
+SHARED_DATA = (os.environ.get("TF_VRRE_SHARED_DATA")
+               or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"))
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 ``tests/fixtures/pinned_state.npz`` holds every variable (all chains, snapshots, velocities,
 sigma^2, counters, swap record) after 3 epochs of each configuration in ``_pinned_runs.py``.
 It was first written by the code of commit 2d968d7 and matched bit for bit by the reshaped
-sampler (issue 8); it was rewritten once since, when the Langevin noise moved to TensorFlow
+sampler; it was rewritten once since, when the Langevin noise moved to TensorFlow
 Probability draws (other numbers, same invariants).  Swap decisions and counters must match
 exactly; float state to 1e-6 relative (bit-identical on the machine that wrote the fixtures).
 

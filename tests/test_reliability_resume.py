@@ -1,4 +1,4 @@
-"""Exact resume for a kill at any instant (issue 10): tf_vrre.Checkpoint + every tf_vrre writer.
+"""Exact resume for a kill at any instant: tf_vrre.Checkpoint + every tf_vrre writer.
 
 ``_ckpt_job.py`` is killed (SIGKILL) at several instants in a row, each time resumed by the same
 command, and the final files and state must equal an uninterrupted run's bit for bit.  The

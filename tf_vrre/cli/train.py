@@ -2,7 +2,7 @@
 
     tf-vrre train --config vr-resghmc --dataset cifar10 --model resnet20 --out runs/c10-vr
     tf-vrre train --config vr-resghmc --model cnn --subset 2000 --epochs 10 --thinning 16 \\
-        --data-dir /work/shared/data --source npz --out runs/cpu-vr         # CPU scale, real data
+        --data-dir data --source npz --out runs/cpu-vr         # CPU scale, real data
     tf-vrre train --config vr-resghmc --model resnet20 --strategy tpu --steps-per-execution 32 --out gs://b/r
     TF_CONFIG='{"cluster": {"worker": ["h0:2222", "h1:2222"]}, "task": {"type": "worker", "index": 0}}' \
         tf-vrre train --config vr-resghmc --strategy multiworker --out /shared/runs/c10-vr   # one per worker
@@ -69,7 +69,7 @@ def add_arguments(p):
     p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
     p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
                    help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
-    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (e.g. /work/shared/data)")
+    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (DIR/cifar10/cifar10_train.npz, ...)")
     p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
                    help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
     p.add_argument("--no-download", action="store_true", help="tfds: use prepared data only (offline)")
