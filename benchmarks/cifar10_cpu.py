@@ -13,7 +13,7 @@ per-epoch time ratios are taken within a seed), every result is written to
 resumes: finished runs are skipped (``tf-vrre train`` refuses nothing: same config), a killed
 run resumes from its last epoch, missing evaluations are redone.
 
-Usage (what the README table was measured with)::
+Usage (what the table in docs/benchmarks/cifar10-cpu.md was measured with)::
 
     python benchmarks/cifar10_cpu.py --out runs/cifar10_cpu
 
@@ -123,7 +123,7 @@ def _mean_spread(values):
 
 
 def table(results, methods, seeds):
-    """Rows of the README table: mean +- half-range over seeds."""
+    """Rows of the results table: mean +- half-range over seeds."""
     by = {(r["method"], r["seed"]): r for r in results}
     rows = []
     for m in methods:

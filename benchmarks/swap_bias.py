@@ -19,7 +19,7 @@ Results are appended to ``--out`` (JSON lines) as each seed finishes, so an inte
 what it did; ``--table`` reprints the table from that file.
 
     python benchmarks/swap_bias.py                        # ~2-3 min per seed and configuration on 2 cores
-    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch   # the README table, ~85 min
+    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch   # the table in docs/benchmarks/swap-bias.md, ~85 min
     python benchmarks/swap_bias.py --seeds 8 --steps 20000 --configs vr-window,vr-batch
 """
 

@@ -22,7 +22,7 @@ Configurations (same seed, network initialisation and batches):
   resghmc          reSGHMC, mini-batch energies from the training forward (BatchNorm batch statistics)
   resghmc_inf      reSGHMC, mini-batch energies with ``training=False``
   vr_train         VR-reSGHMC as in step_cost: ``energy_mode="train"``, full pass in batches of 1000
-  vr_train_n       VR-reSGHMC, train mode, full pass in batches of n = 128 (the README's advice)
+  vr_train_n       VR-reSGHMC, train mode, full pass in batches of n = 128 (the documented advice)
   vr_inf           VR-reSGHMC, ``energy_mode="inference"`` (cached snapshot energies), c = -1
   vr_inf_adaptive  as vr_inf with the adaptive coefficient (the paper's Algorithm 2)
   resghmc_m        reSGHMC with the sigma^2 window of the VR runs (m steps): first attempt at step m

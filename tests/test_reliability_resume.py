@@ -5,7 +5,7 @@ command, and the final files and state must equal an uninterrupted run's bit for
 instants cover a step between two writers, a kill inside the checkpoint write (data files
 written, index not yet committed), rows torn in the middle of a write, and a kill after a
 sample manifest write with evicted samples pending deletion.  ``benchmarks/kill_sweep.py``
-kills at every instrumented point, many occurrences each (minutes; see README).
+kills at every instrumented point, many occurrences each (minutes; see docs/benchmarks/kill-sweep.md).
 """
 
 import json
