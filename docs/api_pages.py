@@ -71,6 +71,7 @@ def index_page(objects, modules):
         if names:
             lines += [title, "-" * len(title), "", ".. autosummary::", "   :toctree: _autosummary",
                       "   :nosignatures:", ""] + [f"   {n}" for n in names] + [""]
+    lines += ["Command line", "------------", "", ".. toctree::", "   :maxdepth: 1", "", "   cli", ""]
     lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", ""]
     lines += [f"   tf_vrre.{m}" for m in modules] + [""]
     return "\n".join(lines)
@@ -96,10 +97,31 @@ def module_page(name, documented):
     return "\n".join(lines)
 
 
+def cli_page():
+    """``tf-vrre <command> --help`` of every subcommand, captured from the parser itself."""
+    import contextlib
+    import io
+
+    from tf_vrre import cli
+
+    os.environ["COLUMNS"] = "100"  # argparse wraps help at the terminal width
+    lines = ["Command line", "============", "",
+             "``tf-vrre <command> --help`` of every subcommand (the same text the console prints).", ""]
+    for name in cli.SUBCOMMANDS:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
+            cli.parser().parse_args([name, "--help"])
+        title = f"tf-vrre {name}"
+        lines += [title, "-" * len(title), "", ".. code-block:: text", ""]
+        lines += [f"   {line}".rstrip() for line in text.getvalue().splitlines()] + [""]
+    return "\n".join(lines)
+
+
 def write(app=None):
     objects, modules = public_names()
     os.makedirs(OUT, exist_ok=True)
     _write(os.path.join(OUT, "index.rst"), index_page(objects, modules))
+    _write(os.path.join(OUT, "cli.rst"), cli_page())
     import tf_vrre
 
     documented = {id(getattr(tf_vrre, n)): f"tf_vrre.{n}" for n in objects}
