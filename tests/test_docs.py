@@ -82,3 +82,12 @@ def test_docs_python_examples_run(capsys, tmp_path, monkeypatch):
             exec(compile(block, page, "exec"), namespace)
     out = capsys.readouterr().out
     assert "swaps" in out and "BMA accuracy" in out and "members" in out
+
+
+def test_readme_relative_links_resolve():
+    # the README links into docs/ by relative paths, so they work on a repository host too
+    text = open(os.path.join(ROOT, "README.md")).read()
+    links = [link for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text) if not link.startswith("http")]
+    assert links, "README links nothing"
+    missing = [link for link in links if not os.path.exists(os.path.join(ROOT, link))]
+    assert not missing, f"README links to missing files: {missing}"
