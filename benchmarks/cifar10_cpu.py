@@ -2,7 +2,7 @@
 VR-reSGHMC (and cycSGHMC / cVR-reSGHMC), each through ``tf-vrre train`` + ``tf-vrre evaluate``.
 
 NOT the paper's setting (ResNet-20/32/56, 50,000 images, 500 epochs on a GPU): a ResNet-8 on a
-class-balanced subset of the CIFAR-10 training set for a few epochs, on 2 shared CPU cores.  The
+class-balanced subset of the CIFAR-10 training set for a few epochs, on 2 CPU cores.  The
 shipped configs are used unchanged except for the scale flags printed below; their 500-epoch
 schedules are stretched to the epoch budget (``tf_vrre.config``), so every method sees the
 paper's learning-rate / temperature / F curves compressed in time.
@@ -13,7 +13,7 @@ per-epoch time ratios are taken within a seed), every result is written to
 resumes: finished runs are skipped (``tf-vrre train`` refuses nothing: same config), a killed
 run resumes from its last epoch, missing evaluations are redone.
 
-Usage (what the README table was measured with)::
+Usage (what the table in docs/benchmarks/cifar10-cpu.md was measured with)::
 
     python benchmarks/cifar10_cpu.py --out runs/cifar10_cpu
 
@@ -43,7 +43,7 @@ from tf_vrre.workflows.image_classification import evaluate as evaluation, train
 from tf_vrre.runs import run_json as rundir
 
 DATA_DIR = next((str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
-                "/work/shared/data")
+                str(REPO.parent / "shared" / "data"))
 METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 
 
@@ -124,7 +124,7 @@ def _mean_spread(values):
 
 
 def table(results, methods, seeds):
-    """Rows of the README table: mean +- half-range over seeds."""
+    """Rows of the results table: mean +- half-range over seeds."""
     by = {(r["method"], r["seed"]): r for r in results}
     rows = []
     for m in methods:

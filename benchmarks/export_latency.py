@@ -25,8 +25,10 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-TRAIN = "/work/shared/data/cifar10/cifar10_train_part1of2.npz"
-TEST = "/work/shared/data/cifar10/cifar10_test.npz"
+# real CIFAR-10 .npz files: $TF_VRRE_DATA_DIR, else ../shared/data beside the repository
+DATA = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
+TRAIN = os.path.join(DATA, "cifar10", "cifar10_train_part1of2.npz")
+TEST = os.path.join(DATA, "cifar10", "cifar10_test.npz")
 
 
 def make_run(run_dir, k_max, train_size, batch_size, seed=0):

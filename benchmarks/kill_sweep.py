@@ -12,7 +12,7 @@ torn mid-write (``torn``), sample file written / manifest written (``sample.file
 inside the checkpoint write before its commit (``checkpoint.data``) and after it
 (``checkpoint.committed``).
 
-    python benchmarks/kill_sweep.py                    # 41 kills over 9 points, ~30 minutes on 2 shared cores
+    python benchmarks/kill_sweep.py                    # 41 kills over 9 points, ~30 minutes on 2 CPU cores
     python benchmarks/kill_sweep.py --points checkpoint.data,torn --occurrences 1,2,3,5,8
 """
 

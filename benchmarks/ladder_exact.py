@@ -1,6 +1,6 @@
 """K = 3 ladder with exact energies: does the cold chain's mode weight match the exact one?
 
-Issue 15's leftover question: with exact energies (n = N, so sigma2 = 0 and the swap rule is
+The question: with exact energies (n = N, so sigma2 = 0 and the swap rule is
 plain Metropolis), a K = 3 ladder once showed a +0.04 residual in the cold chain's left-mode
 weight.  This runs the real sampler (``tf_vrre.mixture.run("resgld", ...)`` with three chains on
 ``mixture.ladder(10, 3000, 3)``, N = 100, full batches, 6e4 steps) for several seeds, half of

@@ -6,7 +6,7 @@ Prints the largest difference of the two on the data and on a grid of beta, then
 fits (2 chains, N = 1000, n = 100, m = 4) with each NLL, interleaved, and prints the ratio of
 the medians.  The issue says: use the TFP form only if it is not slower.
 
-    python benchmarks/mixture_nll_tfp.py            # ~2 minutes on 2 shared cores
+    python benchmarks/mixture_nll_tfp.py            # ~2 minutes on 2 CPU cores
 """
 
 import argparse

@@ -15,7 +15,7 @@ and the ratios ``vr / resghmc`` (target <= 1.20; the paper reports 1.40),
 
 * **wall**: ``time.perf_counter`` around each window (what a user waits);
 * **cpu**: ``time.process_time`` (CPU seconds of all the process's threads).  A cross-check
-  on a shared machine, where other processes take cores away and inflate wall times; it
+  on a busy machine, where other processes take cores away and inflate wall times; it
   also counts thread-pool spinning, so it is not a pure FLOP count.
 
 How the timing is made honest

@@ -1,6 +1,6 @@
 """Does the cold chain target the tempered posterior?  Mode weight vs the exact answer, per swap penalty.
 
-The held-out check of issue 15: a 1-D two-mode mixture with other parameters than the paper's
+A held-out check: a 1-D two-mode mixture with other parameters than the paper's
 (phi = 16, sigma = 4, prior sd 6, N = 1000, data seed 0), tau = (8, 3000), n = 100, eta = 3e-4,
 ``ControlVariates(period=4)``, ``CorrectedSwap(correction=2)``.  The cold chain can reach the
 second mode only through swaps; its left-mode weight is compared with the exact weight on a grid.
@@ -19,7 +19,7 @@ Results are appended to ``--out`` (JSON lines) as each seed finishes, so an inte
 what it did; ``--table`` reprints the table from that file.
 
     python benchmarks/swap_bias.py                        # ~2-3 min per seed and configuration on 2 cores
-    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch   # the README table, ~85 min
+    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch   # the table in docs/benchmarks/swap-bias.md, ~85 min
     python benchmarks/swap_bias.py --seeds 8 --steps 20000 --configs vr-window,vr-batch
 """
 

@@ -22,7 +22,7 @@ Configurations (same seed, network initialisation and batches):
   resghmc          reSGHMC, mini-batch energies from the training forward (BatchNorm batch statistics)
   resghmc_inf      reSGHMC, mini-batch energies with ``training=False``
   vr_train         VR-reSGHMC as in step_cost: ``energy_mode="train"``, full pass in batches of 1000
-  vr_train_n       VR-reSGHMC, train mode, full pass in batches of n = 128 (the README's advice)
+  vr_train_n       VR-reSGHMC, train mode, full pass in batches of n = 128 (the documented advice)
   vr_inf           VR-reSGHMC, ``energy_mode="inference"`` (cached snapshot energies), c = -1
   vr_inf_adaptive  as vr_inf with the adaptive coefficient (the paper's Algorithm 2)
   resghmc_m        reSGHMC with the sigma^2 window of the VR runs (m steps): first attempt at step m
@@ -33,7 +33,7 @@ The last two swap the one other difference between step_cost's reSGHMC and VR sa
 start at step 1) but every ``m`` steps with them (no swap before step ``m``).
 
 Usage: ``python benchmarks/swap_energies.py [--steps 300] [--configs ...] [--json out.json]``
-(about 3-5 minutes per configuration on 2 shared cores).
+(about 3-5 minutes per configuration on 2 CPU cores).
 """
 
 import argparse
@@ -57,7 +57,7 @@ from tf_vrre.workflows.image_classification import models  # noqa: E402
 import tf_vrre  # noqa: E402
 from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData  # noqa: E402
 
-# ../shared/data next to the repository (or next to the worktree folder, /work/wt/<name>)
+# ../shared/data next to the repository (or next to its parent folder)
 DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])
                      if (d / "shared" / "data").is_dir()), REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz")
 CONFIGS = ("resghmc", "resghmc_inf", "vr_train", "vr_train_n", "vr_inf", "vr_inf_adaptive", "resghmc_m", "vr_inf_1")

@@ -1,8 +1,8 @@
 """Per-step cost with and without XLA (``compile(jit_compile=True/False)``), side by side.
 
 Three models, each a 2-chain sampler with control variates: the 1-parameter Gaussian mixture
-(``tf_vrre.mixture``, batch 100), the README's MLP (8-16-2, batch 64) and ResNet-8 on CIFAR
-images (batch 128; ``/work/shared/data`` or ``--data``, random images if absent).  Each sampler is
+(``tf_vrre.mixture``, batch 100), the ten-line example's MLP (8-16-2, batch 64) and ResNet-8 on CIFAR
+images (batch 128; ``../shared/data`` beside the repository or ``--data``, random images if absent).  Each sampler is
 built, compiled and warmed up (tracing and XLA compilation excluded), then the two modes are
 timed in interleaved rounds; medians over ``--repeats`` rounds.  What ``jit_compile="auto"``
 picks for each model is printed beside the numbers (``tf_vrre/xla.py``).

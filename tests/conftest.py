@@ -15,7 +15,9 @@ import pytest  # noqa: E402
 # job scripts and shared helpers (tests/helpers/_*.py) import as top-level modules
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers"))
 
-SHARED_DATA = os.environ.get("TF_VRRE_SHARED_DATA", "/work/shared/data")
+# real data, optional: $TF_VRRE_SHARED_DATA, else ../shared/data beside the repository (synthetic images otherwise)
+SHARED_DATA = (os.environ.get("TF_VRRE_SHARED_DATA")
+               or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """tf_vrre: variance-reduced replica-exchange SG-MCMC (VR-reSGLD / VR-reSGHMC) for Keras 3.
 
-Public API (see README.md):
+Public API (the API reference of the documentation lists every name):
 
 - :class:`ReplicaExchangeSampler` - the ``keras.Model`` that runs K chains under ``fit``.
 - :class:`CorrectedSwap` - the swap rule (corrected acceptance, sigma^2 estimation, pairs).

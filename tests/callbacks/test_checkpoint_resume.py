@@ -1,11 +1,11 @@
-"""Exact resume for a kill at any instant (issue 10): tf_vrre.Checkpoint + every tf_vrre writer.
+"""Exact resume for a kill at any instant: tf_vrre.Checkpoint + every tf_vrre writer.
 
 ``_ckpt_job.py`` is killed (SIGKILL) at several instants in a row, each time resumed by the same
 command, and the final files and state must equal an uninterrupted run's bit for bit.  The
 instants cover a step between two writers, a kill inside the checkpoint write (data files
 written, index not yet committed), rows torn in the middle of a write, and a kill after a
 sample manifest write with evicted samples pending deletion.  ``benchmarks/kill_sweep.py``
-kills at every instrumented point, many occurrences each (minutes; see README).
+kills at every instrumented point, many occurrences each (minutes; see docs/benchmarks/kill-sweep.md).
 """
 
 import json

@@ -1,4 +1,4 @@
-"""The command line fails loudly and loses nothing (issue 10).
+"""The command line fails loudly and loses nothing.
 
 The real ``tf-vrre`` console script, in a subprocess: every bad flag value (inf, nan, huge
 numbers, values that conflict) exits 2 with exactly one line on stderr (no usage block, no

@@ -1,6 +1,6 @@
 """Tiny synthetic image data sets in the ``.npz`` layout of ``tf_vrre.data`` (no real data needed).
 
-CI runs on a clean clone without ``/work/shared/data``, so the notebook tests write their own
+CI may run without the real data (``$TF_VRRE_SHARED_DATA``), so the notebook tests write their own
 data: uint8 32 x 32 RGB images whose class sets a colour and a stripe frequency (learnable, so
 accuracies are above chance), plus noise.  Layout (what ``source="npz"`` reads)::
 

@@ -14,7 +14,9 @@ import tensorflow as tf
 
 import tf_vrre
 
-CIFAR10_TEST = os.path.join(os.environ.get("TF_VRRE_SHARED_DATA", "/work/shared/data"), "cifar10", "cifar10_test.npz")
+SHARED_DATA = (os.environ.get("TF_VRRE_SHARED_DATA")
+               or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"))
+CIFAR10_TEST = os.path.join(SHARED_DATA, "cifar10", "cifar10_test.npz")
 SCALE = 1.0 / 255.0
 
 

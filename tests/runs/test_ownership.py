@@ -1,4 +1,4 @@
-"""Output directories and run files are never lost or silently replaced (issue 10).
+"""Output directories and run files are never lost or silently replaced.
 
 A run pointed at another run's samples, swap logs, epoch log or checkpoints refuses them, naming
 the difference (``overwrite=True`` replaces them); one writer per directory; ``load_samples``

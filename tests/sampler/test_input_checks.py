@@ -1,4 +1,4 @@
-"""Bad data and bad models fail before any graph runs, naming the argument (issue 10).
+"""Bad data and bad models fail before any graph runs, naming the argument.
 
 ``set_reference_data``, ``make_dataset`` and ``fit`` with array inputs: lists, dtypes, lengths,
 non-finite values, labels outside the model's classes, sample weights, batch sizes, a

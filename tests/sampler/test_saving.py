@@ -1,6 +1,6 @@
 """Saving fails at save time with the fix named; loading names another num_chains or architecture.
 
-(Issue 10.)  An unregistered ``model_fn`` / ``nll`` (or a lambda) used to save a file that could
+An unregistered ``model_fn`` / ``nll`` (or a lambda) used to save a file that could
 not be loaded; ``load_weights`` / ``load_model`` into a sampler with another ``num_chains`` or
 chain architecture used to end in Keras' "expected 24 variables, but received 20".
 """

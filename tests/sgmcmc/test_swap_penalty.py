@@ -1,4 +1,4 @@
-"""The swap penalty must match the estimator's noise at each step of the snapshot period (issue 15).
+"""The swap penalty must match the estimator's noise at each step of the snapshot period.
 
 On the 1-D mixture the exact energy of every state is known, so the error of each step's swap
 energy difference ``e_t = (U~_lo - U~_hi) - (U_lo - U_hi)`` is observed.  The control-variate

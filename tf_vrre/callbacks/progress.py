@@ -45,8 +45,19 @@ class EpochCSVLogger(keras.callbacks.Callback):
       filename: the CSV file (its directory must exist).
 
     Example:
-      >>> sampler.fit(ds, epochs=10, callbacks=[SwapLogger(d), EpochCSVLogger("run/log.csv"),
-      ...                                       keras.callbacks.BackupAndRestore("run/backup")])
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
+      ...                 callbacks=[tf_vrre.SwapLogger("run/swaps"), EpochCSVLogger("run/log.csv")])
+      >>> [row.split(",")[0] for row in open("run/log.csv")]
+      ['epoch', '0', '1']
     """
 
     def __init__(self, filename):
@@ -107,7 +118,16 @@ class EpochProgress(keras.callbacks.Callback):
       stream: ``"stderr"`` or ``"stdout"``.
 
     Example:
-      >>> sampler.fit(ds, epochs=10, verbose=0, callbacks=[EpochProgress(10, 39)])
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[EpochProgress(2, 4)])
     """
 
     SUMMARY = (("loss", "loss {:.3f}"), ("accuracy", "acc {:.3f}"), ("swaps", "swaps {:.0f}"),
@@ -172,7 +192,19 @@ class EpochTimer(keras.callbacks.Callback):
     Put it first among the callbacks so the time includes the others' per-batch work.
 
     Example:
-      >>> sampler.fit(ds, epochs=3, callbacks=[EpochTimer(), EpochCSVLogger("log.csv")])
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> history = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
+      ...                       callbacks=[EpochTimer(), EpochCSVLogger("log.csv")])
+      >>> len(history.history["epoch_seconds"]), "epoch_seconds" in open("log.csv").readline()
+      (2, True)
     """
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -201,9 +233,21 @@ class HostStepCounter(keras.callbacks.Callback):
     an int64 variable placed on the CPU, which this callback sets to ``step_counter``.
 
     Example:
+      >>> from tf_vrre.data import Preprocessing, TrainingData
+      >>> images = np.random.default_rng(0).integers(0, 256, size=(32, 4, 4, 3), dtype=np.uint8)
+      >>> train = TrainingData(images, np.arange(32) % 2, Preprocessing.from_images(images), 2)
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((4, 4, 3)), keras.layers.Flatten(), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=32, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler.set_reference_data(train.reference)
       >>> mirror = HostStepCounter()
-      >>> ds = train.dataset(256, seed=0, counter=mirror.counter)
-      >>> sampler.fit(ds, epochs=10, callbacks=[mirror])
+      >>> ds = train.dataset(16, seed=0, counter=mirror.counter)
+      >>> _ = sampler.fit(ds, epochs=3, verbose=0, callbacks=[mirror])
+      >>> int(mirror.counter.numpy())   # set at the last epoch's start: 2 epochs x 2 steps
+      4
     """
 
     def __init__(self):

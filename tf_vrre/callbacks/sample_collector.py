@@ -127,10 +127,22 @@ class SampleCollector(keras.callbacks.Callback):
       overwrite: replace samples of another run found in ``directory``.
 
     Example:
-      >>> collector = SampleCollector("runs/c10/samples", every=256, burn_in_steps=300 * 196,
-      ...                             validation_data=(x_test, y_test))
-      >>> sampler.fit(ds, epochs=500, callbacks=[collector])
-      >>> load_samples("runs/c10/samples").predict(resnet20(), x_test)
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> collector = SampleCollector("runs/toy/samples", every=4, burn_in_steps=4,
+      ...                             validation_data=(x[:32], y[:32]))
+      >>> history = sampler.fit(sampler.make_dataset(16), epochs=3, verbose=0, callbacks=[collector])
+      >>> history.history["bma_samples"]
+      [0.0, 1.0, 2.0]
+      >>> load_samples("runs/toy/samples").predict(net(), x[:32]).shape
+      (32, 2)
     """
 
     def __init__(self, directory, every=256, burn_in_steps=0, cycle=None, max_samples=None, keep="last",

@@ -75,10 +75,21 @@ class HyperparameterScheduler(keras.callbacks.Callback):
       verbose: print the values at each epoch start.
 
     Example:
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
       >>> sched = HyperparameterScheduler(
       ...     temperatures=lambda e: [0.01 / 1.02 ** min(e, 300), 0.05 / 1.02 ** min(e, 300)],
       ...     correction=lambda e: 1.5e5 * 1.02 ** min(e, 300))
-      >>> sampler.fit(ds, epochs=500, callbacks=[sched])
+      >>> history = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[sched])
+      >>> [round(t, 6) for t in history.history["temperature_0"]]
+      [0.01, 0.009804]
     """
 
     def __init__(self, learning_rates=None, temperatures=None, correction=None, verbose=0):

@@ -66,7 +66,9 @@ def effective_sample_size(values, split=True):
       float64 array of the trailing shape (a 0-d array for scalar summaries).
 
     Example:
-      >>> effective_sample_size(np.random.default_rng(0).normal(size=(2, 1000)))  # ~2000
+      >>> ess = effective_sample_size(np.random.default_rng(0).normal(size=(2, 1000)))  # ~2000
+      >>> bool(1500 < ess < 2500)
+      True
     """
     import tensorflow as tf
     import tensorflow_probability as tfp
@@ -97,7 +99,9 @@ def potential_scale_reduction(values, split=True):
       split: cut each chain in halves first (needed for a single chain).
 
     Example:
-      >>> potential_scale_reduction(np.random.default_rng(0).normal(size=(4, 500)))  # ~1.00
+      >>> rhat = potential_scale_reduction(np.random.default_rng(0).normal(size=(4, 500)))  # ~1.00
+      >>> bool(abs(rhat - 1) < 0.01)
+      True
     """
     import tensorflow as tf
     import tensorflow_probability as tfp
@@ -123,7 +127,10 @@ def chain_summary(values, split=True):
       split: cut each chain in halves first.
 
     Example:
-      >>> chain_summary(beta_by_seed)   # {"ess": ..., "rhat": ..., "mcse": ..., ...}
+      >>> beta_by_seed = np.random.default_rng(0).normal(size=(3, 400))   # 3 seeds as chains
+      >>> s = chain_summary(beta_by_seed)
+      >>> s["chains"], s["draws"], sorted(s)
+      (3, 400, ['chains', 'constant', 'draws', 'ess', 'mcse', 'mean', 'rhat', 'sd', 'split'])
     """
     x = _as_chains(values, "values")
     if x.ndim != 2:

@@ -73,7 +73,7 @@ def round_trips(times, slots):
       times, slots: from :func:`slot_paths`.
 
     Returns:
-      ``{"per_state": [K] round trips, "up_passages": [...] steps, "round_trip_times": [...]
+      dict: ``{"per_state": [K] round trips, "up_passages": [...] steps, "round_trip_times": [...]
       steps, "trip_ends": [...] steps at which round trips completed}``.
 
     Example:
@@ -120,7 +120,21 @@ def pair_acceptance(log, blocks=20):
       blocks: number of blocks B (>= 2).
 
     Example:
-      >>> [p["acceptance"] for p in pair_acceptance(read_swap_log("runs/x/swaps"))]
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
+      ...     tf_vrre.SwapLogger("runs/toy/swaps"),
+      ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
+      >>> from tf_vrre.diagnostics import read_swap_log
+      >>> [p["attempts"] for p in pair_acceptance(read_swap_log("runs/toy/swaps"))] == [int(sampler.attempt_count.numpy()[0])]
+      True
     """
     if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 2:
         raise ValueError(f"blocks must be an integer >= 2, got {blocks!r}")
@@ -194,8 +208,22 @@ def replica_flow(log, blocks=20):
       sigma2_trend``, plus ``"_paths": (times, slots)`` for plotting (not JSON).
 
     Example:
-      >>> flow = replica_flow(read_swap_log("runs/cifar10/swaps"))
-      >>> flow["round_trips_per_1000_steps"], [p["acceptance"] for p in flow["pairs"]]
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
+      ...     tf_vrre.SwapLogger("runs/toy/swaps"),
+      ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
+      >>> from tf_vrre.diagnostics import read_swap_log
+      >>> flow = replica_flow(read_swap_log("runs/toy/swaps"))
+      >>> len(flow["pairs"]), flow["round_trips_per_1000_steps"] >= 0
+      (1, True)
     """
     sw = log.swaps
     times, slots = slot_paths(sw["step"], sw["pair"], sw["accepted"], log.num_chains, log.start_step)

@@ -103,12 +103,28 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
       split: split every chain in halves (split-R-hat).
 
     Returns:
-      ``{"format", "runs", "burn_in", "split", "replica_flow": [per run or None],
+      dict: ``{"format", "runs", "burn_in", "split", "replica_flow": [per run or None],
       "summaries": {name: {...}}, "classes"}``; each replica flow keeps ``"_paths"`` for the
       figures (drop it before writing JSON: :func:`to_json`).
 
     Example:
-      >>> d = diagnose("runs/cifar10"); d["summaries"]["sample_energy"]["ess"]
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
+      ...     tf_vrre.SwapLogger("runs/toy/swaps"),
+      ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
+      >>> d = diagnose("runs/toy")
+      >>> d["replica_flow"][0]["pairs"][0]["attempts"] == int(sampler.attempt_count.numpy()[0])
+      True
+      >>> sorted(d["summaries"])
+      ['cold_energy', 'predictive_0', 'predictive_1', 'predictive_2', 'predictive_3', 'sample_energy', 'weight_norm']
     """
     _check_fraction(burn_in)
     paths = [runs] if isinstance(runs, (str, os.PathLike)) else list(runs)

@@ -114,8 +114,12 @@ def read_run(run_dir, required=True):
       RunDirError: naming the missing directory / file, or a file that is not a run manifest.
 
     Example:
+      >>> os.makedirs("runs/c10-vr")
+      >>> write_json(os.path.join("runs/c10-vr", RUN_JSON), {"format": FORMAT, "method": "vr-resghmc",
+      ...     "config": {}, "model": {}, "data": {"train_size": 5000}, "preprocessing": {}, "seed": 0})
       >>> run = read_run("runs/c10-vr")
       >>> run["method"], run["data"]["train_size"]
+      ('vr-resghmc', 5000)
     """
     run_dir = str(run_dir)
     path = os.path.join(run_dir, RUN_JSON)

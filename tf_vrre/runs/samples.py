@@ -298,8 +298,21 @@ def load_samples(directory):
       ValueError: naming the manifest, or the missing / truncated / mismatched sample file.
 
     Example:
-      >>> samples = load_samples("runs/cifar/samples")
-      >>> probs = samples.predict(resnet20(), x_test)   # BMA of the cold chain
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+      >>> sampler.set_reference_data((x, y))
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
+      ...                 callbacks=[tf_vrre.SampleCollector("runs/toy/samples", every=4)])
+      >>> samples = load_samples("runs/toy/samples")
+      >>> probs = samples.predict(net(), x[:3])   # BMA of the cold chain
+      >>> len(samples), probs.shape
+      (2, (3, 2))
     """
     directory = os.fspath(directory)
     manifest = read_manifest(directory)
@@ -319,7 +332,10 @@ def locate(run):
       ValueError: ``run`` is not a directory, or holds neither a swap log nor samples.
 
     Example:
-      >>> swaps_dir, samples_dir = locate("runs/cifar10")
+      >>> os.makedirs("runs/a/swaps")
+      >>> open("runs/a/swaps/swaps.csv", "w").close()
+      >>> locate("runs/a")
+      ('runs/a/swaps', None)
     """
     run = os.fspath(run)
     if not os.path.isdir(run):

@@ -105,15 +105,20 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
       independent_init: if False (default) every chain starts from chain 0's initial weights.
 
     Example:
-      >>> sampler = ReplicaExchangeSampler(build_net, data_size=50000, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=[2e-6, 3e-6], weight_decay=25.0,
-      ...     swap=CorrectedSwap(correction=1.5e5),
-      ...     variance_reduction=ControlVariates(period=392), seed=1)
-      >>> sampler.set_reference_data((x_train, y_train))
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def build_net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = ReplicaExchangeSampler(build_net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=[1e-3, 1.5e-3], weight_decay=1.0,
+      ...     swap=tf_vrre.CorrectedSwap(correction=2.0),
+      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=1)
+      >>> sampler.set_reference_data((x, y))
       >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
       ...                 metrics=["accuracy"])
-      >>> sampler.fit(train_ds, epochs=10)
-      >>> sampler.cold_model.predict(x_test)
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0)
+      >>> sampler.cold_model.predict(x[:3], verbose=0).shape
+      (3, 2)
     """
 
     def __init__(self, model_fn, data_size=None, num_chains=2, temperatures=None,

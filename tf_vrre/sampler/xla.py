@@ -1,6 +1,6 @@
 """When to compile the train step with XLA (``compile(jit_compile="auto")``).
 
-Measured on a 2-core CPU (``python benchmarks/xla_speed.py``; README "XLA"): XLA makes the
+Measured on a 2-core CPU (``python benchmarks/xla_speed.py``; docs/benchmarks/xla-speed.md): XLA makes the
 small dense models' steps faster (the 1-D mixture: 0.51 -> 0.18 ms per step) and convolutional
 nets' steps slower (ResNet-8, 2 chains with VR, batch 128: 275 -> 660 ms); XLA does not compile
 under ``MirroredStrategy`` on CPU.  On GPUs fused steps are the fast path, and TPUs run only

@@ -73,8 +73,8 @@ class EpochExponential(Schedule):
 
     Example:
       >>> lr = EpochExponential(2e-6, 0.984, steps_per_epoch=196, constant_epochs=200)
-      >>> float(lr(201 * 196))  # epoch 201: two decays
-      1.9364...e-06
+      >>> round(float(lr(201 * 196)), 12)  # epoch 201: two decays, 2e-6 * 0.984 ** 2
+      1.936512e-06
     """
 
     def __init__(self, initial, factor, steps_per_epoch, constant_epochs=1, stop_epoch=None):
@@ -207,9 +207,12 @@ def paper_cifar_schedules(steps_per_epoch, learning_rate=2e-6, constant_epochs=2
 
     Example:
       >>> s = paper_cifar_schedules(steps_per_epoch=196)
-      >>> sampler = ReplicaExchangeSampler(resnet20, data_size=50000, num_chains=2,
-      ...     learning_rates=s["learning_rates"], temperatures=s["temperatures"],
-      ...     swap=CorrectedSwap(correction=s["correction"]), ...)
+      >>> eta, hot_eta = s["learning_rates"]
+      >>> [round(float(v(0)), 12) for v in (eta, hot_eta, s["correction"])]
+      [2e-06, 3e-06, 150000.0]
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)]),
+      ...     data_size=50000, num_chains=2, learning_rates=s["learning_rates"],
+      ...     temperatures=s["temperatures"], swap=tf_vrre.CorrectedSwap(correction=s["correction"]))
     """
     lr = EpochExponential(learning_rate, decay, steps_per_epoch, constant_epochs=constant_epochs)
     tau = EpochExponential(temperature, 1.0 / annealing, steps_per_epoch, constant_epochs=1,

@@ -76,7 +76,7 @@ class ChainState:
 class SwapState:
     """Memory of the swap rule (``K`` chains, ``P = K - 1`` adjacent pairs).
 
-    Fields (variables):
+    Fields:
       sigma2: float64 ``[P]``, estimate of ``Var(U~_p - U~_{p+1})`` used in the penalty.
       sigma2_ready: bool, an estimate exists (no swap before).
       swap_count, attempt_count: int64 ``[P]``, accepted / attempted swaps per pair.

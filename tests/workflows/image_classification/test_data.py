@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tf_vrre.workflows.image_classification import data as D
+from conftest import SHARED_DATA
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)  # published training-set statistics
 
@@ -64,7 +65,7 @@ def test_preprocessing_statistics_and_round_trip(image_data_dir):
     f = x.astype(np.float64) / 255.0
     np.testing.assert_allclose(prep.mean, f.mean(axis=(0, 1, 2)), rtol=1e-12)
     np.testing.assert_allclose(prep.std, f.std(axis=(0, 1, 2)), rtol=1e-9)
-    if os.path.exists(os.path.join(os.environ.get("TF_VRRE_SHARED_DATA", "/work/shared/data"), "cifar10")):
+    if os.path.exists(os.path.join(SHARED_DATA, "cifar10")):
         np.testing.assert_allclose(prep.mean, CIFAR10_MEAN, atol=0.02)  # 400 real images
     again = D.Preprocessing.from_dict(prep.to_dict())
     assert again.to_dict() == prep.to_dict() and prep.to_dict()["kind"] == "normalize"

@@ -20,8 +20,12 @@ Keras where they provide the metric:
   data (``tfp.optimizer.lbfgs_minimize`` over ``log T``).
 
 Example:
-  >>> p = bma_probabilities(logits_per_sample)           # [n, C]
-  >>> accuracy(p, y), nll(p, y), brier(p, y), ece(p, y, num_bins=15)
+  >>> logits = np.array([[[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]],     # [S = 2 samples, n = 3, C = 2]
+  ...                    [[1.0, 0.0], [0.5, 0.0], [3.0, 0.0]]])
+  >>> y = np.array([0, 1, 1])
+  >>> p = softmax(logits).mean(axis=0)                   # the BMA, [n, C]
+  >>> [round(float(v), 3) for v in (accuracy(p, y), nll(p, y), brier(p, y), ece(p, y, num_bins=15))]
+  [0.667, 0.883, 0.63, 0.364]
 """
 
 import numpy as np
@@ -141,7 +145,13 @@ def fit_temperature(logits, labels, initial=1.0):
       ``(T, nll_at_T)`` as floats.
 
     Example:
-      >>> T, _ = fit_temperature(heldout_logits, y_heldout)   # > 1: the BMA was over-confident
+      >>> rng = np.random.default_rng(0)
+      >>> y = rng.integers(0, 3, size=300)
+      >>> guess = np.where(rng.random(300) < 0.6, y, rng.integers(0, 3, size=300))   # 60% right
+      >>> logits = 6.0 * np.eye(3)[guess]                    # but always sure
+      >>> T, nll_at_T = fit_temperature(logits, y)
+      >>> T > 1                                              # the model was over-confident
+      True
     """
     import tensorflow_probability as tfp
 

@@ -18,10 +18,17 @@
    callback's epoch end, so every record of an epoch is on disk before its checkpoint).
 
 Example:
+  >>> import os
   >>> from tf_vrre import config, training
+  >>> os.makedirs("data/cifar10")
+  >>> np.savez("data/cifar10/cifar10_train.npz", y=np.arange(160) % 10,
+  ...          x=np.random.default_rng(0).integers(0, 256, size=(160, 32, 32, 3), dtype=np.uint8))
   >>> cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {
-  ...     "training.epochs": 4, "data.subset": 2000, "model.name": "cnn", "samples.thinning": 16}))
-  >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz")
+  ...     "training.epochs": 2, "data.subset": 128, "data.holdout": 32, "data.batch_size": 32,
+  ...     "data.augment": False, "model.name": "cnn", "model.kwargs.width": 4, "samples.thinning": 2,
+  ...     "samples.validation": 32, "variance_reduction.period": 2, "swap.period": 2}))
+  >>> training.plan(cfg, data_dir="data", source="npz")["samples"] > 0
+  True
 """
 
 import os
@@ -263,8 +270,19 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
         ``steps_per_execution`` or strategy.  Nothing is written before these checks pass.
 
     Example:
-      >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz",
+      >>> import os
+      >>> from tf_vrre import config, training
+      >>> os.makedirs("data/cifar10")
+      >>> np.savez("data/cifar10/cifar10_train.npz", y=np.arange(160) % 10,
+      ...          x=np.random.default_rng(0).integers(0, 256, size=(160, 32, 32, 3), dtype=np.uint8))
+      >>> cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {
+      ...     "training.epochs": 2, "data.subset": 128, "data.holdout": 32, "data.batch_size": 32,
+      ...     "data.augment": False, "model.name": "cnn", "model.kwargs.width": 4, "samples.thinning": 2,
+      ...     "samples.validation": 32, "variance_reduction.period": 2, "swap.period": 2}))
+      >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz", verbose=0,
       ...                         jit_compile="auto", steps_per_execution=2)
+      >>> result["status"], result["samples"] > 0, sorted(os.listdir("runs/demo"))[:3]
+      ('complete', True, ['log.csv', 'run.json', 'samples'])
     """
     out = str(out)
     check_execution(cfg, jit_compile, steps_per_execution)

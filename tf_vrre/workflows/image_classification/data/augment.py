@@ -43,7 +43,10 @@ def random_erasing(image, key, probability, area=(0.02, 0.4), ratio=0.3, attempt
       value: fill value (0 = the mean colour of normalised images).
 
     Example:
-      >>> erased = random_erasing(img, example_key(0, 0, 7), probability=0.5)
+      >>> img = tf.ones([8, 8, 3])
+      >>> erased = random_erasing(img, example_key(0, 0, 7), probability=1.0)
+      >>> erased.shape, bool(tf.reduce_any(erased == 0.0))   # a rectangle set to 0
+      (TensorShape([8, 8, 3]), True)
     """
     H, W = int(image.shape[0]), int(image.shape[1])
     keys = tf.random.experimental.stateless_split(key, 6)
@@ -73,8 +76,12 @@ class Augmentation:
       erasing: probability of random erasing (0: off; the authors use 0.5).
 
     Example:
+      >>> from tf_vrre.data import Preprocessing
+      >>> x_uint8 = np.random.default_rng(0).integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
       >>> aug = Augmentation(crop_padding=4, flip=True, erasing=0.5)
-      >>> x_aug = augment(x_uint8, example_key(0, 3, 17), preprocessing, aug)
+      >>> x_aug = augment(x_uint8, example_key(0, 3, 17), Preprocessing.from_images(x_uint8[None]), aug)
+      >>> x_aug.shape, x_aug.dtype.name
+      (TensorShape([8, 8, 3]), 'float32')
     """
 
     def __init__(self, crop_padding=4, flip=True, erasing=0.0):
@@ -110,7 +117,12 @@ def augment(image, key, preprocessing, augmentation):
       augmentation: an :class:`Augmentation`.
 
     Example:
+      >>> from tf_vrre.data import Preprocessing
+      >>> x = np.random.default_rng(0).integers(0, 256, size=(4, 8, 8, 3), dtype=np.uint8)
+      >>> prep, seed, epoch, i = Preprocessing.from_images(x), 0, 1, 2
       >>> view = augment(x[i], example_key(seed, epoch, i), prep, Augmentation())
+      >>> bool(tf.reduce_all(view == augment(x[i], example_key(seed, epoch, i), prep, Augmentation())))
+      True
     """
     keys = tf.random.experimental.stateless_split(key, 3)
     x = tf.cast(image, tf.float32) * tf.constant(preprocessing.scale, tf.float32)

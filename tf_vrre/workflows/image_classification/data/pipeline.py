@@ -45,8 +45,11 @@ class Preprocessing:
       scale: raw-pixel scale (``1/255`` for uint8 images).
 
     Example:
+      >>> x_train = np.random.default_rng(0).integers(0, 256, size=(100, 8, 8, 3), dtype=np.uint8)
       >>> prep = Preprocessing.from_images(x_train)      # CIFAR-10: mean ~ (0.491, 0.482, 0.447)
-      >>> x = prep.apply(x_test)                          # float32, normalised
+      >>> x = prep.apply(x_train)                         # float32, normalised
+      >>> x.dtype.name, bool(abs(x.mean()) < 1e-3)
+      ('float32', True)
     """
 
     kind = "normalize"
@@ -125,6 +128,7 @@ def split_indices(y, subset=None, holdout=0, seed=0):
       ``(train_indices, holdout_indices)``, int64 arrays.
 
     Example:
+      >>> y_train = np.arange(5000) % 10
       >>> train, held = split_indices(y_train, subset=2000, holdout=0.1, seed=0)
       >>> len(train), len(held)
       (2000, 200)
@@ -184,10 +188,18 @@ class TrainingData:
         (the full-data pass ``U_hat`` then sees exactly the clean views of the batches).
 
     Example:
+      >>> x = np.random.default_rng(0).integers(0, 256, size=(32, 8, 8, 3), dtype=np.uint8)
+      >>> y = np.arange(32) % 10
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(10)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=32, num_chains=2, temperatures=[0.01, 0.05],
+      ...     learning_rates=1e-3, variance_reduction=tf_vrre.ControlVariates(period=2), seed=0)
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> from tf_vrre.data import Augmentation
       >>> data = TrainingData(x, y, Preprocessing.from_images(x), 10)
       >>> sampler.set_reference_data(data.reference)
-      >>> sampler.fit(data.dataset(256, seed=0, counter=sampler.step_counter,
-      ...                          augmentation=Augmentation()), epochs=10)
+      >>> _ = sampler.fit(data.dataset(16, seed=0, counter=sampler.step_counter,
+      ...                              augmentation=Augmentation()), epochs=2, verbose=0)
     """
 
     def __init__(self, x, y, preprocessing, num_classes):
@@ -276,8 +288,14 @@ def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdo
       the digest of the split's pixels).
 
     Example:
-      >>> train, (xh, yh), info = load_training_data("cifar10", "npz", "data",
-      ...                                            subset=2000, holdout=0.1)
+      >>> import os
+      >>> os.makedirs("data/cifar10")
+      >>> rng = np.random.default_rng(0)
+      >>> np.savez("data/cifar10/cifar10_train.npz", y=np.arange(300) % 10,
+      ...          x=rng.integers(0, 256, size=(300, 32, 32, 3), dtype=np.uint8))
+      >>> train, (xh, yh), info = load_training_data("cifar10", "npz", "data", subset=200, holdout=0.1)
+      >>> info["train_size"], len(yh)
+      (200, 20)
     """
     name = sources.check_dataset(dataset)
     x, y, used = sources.load_split(name, "train", source, data_dir, download)

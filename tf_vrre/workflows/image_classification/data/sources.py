@@ -118,7 +118,7 @@ def resolve_source(source, name, split, data_dir):
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}; got {source!r}")
     if source == "npz" and data_dir is None:
-        raise ValueError("data_dir: the npz source needs a directory (e.g. --data-dir data)")
+        raise ValueError("data_dir: the npz source needs a directory (--data-dir DIR, holding DIR/<dataset>/<dataset>_<split>.npz)")
     if source == "auto":
         return "npz" if data_dir is not None and npz_files(data_dir, name, split) else "tfds"
     return source
@@ -167,6 +167,8 @@ def check_available(name, split, source="tfds", data_dir=None, download=None):
       expected paths; :class:`tf_vrre.data.tfds_source.OfflineError` (a ``FileNotFoundError``).
 
     Example:
+      >>> os.makedirs("data/cifar10")
+      >>> np.savez("data/cifar10/cifar10_train.npz", x=np.zeros((4, 32, 32, 3), np.uint8), y=np.arange(4))
       >>> check_available("cifar10", "train", "npz", "data")
       'npz'
     """
@@ -261,9 +263,11 @@ def load_split(name, split, source="tfds", data_dir=None, download=True):
       PermissionError: an unreadable folder or file (naming it).
 
     Example:
+      >>> os.makedirs("data/cifar10")
+      >>> np.savez("data/cifar10/cifar10_test.npz", x=np.zeros((5, 32, 32, 3), np.uint8), y=np.arange(5))
       >>> x, y, src = load_split("cifar10", "test", source="npz", data_dir="data")
       >>> x.shape, src
-      ((10000, 32, 32, 3), 'npz')
+      ((5, 32, 32, 3), 'npz')
     """
     name = check_dataset(name)
     _check_split(name, split)

@@ -84,7 +84,9 @@ class Builder:
 
     Example:
       >>> fn = Builder("cnn", num_classes=10, width=8)
-      >>> keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(fn))().count_params()
+      >>> again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(fn))
+      >>> again().count_params() == fn().count_params()
+      True
     """
 
     def __init__(self, name, num_classes=10, input_shape=(32, 32, 3), synchronized_bn=False, **kwargs):

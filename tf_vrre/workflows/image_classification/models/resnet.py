@@ -102,7 +102,10 @@ def resnet20(**kwargs):
     """ResNet-20 (about 0.27M parameters for 10 classes); ``kwargs`` as in :func:`resnet`.
 
     Example:
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(models.resnet20, data_size=50000, ...)
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(resnet20, data_size=50000, num_chains=2,
+      ...                                          temperatures=[0.01, 0.05], learning_rates=2e-6)
+      >>> sampler.cold_model.count_params()
+      274042
     """
     return resnet(20, **kwargs)
 
@@ -112,7 +115,8 @@ def resnet32(**kwargs):
     """ResNet-32 (about 0.47M parameters for 10 classes); ``kwargs`` as in :func:`resnet`.
 
     Example:
-      >>> net = resnet32(num_classes=100)
+      >>> resnet32(num_classes=100).output_shape
+      (None, 100)
     """
     return resnet(32, **kwargs)
 
@@ -122,6 +126,7 @@ def resnet56(**kwargs):
     """ResNet-56 (about 0.86M parameters for 10 classes); ``kwargs`` as in :func:`resnet`.
 
     Example:
-      >>> net = resnet56()
+      >>> resnet56().name
+      'resnet56'
     """
     return resnet(56, **kwargs)

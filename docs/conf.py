@@ -1,0 +1,66 @@
+"""Sphinx configuration of the tf_vrre documentation (MyST Markdown prose, autodoc API, notebooks).
+
+Build: ``make docs`` or ``sphinx-build -W --keep-going -b html docs docs/_build/html``.
+No page fetches anything from the network: notebooks are rendered with the outputs they hold
+(``nb_execution_mode = "off"``) and external links are not checked.
+"""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import api_pages  # noqa: E402  (docs/api_pages.py: the API reference from tf_vrre.__all__)
+
+project = "tf_vrre"
+author = "tf_vrre contributors"
+copyright = "tf_vrre contributors, Apache-2.0"
+release = api_pages.version()
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+]
+
+# sources: Markdown (MyST) pages, notebooks (docs/notebooks -> ../colab), generated API pages
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "jupyter_execute"]
+root_doc = "index"
+
+# MyST: anchors for every heading up to level 3, so [text](page.md#a-heading) links are checked
+myst_heading_anchors = 3
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+suppress_warnings = ["myst.header"]  # notebooks start at "#" and may skip levels in prose cells
+
+# notebooks: render what is stored in the file, never execute (they need data and minutes)
+nb_execution_mode = "off"
+nb_merge_streams = True
+
+# API reference: autodoc + napoleon (Google style "Args:"), pages written by api_pages.py
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_inherit_docstrings = False
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+# the docstrings list the fields of state containers and named tuples under "Fields:"
+napoleon_custom_sections = [("Fields", "params_style"), ("Fields (variables)", "params_style")]
+add_module_names = False
+
+html_theme = "furo"
+html_title = f"tf_vrre {release}"
+html_static_path = []
+
+# External links are never fetched (the build runs offline); internal links and anchors are
+# checked by MyST while reading (a missing page or heading is a warning, an error under -W).
+linkcheck_ignore = [r"https?://.*"]
+
+api_pages.write()  # before autosummary looks for its stubs
