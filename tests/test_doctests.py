@@ -18,17 +18,14 @@ import tensorflow as tf
 
 import tf_vrre
 
-PACKAGES = ["tf_vrre", "models"]
+PACKAGES = ["tf_vrre"]
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 def modules():
     names = []
     for package in PACKAGES:
-        try:
-            pkg = importlib.import_module(package)
-        except ImportError:  # a package merged into tf_vrre
-            continue
+        pkg = importlib.import_module(package)
         names.append(package)
         if hasattr(pkg, "__path__"):
             names += [m.name for m in pkgutil.walk_packages(pkg.__path__, f"{package}.")
