@@ -13,7 +13,7 @@ from tf_vrre import diagnostics as dg
 from tf_vrre import image_plots, mixture_plots
 from tf_vrre.diagnostics import plots as diag_plots
 
-from test_diagnostics_replicas import _write_log
+from _swap_logs import write_log as _write_log
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

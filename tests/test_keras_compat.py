@@ -7,7 +7,7 @@ import tensorflow as tf
 import tf_vrre
 from tf_vrre import _keras_compat as kc
 
-from test_callbacks import make_sampler
+from _small_sampler import make_sampler
 
 
 def _net():

@@ -14,7 +14,7 @@ import numpy as np
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.collection import load_samples
 
-from test_callbacks import make_sampler
+from _small_sampler import make_sampler
 
 EPOCHS, BATCH = 4, 24  # N = 64: 3 steps per epoch (24, 24, 16)
 

@@ -13,6 +13,8 @@ import tf_vrre
 from tf_vrre import diagnostics as dg
 from tf_vrre.workflows.gaussian_mixture import target as mx
 
+from _swap_logs import write_log as _write_log
+
 DELTA_U = 2.4  # U(beta) = DELTA_U * beta^2 (N = 100 examples of nll DELTA_U / 100 * beta^2)
 
 
@@ -58,21 +60,6 @@ def test_k2_every_second_swap_completes_a_trip():
 def test_slot_paths_errors(args, match):
     with pytest.raises(ValueError, match=match):
         dg.slot_paths(*args)
-
-
-def _write_log(directory, rows, refresh=None, epochs=None):
-    os.makedirs(directory, exist_ok=True)
-    head = "step,epoch,pair,temperature_lo,temperature_hi,energy_lo,energy_hi,log_ratio,accept_prob,accepted,sigma2,correction"
-    with open(os.path.join(directory, "swaps.csv"), "w") as f:
-        f.write(head + "\n" + "".join(r + "\n" for r in rows))
-    if refresh is not None:
-        with open(os.path.join(directory, "refresh.csv"), "w") as f:
-            f.write("step,epoch,sigma2_updated,snapshot_refreshed,sigma2_0,c_0,c_1,correction\n" + "".join(
-                r + "\n" for r in refresh))
-    if epochs is not None:
-        with open(os.path.join(directory, "epochs.csv"), "w") as f:
-            f.write("epoch,steps,attempts,swaps,accept_rate,total_attempts,total_swaps\n" + "".join(
-                r + "\n" for r in epochs))
 
 
 def test_read_swap_log_layouts_cut_rows_and_errors(tmp_path):

@@ -17,7 +17,7 @@ from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
 from tf_vrre.checkpoint import Checkpoint
 from tf_vrre.run_callbacks import EpochCSVLogger
 
-from test_callbacks import make_sampler
+from _small_sampler import make_sampler
 
 OUTSIDE = b"precious data outside the run directory\n"
 

@@ -11,7 +11,7 @@ import tf_vrre
 from tf_vrre import schedules
 from tf_vrre import _hyper
 
-from test_callbacks import make_sampler, small_net
+from _small_sampler import make_sampler, small_net
 
 F32 = r"\[1.18e-38, 3.4e\+38\] \(finite"
 
