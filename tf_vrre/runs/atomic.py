@@ -60,7 +60,12 @@ def write(path, write_fn, text=False):
         file removed).
 
     Example:
+      >>> import os
+      >>> os.makedirs("runs/a")
       >>> write("runs/a/notes.txt", lambda f: f.write(b"hello\\n"))
+      'runs/a/notes.txt'
+      >>> open("runs/a/notes.txt").read(), os.listdir("runs/a")   # no temporary file left behind
+      ('hello\\n', ['notes.txt'])
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))

@@ -122,9 +122,23 @@ def repair(directory, dry_run=False):
       ValueError: ``directory`` is not a directory or holds nothing to repair.
 
     Example:
-      >>> result = repair("runs/c10-vr/samples")
-      >>> len(result["kept"]), result["dropped"]
-      (23, [('sample-000012288.npz', 'missing')])
+      >>> import os
+      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+      >>> y = (x[:, 0] > 0).astype("int64")
+      >>> def net():
+      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
+      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, seed=0)
+      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> _ = sampler.fit(x, y, batch_size=16, epochs=2, verbose=0,
+      ...                 callbacks=[tf_vrre.SampleCollector("samples", every=2)])
+      >>> lost = sorted(f for f in os.listdir("samples") if f.startswith("sample-"))[0]
+      >>> os.remove(os.path.join("samples", lost))              # a sample deleted by accident
+      >>> result = repair("samples")
+      >>> len(result["kept"]), [why for _, why in result["dropped"]]
+      (3, ['missing'])
+      >>> len(tf_vrre.load_samples("samples"))                  # the manifest lists the good ones
+      3
     """
     result = plan(directory)
     if dry_run or not result["changed"]:

@@ -281,8 +281,8 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
       ...     "samples.validation": 32, "variance_reduction.period": 2, "swap.period": 2}))
       >>> result = training.train(cfg, "runs/demo", data_dir="data", source="npz", verbose=0,
       ...                         jit_compile="auto", steps_per_execution=2)
-      >>> result["status"], result["samples"] > 0, sorted(os.listdir("runs/demo"))[:3]
-      ('complete', True, ['log.csv', 'run.json', 'samples'])
+      >>> result["status"], result["samples"] > 0, sorted(os.listdir("runs/demo"))[:4]
+      ('complete', True, ['.lock', 'log.csv', 'run.json', 'samples'])
     """
     out = str(out)
     check_execution(cfg, jit_compile, steps_per_execution)

@@ -163,8 +163,10 @@ def check_available(name, split, source="tfds", data_dir=None, download=None):
     the offline options.  No TensorFlow: the command line calls this before TensorFlow starts.
 
     Raises:
-      ValueError / FileNotFoundError / PermissionError: as :func:`load_split`, naming the
-      expected paths; :class:`tf_vrre.data.tfds_source.OfflineError` (a ``FileNotFoundError``).
+      ValueError: an unknown data set, split or source (as :func:`load_split`).
+      FileNotFoundError: missing files, naming the expected paths; also
+        :class:`~tf_vrre.workflows.image_classification.data.tfds_source.OfflineError`.
+      PermissionError: an unreadable data directory or file.
 
     Example:
       >>> os.makedirs("data/cifar10")

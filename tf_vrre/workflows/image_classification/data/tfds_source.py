@@ -9,7 +9,14 @@ tensorflow-datasets (and so TensorFlow): the command line runs the other checks 
 
     >>> prepared("cifar10", "~/tensorflow_datasets")       # data_dir/cifar10/<version>/dataset_info.json
     False
-    >>> check_download("cifar10", None, download=True)     # offline: OfflineError within seconds
+    >>> check_download("cifar10", None, download=False)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    OfflineError: tensorflow-datasets cifar10 is not prepared in ... and downloads are off
+
+Without ``download=False``, a missing data set on a machine with no connection gives an
+:class:`OfflineError` within seconds (:data:`PROBE_SECONDS`), naming ``--no-download`` and
+``--source npz``.
 """
 
 import os
