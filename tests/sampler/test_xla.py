@@ -2,7 +2,7 @@
 
 The step's random draws (:mod:`tf_vrre.seeds`) are the same with and without XLA, so the XLA
 trajectory is the graph one up to float rounding, noise and swap uniforms included; the
-sampling itself is checked against an exact posterior under XLA in ``tests/test_posterior.py``.
+sampling itself is checked against an exact posterior under XLA in ``tests/sampler/test_posterior.py``.
 """
 
 import keras

@@ -126,7 +126,7 @@ _RESNET_KWARGS = {"width": _int(1), "synchronized_bn": _bool, "name": str}
 MODEL_KWARGS = {"cnn": {"width": _int(1), "batch_norm": _bool, "synchronized_bn": _bool, "name": str},
                 **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")}}
 """``model.kwargs`` each builder takes, with their checks (the builders' keyword arguments, without
-Keras; ``tests/test_config.py`` checks them against the signatures)."""
+Keras; ``tests/workflows/image_classification/test_config.py`` checks them against the signatures)."""
 
 
 def _model_kwargs(cfg, raw, where):

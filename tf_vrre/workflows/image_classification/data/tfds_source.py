@@ -25,7 +25,7 @@ import threading
 import urllib.parse
 import urllib.request
 
-# Where tensorflow-datasets 4.9 downloads each data set from (tests/test_tfds_source.py checks
+# Where tensorflow-datasets 4.9 downloads each data set from (tests/workflows/image_classification/test_tfds_source.py checks
 # these against the installed builders).
 DOWNLOAD_URLS = {
     "cifar10": "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
