@@ -21,7 +21,7 @@ import json
 import os
 import tempfile
 
-from tf_vrre.runs import fault_points as _faults
+import tf_vrre.runs.fault_points as _faults
 
 __all__ = ["write", "write_text", "write_json", "savez", "save_figure", "open_append", "open_lock",
            "SymlinkError", "TMP_SUFFIX"]

@@ -20,7 +20,7 @@ import json
 import os
 import warnings
 
-from tf_vrre.runs import atomic
+import tf_vrre.runs.atomic as atomic
 
 LOCK = ".lock"
 

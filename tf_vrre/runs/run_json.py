@@ -19,7 +19,7 @@ Model input is ``(x_uint8 * scale - mean) / std`` (float32, NHWC) with the numbe
 
 import os
 
-from tf_vrre.runs import atomic
+import tf_vrre.runs.atomic as atomic
 
 FORMAT = "tf_vrre.run/1"
 RUN_JSON = "run.json"

@@ -21,7 +21,7 @@ import zipfile
 
 import numpy as np
 
-from tf_vrre.runs import atomic
+import tf_vrre.runs.atomic as atomic
 
 MANIFEST = "manifest.json"
 MODEL_JSON = "model.json"

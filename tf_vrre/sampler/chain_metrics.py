@@ -8,7 +8,7 @@ under ``loss_h``, ``accuracy_h``.  ``loss`` is the mean per-example NLL of the b
 import tensorflow as tf
 
 from tf_vrre import _keras_compat as kc
-from tf_vrre.sampler import batch as batch_lib
+import tf_vrre.sampler.batch as batch_lib
 
 
 class ChainMetrics:

@@ -108,13 +108,13 @@ def nll_length_check(nll, x):
     return check(tf.equal(tf.shape(nll)[0], n), Fault.NLL_LENGTH, 0, tf.shape(nll)[0], n)
 
 
-def step_checks(lrs, temps, swaps, forward, x, nll_sums, overflow, updated, correction=None):
+def step_checks(lrs, temps, forward, x, nll_sums, overflow, updated, correction=None):
     """Every invariant of one train step, in :class:`Fault` order: the hyperparameters in force
-    (``swaps``: the sampler swaps), the NLL's length, per chain a finite energy (``nll_sums``:
+    (a sampler that swaps passes its swap's ``correction``), the NLL's length, per chain a finite energy (``nll_sums``:
     all-reduced ``[K]``, so every replica sees the same) and finite gradients (unless a float16
     ``overflow`` of the loss-scaled gradients explains them), the swap's ``correction`` (with
     swaps) and the ``updated`` ``[K]`` flags of finite new weights."""
-    checks = hyperparameter_checks(lrs, temps, swaps)
+    checks = hyperparameter_checks(lrs, temps, correction is not None)
     checks.append(nll_length_check(forward.nlls[0], x))
     for h, grads in enumerate(forward.grads):
         checks.append(check(tf.math.is_finite(nll_sums[h]), Fault.ENERGY, h, nll_sums[h]))

@@ -29,22 +29,22 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat as kc
-from tf_vrre.sampler import hyperparameters as _hyper
-from tf_vrre.sampler import batch as bt
-from tf_vrre.sampler import construction
+import tf_vrre.sampler.hyperparameters as _hyper
+import tf_vrre.sampler.batch as bt
+import tf_vrre.sampler.construction as construction
 from tf_vrre.sgmcmc import control_variates as cvs
-from tf_vrre.sampler import input_checks as data_checks
+import tf_vrre.sampler.input_checks as data_checks
 from tf_vrre.sgmcmc import distribute
 from tf_vrre.sgmcmc import dynamics as dyn
 from tf_vrre.sgmcmc import energy as en
-from tf_vrre.sampler import invariants as faults
+import tf_vrre.sampler.invariants as faults
 from tf_vrre.sgmcmc import gradients
-from tf_vrre.sampler import datasets as indexed_data
+import tf_vrre.sampler.datasets as indexed_data
 from tf_vrre.sgmcmc import swap_record as record
-from tf_vrre.sampler import saving
+import tf_vrre.sampler.saving as saving
 from tf_vrre.sgmcmc import seeds
 from tf_vrre.sgmcmc import swaps as sw
-from tf_vrre.sampler import xla
+import tf_vrre.sampler.xla as xla
 from tf_vrre.sampler.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
 from tf_vrre.sampler.chain_metrics import ChainMetrics
 from tf_vrre.sampler.listeners import SamplerListeners
@@ -415,7 +415,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         if self.swap_rule is not None:
             self._bookkeeping(step, possible, results, energies, refreshed)                # 6. bookkeeping
         self._faults.record(step, faults.step_checks(
-            lrs, temps, self.swap_rule is not None, forward, batch.x, sums, overflow, updated,
+            lrs, temps, forward, batch.x, sums, overflow, updated,
             None if self.swap_rule is None else results.correction))
         self._update_metrics(batch, forward)
         logs = self._step_logs(lrs, temps)

@@ -64,10 +64,9 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
     Serving client gets status ``INVALID_ARGUMENT``; the server keeps running); another dtype is
     refused by the signature itself; an empty batch ``[0, ...]`` returns empty outputs.
 
-    Members: all samples, or ``max_members = K`` spread evenly over the chain (sample
-    ``floor((j + 1) n / K) - 1`` of ``n``, ``j = 0..K-1``: stride ``n / K``, the last sample
-    included).  The version is written to ``out/.tmp-export-*`` and renamed, so a failure or a
-    kill leaves no version directory behind; an existing version is never overwritten.
+    Members: all samples, or ``max_members = K`` spread evenly (sample ``floor((j + 1) n / K) - 1``
+    of ``n``, the last one included).  The version is written to ``out/.tmp-export-*`` and renamed:
+    a failure or a kill leaves no version behind; an existing version is never overwritten.
 
     Args:
       source: run directory (with ``run.json``) or sample directory (with ``manifest.json``).
@@ -79,12 +78,11 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
       temperature: T > 0 dividing the members' logits (``1``: the posterior predictive).
 
     Returns:
-      The ``export.json`` record (members' files and steps, signatures, ``export_seconds``,
-      ``bytes``) with ``"path"``: the version directory.
+      The ``export.json`` record (members, signatures, ``export_seconds``, ``bytes``) with ``"path"``.
 
     Raises:
-      ValueError: bad arguments, no samples, missing/corrupt/mismatched sample files, a
-        version that exists, a model that cannot be rebuilt (before anything is written).
+      ValueError: bad arguments, no samples, missing/corrupt/mismatched sample files, an existing
+        version or a model that cannot be rebuilt (before anything is written).
 
     Example:
       >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
@@ -101,8 +99,7 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
       >>> info = export_ensemble("runs/toy/samples", "serving/toy", max_members=2)
       >>> info["path"], info["members"]
       ('serving/toy/1', 2)
-      >>> served = tf.saved_model.load(info["path"])
-      >>> served.signatures["serving_default"](inputs=tf.constant(x[:3]))["probabilities"].shape
+      >>> tf.saved_model.load(info["path"]).signatures["serving_default"](inputs=x[:3])["probabilities"].shape
       TensorShape([3, 2])
     """
     start = time.perf_counter()
@@ -123,19 +120,23 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
     stacked = _stack_members(tf, template, samples, picked)
     archive = _archive(tf, (template, spec), stacked, image, temperature, output)
 
-    record = {"format": EXPORT_FORMAT, "version": version, "run": run and run["dir"],
-              "run_status": run and run["json"].get("status"), "samples": os.path.abspath(samples_dir),
-              "samples_available": len(samples), "members": len(picked),
-              "max_members": max_members, "member_files": [samples.entries[i]["file"] for i in picked],
-              "steps": [samples.entries[i]["step"] for i in picked],
-              "sample_temperatures": [samples.entries[i].get("temperature") for i in picked],
-              "temperature": temperature, "output": output, "model": model_from,
-              "input": _input_record(spec, image),
-              "preprocessing": image and image["preprocessing"],
-              "signatures": _signature_record(image),
-              "versions": {"tf_vrre": _version(), "tensorflow": tf.__version__, "keras": keras.__version__}}
+    record = _record(version, run, samples_dir, samples, picked) | {
+        "max_members": max_members, "temperature": temperature, "output": output, "model": model_from,
+        "input": _input_record(spec, image), "preprocessing": image and image["preprocessing"],
+        "signatures": _signature_record(image)}
     path = _write(archive, out, version, record, start)
     return dict(record, path=path)
+
+
+def _record(version, run, samples_dir, samples, picked):
+    """The ``export.json`` fields that describe the members (the caller adds the settings)."""
+    return {"format": EXPORT_FORMAT, "version": version, "run": run and run["dir"],
+            "run_status": run and run["json"].get("status"), "samples": os.path.abspath(samples_dir),
+            "samples_available": len(samples), "members": len(picked),
+            "member_files": [samples.entries[i]["file"] for i in picked],
+            "steps": [samples.entries[i]["step"] for i in picked],
+            "sample_temperatures": [samples.entries[i].get("temperature") for i in picked],
+            "versions": {"tf_vrre": _version(), "tensorflow": tf.__version__, "keras": keras.__version__}}
 
 
 def member_indices(n, max_members=None):

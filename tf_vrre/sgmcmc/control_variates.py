@@ -16,8 +16,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import estimators as stats
+import tf_vrre.sgmcmc.distribute as distribute
+import tf_vrre.sgmcmc.estimators as stats
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")

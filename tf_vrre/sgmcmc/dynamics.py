@@ -19,7 +19,7 @@ by :func:`velocity_scale`.
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import seeds
+import tf_vrre.sgmcmc.seeds as seeds
 
 DYNAMICS = ("sgld", "sghmc", "msgd")
 

@@ -10,8 +10,8 @@ import collections
 
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import energy as en
+import tf_vrre.sgmcmc.distribute as distribute
+import tf_vrre.sgmcmc.energy as en
 
 
 class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):

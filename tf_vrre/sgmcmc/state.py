@@ -21,7 +21,7 @@ On a swap, temperatures stay with their slots and states move: :meth:`ChainState
 
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import dynamics as dyn
+import tf_vrre.sgmcmc.dynamics as dyn
 
 NEVER = -(2 ** 62)  # last_swap_step before any swap
 

@@ -12,9 +12,9 @@ import collections
 
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import energy as en
-from tf_vrre.sgmcmc import estimators as stats
+import tf_vrre.sgmcmc.distribute as distribute
+import tf_vrre.sgmcmc.energy as en
+import tf_vrre.sgmcmc.estimators as stats
 
 
 class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",

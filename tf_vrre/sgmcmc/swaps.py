@@ -21,8 +21,8 @@ import math
 import keras
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import seeds
-from tf_vrre.sgmcmc import estimators as stats
+import tf_vrre.sgmcmc.seeds as seeds
+import tf_vrre.sgmcmc.estimators as stats
 
 PAIR_SCHEDULES = ("random", "deo")
 PENALTIES = ("auto", "batch", "offset", "window")

@@ -14,8 +14,8 @@ import numpy as np
 from tf_vrre.diagnostics import chain_summary
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
-from tf_vrre.workflows.gaussian_mixture import plots
-from tf_vrre.workflows.gaussian_mixture import target as mx
+import tf_vrre.workflows.gaussian_mixture.plots as plots
+import tf_vrre.workflows.gaussian_mixture.target as mx
 
 
 class Progress:

@@ -24,9 +24,9 @@ import numpy as np
 from tf_vrre.runs import atomic
 from tf_vrre.runs import run_json as rundir
 from tf_vrre.runs.samples import RunFileError, read_log
-from tf_vrre.workflows.image_classification import metrics as M
-from tf_vrre.workflows.image_classification import models
-from tf_vrre.workflows.image_classification import plots as image_plots
+import tf_vrre.workflows.image_classification.metrics as M
+import tf_vrre.workflows.image_classification.models as models
+import tf_vrre.workflows.image_classification.plots as image_plots
 from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
                                                          num_classes, pixels_digest, split_indices)
 from tf_vrre.workflows.image_classification.planning import (DEFAULT_OOD, OOD_CHOICES, check_data,  # noqa: F401

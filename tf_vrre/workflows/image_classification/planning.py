@@ -14,8 +14,8 @@ import shutil
 
 from tf_vrre.runs import run_json as rundir
 from tf_vrre.runs.samples import MANIFEST, load_samples, repair_hint
-from tf_vrre.workflows.image_classification import config as cfgmod
-from tf_vrre.workflows.image_classification import strategies
+import tf_vrre.workflows.image_classification.config as cfgmod
+import tf_vrre.workflows.image_classification.strategies as strategies
 from tf_vrre.workflows.image_classification.data import sources
 
 OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")

@@ -233,7 +233,7 @@ def check_options(strategy, jit_compile=None, steps_per_execution=None):
       collective op on CPU;
     - ``steps_per_execution > 1`` with more than one replica outside a TPU: Keras 3's multi-step
       loop fails there ("You must feed a value for placeholder tensor ...", also for a plain
-      ``Dense`` model under ``MirroredStrategy``; keras-team/keras issue 19246).
+      ``Dense`` model under ``MirroredStrategy``; keras-team/keras#19246).
     """
     import tensorflow as tf
 
@@ -244,7 +244,7 @@ def check_options(strategy, jit_compile=None, steps_per_execution=None):
     if (steps_per_execution or 1) > 1 and replicas > 1 and not is_tpu(strategy):
         raise ValueError(f"steps_per_execution={steps_per_execution} (--steps-per-execution) with {replicas} replicas "
                          f"under {name_of(strategy)}: Keras 3's multi-step loop fails under multi-replica strategies "
-                         "(keras-team/keras issue 19246); use 1")
+                         "(keras-team/keras#19246); use 1")
 
 
 def is_tpu(strategy):

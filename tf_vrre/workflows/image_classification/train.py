@@ -50,8 +50,9 @@ from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
-from tf_vrre.workflows.image_classification import config as cfgmod
-from tf_vrre.workflows.image_classification import models, strategies
+import tf_vrre.workflows.image_classification.config as cfgmod
+import tf_vrre.workflows.image_classification.models as models
+import tf_vrre.workflows.image_classification.strategies as strategies
 from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
 from tf_vrre.workflows.image_classification.planning import (_backup_epoch, _clear, check_execution,  # noqa: F401
                                                               check_numbers, check_run_dir, check_same_data,
@@ -234,6 +235,22 @@ def _say(verbose, text):
         sys.stderr.write(text + "\n")
 
 
+def _existing_run(cfg, out, overwrite, strat):
+    """The run already in ``out`` (same config) or ``None``; raises after every worker of a
+    multi-worker run has seen the same state of ``out`` (a refusal, a complete run, the epoch)."""
+    refused, existing = None, None
+    try:
+        existing = check_run_dir(out, cfg, overwrite)
+    except rundir.RunDirError as err:
+        refused = err
+    complete = existing is not None and existing.get("status") == "complete"
+    if strategies.is_multi_worker(strat):
+        _agree(strat, out, -2 if refused else -1 if complete else 0 if overwrite else _backup_epoch(out))
+    if refused is not None:
+        raise refused
+    return existing
+
+
 def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto", overwrite=False, verbose=1,
           prepared=None, jit_compile=None, steps_per_execution=None):
     """Trains a resolved config into run directory ``out`` (resuming a killed run of it).
@@ -286,18 +303,10 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
     """
     out = str(out)
     check_execution(cfg, jit_compile, steps_per_execution)
-    refused, existing = None, None
-    try:
-        existing = check_run_dir(out, cfg, overwrite)
-    except rundir.RunDirError as err:
-        refused = err
     strat = make_strategy(strategy) if isinstance(strategy, str) else strategy  # before plan: multiworker
     strategies.check_options(strat, jit_compile, steps_per_execution)
+    existing = _existing_run(cfg, out, overwrite, strat)
     complete = existing is not None and existing.get("status") == "complete"
-    if strategies.is_multi_worker(strat):
-        _agree(strat, out, -2 if refused else -1 if complete else 0 if overwrite else _backup_epoch(out))
-    if refused is not None:
-        raise refused
     if complete:
         if strategies.is_chief(strat):  # a kill after the completion record left the checkpoint
             shutil.rmtree(os.path.join(out, rundir.BACKUP), ignore_errors=True)

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre.sampler.batch import ENERGY_INPUTS_KEY, INDEX_KEY  # the sampler's batch keys, defined once
-from tf_vrre.workflows.image_classification.data import sources
+import tf_vrre.workflows.image_classification.data.sources as sources
 from tf_vrre.workflows.image_classification.data.augment import augment, example_key
 
 ORDER_SALT = 0x0D7A
