@@ -1,4 +1,4 @@
-"""Writes never follow a planted symbolic link; a full disk is one clear error (tf_vrre.atomic).
+"""Writes never follow a planted symbolic link; a full disk is one clear error (tf_vrre.runs.atomic).
 
 A link planted at any name a run writes (the final name, the old ``<name>.tmp`` temporary
 name, a ``.lock`` file) points at a file outside the run directory whose content must stay
@@ -12,7 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from tf_vrre import _faults, atomic, evaluation, rundir
+from tf_vrre.runs import atomic
+from tf_vrre.runs import fault_points as _faults
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import evaluate as evaluation
 from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
 from tf_vrre.checkpoint import Checkpoint
 from tf_vrre.run_callbacks import EpochCSVLogger

@@ -9,7 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from tf_vrre import evaluation, rundir, run_files, sample_repair
+from tf_vrre.runs import repair as sample_repair
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import samples as run_files
+from tf_vrre.workflows.image_classification import evaluate as evaluation
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")

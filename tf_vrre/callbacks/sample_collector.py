@@ -7,7 +7,7 @@ Layout of a sample directory::
     sample-000000256.npz     # cold-chain weights w0000, w0001, ... (+ "predictive" with BMA)
     .lock                    # held while a collector writes here
 
-Every file is written to a fresh ``.<name>.<random>.tmp`` and renamed (:mod:`tf_vrre.atomic`), the sample before the
+Every file is written to a fresh ``.<name>.<random>.tmp`` and renamed (:mod:`tf_vrre.runs.atomic`), the sample before the
 manifest that points at it; each manifest entry stores the file's size and SHA-256, so a
 missing or truncated file is detected on load (``ValueError`` naming the file).  Memory is
 bounded: a sample is written as soon as it is taken and never kept in RAM.  The manifest

@@ -66,7 +66,7 @@ def sha256(path):
 
 def atomic_write(path, write):
     """``write(f)`` (binary) into a fresh temporary file, fsync, rename over ``path``
-    (:func:`tf_vrre.atomic.write`)."""
+    (:func:`tf_vrre.runs.atomic.write`)."""
     atomic.write(path, write)
 
 

@@ -16,7 +16,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from tf_vrre.data import sources, tfds_source
+from tf_vrre.workflows.image_classification.data import sources, tfds_source
 
 from _paths import ROOT  # noqa: E402
 
