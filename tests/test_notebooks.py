@@ -4,13 +4,20 @@ Each notebook is executed with papermill (its ``parameters`` cell overridden wit
 local ``.npz`` data that the test writes itself: synthetic images, so CI needs no data set), fails
 on any cell error, and must produce its figures (PNG files on disk and image outputs in the
 executed notebook).  The committed notebooks are checked for the Colab conventions: an install
-cell first that does nothing where ``tf_vrre`` is importable, one ``parameters`` cell, no outputs.
+cell first that does nothing where ``tf_vrre`` is importable (and on a TPU runtime without TensorFlow
+installs ``tensorflow-tpu``), one ``parameters`` cell, and stored outputs a reader sees on GitHub: the
+figures as PNG, no error, no papermill-injected parameters (opened in Colab, a notebook runs its own
+defaults), a file size that a repository keeps.
 """
 
+import glob
+import importlib.metadata
+import importlib.util
 import json
 import os
 import re
 import subprocess
+import tomllib
 
 import nbformat
 import papermill
@@ -78,8 +85,65 @@ def test_committed_notebook_conventions(name):
     assert 'find_spec("tf_vrre") is None' in install and "pip" in install and "git+" in install
     tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and code.index(tagged[0]) == 1, "one parameters cell, right after the install cell"
-    for cell in code:
-        assert cell.get("outputs") == [] and cell.get("execution_count") is None, "outputs must be stripped"
+    assert not [c for c in code if "injected-parameters" in c.metadata.get("tags", [])], \
+        "remove the papermill-injected parameters cell: opened in Colab, the notebook must run its defaults"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_notebook_shows_its_outputs(name):
+    """Stored executed, so that a reader on GitHub sees the figures and numbers without running it."""
+    nb = _read(name)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code), "store the notebook executed top to bottom"
+    outputs = _outputs(nb)
+    assert not [o for o in outputs if o.output_type == "error"]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= {"01_quickstart.ipynb": 4, "02_cifar10_vr_resghmc.ipynb": 5}.get(name, 2), len(images)
+    assert os.path.getsize(os.path.join(COLAB, name)) < 2_000_000, "lower the figures' dpi"
+
+
+_FIND_SPEC, _DISTRIBUTION = importlib.util.find_spec, importlib.metadata.distribution
+
+
+def _install_cell_calls(monkeypatch, tpu, tensorflow, tf_vrre=False):
+    """Runs notebook 2's install cell as on a runtime with or without a TPU / TensorFlow / tf_vrre
+    (pip is recorded, not run); returns the recorded ``pip install`` argument lists."""
+    calls = []
+    absent = {"tensorflow": not tensorflow, "tf_vrre": not tf_vrre}
+
+    def fake_distribution(name):
+        if name == "tensorflow" and not tensorflow:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return _DISTRIBUTION(name)
+
+    monkeypatch.setattr(subprocess, "check_call", lambda args, **k: calls.append(args[args.index("install") + 1:]))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if absent.get(n) else _FIND_SPEC(n, *a))
+    monkeypatch.setattr(importlib.metadata, "distribution", fake_distribution)
+    monkeypatch.setattr(glob, "glob", lambda pattern: ["/dev/accel0"] if tpu and "accel" in pattern else [])
+    monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
+    source = _read("02_cifar10_vr_resghmc.ipynb").cells[1].source.replace("github.com/OWNER/", "example.org/")
+    exec(compile(source, "install cell", "exec"), {})
+    return calls
+
+
+def test_install_cell_installs_tensorflow_tpu_on_a_tpu_runtime_without_tensorflow(monkeypatch):
+    calls = _install_cell_calls(monkeypatch, tpu=True, tensorflow=False)
+    assert calls[0] == ["-q", "tensorflow-tpu", "-f", "https://storage.googleapis.com/libtpu-tf-releases/index.html"]
+    assert calls[1] == ["-q", "--no-deps", "git+https://example.org/tf_vrre"]   # no CPU/GPU tensorflow over it
+    declared = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["project"]["dependencies"]
+    wanted = {d.replace("[tf]", "") for d in declared if not d.startswith(("tensorflow>", "tomli"))}
+    assert set(calls[2][1:]) == wanted, "the install cell's requirements must follow pyproject.toml"
+    assert len(calls) == 3
+
+
+def test_install_cell_leaves_tensorflow_alone_elsewhere(monkeypatch):
+    assert _install_cell_calls(monkeypatch, tpu=False, tensorflow=False) == [["-q", "git+https://example.org/tf_vrre"]]
+    assert _install_cell_calls(monkeypatch, tpu=True, tensorflow=True) == [["-q", "git+https://example.org/tf_vrre"]]
+
+
+def test_install_cell_names_the_command_when_a_tpu_runtime_lacks_only_tensorflow(monkeypatch):
+    with pytest.raises(RuntimeError, match=r"pip install tensorflow-tpu -f https://storage\.googleapis\.com/"):
+        _install_cell_calls(monkeypatch, tpu=True, tensorflow=False, tf_vrre=True)
 
 
 def test_install_cell_is_a_no_op_where_tf_vrre_is_importable(monkeypatch):
