@@ -29,7 +29,8 @@ extensions = [
     "sphinx.ext.mathjax",
 ]
 
-# sources: Markdown (MyST) pages, notebooks (docs/notebooks -> ../colab), generated API pages
+# sources: Markdown (MyST) pages, notebooks (copied from colab/ into docs/notebooks at build time: a
+# symbolic link would not survive a Windows checkout), generated API pages
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "jupyter_execute"]
 root_doc = "index"
 
@@ -63,4 +64,22 @@ html_static_path = []
 # checked by MyST while reading (a missing page or heading is a warning, an error under -W).
 linkcheck_ignore = [r"https?://.*"]
 
+
+
+def _copy_notebooks():
+    """colab/*.ipynb and colab/README.md -> docs/notebooks/ (build output, not tracked)."""
+    import shutil
+
+    src, dst = os.path.join(ROOT, "colab"), os.path.join(ROOT, "docs", "notebooks")
+    os.makedirs(dst, exist_ok=True)
+    for name in sorted(os.listdir(src)):
+        if name.endswith(".ipynb"):
+            shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+    with open(os.path.join(src, "README.md")) as f:  # its links into docs/, seen from docs/notebooks/
+        text = f.read().replace("](../docs/", "](../")
+    with open(os.path.join(dst, "README.md"), "w") as f:
+        f.write(text)
+
+
+_copy_notebooks()
 api_pages.write()  # before autosummary looks for its stubs
