@@ -96,8 +96,8 @@ def test_a_sample_that_is_not_a_zip_is_named(tmp_path):
 
 
 def test_resume_readers_name_a_damaged_log(tmp_path):
-    from tf_vrre.callbacks import _truncate_csv
-    from tf_vrre.run_callbacks import EpochCSVLogger
+    from tf_vrre.callbacks.progress import EpochCSVLogger
+    from tf_vrre.callbacks.swap_logger import _truncate_csv
 
     log = tmp_path / "log.csv"
     log.write_bytes(b"epoch,loss\n0,1.0\n\xff\xfe\x00garbage\n")
