@@ -43,12 +43,12 @@ def test_two_workers_match_one(tmp_path):
     np.testing.assert_array_equal(multi["swap_log"][:, :5], single["swap_log"][:, :5])  # step, flags, decisions
     assert int(single["swap_count"].sum()) >= 1
     # log_ratio (column 7) = delta * (U_lo - U_hi - ...): a difference of energies summed over the
-    # global batch, so its float error is delta times the energies' summation-order error (~1e-6
-    # of |U|), not 1e-5 of itself.  delta = 1/0.05 - 1/0.5 (the job's temperatures).
+    # global batch, so it is held to delta times the energies' own tolerance (1e-5 of |U|, as the
+    # energy columns below), not 1e-5 of itself.  delta = 1/0.05 - 1/0.5 (the job's temperatures).
     delta, log_ratio = 1 / 0.05 - 1 / 0.5, 7
     scale = np.abs(single["swap_log"][:, 5]) + np.abs(single["swap_log"][:, 6])
     np.testing.assert_array_less(np.abs(multi["swap_log"][:, log_ratio] - single["swap_log"][:, log_ratio]),
-                                 1e-6 * delta * scale + 1e-5)
+                                 1e-5 * delta * scale + 1e-5)
     for key in multi.files:
         if multi[key].dtype.kind == "f":
             a, b = multi[key], single[key]
