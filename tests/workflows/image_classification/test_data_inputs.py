@@ -205,7 +205,7 @@ def test_unknown_override_says_override_and_file_keys_name_the_file(tmp_path):
 def test_model_kwargs_match_the_builders():
     import inspect
 
-    import models
+    from tf_vrre.workflows.image_classification import models
 
     for name in C.MODEL_NAMES:
         builder = models.MODELS[name]

@@ -165,7 +165,7 @@ def test_options_that_cannot_run_under_a_strategy_are_refused():
                                          "compile the all-reduces"):
         strategies.check_options(TwoReplicasOnCpu(), jit_compile=True)
     with pytest.raises(ValueError, match=r"steps_per_execution=4 \(--steps-per-execution\) with 2 replicas under "
-                                         "TwoReplicasOnCpu: .*keras-team/keras issue 19246"):
+                                         "TwoReplicasOnCpu: .*keras-team/keras#19246"):
         strategies.check_options(TwoReplicasOnCpu(), steps_per_execution=4)
     for jit, spe in (("auto", 1), (False, None)):
         strategies.check_options(TwoReplicasOnCpu(), jit, spe)
@@ -265,7 +265,7 @@ def test_two_workers_only_the_chief_writes_the_run(image_data_dir, tmp_path):
     run = json.load(open(out / "run.json"))
     assert run["status"] == "complete" and run["replicas"] == 2
     assert run["execution"]["strategy"] == "multiworker" and run["execution"]["workers"] == 2
-    assert sorted(os.listdir(out)) == ["log.csv", "run.json", "samples", "swaps", "tensorboard"]  # backup removed
+    assert sorted(os.listdir(out)) == [".lock", "log.csv", "run.json", "samples", "swaps", "tensorboard"]  # backup removed
     for folder in ("samples", "swaps"):  # each writer's lock file holds its pid: the chief's
         assert open(out / folder / ".lock").read() == str(chief_pid)
     assert "-> " in out0 and "a non-chief worker: the chief wrote" in out1
