@@ -2,21 +2,17 @@
 
 Modules are found by walking the installed package (``pkgutil.walk_packages``), so examples in
 modules added or moved later are collected too. Each module's examples run with the module's
-own names plus ``np``, ``keras``, ``tf`` and ``tf_vrre`` (the imports the examples assume), each
-docstring in its own empty temporary working directory, so relative paths such as ``runs/x``
-land there.
+own names plus the shared doctest namespace (``tests/helpers/_doctest_namespace.py``: the usual
+imports, the toy data ``x, y``, ``net`` and ``toy_sampler``), each docstring in its own empty
+temporary working directory, so relative paths such as ``runs/x`` land there.
 """
 
 import doctest
 import importlib
 import pkgutil
 
-import keras
-import numpy as np
+import _doctest_namespace
 import pytest
-import tensorflow as tf
-
-import tf_vrre
 
 PACKAGES = ["tf_vrre"]
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -35,7 +31,7 @@ def modules():
 
 def examples(name):
     module = importlib.import_module(name)
-    globs = {"np": np, "keras": keras, "tf": tf, "tf_vrre": tf_vrre}
+    globs = _doctest_namespace.namespace()
     return [t for t in doctest.DocTestFinder(exclude_empty=True).find(module, name, extraglobs=globs) if t.examples]
 
 
