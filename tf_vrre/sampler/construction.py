@@ -14,7 +14,7 @@ import numpy as np
 from tf_vrre.sgmcmc import dynamics as dyn
 from tf_vrre.sgmcmc import energy as en
 from tf_vrre.sgmcmc import swap_record as record
-from tf_vrre.sampler.hyperparameters import check_float32
+from tf_vrre.numerics import check_float32
 from tf_vrre.sgmcmc.state import ChainState, LossScale, SwapState, VRState
 from tf_vrre.sgmcmc.swap_energy import SwapEnergyEstimator
 

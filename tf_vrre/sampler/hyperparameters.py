@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc.schedules import F32_MAX, F32_TINY, check_float32  # noqa: F401  (re-exported)
+from tf_vrre.numerics import check_float32
 
 
 def is_schedule(value):

@@ -19,24 +19,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre.numerics import check_float32
+
 Schedule = keras.optimizers.schedules.LearningRateSchedule
-
-F32_TINY = float(np.finfo(np.float32).tiny)  # 1.18e-38: smaller magnitudes are 0 or denormal in float32
-F32_MAX = float(np.finfo(np.float32).max)  # 3.4e38: larger magnitudes are inf in float32
-
-
-def check_float32(name, value, positive=False):
-    """``value`` as a float, checked in float32 (the dtype the sampler's variables and steps use):
-    ``|value| <= 3.4e38`` (``1e39`` is inf there) and, unless 0, ``|value| >= 1.18e-38`` (``1e-46``
-    is 0 there); ``positive``: also ``> 0``.  ``ValueError`` naming ``name`` and the range."""
-    v = float(value)
-    if not np.isfinite(v) or abs(v) > F32_MAX or (v != 0 and abs(v) < F32_TINY) or (positive and not v > 0):
-        allowed = (f"in [{F32_TINY:.3g}, {F32_MAX:.3g}]" if positive
-                   else f"0 or of magnitude in [{F32_TINY:.3g}, {F32_MAX:.3g}]")
-        raise ValueError(f"{name} must be {allowed} (finite{' and positive' if positive else ''} in float32, the dtype "
-                         f"the sampler computes in), got {value!r}")
-    return v
-
 
 def _positive(name, value, integer=False, allow_zero=False):
     ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
