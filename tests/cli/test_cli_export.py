@@ -104,7 +104,7 @@ def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     script = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
-    command = [script] if os.path.exists(script) else [sys.executable, "-m", "tf_vrre_cli"]
+    command = [script] if os.path.exists(script) else [sys.executable, "-m", "tf_vrre.cli"]
     env = dict(os.environ, PYTHONPATH=root)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
     bad = str(tmp_path / "bad_run")

@@ -2,7 +2,7 @@
 
 A second ``tf-vrre train`` (``--overwrite`` or a resume) on a run another process holds is
 refused with one line and exit 2, before TensorFlow starts, and deletes nothing.  The first
-process here is a tiny Python process holding the lock (``tf_vrre.rundir.lock_run``).
+process here is a tiny Python process holding the lock (``tf_vrre.runs.run_json.lock_run``).
 """
 
 import json
@@ -17,7 +17,7 @@ from tf_vrre import rundir
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
-COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
+COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 HOLD = ("import sys, time; from tf_vrre import rundir; lock = rundir.lock_run(sys.argv[1]); "
         "print('held', flush=True); time.sleep(120)")
