@@ -233,7 +233,7 @@ class HostStepCounter(keras.callbacks.Callback):
     an int64 variable placed on the CPU, which this callback sets to ``step_counter``.
 
     Example:
-      >>> from tf_vrre.data import Preprocessing, TrainingData
+      >>> from tf_vrre import Preprocessing, TrainingData
       >>> images = np.random.default_rng(0).integers(0, 256, size=(32, 4, 4, 3), dtype=np.uint8)
       >>> train = TrainingData(images, np.arange(32) % 2, Preprocessing.from_images(images), 2)
       >>> def net():

@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-import tf_vrre.diagnostics.replicas as rp
-import tf_vrre.diagnostics.report as report
+from tf_vrre.diagnostics import replicas
+from tf_vrre.diagnostics import report
 
 
 def _import_arviz():
@@ -36,7 +36,7 @@ def _cold_state_at(log, after_steps, since):
     """For each entry of ``after_steps`` (non-decreasing): the state in slot 0 once the swaps
     of that step are done, and the accepted pair-0 swaps since the previous entry (the first:
     since step ``since``)."""
-    times, slots = rp.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains,
+    times, slots = replicas.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains,
                                  log.start_step)
     e = np.clip(np.searchsorted(times, after_steps, side="right") - 1, 0, len(times) - 1)
     cold = np.argmin(slots[e], axis=1)

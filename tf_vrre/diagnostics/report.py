@@ -5,9 +5,8 @@ import os
 
 import numpy as np
 
-import tf_vrre.diagnostics.chains as ch
-import tf_vrre.diagnostics.replicas as rp
-import tf_vrre.diagnostics.runs as rn
+from tf_vrre.diagnostics import chains, replicas
+from tf_vrre.diagnostics.runs import locate, read_run_json, read_samples, read_swap_log
 
 FORMAT = "tf_vrre.diagnostics/1"
 DESCRIPTIONS = {
@@ -27,12 +26,12 @@ def load_run(run, points=4):
     """Everything :func:`diagnose` reads from one run: ``{"path", "swap_log", "samples", "run"}``
     (``swap_log`` a :class:`SwapLog` or ``None``, ``samples`` from :func:`read_samples` or
     ``None``, ``run`` the run.json dict)."""
-    swaps_dir, samples_dir = rn.locate(run)
-    log = rn.read_swap_log(swaps_dir) if swaps_dir else None
-    samples = rn.read_samples(samples_dir, points) if samples_dir else None
+    swaps_dir, samples_dir = locate(run)
+    log = read_swap_log(swaps_dir) if swaps_dir else None
+    samples = read_samples(samples_dir, points) if samples_dir else None
     if samples is not None and not samples["step"].size:
         samples = None
-    return {"path": os.fspath(run), "swap_log": log, "samples": samples, "run": rn.read_run_json(run)}
+    return {"path": os.fspath(run), "swap_log": log, "samples": samples, "run": read_run_json(run)}
 
 
 def _step_range(loaded):
@@ -131,7 +130,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
     if not paths:
         raise ValueError("runs: give at least one run directory")
     loaded = [load_run(p, points) for p in paths]
-    flows = [rp.replica_flow(r["swap_log"], blocks) if r["swap_log"] is not None else None for r in loaded]
+    flows = [replicas.replica_flow(r["swap_log"], blocks) if r["swap_log"] is not None else None for r in loaded]
     classes = bma_classes(loaded, burn_in)
     per_run = [series(r, burn_in, classes) for r in loaded]
     names = [k for k in per_run[0] if all(k in s for s in per_run)]
@@ -144,7 +143,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
             summaries[name] = info | {"chains": len(per_run), "draws": draws, "too_short": True}
             continue
         x = np.stack([s[name][:draws] for s in per_run])
-        summaries[name] = info | ch.chain_summary(x, split=split)
+        summaries[name] = info | chains.chain_summary(x, split=split)
     return {"format": FORMAT, "runs": paths, "burn_in": burn_in, "split": split, "blocks": blocks,
             "replica_flow": flows, "summaries": summaries, "classes": classes}
 

@@ -22,7 +22,7 @@ SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_
 def _read_csv(path, required=(), checks=None):
     """Columns of a CSV log as float arrays (``None`` if absent).  Only a last row torn by a kill
     is dropped; any other unreadable row is a ``ValueError`` naming the file and line
-    (:func:`tf_vrre.run_files.read_log`), as is a value outside ``checks[column]``
+    (:func:`tf_vrre.runs.samples.read_log`), as is a value outside ``checks[column]``
     (``(test, what it must be)``)."""
     if not os.path.isfile(path):
         return None

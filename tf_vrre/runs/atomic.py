@@ -21,7 +21,7 @@ import json
 import os
 import tempfile
 
-import tf_vrre.runs.fault_points as _faults
+from tf_vrre.runs import fault_points
 
 __all__ = ["write", "write_text", "write_json", "savez", "save_figure", "open_append", "open_lock",
            "SymlinkError", "TMP_SUFFIX"]
@@ -75,7 +75,7 @@ def write(path, write_fn, text=False):
         with (os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb")) as f:
             write_fn(f)
             f.flush()
-            _faults.point("atomic.write")
+            fault_points.point("atomic.write")
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as err:

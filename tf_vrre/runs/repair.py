@@ -20,7 +20,7 @@ A dropped file that exists is renamed ``damaged-<name>`` (kept for inspection, n
 import os
 import zipfile
 
-import tf_vrre.runs.atomic as atomic
+from tf_vrre.runs import atomic
 from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"

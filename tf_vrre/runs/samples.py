@@ -21,7 +21,7 @@ import zipfile
 
 import numpy as np
 
-import tf_vrre.runs.atomic as atomic
+from tf_vrre.runs import atomic
 
 MANIFEST = "manifest.json"
 MODEL_JSON = "model.json"
