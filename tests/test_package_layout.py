@@ -271,6 +271,8 @@ NOT_A_PATH = re.compile(r"[\w>/]")
 """After a dotted name: more of a word, ``>`` (a Keras registered name ``tf_vrre.mixture>nll``) or
 ``/`` (a file format ``tf_vrre.run/1``) -- names, not import paths."""
 KERAS_PACKAGE_ARGUMENT = 'package="'  # register_keras_serializable(package="tf_vrre.mixture"): a registered name
+FROM_IMPORT = re.compile(r"\bfrom (tf_vrre(?:\.\w+)*) import ([\w ,]+)")
+"""``from tf_vrre[.x] import a, b as c``: each imported name is a module or an attribute there."""
 
 
 def _read_files():
@@ -310,6 +312,11 @@ def dangling_references():
                 continue
             if not _resolves(match.group()):
                 found.setdefault(os.path.relpath(path, ROOT), []).append(match.group())
+        for match in FROM_IMPORT.finditer(text):
+            for name in match.group(2).split(","):
+                dotted = f"{match.group(1)}.{name.split(' as ')[0].strip()}"
+                if name.strip() and not _resolves(dotted):
+                    found.setdefault(os.path.relpath(path, ROOT), []).append(f"from {match.group(1)} import {name.strip()}")
     return {path: sorted(set(names)) for path, names in found.items()}
 
 
@@ -327,4 +334,6 @@ def test_reference_scan_finds_what_it_must():
     found = [m.group() for m in DOTTED.finditer("see tf_vrre.faults.checked, `tf_vrre.rundir`; "
                                                 "format tf_vrre.run/1; name tf_vrre.mixture>nll.")]
     assert found == ["tf_vrre.faults.checked", "tf_vrre.rundir", "tf_vrre.run", "tf_vrre.mixture"]
+    imports = FROM_IMPORT.findall(">>> from tf_vrre import strategies, load_samples as load\n")
+    assert imports == [("tf_vrre", "strategies, load_samples as load")]
     assert sum(1 for _ in _read_files()) > 100

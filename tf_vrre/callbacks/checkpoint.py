@@ -75,15 +75,7 @@ class Checkpoint(keras.callbacks.Callback):
       overwrite: replace checkpoints of another run found in ``directory``.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> ckpt = Checkpoint("runs/toy/checkpoint")
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=4), tf_vrre.CSVLogger("runs/toy/log.csv"), ckpt])

@@ -123,14 +123,8 @@ def repair(directory, dry_run=False):
 
     Example:
       >>> import os
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, seed=0)
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-      >>> _ = sampler.fit(x, y, batch_size=16, epochs=2, verbose=0,
+      >>> sampler = toy_sampler()
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SampleCollector("samples", every=2)])
       >>> lost = sorted(f for f in os.listdir("samples") if f.startswith("sample-"))[0]
       >>> os.remove(os.path.join("samples", lost))              # a sample deleted by accident

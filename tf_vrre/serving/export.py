@@ -80,15 +80,7 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
         version or a model that cannot be rebuilt (before anything is written).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SampleCollector("runs/toy/samples", every=4)])
       >>> info = export_ensemble("runs/toy/samples", "serving/toy", max_members=2)

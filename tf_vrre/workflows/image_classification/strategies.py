@@ -24,7 +24,7 @@ Keras multi-worker convention).  The TensorFlow-free helpers (:func:`tpu_present
 :func:`tf_config`, :func:`check`) let the command line reject a bad choice before TensorFlow starts.
 
 Example:
-  >>> from tf_vrre import strategies
+  >>> from tf_vrre.workflows.image_classification import strategies
   >>> strategies.check("multiworker")       # ValueError if $TF_CONFIG is malformed
   >>> strategy = strategies.make_strategy("auto")
 """
