@@ -14,14 +14,16 @@ imports no TensorFlow, which keeps ``tf-vrre --help``, a rejected flag, ``tf_vrr
 ``tf_vrre.numerics`` free of its start-up time and log lines.
 
 Keras classes: ``keras.saving.load_model`` finds a class only in Keras' registry of names
-(``tf_vrre>ReplicaExchangeSampler``, ``models>Builder``, ...), filled when the defining module
-is imported; Keras never imports a module named in a file.  So the package registers its Keras
-classes as soon as Keras is imported, with a post-import hook on ``keras`` (``wrapt``, a
-dependency of TensorFlow, implements PEP 369's hooks): immediately when Keras is already
-imported, otherwise right after ``import keras`` finishes.  No Keras, no TensorFlow: nothing
-happens.  The sub-packages whose modules Keras classes import (``sgmcmc``, ``sampler``,
-``callbacks``) import Keras before anything else, so the hook never runs while one of their
-modules is half-imported.
+(``tf_vrre>ReplicaExchangeSampler``, ``models>Builder``, ...), filled when the defining module is
+imported; Keras never imports a module a file names.  ``import tf_vrre`` cannot import those
+modules (they import TensorFlow), so the registration waits for Keras itself: a post-import hook
+on ``keras`` (``wrapt.register_post_import_hook``, PEP 369's hooks as TensorFlow's own
+dependency ``wrapt`` implements them) imports :data:`KERAS_MODULES` right after ``import keras``
+finishes, or at once when Keras is already imported.  Either import order works, and a process
+that never imports Keras (the command line checking its flags) never pays for it.  The hook may
+run while a module of the package is being imported (the first ``import keras`` of the process
+is often one of ours): ``sgmcmc``, ``sampler`` and ``callbacks``, whose modules the Keras
+modules import, therefore import Keras first, before any module of theirs starts.
 """
 
 import importlib
