@@ -4,7 +4,7 @@ VR-reSGHMC (and cycSGHMC / cVR-reSGHMC), each through ``tf-vrre train`` + ``tf-v
 NOT the paper's setting (ResNet-20/32/56, 50,000 images, 500 epochs on a GPU): a ResNet-8 on a
 class-balanced subset of the CIFAR-10 training set for a few epochs, on 2 CPU cores.  The
 shipped configs are used unchanged except for the scale flags printed below; their 500-epoch
-schedules are stretched to the epoch budget (``tf_vrre.config``), so every method sees the
+schedules are stretched to the epoch budget (``tf_vrre.workflows.image_classification.config``), so every method sees the
 paper's learning-rate / temperature / F curves compressed in time.
 
 Within each seed the methods run one after the other in a rotated order (the machine is shared:

@@ -2,8 +2,8 @@
 
 The question: with exact energies (n = N, so sigma2 = 0 and the swap rule is
 plain Metropolis), a K = 3 ladder once showed a +0.04 residual in the cold chain's left-mode
-weight.  This runs the real sampler (``tf_vrre.mixture.run("resgld", ...)`` with three chains on
-``mixture.ladder(10, 3000, 3)``, N = 100, full batches, 6e4 steps) for several seeds, half of
+weight.  This runs the real sampler (``tf_vrre.workflows.gaussian_mixture.target.run("resgld", ...)``
+with three chains on ``target.ladder(10, 3000, 3)``, N = 100, full batches, 6e4 steps) for several seeds, half of
 them starting in each mode, at each learning rate given; if the residual were discretisation
 it would shrink as eta halves, if it were the swap rule it would not.
 

@@ -1,4 +1,4 @@
-"""The mixture's per-example NLL by hand (``tf_vrre.mixture.nll``) vs through a TFP distribution.
+"""The mixture's per-example NLL by hand (``tf_vrre.workflows.gaussian_mixture.target.nll``) vs through a TFP distribution.
 
 ``-log p(x | beta)`` with ``p = 0.5 N(beta, 5^2) + 0.5 N(20 - beta, 5^2)``: the hand-written
 logsumexp (today's code) against ``tfd.MixtureSameFamily(Categorical, Normal).log_prob``.

@@ -1,7 +1,7 @@
 """Per-step cost with and without XLA (``compile(jit_compile=True/False)``), side by side.
 
 Three models, each a 2-chain sampler with control variates: the 1-parameter Gaussian mixture
-(``tf_vrre.mixture``, batch 100), the ten-line example's MLP (8-16-2, batch 64) and ResNet-8 on CIFAR
+(``tf_vrre.workflows.gaussian_mixture.target``, batch 100), the ten-line example's MLP (8-16-2, batch 64) and ResNet-8 on CIFAR
 images (batch 128; ``../shared/data`` beside the repository or ``--data``, random images if absent).  Each sampler is
 built, compiled and warmed up (tracing and XLA compilation excluded), then the two modes are
 timed in interleaved rounds; medians over ``--repeats`` rounds.  What ``jit_compile="auto"``

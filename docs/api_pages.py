@@ -1,18 +1,37 @@
-"""Writes the API reference's sources (docs/api/) from ``tf_vrre.__all__`` when the build starts.
+"""Writes the API reference's sources (docs/api/) from ``tf_vrre.__all__`` and the package's modules
+when the build starts.
 
-Every public name gets an entry: classes, functions and exceptions exported at the top level as
-``tf_vrre.<name>`` (one page each, autosummary), public modules as ``tf_vrre.<module>`` (one page
-each, autodoc of the module's ``__all__``, or of what the module defines when it has none).
-Pages are named by the public import path, never by the file a name lives in, so moving code
-between files changes nothing here.
+The public API (``tf_vrre.__all__``, the list in ``tf_vrre/__init__.pyi``) gets one page per name
+(autosummary), grouped into classes, functions and exceptions; every public module
+(``tf_vrre.sgmcmc.schedules``, ``tf_vrre.diagnostics``, ...: no ``_private`` part; the command
+line has its own page) gets one page (autodoc of the module's ``__all__``, or of what it defines
+when it has none). Pages are named by the import path, so moving code between files needs no
+edit here; each object is described once (a public name as ``tf_vrre.<name>``, anything else
+on the page of the module that defines it) and linked from the other pages that list it.
 """
 
+import importlib
 import inspect
 import os
+import pkgutil
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "api")
+
+NAMESPACE = os.path.join(os.path.dirname(HERE), "tests", "helpers", "_doctest_namespace.py")
+"""The names every ``>>>`` example may use (the doctests run with them); shown once, on the index."""
+
+
+def examples_assume():
+    """The index's last section: the set-up every docstring example assumes, the code itself."""
+    source = open(NAMESPACE).read()
+    setup = source[source.index("import keras"):source.index("\ndef namespace")].rstrip()
+    return [".. _examples-assume:", ""] + _heading("Examples assume", "-") + [
+        "The ``>>>`` examples on these pages run as tests, each in a fresh namespace that already holds",
+        "these names, so each example shows only what it documents; examples that write files use",
+        "relative paths (``runs/toy``) and run in an empty working directory:", "",
+        ".. code-block:: python", ""] + [f"   {line}".rstrip() for line in setup.splitlines()] + [""]
 
 
 def version():
@@ -22,15 +41,20 @@ def version():
 
 
 def public_names():
-    """(objects, modules): the names of ``tf_vrre.__all__`` split by kind, dunders left out."""
+    """The names of ``tf_vrre.__all__`` (classes and functions; dunders left out)."""
     import tf_vrre
 
-    objects, modules = [], []
-    for name in tf_vrre.__all__:
-        if name.startswith("__"):
-            continue
-        (modules if isinstance(getattr(tf_vrre, name), types.ModuleType) else objects).append(name)
-    return objects, sorted(modules)
+    return [name for name in tf_vrre.__all__ if not name.startswith("__")]
+
+
+def public_modules():
+    """Every module a user imports by its own path, sorted: no part of the name starts with ``_``
+    and the command line is left out (the ``Command line`` page shows its ``--help``)."""
+    import tf_vrre
+
+    names = [m.name for m in pkgutil.walk_packages(tf_vrre.__path__, "tf_vrre.")]
+    return sorted(n for n in names if not any(part.startswith("_") for part in n.split("."))
+                  and n != "tf_vrre.cli" and not n.startswith("tf_vrre.cli."))
 
 
 def module_members(module):
@@ -57,41 +81,65 @@ def _write(path, text):
             f.write(text)
 
 
+def _heading(title, underline):
+    return [title, underline * len(title), ""]
+
+
 def index_page(objects, modules):
     import tf_vrre
 
     groups = {"Classes": [], "Functions": [], "Exceptions": []}
     for name in objects:
         groups[_kind(getattr(tf_vrre, name))].append(name)
-    lines = ["API reference", "=============", "",
-             "Every public name of ``tf_vrre`` (``tf_vrre.__all__``), by the path you import it from.",
-             "The guides show them at work; :doc:`../architecture` shows where they live.", "",
-             ".. currentmodule:: tf_vrre", ""]
+    lines = _heading("API reference", "=") + [
+        "The public API is ``tf_vrre.<name>`` for every name below (``tf_vrre.__all__``, listed in",
+        "``tf_vrre/__init__.pyi``); the modules further down hold the rest, each imported by its own path.",
+        "The guides show them at work; :doc:`../architecture` shows where they live. The ``>>>``",
+        "examples assume a small set-up (toy data ``x, y``, ``net``, ``toy_sampler``): :ref:`examples-assume`.", "",
+        ".. currentmodule:: tf_vrre", ""]
     for title, names in groups.items():
         if names:
-            lines += [title, "-" * len(title), "", ".. autosummary::", "   :toctree: _autosummary",
-                      "   :nosignatures:", ""] + [f"   {n}" for n in names] + [""]
-    lines += ["Command line", "------------", "", ".. toctree::", "   :maxdepth: 1", "", "   cli", ""]
-    lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", ""]
-    lines += [f"   tf_vrre.{m}" for m in modules] + [""]
+            lines += _heading(title, "-") + [".. autosummary::", "   :toctree: _autosummary", "   :nosignatures:",
+                                             ""] + [f"   {n}" for n in names] + [""]
+    lines += _heading("Command line", "-") + [".. toctree::", "   :maxdepth: 1", "", "   cli", ""]
+    lines += _heading("Modules", "-")
+    for package in sorted({".".join(m.split(".")[:2]) for m in modules}):
+        inside = [m for m in modules if m == package or m.startswith(package + ".")]
+        lines += [f"``{package}``", "", ".. toctree::", "   :maxdepth: 1", ""] + [f"   {m}" for m in inside] + [""]
+    lines += examples_assume()
     return "\n".join(lines)
 
 
-def module_page(name, documented):
-    """The page of module ``tf_vrre.<name>``; ``documented`` maps ``id(obj)`` to the public name
-    under which an object already has its entry (each object is described once)."""
-    import importlib
+def canonical_names(objects, modules):
+    """``{id(obj): its entry}``: a name of the public API is described as ``tf_vrre.<name>``,
+    anything else on the page of the public module that defines it (``obj.__module__``), so a
+    package that re-exports a function named like its module (``models.cnn``) links there."""
+    import tf_vrre
 
-    module = importlib.import_module(f"tf_vrre.{name}")
-    title = f"tf_vrre.{name}"
-    lines = [title, "=" * len(title), "", f".. automodule:: tf_vrre.{name}", "   :no-members:", ""]
+    entries = {id(getattr(tf_vrre, n)): f"tf_vrre.{n}" for n in objects}
+    for name in modules:
+        module = importlib.import_module(name)
+        for member in module_members(module):
+            obj = getattr(module, member)
+            if getattr(obj, "__module__", None) == name:
+                entries.setdefault(id(obj), f"{name}.{member}")
+    return entries
+
+
+def module_page(name, entries):
+    """The page of module ``name`` (``tf_vrre.sgmcmc.schedules``): its docstring, a table of its
+    members, and the entries of the members described here (``entries``: :func:`canonical_names`;
+    a member without one is described on the first page that lists it)."""
+    module = importlib.import_module(name)
+    lines = _heading(name, "=") + [f".. automodule:: {name}", "   :no-members:", ""]
     members = module_members(module)
     if members:
-        lines += [f".. currentmodule:: tf_vrre.{name}", "", ".. autosummary::", "   :nosignatures:", ""]
-        own = [m for m in members if id(getattr(module, m)) not in documented]
-        lines += [f"   ~{documented[id(getattr(module, m))]}" if m not in own else f"   {m}" for m in members] + [""]
+        lines += [f".. currentmodule:: {name}", "", ".. autosummary::", "   :nosignatures:", ""]
+        own = [m for m in members if entries.setdefault(id(getattr(module, m)), f"{name}.{m}") == f"{name}.{m}"]
+        links = {m: entries[id(getattr(module, m))] for m in members if m not in own}
+        links = {m: t[len(name) + 1:] if t.startswith(name + ".") else t for m, t in links.items()}  # autosummary
+        lines += [f"   {m}" if m in own else f"   ~{links[m]}" for m in members] + [""]  # wants these relative
         for m in own:
-            documented[id(getattr(module, m))] = f"tf_vrre.{name}.{m}"
             directive = "autoclass" if inspect.isclass(getattr(module, m)) else "autofunction"
             lines += [f".. {directive}:: {m}", ""]
     return "\n".join(lines)
@@ -105,25 +153,27 @@ def cli_page():
     from tf_vrre import cli
 
     os.environ["COLUMNS"] = "100"  # argparse wraps help at the terminal width
-    lines = ["Command line", "============", "",
-             "``tf-vrre <command> --help`` of every subcommand (the same text the console prints).", ""]
+    lines = _heading("Command line", "=") + [
+        "``tf-vrre <command> --help`` of every subcommand (the same text the console prints;",
+        "``python -m tf_vrre.cli`` is the same command).", ""]
     for name in cli.SUBCOMMANDS:
         text = io.StringIO()
         with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
             cli.parser().parse_args([name, "--help"])
-        title = f"tf-vrre {name}"
-        lines += [title, "-" * len(title), "", ".. code-block:: text", ""]
+        lines += _heading(f"tf-vrre {name}", "-") + [".. code-block:: text", ""]
         lines += [f"   {line}".rstrip() for line in text.getvalue().splitlines()] + [""]
     return "\n".join(lines)
 
 
 def write(app=None):
-    objects, modules = public_names()
+    objects, modules = public_names(), public_modules()
     os.makedirs(OUT, exist_ok=True)
+    stale = {f for f in os.listdir(OUT) if f.startswith("tf_vrre.") and f.endswith(".rst")}
     _write(os.path.join(OUT, "index.rst"), index_page(objects, modules))
     _write(os.path.join(OUT, "cli.rst"), cli_page())
-    import tf_vrre
-
-    documented = {id(getattr(tf_vrre, n)): f"tf_vrre.{n}" for n in objects}
+    entries = canonical_names(objects, modules)
     for name in modules:
-        _write(os.path.join(OUT, f"tf_vrre.{name}.rst"), module_page(name, documented))
+        _write(os.path.join(OUT, f"{name}.rst"), module_page(name, entries))
+        stale.discard(f"{name}.rst")
+    for page in stale:  # pages of modules that no longer exist (a source tree built before)
+        os.remove(os.path.join(OUT, page))

@@ -10,7 +10,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from tf_vrre import diagnostics as dg
-from tf_vrre import image_plots, mixture_plots
+from tf_vrre.workflows.gaussian_mixture import plots as mixture_plots  # two modules named plots
+from tf_vrre.workflows.image_classification import plots as image_plots
 from tf_vrre.diagnostics import plots as diag_plots
 
 from _swap_logs import write_log as _write_log

@@ -28,7 +28,7 @@ KERAS_CHECKED = ("3.9", "3.15")
 SYMBOLIC_BUILD_HOOK = "_maybe_symbolic_build"
 """The private ``keras.Model`` method (TensorFlow trainer, Keras >= 3.5) that ``fit`` /
 ``evaluate`` / ``predict`` call to build the model under a distribution strategy;
-``ReplicaExchangeSampler`` overrides it (see :func:`tf_vrre.distribute.symbolic_build`)."""
+``ReplicaExchangeSampler`` overrides it (see :func:`tf_vrre.sgmcmc.distribute.symbolic_build`)."""
 
 PRIVATE_MODEL_ATTRIBUTES = ("_metrics", "_loss_tracker", "_compile_metrics", "_distribute_strategy")
 """Attributes of a compiled ``keras.Model`` read or changed here (``_initial_epoch`` is set only)."""

@@ -102,9 +102,10 @@ def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from _paths import ROOT as root
+
     script = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
-    command = [script] if os.path.exists(script) else [sys.executable, "-m", "tf_vrre_cli"]
+    command = [script] if os.path.exists(script) else [sys.executable, "-m", "tf_vrre.cli"]
     env = dict(os.environ, PYTHONPATH=root)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
     bad = str(tmp_path / "bad_run")
@@ -120,5 +121,5 @@ def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
     assert lines[0].startswith("tf-vrre: error: --run: ") and "run.json: need model.input_shape [H, W, C]" in lines[0]
     assert "C means and C stds > 0" in lines[0] and sorted(os.listdir(out)) == ["\u00b2"]
-    from tf_vrre.serving import checks as export_checks
-    assert export_checks.choose_version(out, None) == 1
+    from tf_vrre.serving import checks
+    assert checks.choose_version(out, None) == 1

@@ -23,12 +23,12 @@ from tf_vrre.cli import mixture as mixture_cli
 from _paths import ROOT
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
-COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
+COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the script must stay quiet without it
 
 
-def tf_vrre_cli(*args, timeout=120):
+def run_cli(*args, timeout=120):
     return subprocess.run(COMMAND + list(args), capture_output=True, text=True, env=ENV, timeout=timeout)
 
 
@@ -103,7 +103,7 @@ def dirs(tmp_path_factory):
     (corrupt_run / "samples" / "sample-000000002.npz").write_bytes(b"not a zip")
     (corrupt_run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
         {"file": "sample-000000002.npz", "step": 2, "bytes": 3, "sha256": "0" * 64}]}))
-    data = root / "data" / "cifar10"  # the npz layout of tf_vrre.data.sources, 200 synthetic images per split
+    data = root / "data" / "cifar10"  # the npz layout of tf_vrre.workflows.image_classification.data.sources, 200 synthetic images per split
     data.mkdir(parents=True)
     rng = np.random.default_rng(0)
     for split in ("train", "test"):
@@ -141,7 +141,7 @@ def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, 
     before = {p: listing(p) for p in (dirs["corrupt_run"], dirs["image_run"])}
     if flags and flags[0] == "mixture":
         flags += ["--out", str(out)]
-    result = tf_vrre_cli(*flags)
+    result = run_cli(*flags)
     assert result.returncode == 2, result
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: ") and message in lines[0], result.stderr
@@ -155,12 +155,12 @@ def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
     blocker.write_text("x")
     for out, message in [(blocker / "sub", "is not a directory"), (blocker, "it is a file"),
                          ("/proc/no/such/dir", "--out '/proc/no/such/dir' is not writable")]:
-        result = tf_vrre_cli("mixture", "--out", str(out))
+        result = run_cli("mixture", "--out", str(out))
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and message in result.stderr, result
     study = tmp_path / "study"
     study.mkdir()
     (study / "summary.json").write_text('{"earlier": true}')
-    result = tf_vrre_cli("mixture", "--out", str(study))
+    result = run_cli("mixture", "--out", str(study))
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
     assert "already holds summary.json of an earlier run" in result.stderr and "--overwrite" in result.stderr
     assert json.loads((study / "summary.json").read_text()) == {"earlier": True}
@@ -169,7 +169,7 @@ def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
 
 def test_help_answers_without_tensorflow_lines():
     for sub in ("mixture", "train", "evaluate", "export", "diagnose"):
-        result = tf_vrre_cli(sub, "--help")
+        result = run_cli(sub, "--help")
         flag = "--run" if sub == "evaluate" else "--out"
         assert result.returncode == 0 and result.stderr == "" and flag in result.stdout, result
 
@@ -215,21 +215,3 @@ def test_ctrl_c_during_the_mixture_study_keeps_the_finished_seeds(tmp_path):
                                               for k in ("beta", "sigma2"))
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
     shutil.rmtree(out)
-
-
-def test_deferred_package_loads_on_first_use_with_every_registration():
-    """What the console script does while parsing: ``tf_vrre`` without TensorFlow, then the whole
-    package (and every Keras registration) on the first attribute access."""
-    code = ("import sys, tf_vrre_cli\n"
-            "tf_vrre_cli.DEFER_PACKAGE_IMPORTS = True\n"
-            "import tf_vrre, tf_vrre.cli, tf_vrre.run_files\n"
-            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TensorFlow imported early'\n"
-            "tf_vrre_cli.DEFER_PACKAGE_IMPORTS = False\n"
-            "sampler_class = tf_vrre.ReplicaExchangeSampler\n"
-            "import keras\n"
-            "for name in ('ReplicaExchangeSampler', 'SampleCollector', 'SwapLogger', 'Checkpoint', 'CSVLogger',\n"
-            "             'CorrectedSwap', 'ControlVariates', 'EpochExponential'):\n"
-            "    assert keras.saving.get_registered_object('tf_vrre>' + name) is getattr(tf_vrre, name), name\n"
-            "print('ok')\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=300)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

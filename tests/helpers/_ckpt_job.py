@@ -8,7 +8,7 @@ it again after a kill continues from the last committed checkpoint.  At the end 
 
 ``POINT:N`` kills the process (SIGKILL) the N-th time this process passes POINT:
 
-- a :mod:`tf_vrre._faults` point (``sample.file``, ``sample.manifest``, ``swaps.drained``,
+- a :mod:`tf_vrre.runs.fault_points` point (``sample.file``, ``sample.manifest``, ``swaps.drained``,
   ``csv.row``, ``checkpoint.data``, ``checkpoint.committed``);
 - ``batch``: after a training step, between the collector and the swap logger;
 - ``epoch_end``: inside ``on_epoch_end``, between the collector's and the swap logger's;

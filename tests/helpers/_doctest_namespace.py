@@ -1,7 +1,7 @@
 """The names every docstring example in the package may use without defining them.
 
-The documentation states this set-up once (the API reference's introduction), so each example
-shows only what it documents:
+The documentation shows this set-up once (the API reference index, "Examples assume", reads it
+from this file), so each example shows only what it documents:
 
 - ``np``, ``keras``, ``tf``, ``tf_vrre``: the usual imports;
 - ``x``, ``y``: 64 toy examples, two features, two classes (``y = x[:, 0] > 0``);

@@ -1,4 +1,4 @@
-"""Tiny synthetic image data sets in the ``.npz`` layout of ``tf_vrre.data`` (no real data needed).
+"""Tiny synthetic image data sets in the ``.npz`` layout of ``tf_vrre.workflows.image_classification.data`` (no real data needed).
 
 CI may run without the real data (``$TF_VRRE_SHARED_DATA``), so the notebook tests write their own
 data: uint8 32 x 32 RGB images whose class sets a colour and a stripe frequency (learnable, so

@@ -16,9 +16,7 @@ from tf_vrre.runs import atomic
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import run_json as rundir
 from tf_vrre.workflows.image_classification import evaluate as evaluation
-from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
-from tf_vrre.checkpoint import Checkpoint
-from tf_vrre.run_callbacks import EpochCSVLogger
+from tf_vrre.callbacks import Checkpoint, CSVLogger, EpochCSVLogger, SampleCollector, SwapLogger
 
 from _small_sampler import make_sampler
 
@@ -124,7 +122,7 @@ def _fit_with_checkpoint(directory, epochs):
 
 
 def test_a_garbage_checkpoint_index_is_refused_not_restarted(tmp_path):
-    from tf_vrre.checkpoint import CheckpointError
+    from tf_vrre.callbacks.checkpoint import CheckpointError
 
     _fit_with_checkpoint(tmp_path / "backup", 2)
     (tmp_path / "backup" / "checkpoint").write_bytes(b"\x00garbage {{")
@@ -137,7 +135,7 @@ def test_a_garbage_checkpoint_index_is_refused_not_restarted(tmp_path):
 
 
 def test_a_damaged_newest_checkpoint_falls_back_and_none_readable_is_refused(tmp_path):
-    from tf_vrre.checkpoint import CheckpointError
+    from tf_vrre.callbacks.checkpoint import CheckpointError
 
     _fit_with_checkpoint(tmp_path / "backup", 2)
     (tmp_path / "backup" / "ckpt-2.index").write_bytes(b"garbage")

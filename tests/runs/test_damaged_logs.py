@@ -11,7 +11,9 @@ import shutil
 
 import pytest
 
-from tf_vrre import cli, rundir, run_files
+from tf_vrre import cli
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import samples as run_files
 from tf_vrre.diagnostics import runs as diag_runs_module
 
 
@@ -116,7 +118,7 @@ def test_resume_readers_name_a_damaged_log(tmp_path):
 def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsys, tmp_path):
     import argparse
 
-    from tf_vrre import strategies, training
+    from tf_vrre.workflows.image_classification import strategies, train as training
     from tf_vrre.cli import train
 
     def damaged(*a, **k):
@@ -137,7 +139,7 @@ def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsy
 
 
 def test_evaluate_swap_summary_refuses_an_impossible_swap(tmp_path):
-    from tf_vrre import evaluation
+    from tf_vrre.workflows.image_classification import evaluate as evaluation
 
     (tmp_path / "swaps").mkdir()
     (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,7\n")

@@ -16,7 +16,7 @@ from tf_vrre.workflows.image_classification import evaluate as evaluation
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
-COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
+COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 
 
@@ -123,7 +123,8 @@ def test_nothing_to_repair_in_an_empty_directory(tmp_path):
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     import errno
 
-    from tf_vrre import _faults, cli
+    from tf_vrre import cli
+    from tf_vrre.runs import fault_points as _faults
 
     samples = make_run(tmp_path / "run")
     with open(samples / "sample-000000004.npz", "r+b") as f:

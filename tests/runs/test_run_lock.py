@@ -2,7 +2,7 @@
 
 A second ``tf-vrre train`` (``--overwrite`` or a resume) on a run another process holds is
 refused with one line and exit 2, before TensorFlow starts, and deletes nothing.  The first
-process here is a tiny Python process holding the lock (``tf_vrre.rundir.lock_run``).
+process here is a tiny Python process holding the lock (``tf_vrre.runs.run_json.lock_run``).
 """
 
 import json
@@ -13,14 +13,15 @@ import time
 
 import pytest
 
-from tf_vrre import rundir
+from tf_vrre.runs import run_json as rundir
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
-COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre_cli"]
+COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
-HOLD = ("import sys, time; from tf_vrre import rundir; lock = rundir.lock_run(sys.argv[1]); "
+HOLD = ("import sys, time; from tf_vrre.runs import run_json as rundir; lock = rundir.lock_run(sys.argv[1]); "
         "print('held', flush=True); time.sleep(120)")
+LOCK_ONCE = "import sys; from tf_vrre.runs import run_json; run_json.lock_run(sys.argv[1])"
 
 
 def _fake_run(run):
@@ -69,18 +70,16 @@ def test_a_second_writer_is_refused_before_tensorflow_and_deletes_nothing(holder
 def test_lock_is_reentrant_in_process_exclusive_across_and_released(tmp_path):
     first = rundir.lock_run(tmp_path / "r")
     assert rundir.lock_run(tmp_path / "r") is first and rundir.holds_lock(tmp_path / "r")
-    other = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre import rundir; rundir.lock_run(sys.argv[1])",
-                            str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
+    other = subprocess.run([sys.executable, "-c", LOCK_ONCE, str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
     assert other.returncode != 0 and f"being written by another process (pid {os.getpid()})" in other.stderr
     rundir.unlock_run(tmp_path / "r")
     assert not rundir.holds_lock(tmp_path / "r") and first.closed
-    again = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre import rundir; rundir.lock_run(sys.argv[1])",
-                            str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
+    again = subprocess.run([sys.executable, "-c", LOCK_ONCE, str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
     assert again.returncode == 0, again.stderr
 
 
 def test_library_train_refuses_a_run_another_process_writes(holder):
-    from tf_vrre import training
+    from tf_vrre.workflows.image_classification import train as training
 
     with pytest.raises(rundir.RunLockedError, match="being written by another process"):
         training._worker_root(object(), str(holder), overwrite=True)  # not multi-worker: the chief
@@ -98,7 +97,7 @@ def test_a_planted_link_at_the_run_lock_is_refused(tmp_path):
 
 
 def test_overwrite_clears_derived_outputs_but_keeps_the_lock(tmp_path):
-    from tf_vrre import training
+    from tf_vrre.workflows.image_classification import train as training
 
     run = tmp_path / "run"
     _fake_run(run)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre import schedules
-from tf_vrre import _hyper
+from tf_vrre.sampler import hyperparameters as _hyper
+from tf_vrre.sgmcmc import schedules
 
 from _small_sampler import make_sampler, small_net
 

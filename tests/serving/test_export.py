@@ -329,7 +329,7 @@ def test_failed_or_killed_write_leaves_no_version(tiny, tmp_path, monkeypatch):
 
     def boom(path):
         raise OSError("disk full")
-    monkeypatch.setattr("tf_vrre.export._dir_bytes", boom)
+    monkeypatch.setattr("tf_vrre.serving.export._dir_bytes", boom)
     with pytest.raises(OSError, match="disk full"):
         export_ensemble(tiny["run_dir"], out, max_members=1)
     assert os.listdir(out) == [busy]  # the stale directory was removed, the failed one too

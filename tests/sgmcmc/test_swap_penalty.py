@@ -16,11 +16,12 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
+from tf_vrre.sgmcmc import swap_record
 from tf_vrre.workflows.gaussian_mixture import target as mx
 
 TARGET = mx.Mixture(phi=16.0, sigma=4.0, prior_sd=6.0)
 N, BATCH, M, STEPS = 300, 30, 4, 2400
-COLS = {c: i for i, c in enumerate(tf_vrre.record.swap_log_columns(2))}
+COLS = {c: i for i, c in enumerate(swap_record.swap_log_columns(2))}
 
 
 class _States(keras.callbacks.Callback):
@@ -48,7 +49,7 @@ def _run(penalty, seed=0, vr=True):
     class _Rows(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             step = int(s.step_counter.numpy()) - 1
-            rows.append(s.swap_log.numpy()[step % tf_vrre.record.CAPACITY].copy())
+            rows.append(s.swap_log.numpy()[step % swap_record.CAPACITY].copy())
 
     ds = tf.data.Dataset.from_tensor_slices(data).shuffle(N, seed=seed).repeat().batch(BATCH, drop_remainder=True)
     s.fit(ds, steps_per_epoch=STEPS, epochs=1, verbose=0, callbacks=[states, _Rows()])

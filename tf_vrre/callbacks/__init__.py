@@ -8,6 +8,8 @@
 - :class:`EpochProgress` - one progress line per epoch.
 """
 
+import keras  # noqa: F401  (first: the Keras classes register before a module here runs; see tf_vrre/__init__.py)
+
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.csv_logger import CSVLogger
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress

@@ -21,9 +21,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
-from tf_vrre.runs import fault_points as _faults
-from tf_vrre.runs import ownership as outputs
+from tf_vrre import _keras_compat
+from tf_vrre.runs import fault_points
+from tf_vrre.runs import ownership
 from tf_vrre.runs.run_json import RunDirError
 from tf_vrre.runs.samples import write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
@@ -62,7 +62,7 @@ class Checkpoint(keras.callbacks.Callback):
     instant and run the same command again: the result equals the uninterrupted run's, bit for
     bit (tested by killing at many instants, including inside the checkpoint write).
 
-    ``directory/identity.json`` records the run identity (:mod:`tf_vrre.outputs`, including
+    ``directory/identity.json`` records the run identity (:mod:`tf_vrre.runs.ownership`, including
     every state variable's shape): checkpoints of another run (another config, ``num_chains``
     or architecture) are refused, naming the difference, unless ``overwrite=True`` (which
     deletes them).
@@ -75,15 +75,7 @@ class Checkpoint(keras.callbacks.Callback):
       overwrite: replace checkpoints of another run found in ``directory``.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> ckpt = Checkpoint("runs/toy/checkpoint")
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=4), tf_vrre.CSVLogger("runs/toy/log.csv"), ckpt])
@@ -110,8 +102,8 @@ class Checkpoint(keras.callbacks.Callback):
     # --- set-up and restore ----------------------------------------------------------------
     def on_train_begin(self, logs=None):
         s = require_sampler(self.model, "Checkpoint")
-        run = outputs.run_identity(s, state=state_layout(s))
-        outputs.claim(self.directory, self, self.params, "Checkpoint")
+        run = ownership.run_identity(s, state=state_layout(s))
+        ownership.claim(self.directory, self, self.params, "Checkpoint")
         try:
             self._adopt(run)
             self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -120,7 +112,7 @@ class Checkpoint(keras.callbacks.Callback):
             self._manager = tf.train.CheckpointManager(self._ckpt, self.directory, max_to_keep=self.max_to_keep)
             self.restored_epoch = self._restore()
         except Exception:
-            outputs.release(self)
+            ownership.release(self)
             raise
         s.listeners.committed_step = int(s.step_counter.numpy())
         self._pending = self._completed = None
@@ -129,12 +121,12 @@ class Checkpoint(keras.callbacks.Callback):
     def _adopt(self, run):
         """Refuses (or with ``overwrite`` deletes) checkpoints of another run; records this run."""
         path = os.path.join(self.directory, IDENTITY)
-        stored = outputs.stored_run(path, "Checkpoint")
-        diff = outputs.difference(stored, run)
+        stored = ownership.stored_run(path, "Checkpoint")
+        diff = ownership.difference(stored, run)
         found = sorted(n for n in os.listdir(self.directory) if n.startswith("ckpt-") or n == "checkpoint")
         if diff is not None and found:
             if not self.overwrite:
-                raise outputs.refuse(self.directory, "checkpoints", diff)
+                raise ownership.refuse(self.directory, "checkpoints", diff)
             for name in found:
                 os.remove(os.path.join(self.directory, name))
         if diff is not None:
@@ -185,12 +177,12 @@ class Checkpoint(keras.callbacks.Callback):
                           stacklevel=2)
         epoch = int(self._epoch.numpy())
         if epoch > 0:
-            kc.set_initial_epoch(self.model, epoch)  # as keras.callbacks.BackupAndRestore does
+            _keras_compat.set_initial_epoch(self.model, epoch)  # as keras.callbacks.BackupAndRestore does
         return epoch
 
     # --- saving -----------------------------------------------------------------------------
     def on_epoch_begin(self, epoch, logs=None):
-        kc.set_initial_epoch(self.model, None)  # read by fit already; a later fit must not inherit it
+        _keras_compat.set_initial_epoch(self.model, None)  # read by fit already; a later fit must not inherit it
         if self._pending is not None:
             self._save(self._pending)
 
@@ -200,20 +192,20 @@ class Checkpoint(keras.callbacks.Callback):
             self._pending = epoch + 1
 
     def on_train_end(self, logs=None):
-        kc.set_initial_epoch(self.model, None)
+        _keras_compat.set_initial_epoch(self.model, None)
         if self._completed is not None and self._completed != self._last_saved:
             self._save(self._completed)
-        outputs.release(self)
+        ownership.release(self)
 
     def _save(self, epoch):
         """Writes the checkpoint of the state at the start of ``epoch`` and commits it."""
         self._epoch.assign(epoch)
-        options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: _faults.point(
+        options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: fault_points.point(
             "checkpoint.data")])  # runs after the data files, before the index file is updated
         self._manager.save(checkpoint_number=epoch, options=options)
         step = int(self.model.step_counter.numpy())
         self.model.listeners.committed_step = step
-        _faults.point("checkpoint.committed")
+        fault_points.point("checkpoint.committed")
         self.model.listeners.checkpoint_committed(step)  # evicted samples no resume can need are deleted
         self._pending, self._last_saved = None, epoch
 

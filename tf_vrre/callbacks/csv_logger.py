@@ -15,8 +15,8 @@ import warnings
 import keras
 
 from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points as _faults
-from tf_vrre.runs import ownership as outputs
+from tf_vrre.runs import fault_points
+from tf_vrre.runs import ownership
 from tf_vrre.runs.samples import RunFileError, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
@@ -58,7 +58,7 @@ class CSVLogger(keras.callbacks.Callback):
     epoch, as :class:`tf_vrre.SampleCollector` does with NaN).  At the first epoch of a fit the
     file keeps the rows of earlier epochs and drops the rest (after a resume at epoch ``e``,
     rows ``>= e`` are replayed); a row cut by a kill is dropped.  ``FILENAME.identity.json``
-    records the run identity (:mod:`tf_vrre.outputs`): the log of another run is refused
+    records the run identity (:mod:`tf_vrre.runs.ownership`): the log of another run is refused
     (:class:`tf_vrre.RunMismatchError`) unless ``overwrite=True``.  Values are written with full
     precision (``repr``), NaN as ``nan``.
 
@@ -94,23 +94,23 @@ class CSVLogger(keras.callbacks.Callback):
         return self.filename + ".identity.json"
 
     def on_train_begin(self, logs=None):
-        run = outputs.run_identity(require_sampler(self.model, "CSVLogger"))
+        run = ownership.run_identity(require_sampler(self.model, "CSVLogger"))
         self._abandon()
-        outputs.claim(self.filename, self, self.params, "CSVLogger", lock=self.filename + ".lock")
+        ownership.claim(self.filename, self, self.params, "CSVLogger", lock=self.filename + ".lock")
         try:
             self._adopt(run)
         except Exception:
-            outputs.release(self)
+            ownership.release(self)
             raise
         self._started = False
 
     def _adopt(self, run):
         """Refuses (or with ``overwrite`` deletes) the log of another run; records this run."""
-        stored = outputs.stored_run(self._identity_path, "CSVLogger")
-        diff = outputs.difference(stored, run)
+        stored = ownership.stored_run(self._identity_path, "CSVLogger")
+        diff = ownership.difference(stored, run)
         if diff is not None and os.path.exists(self.filename) and os.path.getsize(self.filename):
             if not self.overwrite:
-                raise outputs.refuse(self.filename, "the epoch log", diff)
+                raise ownership.refuse(self.filename, "the epoch log", diff)
             os.remove(self.filename)
         if diff is not None:
             write_json(self._identity_path, {"format": "tf_vrre.log/1", "run": run})
@@ -144,7 +144,7 @@ class CSVLogger(keras.callbacks.Callback):
             self._warned = True
         self._writer.writerow([epoch] + [_value(logs.get(k, math.nan)) for k in self._columns[1:]])
         self._file.flush()
-        _faults.point("csv.row")
+        fault_points.point("csv.row")
 
     def _abandon(self):
         if self._file is not None:
@@ -153,7 +153,7 @@ class CSVLogger(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self._abandon()
-        outputs.release(self)
+        ownership.release(self)
 
     def get_config(self):
         return {"filename": self.filename, "separator": self.separator, "overwrite": self.overwrite}

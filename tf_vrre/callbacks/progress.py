@@ -45,15 +45,7 @@ class EpochCSVLogger(keras.callbacks.Callback):
       filename: the CSV file (its directory must exist).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SwapLogger("run/swaps"), EpochCSVLogger("run/log.csv")])
       >>> [row.split(",")[0] for row in open("run/log.csv")]
@@ -118,15 +110,7 @@ class EpochProgress(keras.callbacks.Callback):
       stream: ``"stderr"`` or ``"stdout"``.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[EpochProgress(2, 4)])
     """
 
@@ -192,15 +176,7 @@ class EpochTimer(keras.callbacks.Callback):
     Put it first among the callbacks so the time includes the others' per-batch work.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> history = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                       callbacks=[EpochTimer(), EpochCSVLogger("log.csv")])
       >>> len(history.history["epoch_seconds"]), "epoch_seconds" in open("log.csv").readline()
@@ -233,7 +209,7 @@ class HostStepCounter(keras.callbacks.Callback):
     an int64 variable placed on the CPU, which this callback sets to ``step_counter``.
 
     Example:
-      >>> from tf_vrre.data import Preprocessing, TrainingData
+      >>> from tf_vrre import Preprocessing, TrainingData
       >>> images = np.random.default_rng(0).integers(0, 256, size=(32, 4, 4, 3), dtype=np.uint8)
       >>> train = TrainingData(images, np.arange(32) % 2, Preprocessing.from_images(images), 2)
       >>> def net():

@@ -15,9 +15,9 @@ import keras
 import tensorflow as tf
 
 from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points as _faults
-from tf_vrre.runs import ownership as outputs
-from tf_vrre.sgmcmc import swap_record as record
+from tf_vrre.runs import fault_points
+from tf_vrre.runs import ownership
+from tf_vrre.sgmcmc import swap_record
 from tf_vrre.runs.samples import read_log, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
@@ -75,7 +75,7 @@ class SwapLogger(keras.callbacks.Callback):
     The sampler records each step's swap diagnostics in an in-graph ring buffer
     (``sampler.swap_log``, no host copy inside the step); this callback drains it after
     every ``train_function`` call, so it works with any ``steps_per_execution`` up to
-    ``tf_vrre.record.CAPACITY``.  Files in ``log_dir``:
+    ``tf_vrre.sgmcmc.swap_record.CAPACITY``.  Files in ``log_dir``:
 
     - ``swaps.csv``: one row per attempted pair: ``step, epoch, pair, temperature_lo,
       temperature_hi, energy_lo, energy_hi, log_ratio, accept_prob, accepted, sigma2,
@@ -98,7 +98,7 @@ class SwapLogger(keras.callbacks.Callback):
     On a resume (:class:`tf_vrre.Checkpoint`, or any restore of the sampler's state), rows at
     or after the restored step are removed before training continues (they are replayed), so
     files never hold duplicates.  ``identity.json`` records the run identity
-    (:mod:`tf_vrre.outputs`): logs of another run in ``log_dir`` are refused
+    (:mod:`tf_vrre.runs.ownership`): logs of another run in ``log_dir`` are refused
     (:class:`tf_vrre.RunMismatchError`) unless ``overwrite=True``, which deletes them; one
     writer per directory.
 
@@ -108,15 +108,7 @@ class SwapLogger(keras.callbacks.Callback):
       overwrite: replace swap logs of another run found in ``log_dir``.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[SwapLogger("runs/swaps")])
       >>> import csv
       >>> rows = list(csv.DictReader(open("runs/swaps/swaps.csv")))
@@ -142,9 +134,9 @@ class SwapLogger(keras.callbacks.Callback):
         if s.swap_rule is None:
             raise ValueError("SwapLogger: the sampler has no swap rule (num_chains >= 2 and swap != None)")
         spe = int(getattr(s, "steps_per_execution", 1) or 1)
-        if spe > record.CAPACITY:
-            raise ValueError(f"SwapLogger: steps_per_execution must be <= {record.CAPACITY}, got {spe}")
-        self._columns = record.swap_log_columns(s.num_chains)
+        if spe > swap_record.CAPACITY:
+            raise ValueError(f"SwapLogger: steps_per_execution must be <= {swap_record.CAPACITY}, got {spe}")
+        self._columns = swap_record.swap_log_columns(s.num_chains)
         self._col = {c: i for i, c in enumerate(self._columns)}
         K, P = s.num_chains, s.num_chains - 1
         self._headers = {
@@ -156,25 +148,25 @@ class SwapLogger(keras.callbacks.Callback):
             "offsets": ["epoch", "pair", "offset", "attempts", "swaps", "accept_rate", "mean_sigma2_used"],
         }
         self._offsets = s.swap_state.offsets
-        self._run = outputs.run_identity(s)
+        self._run = ownership.run_identity(s)
         self._abandon()
-        outputs.claim(self.log_dir, self, self.params, "SwapLogger")
+        ownership.claim(self.log_dir, self, self.params, "SwapLogger")
         try:
             self._adopt()
         except Exception:
-            outputs.release(self)
+            ownership.release(self)
             raise
         self._started = False
 
     def _adopt(self):
         """Refuses (or with ``overwrite`` deletes) swap logs of another run; records this run."""
         path = os.path.join(self.log_dir, IDENTITY)
-        stored = outputs.stored_run(path, "SwapLogger")
-        diff = outputs.difference(stored, self._run)
+        stored = ownership.stored_run(path, "SwapLogger")
+        diff = ownership.difference(stored, self._run)
         logs = [f"{name}.csv" for name in self._headers if os.path.exists(os.path.join(self.log_dir, f"{name}.csv"))]
         if diff is not None and logs:
             if not self.overwrite:
-                raise outputs.refuse(self.log_dir, f"swap logs ({', '.join(logs)})", diff)
+                raise ownership.refuse(self.log_dir, f"swap logs ({', '.join(logs)})", diff)
             for name in logs:
                 os.remove(os.path.join(self.log_dir, name))
         if diff is not None:
@@ -215,16 +207,16 @@ class SwapLogger(keras.callbacks.Callback):
         end = int(s.step_counter.numpy())
         if end <= self._next_step:
             return
-        if end - self._next_step > record.CAPACITY:
+        if end - self._next_step > swap_record.CAPACITY:
             raise RuntimeError(f"SwapLogger: {end - self._next_step} steps since the last read exceed the "
-                               f"record buffer ({record.CAPACITY}); records would be lost")
+                               f"record buffer ({swap_record.CAPACITY}); records would be lost")
         buf = keras.ops.convert_to_numpy(s.swap_log)
         temps = keras.ops.convert_to_numpy(s.temperature).astype(float)
         c = self._col
         P, K = s.num_chains - 1, s.num_chains
         tb = []
         for step in range(self._next_step, end):
-            row = buf[step % record.CAPACITY]
+            row = buf[step % swap_record.CAPACITY]
             if int(row[c["step"]]) != step:
                 raise RuntimeError(f"SwapLogger: record of step {step} missing from the buffer")
             corr = float(row[c["correction"]])
@@ -252,7 +244,7 @@ class SwapLogger(keras.callbacks.Callback):
         self._next_step = end
         for f in self._files.values():  # on disk before any later checkpoint
             f.file.flush()
-        _faults.point("swaps.drained")
+        fault_points.point("swaps.drained")
         if self._writer is not None and tb:
             with self._writer.as_default():
                 for name, value, step in tb:
@@ -296,7 +288,7 @@ class SwapLogger(keras.callbacks.Callback):
         self._started = False
         if self._writer is not None:
             self._writer.flush()
-        outputs.release(self)
+        ownership.release(self)
 
     def get_config(self):
         return {"log_dir": self.log_dir, "tensorboard_dir": self.tensorboard_dir, "overwrite": self.overwrite}

@@ -10,34 +10,38 @@
 Each subcommand module defines ``HELP`` (one line), ``DESCRIPTION``, ``add_arguments(parser)``,
 optionally ``check(args)`` (validation that needs more than one flag, or the file system;
 calls ``die`` on a bad value; no TensorFlow) and ``run(args) -> int``.  Modules import
-TensorFlow only inside ``run``, so a bad flag gives exactly one line on stderr and exit status
-2 before anything is written (the console script, :mod:`tf_vrre_cli`, defers the package's
-own TensorFlow import until :func:`main` has checked the flags).  Ctrl-C during ``run``
+TensorFlow only inside ``run`` (``import tf_vrre`` imports none), so a bad flag gives exactly
+one line on stderr and exit status 2 before anything is written.  Ctrl-C during ``run``
 prints ``tf-vrre: interrupted`` and exits 130; what finished before is on disk.  Shared
 argument types and the one-line error live in :mod:`tf_vrre.cli._args`.
 """
+
+from __future__ import annotations
 
 import argparse
 import errno
 import importlib
 import os
 import sys
+import types
+from collections.abc import Sequence
+from typing import NoReturn
 
-from tf_vrre.cli._args import die  # noqa: F401  (re-export for subcommands and tests)
+from tf_vrre.cli._args import die
 
 SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose", "repair")
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line on stderr, exit 2 (no usage block)
+    def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2 (no usage block)
         die(f"{self.prog.split()[-1]}: {message}" if " " in self.prog else message)
 
 
-def _module(name):
+def _module(name: str) -> types.ModuleType:
     return importlib.import_module(f"tf_vrre.cli.{name}")
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     """The ``tf-vrre`` argument parser with every subcommand."""
     p = _Parser(prog="tf-vrre", description="Variance-reduced replica-exchange SG-MCMC for Keras 3.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -53,7 +57,7 @@ WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPE
 INTERRUPTED = 130  # 128 + SIGINT, the shell's status for a job stopped by Ctrl-C
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Parses and checks the flags, then runs the subcommand; returns the exit status.
 
     Exit status: 0 done, 2 bad flag (one line on stderr, nothing written), 1 a file could not be
@@ -65,10 +69,6 @@ def main(argv=None):
     if hasattr(mod, "check"):
         mod.check(args)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if getattr(mod, "TENSORFLOW", True):
-        import tf_vrre
-
-        tf_vrre._load()  # the package's imports, deferred by the console script until the flags were checked
     try:
         return mod.run(args)
     except KeyboardInterrupt:
@@ -90,7 +90,7 @@ def main(argv=None):
         return 1
 
 
-def _tensorflow_write_error(err):
+def _tensorflow_write_error(err: Exception) -> str | None:
     """The first line of a TensorFlow error caused by a full disk / missing permission, else ``None``."""
     tf = sys.modules.get("tensorflow")
     errors = getattr(tf, "errors", None)

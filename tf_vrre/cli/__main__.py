@@ -1,8 +1,4 @@
-"""``python -m tf_vrre.cli ...`` is ``tf-vrre ...``.
-
-(This path imports the ``tf_vrre`` package, and so TensorFlow, before parsing; the ``tf-vrre``
-script and ``python -m tf_vrre_cli`` check the flags first.)
-"""
+"""``python -m tf_vrre.cli ...`` is ``tf-vrre ...`` (the flags are checked before TensorFlow loads)."""
 
 from tf_vrre.cli import main
 

@@ -6,14 +6,17 @@ ints below ``2**31`` (TensorFlow's int32 shapes and seeds), floats within float3
 (values reach float32 variables), tighter where a flag says so.
 """
 
+from __future__ import annotations
+
 import argparse
 import math
 import os
 import sys
 import tempfile
+from typing import NoReturn
 
 
-def die(message):
+def die(message: str) -> NoReturn:
     """One line on stderr (``tf-vrre: error: ...``) and exit status 2."""
     sys.stderr.write(f"tf-vrre: error: {message}\n")
     raise SystemExit(2)

@@ -6,11 +6,8 @@
 
 import os
 
-from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import fraction as _fraction
-from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
-from tf_vrre.cli._args import positive as _positive
-from tf_vrre.cli._args import writable as _writable
+from tf_vrre.cli import _args
+
 
 HELP = "replica flow, per-pair acceptance, ESS / R-hat of a run (swap log and/or samples)"
 DESCRIPTION = (
@@ -29,11 +26,11 @@ def add_arguments(p):
                    help="run directory (repeat for several runs as chains, e.g. seeds)")
     p.add_argument("--out", default=None,
                    help="output directory (default: the run directory; required with several --run)")
-    p.add_argument("--burn-in", type=_fraction(), default=0.1,
+    p.add_argument("--burn-in", type=_args.fraction(), default=0.1,
                    help="fraction of each run's steps dropped before ESS / R-hat (default 0.1)")
-    p.add_argument("--points", type=_positive(int), default=4,
+    p.add_argument("--points", type=_args.positive(int), default=4,
                    help="validation points whose predictive probability is tracked (default 4)")
-    p.add_argument("--blocks", type=_nonnegative_int, default=20,
+    p.add_argument("--blocks", type=_args.nonnegative_int, default=20,
                    help="batch-means blocks for acceptance standard errors, >= 2 (default 20)")
     p.add_argument("--no-split", action="store_true", help="do not split chains in halves for ESS / R-hat")
     p.add_argument("--no-figures", action="store_true", help="skip replicas.png and acceptance.png")
@@ -41,27 +38,27 @@ def add_arguments(p):
 
 def check(args):
     """Runs, sample files and ``--out``, before TensorFlow starts (exit 2 on a bad one)."""
-    from tf_vrre.runs import samples as run_files
+    from tf_vrre.runs import samples
 
     if args.blocks < 2:
-        _die(f"--blocks must be >= 2, got {args.blocks}")
+        _args.die(f"--blocks must be >= 2, got {args.blocks}")
     for run in args.run:
         try:
-            _, samples = run_files.locate(run)
-            if samples is not None:
+            _, sample_dir = samples.locate(run)
+            if sample_dir is not None:
                 try:
-                    run_files.load_samples(samples)
+                    samples.load_samples(sample_dir)
                 except ValueError as err:
-                    raise ValueError(f"{err}; {run_files.repair_hint(run)}") from None
+                    raise ValueError(f"{err}; {samples.repair_hint(run)}") from None
         except ValueError as err:
-            _die(f"--run: {err}")
+            _args.die(f"--run: {err}")
     if len(set(map(os.path.realpath, args.run))) != len(args.run):
-        _die("--run: the same run given twice")
+        _args.die("--run: the same run given twice")
     if args.out is None:
         if len(args.run) > 1:
-            _die("--out is required with several --run")
+            _args.die("--out is required with several --run")
         args.out = args.run[0]
-    _writable(args.out)
+    _args.writable(args.out)
 
 
 def _write_json(path, obj):
@@ -72,16 +69,16 @@ def _write_json(path, obj):
 
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
-    from tf_vrre import diagnostics as dg
+    from tf_vrre import diagnostics
     from tf_vrre.diagnostics import plots
 
     try:  # read everything first: a broken log leaves no --out behind
-        diag = dg.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
+        diag = diagnostics.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
                            split=not args.no_split)
     except (ValueError, OSError) as err:
-        _die(f"--run: {err}")
+        _args.die(f"--run: {err}")
     os.makedirs(args.out, exist_ok=True)
-    print(dg.format_table(diag))
+    print(diagnostics.format_table(diag))
     written = ["diagnostics.json"]
     with_log = [(f, p) for f, p in zip(diag["replica_flow"], diag["runs"]) if f is not None]
     if with_log and not args.no_figures:
@@ -89,6 +86,6 @@ def run(args):
         plots.replicas(os.path.join(args.out, "replicas.png"), flows, labels)
         plots.acceptance(os.path.join(args.out, "acceptance.png"), flows, labels)
         written += ["replicas.png", "acceptance.png"]
-    _write_json(os.path.join(args.out, "diagnostics.json"), dg.to_json(diag))
+    _write_json(os.path.join(args.out, "diagnostics.json"), diagnostics.to_json(diag))
     print(f"wrote {', '.join(written)} to {args.out}")
     return 0

@@ -7,9 +7,7 @@
 
 import os
 
-from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import positive as _positive
-from tf_vrre.cli._args import writable as _writable
+from tf_vrre.cli import _args
 
 HELP = "export the samples' model average as one SavedModel for TF Serving"
 DESCRIPTION = (
@@ -30,48 +28,48 @@ def add_arguments(p):
     src.add_argument("--samples", metavar="DIR",
                      help="SampleCollector directory (manifest.json, model.json); the model's own input signature")
     p.add_argument("--out", required=True, metavar="DIR", help="TF Serving model base path; writes DIR/<version>/")
-    p.add_argument("--version", type=_positive(int), metavar="N",
+    p.add_argument("--version", type=_args.positive(int), metavar="N",
                    help="version number (default: highest existing + 1); an existing version is an error")
-    p.add_argument("--max-members", type=_positive(int), metavar="K",
+    p.add_argument("--max-members", type=_args.positive(int), metavar="K",
                    help="at most K members, spread evenly over the chain (default: every sample)")
-    p.add_argument("--temperature", type=_positive(float), default=1.0, metavar="T",
+    p.add_argument("--temperature", type=_args.positive(float), default=1.0, metavar="T",
                    help="divide the members' logits by T before the softmax (default 1)")
 
 
 def check(args):
     """Source (``run.json`` too), sample files, ``--out`` and ``--version``, before TensorFlow starts
     (exit 2 on a bad one)."""
-    from tf_vrre.runs import samples as run_files
-    from tf_vrre.serving import checks as export_checks
+    from tf_vrre.runs import samples
+    from tf_vrre.serving import checks
 
     if args.run is not None:
         if not os.path.isfile(os.path.join(args.run, "run.json")):
-            _die(f"--run {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
+            _args.die(f"--run {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
         try:
-            export_checks.read_run(args.run)  # format, preprocessing, input shape
+            checks.read_run(args.run)  # format, preprocessing, input shape
         except ValueError as err:
-            _die(f"--run: {err}")
-        samples = os.path.join(args.run, "samples")
+            _args.die(f"--run: {err}")
+        sample_dir = os.path.join(args.run, "samples")
     else:
         if not os.path.isfile(os.path.join(args.samples, "manifest.json")):
-            _die(f"--samples {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
-        samples = args.samples
-    if os.path.isfile(os.path.join(samples, "manifest.json")):
+            _args.die(f"--samples {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
+        sample_dir = args.samples
+    if os.path.isfile(os.path.join(sample_dir, "manifest.json")):
         try:
-            run_files.load_samples(samples)  # structure, sizes, checksums, shapes
+            samples.load_samples(sample_dir)  # structure, sizes, checksums, shapes
         except ValueError as err:
-            _die(f"{'--run' if args.run is not None else '--samples'}: {err}; "
-                 f"{run_files.repair_hint(args.run if args.run is not None else samples)}")
-    _writable(args.out)
+            _args.die(f"{'--run' if args.run is not None else '--samples'}: {err}; "
+                      f"{samples.repair_hint(args.run if args.run is not None else sample_dir)}")
+    _args.writable(args.out)
     if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
-        _die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "
-             "(exported versions are never overwritten)")
+        _args.die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "
+                  "(exported versions are never overwritten)")
     try:
-        export_checks.check_out(args.out)
-        export_checks.choose_version(args.out, args.version)
-        export_checks.check_temperature(args.temperature)
+        checks.check_out(args.out)
+        checks.choose_version(args.out, args.version)
+        checks.check_temperature(args.temperature)
     except ValueError as err:
-        _die(f"--out / --version / --temperature: {err}")
+        _args.die(f"--out / --version / --temperature: {err}")
 
 
 def run(args):
@@ -85,7 +83,7 @@ def run(args):
         message = str(err)
         if "model=<built keras.Model" in message:
             message += " (the CLI cannot take a model object)"
-        _die(message)
+        _args.die(message)
     print(f"exported {info['members']} of {info['samples_available']} samples (steps {_span(info['steps'])}) "
           f"to {info['path']}")
     print(f"  export time {info['export_seconds']:.1f} s, SavedModel size {info['bytes'] / 2 ** 20:.2f} MiB, "

@@ -9,17 +9,10 @@
 import os
 import time
 
-from tf_vrre.cli._args import bounded as _bounded
-from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import fraction as _fraction
-from tf_vrre.cli._args import fresh_directory as _fresh_directory
-from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
-from tf_vrre.cli._args import positive as _positive
-from tf_vrre.cli._args import positive_list as _positive_list
-from tf_vrre.cli._args import writable as _writable
-from tf_vrre.cli._args import write_json as _write_json
+from tf_vrre.cli import _args
 
-METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.mixture.ALL_METHODS (no TF import here)
+# tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS, repeated: the flags are checked without TensorFlow
+METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")
 OUTPUTS = ("summary.json", "traces.npz", "traces.png", "density.png", "variance.png", "sensitivity.png")
 MAX_DATA_SIZE = 10 ** 7   # the data set and the exact-posterior grid live in memory
 MAX_STEPS = 10 ** 9
@@ -57,48 +50,52 @@ def add_arguments(m):
                       help="Section 5.1 numbers: N=1e5, m=40, tau=(10,1000), eta=1e-7, F=1 (VR) / 100 (reSGLD)")
     scen.add_argument("--appendix", action="store_true",
                       help="appendix variant: N=1e5, m=40, tau=(1,500), eta=1e-5, F=1 (VR) / 500 (reSGLD)")
-    m.add_argument("--data-size", type=_positive(int, MAX_DATA_SIZE),
+    m.add_argument("--data-size", type=_args.positive(int, MAX_DATA_SIZE),
                    help="N (default 1000; 1e5 with --paper/--appendix; at most 1e7)")
-    m.add_argument("--data-seed", type=_nonnegative_int, default=0, help="seed of the data set (default 0, fixed)")
-    m.add_argument("--iterations", "--steps", dest="steps", type=_positive(int, MAX_STEPS),
+    m.add_argument("--data-seed", type=_args.nonnegative_int, default=0, help="seed of the data set (default 0, fixed)")
+    m.add_argument("--iterations", "--steps", dest="steps", type=_args.positive(int, MAX_STEPS),
                    help="iterations per method and seed (default 3e4; 1e4 with --paper/--appendix)")
-    m.add_argument("--lr", type=_positive(float), help="eta, multiplies the N-scaled gradient (default 3e-4)")
-    m.add_argument("--batch", type=_positive(int), help="mini-batch size n (default 100; 1000 for --paper)")
-    m.add_argument("--m", type=_positive(int), help="variance/snapshot period m (default 4; 40 for --paper)")
-    m.add_argument("--tau1", type=_positive(float), help="cold temperature (default 10)")
-    m.add_argument("--tau2", type=_positive(float), help="hot temperature (default 3000)")
-    m.add_argument("--correction", type=_positive(float), help="F of VR-reSGLD (and reSGLD unless "
+    m.add_argument("--lr", type=_args.positive(float), help="eta, multiplies the N-scaled gradient (default 3e-4)")
+    m.add_argument("--batch", type=_args.positive(int), help="mini-batch size n (default 100; 1000 for --paper)")
+    m.add_argument("--m", type=_args.positive(int), help="variance/snapshot period m (default 4; 40 for --paper)")
+    m.add_argument("--tau1", type=_args.positive(float), help="cold temperature (default 10)")
+    m.add_argument("--tau2", type=_args.positive(float), help="hot temperature (default 3000)")
+    m.add_argument("--correction", type=_args.positive(float), help="F of VR-reSGLD (and reSGLD unless "
                    "--correction-re; default 2, the unbiased value for Gaussian energy noise)")
-    m.add_argument("--correction-re", type=_positive(float), help="F of reSGLD (default: --correction)")
-    m.add_argument("--smoothing", type=_positive(float, 1.0), default=0.3, help="gamma in (0, 1] (default 0.3)")
-    m.add_argument("--initial", type=_bounded(MAX_LOCATION), default=30.0, help="beta_0 of every chain (default 30)")
-    m.add_argument("--phi", type=_bounded(MAX_LOCATION), default=20.0,
+    m.add_argument("--correction-re", type=_args.positive(float), help="F of reSGLD (default: --correction)")
+    m.add_argument("--smoothing", type=_args.positive(float, 1.0), default=0.3, help="gamma in (0, 1] (default 0.3)")
+    m.add_argument("--initial", type=_args.bounded(MAX_LOCATION), default=30.0,
+                   help="beta_0 of every chain (default 30)")
+    m.add_argument("--phi", type=_args.bounded(MAX_LOCATION), default=20.0,
                    help="mirror point: components at beta and phi - beta (default 20, the paper's)")
-    m.add_argument("--sigma", type=_positive(float, MAX_LOCATION), default=5.0,
+    m.add_argument("--sigma", type=_args.positive(float, MAX_LOCATION), default=5.0,
                    help="component standard deviation (default 5)")
-    m.add_argument("--prior-sd", type=_positive(float, MAX_LOCATION), default=10.0,
+    m.add_argument("--prior-sd", type=_args.positive(float, MAX_LOCATION), default=10.0,
                    help="prior sd of beta (default 10)")
-    m.add_argument("--true-beta", type=_bounded(MAX_LOCATION), default=-5.0,
+    m.add_argument("--true-beta", type=_args.bounded(MAX_LOCATION), default=-5.0,
                    help="beta the data are drawn at (default -5)")
     m.add_argument("--penalty", choices=("auto", "batch", "offset", "window"), default="auto",
                    help="swap penalty's sigma2 (CorrectedSwap(penalty=...)): auto = batch with VR, the "
                         "paper's window without (default auto)")
-    m.add_argument("--seed", type=_nonnegative_int, default=0, help="first chain seed (default 0)")
-    m.add_argument("--seeds", type=_positive(int, 1000), help="chain seeds per method: seed, seed+1, ... (default 3)")
+    m.add_argument("--seed", type=_args.nonnegative_int, default=0, help="first chain seed (default 0)")
+    m.add_argument("--seeds", type=_args.positive(int, 1000),
+                   help="chain seeds per method: seed, seed+1, ... (default 3)")
     m.add_argument("--methods", default="sgld,resgld,vr-resgld",
                    help="comma-separated subset of sgld,resgld,vr-resgld,vr-resgld-ladder")
-    m.add_argument("--ladder-chains", type=_positive(int, 64), default=4,
+    m.add_argument("--ladder-chains", type=_args.positive(int, 64), default=4,
                    help="K of vr-resgld-ladder (geometric tau1..tau2, default 4)")
-    m.add_argument("--burn-in", type=_fraction(), default=0.1, help="fraction of each trace discarded (default 0.1)")
-    m.add_argument("--record-every", type=_positive(int), default=10, help="record beta, sigma2 every k steps")
-    m.add_argument("--variance-m", type=_positive_list(int, MAX_STEPS), default=(10, 40, 200),
+    m.add_argument("--burn-in", type=_args.fraction(), default=0.1,
+                   help="fraction of each trace discarded (default 0.1)")
+    m.add_argument("--record-every", type=_args.positive(int), default=10, help="record beta, sigma2 every k steps")
+    m.add_argument("--variance-m", type=_args.positive_list(int, MAX_STEPS), default=(10, 40, 200),
                    help="extra VR-reSGLD periods m for variance.png (default 10,40,200)")
-    m.add_argument("--variance-steps", type=_positive(int, MAX_STEPS), default=4000,
+    m.add_argument("--variance-steps", type=_args.positive(int, MAX_STEPS), default=4000,
                    help="iterations of each extra variance.png run (default 4000)")
-    m.add_argument("--sens-ratios", type=_positive_list(float, 1.0), help="n/N values of sensitivity.png, in (0, 1]")
-    m.add_argument("--sens-lrs", type=_positive_list(float), help="eta values of sensitivity.png")
-    m.add_argument("--sens-seeds", type=_positive(int, 1000), help="seeds averaged per grid point (default 2)")
-    m.add_argument("--sens-steps", type=_positive(int, MAX_STEPS), default=300,
+    m.add_argument("--sens-ratios", type=_args.positive_list(float, 1.0),
+                   help="n/N values of sensitivity.png, in (0, 1]")
+    m.add_argument("--sens-lrs", type=_args.positive_list(float), help="eta values of sensitivity.png")
+    m.add_argument("--sens-seeds", type=_args.positive(int, 1000), help="seeds averaged per grid point (default 2)")
+    m.add_argument("--sens-steps", type=_args.positive(int, MAX_STEPS), default=300,
                    help="iterations per sensitivity run; sigma2 averaged over the second half (default 300)")
     m.add_argument("--full", action="store_true", help="5 x 5 sensitivity grid averaged over 10 seeds")
     m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>); results "
@@ -132,26 +129,26 @@ def check(args):
     args.scenario = _settings(args)
     _validate(args)
     args.out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
-    _writable(args.out)
-    _fresh_directory(args.out, OUTPUTS, args.overwrite)
+    _args.writable(args.out)
+    _args.fresh_directory(args.out, OUTPUTS, args.overwrite)
 
 
 def _validate(args):
     if args.tau1 >= args.tau2:
-        _die(f"--tau1 must be < --tau2 (got {args.tau1} >= {args.tau2})")
+        _args.die(f"--tau1 must be < --tau2 (got {args.tau1} >= {args.tau2})")
     if args.batch > args.data_size:
-        _die(f"--batch must be <= --data-size ({args.data_size}), got {args.batch}")
+        _args.die(f"--batch must be <= --data-size ({args.data_size}), got {args.batch}")
     methods = tuple(t.strip() for t in args.methods.split(",") if t.strip())
     bad = [t for t in methods if t not in METHODS]
     if not methods or bad or len(set(methods)) != len(methods):
-        _die(f"--methods must be distinct names from {','.join(METHODS)}, got {args.methods!r}")
+        _args.die(f"--methods must be distinct names from {','.join(METHODS)}, got {args.methods!r}")
     args.methods = methods
     if "vr-resgld-ladder" in methods and args.ladder_chains < 3:
-        _die(f"--ladder-chains must be >= 3, got {args.ladder_chains}")
+        _args.die(f"--ladder-chains must be >= 3, got {args.ladder_chains}")
     if args.steps < 20 * args.record_every:
-        _die(f"--iterations must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
+        _args.die(f"--iterations must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
     if args.sens_steps < 2 * args.m:
-        _die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
+        _args.die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
 
 
 def _fmt(value, spec, none="-"):
@@ -203,7 +200,7 @@ def run(args):
             study.save_partial(runs, time.perf_counter() - t_start, status="interrupted")
         raise
     wall = time.perf_counter() - t_start
-    _write_json(os.path.join(args.out, "summary.json"), study.summary(results, factor, variance_m, sens, wall))
+    _args.write_json(os.path.join(args.out, "summary.json"), study.summary(results, factor, variance_m, sens, wall))
     _print_table(study, results, factor, variance_m,
                  f"wall time {wall:.1f}s; wrote summary.json, traces.npz, traces.png, density.png, "
                  f"{'variance.png, ' if curves else ''}sensitivity.png to {args.out}")

@@ -6,7 +6,7 @@
 
 import os
 
-from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import die
 
 HELP = "keep the readable samples of a damaged run (deleted / truncated sample, broken manifest)"
 DESCRIPTION = (
@@ -16,7 +16,6 @@ DESCRIPTION = (
     "dropped. An unreadable manifest is rebuilt from the readable sample-<step>.npz files (their "
     "temperature / energy metadata and the run identity are lost: evaluate and export work, a resume "
     "refuses them). Refuses a run that tf-vrre train is writing. No TensorFlow.")
-TENSORFLOW = False  # tf_vrre.cli.main runs this subcommand without loading TensorFlow
 
 
 def add_arguments(p):
@@ -27,38 +26,38 @@ def add_arguments(p):
 
 def _samples_dir(run):
     if not os.path.isdir(run):
-        _die(f"RUN {run!r} is not a directory")
+        die(f"RUN {run!r} is not a directory")
     sub = os.path.join(run, "samples")
     if os.path.isdir(sub):
         return sub
     if any(n == "manifest.json" or n.startswith("sample-") for n in os.listdir(run)):
         return run
-    _die(f"RUN {run!r} has no samples/ directory and no manifest.json or sample files")
+    die(f"RUN {run!r} has no samples/ directory and no manifest.json or sample files")
 
 
 def check(args):
     """The directory and the run lock, before anything is read (exit 2 on a bad one)."""
-    from tf_vrre.runs import run_json as rundir
+    from tf_vrre.runs import run_json
 
     args.samples = _samples_dir(args.run)
     args.run_lock = None
-    if not args.dry_run and os.path.isfile(os.path.join(args.run, rundir.RUN_JSON)):
+    if not args.dry_run and os.path.isfile(os.path.join(args.run, run_json.RUN_JSON)):
         try:  # held to the end: tf-vrre train cannot start meanwhile
-            args.run_lock = rundir.lock_run(args.run)
-        except rundir.RunLockedError as err:
-            _die(f"RUN: {err}")
+            args.run_lock = run_json.lock_run(args.run)
+        except run_json.RunLockedError as err:
+            die(f"RUN: {err}")
         except OSError as err:
-            _die(f"RUN: cannot lock {args.run!r}: {err}")
+            die(f"RUN: cannot lock {args.run!r}: {err}")
 
 
 def run(args):
     """Repairs (or with ``--dry-run`` plans) the sample directory; returns the exit status."""
-    from tf_vrre.runs import repair as sample_repair
+    from tf_vrre.runs import repair
 
     try:
-        result = sample_repair.repair(args.samples, dry_run=args.dry_run)
+        result = repair.repair(args.samples, dry_run=args.dry_run)
     except ValueError as err:
-        _die(f"RUN: {err}")
+        die(f"RUN: {err}")
     if result["manifest_problem"]:
         print(f"manifest unreadable ({result['manifest_problem']}); rebuilt from the sample files")
     for name, why in result["dropped"]:

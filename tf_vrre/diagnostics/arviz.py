@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-import tf_vrre.diagnostics.replicas as rp
-import tf_vrre.diagnostics.report as report
+from tf_vrre.diagnostics import replicas
+from tf_vrre.diagnostics import report
 
 
 def _import_arviz():
@@ -36,7 +36,7 @@ def _cold_state_at(log, after_steps, since):
     """For each entry of ``after_steps`` (non-decreasing): the state in slot 0 once the swaps
     of that step are done, and the accepted pair-0 swaps since the previous entry (the first:
     since step ``since``)."""
-    times, slots = rp.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains,
+    times, slots = replicas.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains,
                                  log.start_step)
     e = np.clip(np.searchsorted(times, after_steps, side="right") - 1, 0, len(times) - 1)
     cold = np.argmin(slots[e], axis=1)
@@ -87,15 +87,7 @@ def to_inference_data(runs, burn_in=0.1, points=4):
       ValueError: a bad argument or run directory, or runs of different kinds (samples vs none).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])

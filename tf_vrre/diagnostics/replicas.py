@@ -120,15 +120,7 @@ def pair_acceptance(log, blocks=20):
       blocks: number of blocks B (>= 2).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
@@ -208,15 +200,7 @@ def replica_flow(log, blocks=20):
       sigma2_trend``, plus ``"_paths": (times, slots)`` for plotting (not JSON).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])

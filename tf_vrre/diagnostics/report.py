@@ -5,9 +5,8 @@ import os
 
 import numpy as np
 
-import tf_vrre.diagnostics.chains as ch
-import tf_vrre.diagnostics.replicas as rp
-import tf_vrre.diagnostics.runs as rn
+from tf_vrre.diagnostics import chains, replicas
+from tf_vrre.diagnostics.runs import locate, read_run_json, read_samples, read_swap_log
 
 FORMAT = "tf_vrre.diagnostics/1"
 DESCRIPTIONS = {
@@ -27,12 +26,12 @@ def load_run(run, points=4):
     """Everything :func:`diagnose` reads from one run: ``{"path", "swap_log", "samples", "run"}``
     (``swap_log`` a :class:`SwapLog` or ``None``, ``samples`` from :func:`read_samples` or
     ``None``, ``run`` the run.json dict)."""
-    swaps_dir, samples_dir = rn.locate(run)
-    log = rn.read_swap_log(swaps_dir) if swaps_dir else None
-    samples = rn.read_samples(samples_dir, points) if samples_dir else None
+    swaps_dir, samples_dir = locate(run)
+    log = read_swap_log(swaps_dir) if swaps_dir else None
+    samples = read_samples(samples_dir, points) if samples_dir else None
     if samples is not None and not samples["step"].size:
         samples = None
-    return {"path": os.fspath(run), "swap_log": log, "samples": samples, "run": rn.read_run_json(run)}
+    return {"path": os.fspath(run), "swap_log": log, "samples": samples, "run": read_run_json(run)}
 
 
 def _step_range(loaded):
@@ -108,15 +107,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
       figures (drop it before writing JSON: :func:`to_json`).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
@@ -131,7 +122,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
     if not paths:
         raise ValueError("runs: give at least one run directory")
     loaded = [load_run(p, points) for p in paths]
-    flows = [rp.replica_flow(r["swap_log"], blocks) if r["swap_log"] is not None else None for r in loaded]
+    flows = [replicas.replica_flow(r["swap_log"], blocks) if r["swap_log"] is not None else None for r in loaded]
     classes = bma_classes(loaded, burn_in)
     per_run = [series(r, burn_in, classes) for r in loaded]
     names = [k for k in per_run[0] if all(k in s for s in per_run)]
@@ -144,7 +135,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
             summaries[name] = info | {"chains": len(per_run), "draws": draws, "too_short": True}
             continue
         x = np.stack([s[name][:draws] for s in per_run])
-        summaries[name] = info | ch.chain_summary(x, split=split)
+        summaries[name] = info | chains.chain_summary(x, split=split)
     return {"format": FORMAT, "runs": paths, "burn_in": burn_in, "split": split, "blocks": blocks,
             "replica_flow": flows, "summaries": summaries, "classes": classes}
 

@@ -22,7 +22,7 @@ SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_
 def _read_csv(path, required=(), checks=None):
     """Columns of a CSV log as float arrays (``None`` if absent).  Only a last row torn by a kill
     is dropped; any other unreadable row is a ``ValueError`` naming the file and line
-    (:func:`tf_vrre.run_files.read_log`), as is a value outside ``checks[column]``
+    (:func:`tf_vrre.runs.samples.read_log`), as is a value outside ``checks[column]``
     (``(test, what it must be)``)."""
     if not os.path.isfile(path):
         return None
@@ -107,15 +107,7 @@ def read_swap_log(directory):
       ValueError: naming the directory or file when ``swaps.csv`` is missing or malformed.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
@@ -165,15 +157,7 @@ def read_samples(directory, points=4):
       ValueError: naming the manifest or a missing / corrupt sample file.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, swap=tf_vrre.CorrectedSwap(correction=2.0),
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=4, verbose=0, callbacks=[
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])

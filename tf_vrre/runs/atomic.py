@@ -17,11 +17,15 @@ remove names ending in ``.tmp``.  An ``OSError`` while writing (``ENOSPC``, ``EA
 propagates with the target's path as its ``filename``.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import tempfile
+from collections.abc import Callable
+from typing import IO, Any, TextIO
 
-import tf_vrre.runs.fault_points as _faults
+from tf_vrre.runs import fault_points
 
 __all__ = ["write", "write_text", "write_json", "savez", "save_figure", "open_append", "open_lock",
            "SymlinkError", "TMP_SUFFIX"]
@@ -33,11 +37,11 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 class SymlinkError(OSError):
     """A log or lock file name is a symbolic link (planted or left behind); tf_vrre does not write through it."""
 
-    def __str__(self):
-        return self.strerror
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
-def _umask():
+def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -46,7 +50,7 @@ def _umask():
 _MODE = 0o666 & ~_umask()  # what open(path, "w") would give a new file
 
 
-def write(path, write_fn, text=False):
+def write(path: str | os.PathLike[str], write_fn: Callable[[IO[Any]], object], text: bool = False) -> str:
     """Atomically replaces ``path`` with what ``write_fn(f)`` writes into a fresh temporary file.
 
     Args:
@@ -75,7 +79,7 @@ def write(path, write_fn, text=False):
         with (os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb")) as f:
             write_fn(f)
             f.flush()
-            _faults.point("atomic.write")
+            fault_points.point("atomic.write")
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as err:
@@ -89,29 +93,30 @@ def write(path, write_fn, text=False):
     return path
 
 
-def write_text(path, content):
+def write_text(path: str | os.PathLike[str], content: str) -> str:
     """Atomically replaces ``path`` with the string ``content`` (UTF-8)."""
     return write(path, lambda f: f.write(content), text=True)
 
 
-def write_json(path, obj, indent=1, newline=False, **kwargs):
+def write_json(path: str | os.PathLike[str], obj: Any, indent: int | None = 1, newline: bool = False,
+               **kwargs: Any) -> str:
     """Atomically replaces ``path`` with ``obj`` as JSON (``kwargs`` go to ``json.dumps``)."""
     return write_text(path, json.dumps(obj, indent=indent, **kwargs) + ("\n" if newline else ""))
 
 
-def savez(path, **arrays):
+def savez(path: str | os.PathLike[str], **arrays: Any) -> str:
     """Atomically replaces ``path`` with ``np.savez`` of ``arrays``."""
     import numpy as np
 
     return write(path, lambda f: np.savez(f, **arrays))
 
 
-def save_figure(fig, path, **kwargs):
+def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> str:
     """Atomically replaces ``path`` with a PNG of the matplotlib figure ``fig``."""
     return write(path, lambda f: fig.savefig(f, format="png", **kwargs))
 
 
-def _open_nofollow(path, flags, what):
+def _open_nofollow(path: str | os.PathLike[str], flags: int, what: str) -> int:
     path = os.fspath(path)
     try:
         return os.open(path, flags | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), _MODE)
@@ -122,7 +127,7 @@ def _open_nofollow(path, flags, what):
         raise
 
 
-def open_append(path, newline=""):
+def open_append(path: str | os.PathLike[str], newline: str = "") -> TextIO:
     """``path`` opened for appending text (created if absent) without following a symbolic link.
 
     Raises:
@@ -132,7 +137,7 @@ def open_append(path, newline=""):
     return os.fdopen(fd, "a", encoding="utf-8", newline=newline)
 
 
-def open_lock(path):
+def open_lock(path: str | os.PathLike[str]) -> TextIO:
     """The lock file ``path`` opened read-write (created if absent) without following a link.
 
     Raises:

@@ -12,10 +12,14 @@ committed), ``checkpoint.committed`` (committed and older ones deleted), ``atomi
 simulates a full disk).
 """
 
-hook = None
+from __future__ import annotations
+
+from collections.abc import Callable
+
+hook: Callable[[str], object] | None = None
 
 
-def point(name):
+def point(name: str) -> None:
     """Calls :data:`hook` with ``name`` when a test installed one."""
     if hook is not None:
         hook(name)

@@ -17,16 +17,19 @@ A deleted or truncated sample file, or a truncated / corrupt ``manifest.json``, 
 A dropped file that exists is renamed ``damaged-<name>`` (kept for inspection, never read).
 """
 
+from __future__ import annotations
+
 import os
 import zipfile
+from typing import Any
 
-import tf_vrre.runs.atomic as atomic
+from tf_vrre.runs import atomic
 from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"
 
 
-def _readable(path):
+def _readable(path: str) -> str | None:
     """``None`` if ``path`` is a complete, readable ``.npz`` (every member's CRC checked), else why not."""
     try:
         array_shapes(path)
@@ -37,7 +40,7 @@ def _readable(path):
     return None if bad is None else f"member {bad} fails its CRC check"
 
 
-def _check(directory, entry, listed):
+def _check(directory: str, entry: dict[str, Any], listed: bool) -> str | None:
     """Why ``entry`` cannot be kept, or ``None``."""
     path = os.path.join(directory, entry["file"])
     if not os.path.isfile(path):
@@ -51,7 +54,7 @@ def _check(directory, entry, listed):
     return _readable(path)
 
 
-def plan(directory):
+def plan(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """What :func:`repair` would do: ``{"manifest_problem", "kept", "dropped", "manifest"}``.
 
     ``kept``: entries of the new manifest; ``dropped``: ``[(file, reason)]``; ``manifest``: the
@@ -76,13 +79,14 @@ def plan(directory):
             path = os.path.join(directory, name)
             candidates.append(({"file": name, "step": int(name[7:16]), "bytes": os.path.getsize(path),
                                 "sha256": sha256(path)}, False))
-    kept, dropped = [], []
+    kept: list[dict[str, Any]] = []
+    dropped: list[tuple[str, str]] = []
     for entry, listed in candidates:
         why = _check(directory, entry, listed)
         (kept.append(entry) if why is None else dropped.append((entry["file"], why)))
     kept, other = _majority(directory, kept)
     dropped += other
-    manifest = dict(old) if old is not None else {"format": FORMAT, "events": [], "evicted": []}
+    manifest: dict[str, Any] = dict(old) if old is not None else {"format": FORMAT, "events": [], "evicted": []}
     manifest["entries"] = sorted(kept, key=lambda e: e["step"])
     if old is None:
         manifest["events"] = [e["step"] for e in manifest["entries"]]
@@ -96,7 +100,8 @@ def plan(directory):
             "changed": bool(dropped) or problem is not None}
 
 
-def _majority(directory, entries):
+def _majority(directory: str, entries: list[dict[str, Any]]
+              ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Entries whose arrays match the most common array layout, and ``[(file, reason)]`` of the rest."""
     layouts = [array_shapes(os.path.join(directory, e["file"])) for e in entries]
     keys = [repr(sorted(s.items())) for s in layouts]
@@ -108,7 +113,7 @@ def _majority(directory, entries):
                   for e, k in zip(entries, keys) if k != best]
 
 
-def repair(directory, dry_run=False):
+def repair(directory: str | os.PathLike[str], dry_run: bool = False) -> dict[str, Any]:
     """Rewrites ``directory/manifest.json`` to list the readable samples (see the module docstring).
 
     Args:
@@ -123,14 +128,8 @@ def repair(directory, dry_run=False):
 
     Example:
       >>> import os
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, seed=0)
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-      >>> _ = sampler.fit(x, y, batch_size=16, epochs=2, verbose=0,
+      >>> sampler = toy_sampler()
+      >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SampleCollector("samples", every=2)])
       >>> lost = sorted(f for f in os.listdir("samples") if f.startswith("sample-"))[0]
       >>> os.remove(os.path.join("samples", lost))              # a sample deleted by accident

@@ -13,15 +13,19 @@ the manifest or the file.  Nothing here imports TensorFlow, so the command line 
 files before it starts TensorFlow.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import re
 import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any
 
 import numpy as np
 
-import tf_vrre.runs.atomic as atomic
+from tf_vrre.runs import atomic
 
 MANIFEST = "manifest.json"
 MODEL_JSON = "model.json"
@@ -36,7 +40,7 @@ class RunFileError(ValueError):
     the message names the file (and line)."""
 
 
-def read_json(path):
+def read_json(path: str | os.PathLike[str]) -> Any:
     """``json.load`` of ``path`` with every failure as one ``ValueError``-family error or
     ``OSError``: ``FileNotFoundError`` / ``OSError`` propagate; undecodable bytes, bad JSON,
     nesting too deep for the parser and files too large give ``ValueError("<what>")`` (the
@@ -55,7 +59,7 @@ def read_json(path):
         raise ValueError("too large to parse") from None
 
 
-def sha256(path):
+def sha256(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -64,22 +68,22 @@ def sha256(path):
     return h.hexdigest()
 
 
-def atomic_write(path, write):
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[Any]], object]) -> None:
     """``write(f)`` (binary) into a fresh temporary file, fsync, rename over ``path``
     (:func:`tf_vrre.runs.atomic.write`)."""
     atomic.write(path, write)
 
 
-def write_json(path, obj):
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Writes ``obj`` as JSON to ``path`` atomically."""
     atomic.write_json(path, obj, indent=1)
 
 
-def _bad(path, what):
+def _bad(path: str, what: str) -> RunFileError:
     return RunFileError(f"sample manifest {path} is malformed: {what}")
 
 
-def _check_entries(path, entries):
+def _check_entries(path: str, entries: Any) -> None:
     if not isinstance(entries, list):
         raise _bad(path, f"'entries' must be a list, got {type(entries).__name__}")
     files, steps = set(), set()
@@ -100,7 +104,7 @@ def _check_entries(path, entries):
         steps.add(e["step"])
 
 
-def read_manifest(directory):
+def read_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed ``directory/manifest.json``, its structure checked.
 
     Raises:
@@ -123,7 +127,7 @@ def read_manifest(directory):
     return manifest
 
 
-def check_entry(directory, entry):
+def check_entry(directory: str | os.PathLike[str], entry: dict[str, Any]) -> str:
     """Path of an entry's file after checking its size and SHA-256 (``ValueError`` naming it)."""
     path = os.path.join(directory, entry["file"])
     try:
@@ -132,7 +136,7 @@ def check_entry(directory, entry):
         raise RunFileError(f"sample file {path}: cannot read it ({err.strerror or err})") from None
 
 
-def _check_entry_file(directory, entry, path):
+def _check_entry_file(directory: str | os.PathLike[str], entry: dict[str, Any], path: str) -> str:
     if not os.path.exists(path):
         raise RunFileError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
     size = os.path.getsize(path)
@@ -144,7 +148,7 @@ def _check_entry_file(directory, entry, path):
 
 
 
-def read_log(path):
+def read_log(path: str | os.PathLike[str]) -> tuple[list[str] | None, list[tuple[int, list[str]]]]:
     """``(header, [(line number, row)])`` of a CSV log written row by row, strictly.
 
     Only the last line may be incomplete (no newline, or fewer fields than the header: a row
@@ -192,13 +196,13 @@ def read_log(path):
     return header, rows
 
 
-def repair_hint(run):
+def repair_hint(run: str | os.PathLike[str]) -> str:
     """The remedy named by every command that finds damaged samples in ``run``."""
     return (f"'tf-vrre repair {run}' keeps the readable samples and rewrites the manifest (--dry-run shows what "
             "it would drop)")
 
 
-def array_shapes(path):
+def array_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[tuple[int, ...], str]]:
     """``{name: (shape, dtype str)}`` of the arrays in an ``.npz`` file, from their headers only."""
     out = {}
     try:
@@ -214,7 +218,7 @@ def array_shapes(path):
     return out
 
 
-def check_shapes(directory, entries):
+def check_shapes(directory: str | os.PathLike[str], entries: Sequence[dict[str, Any]]) -> None:
     """``ValueError`` naming the first sample whose arrays differ from the first sample's."""
     first = None
     for entry in sorted(entries, key=lambda e: e["step"]):
@@ -231,7 +235,7 @@ def check_shapes(directory, entries):
                                "in one directory)")
 
 
-def _describe(spec):
+def _describe(spec: tuple[tuple[int, ...], str] | None) -> str:
     return "absent" if spec is None else f"shape {spec[0]} dtype {np.dtype(spec[1]).name}"
 
 
@@ -243,52 +247,54 @@ class SampleSet:
         energy, bytes, sha256`` and BMA metrics when collected with validation data).
     """
 
-    def __init__(self, directory, entries):
+    def __init__(self, directory: str, entries: Sequence[dict[str, Any]]) -> None:
         self.directory = directory
         self.entries = sorted(entries, key=lambda e: e["step"])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.entries)
 
     @property
-    def steps(self):
+    def steps(self) -> list[int]:
+        """The samples' steps, ascending."""
         return [e["step"] for e in self.entries]
 
-    def weights(self, i):
+    def weights(self, i: int) -> list[np.ndarray]:
         """The weight list of sample ``i`` (for ``model.set_weights``)."""
         path = check_entry(self.directory, self.entries[i])
         with np.load(path) as z:
             names = sorted(k for k in z.files if k.startswith("w"))
             return [z[k] for k in names]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[np.ndarray]]:
         for i in range(len(self)):
             yield self.weights(i)
 
-    def predict(self, model, x, batch_size=256, output="logits"):
+    def predict(self, model: Any, x: Any, batch_size: int = 256, output: str = "logits") -> np.ndarray:
         """Bayesian model average ``mean_i softmax(model_i(x))`` (``output="probabilities"``:
         no softmax), streaming over the samples (one in memory at a time)."""
         if output not in ("logits", "probabilities"):
             raise ValueError(f"output must be 'logits' or 'probabilities', got {output!r}")
         if not len(self):
             raise ValueError(f"no samples in {self.directory}")
-        total = None
+        total: np.ndarray | None = None
         for w in self:
             model.set_weights(w)
             p = np.asarray(model.predict(x, batch_size=batch_size, verbose=0), np.float64)
             p = softmax(p) if output == "logits" else p
             total = p if total is None else total + p
-        return total / len(self)
+        assert total is not None  # len(self) > 0
+        return np.asarray(total / len(self))
 
 
-def softmax(z):
+def softmax(z: np.ndarray) -> np.ndarray:
     """Softmax over the last axis (float64)."""
     z = z - z.max(-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(-1, keepdims=True)
 
 
-def load_samples(directory):
+def load_samples(directory: str | os.PathLike[str]) -> SampleSet:
     """Reads ``directory/manifest.json`` and checks every listed file and their shapes.
 
     Checks: the manifest's structure, each file's size and SHA-256, and that every sample
@@ -298,15 +304,7 @@ def load_samples(directory):
       ValueError: naming the manifest, or the missing / truncated / mismatched sample file.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SampleCollector("runs/toy/samples", every=4)])
       >>> samples = load_samples("runs/toy/samples")
@@ -322,7 +320,7 @@ def load_samples(directory):
     return SampleSet(directory, manifest["entries"])
 
 
-def locate(run):
+def locate(run: str | os.PathLike[str]) -> tuple[str | None, str | None]:
     """``(swaps_dir or None, samples_dir or None)`` of a run directory.
 
     Rule: ``RUN/swaps.csv`` -> ``RUN`` is the swap log; else ``RUN/swaps/swaps.csv``.

@@ -7,6 +7,8 @@
 - :mod:`.chain_metrics`, :mod:`.saving`, :mod:`.xla`.
 """
 
+import keras  # noqa: F401  (first: the Keras classes register before a module here runs; see tf_vrre/__init__.py)
+
 from tf_vrre.sampler.batch import INDEX_KEY, unpack
 from tf_vrre.sampler.replica_exchange import SWAP_LOG_CAPACITY, ReplicaExchangeSampler, require_sampler
 from tf_vrre.sgmcmc.swap_record import swap_log_columns

@@ -7,7 +7,6 @@ import os
 import numpy as np
 
 from tf_vrre.runs import run_json
-from tf_vrre.runs.run_json import FORMAT as RUN_FORMAT  # noqa: F401  (re-exported)
 from tf_vrre.runs.run_json import RUN_JSON
 
 

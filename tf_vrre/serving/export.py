@@ -13,8 +13,8 @@ a TF Serving model version ``OUT/<version>/`` (``saved_model.pb``, ``variables/`
 The members' weights are stacked into one variable per weight (``[K, ...]``, filled one
 sample file at a time) and the graph runs the model once per member inside ``tf.map_fn``,
 reading that member's slices through a ``keras.StatelessScope`` (inference mode, so every
-member uses its own BatchNorm statistics).  The graph has the same size for any K; members run one after the
-other, so serving memory does not grow with K either.  The archive is written by Keras'
+member uses its own BatchNorm statistics).  The graph has the same size for any K; members run
+one after the other, so serving memory does not grow with K either.  The archive is written by Keras'
 ``keras.export.ExportArchive``.
 """
 
@@ -27,18 +27,13 @@ import zipfile
 import keras
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
 from tf_vrre._version import __version__
 from tf_vrre.runs import atomic
-from tf_vrre.runs.run_json import RUN_JSON  # noqa: F401  (re-exported)
-from tf_vrre.runs.run_json import FORMAT as RUN_FORMAT  # noqa: F401  (earlier name of this module)
-from tf_vrre.runs.samples import MANIFEST, MODEL_JSON, load_samples
-from tf_vrre.runs.samples import read_manifest as _read_manifest
-from tf_vrre.serving.checks import check_int as _check_int
-from tf_vrre.serving.checks import check_out as _check_out
-from tf_vrre.serving.checks import check_temperature as _check_temperature
-from tf_vrre.serving.checks import choose_version as _choose_version
-from tf_vrre.serving.checks import read_run as _read_run
+from tf_vrre.runs.run_json import RUN_JSON
+from tf_vrre.runs.samples import MANIFEST, MODEL_JSON, load_samples, read_manifest
+from tf_vrre.serving import checks
+
 EXPORT_JSON = "export.json"
 EXPORT_FORMAT = "tf_vrre.export/1"
 TMP_PREFIX = ".tmp-export-"
@@ -85,15 +80,7 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
         version or a model that cannot be rebuilt (before anything is written).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SampleCollector("runs/toy/samples", every=4)])
       >>> info = export_ensemble("runs/toy/samples", "serving/toy", max_members=2)
@@ -103,14 +90,14 @@ def export_ensemble(source, out, model=None, version=None, max_members=None, tem
       TensorShape([3, 2])
     """
     start = time.perf_counter()
-    temperature = _check_temperature(temperature)
+    temperature = checks.check_temperature(temperature)
     if max_members is not None:
-        max_members = _check_int(max_members, "max_members")
+        max_members = checks.check_int(max_members, "max_members")
     run, samples_dir = _resolve_source(source)
-    out = _check_out(out)
-    version = _choose_version(out, version)
+    out = checks.check_out(out)
+    version = checks.choose_version(out, version)
     samples = _load(samples_dir)
-    output = _read_manifest(samples_dir).get("config", {}).get("output", "logits")
+    output = read_manifest(samples_dir).get("config", {}).get("output", "logits")
     if output == "probabilities" and temperature != 1.0:
         raise ValueError(f"temperature must be 1 for samples of a model that outputs probabilities "
                          f"(manifest config output='probabilities'), got {temperature}")
@@ -160,7 +147,7 @@ def _resolve_source(source):
                          f"(with {MANIFEST}), got {source!r}")
     source = str(source)
     if os.path.exists(os.path.join(source, RUN_JSON)):
-        return {"dir": os.path.abspath(source), "json": _read_run(source)}, os.path.join(source, "samples")
+        return {"dir": os.path.abspath(source), "json": checks.read_run(source)}, os.path.join(source, "samples")
     if os.path.exists(os.path.join(source, MANIFEST)):
         return None, source
     raise ValueError(f"source {source!r} has neither {RUN_JSON} (a run directory) nor {MANIFEST} "
@@ -227,7 +214,7 @@ def _input_spec(model):
     """The model's single input as ``keras.InputSpec`` (functional: ``model.inputs``; subclassed:
     the shapes Keras recorded on its first call, as ``model.export`` uses)."""
     try:
-        specs = keras.tree.flatten(kc.input_signature(model))  # model.export's own logic
+        specs = keras.tree.flatten(_keras_compat.input_signature(model))  # model.export's own logic
     except (TypeError, ValueError) as err:
         raise ValueError(f"cannot read the model's input signature: {err}") from None
     if len(specs) != 1:

@@ -9,3 +9,5 @@
 - :mod:`.state` - chain / swap / VR state containers; :mod:`.estimators` - variance and
   coefficient estimators; :mod:`.seeds`; :mod:`.schedules`; :mod:`.distribute` - cross-replica sums.
 """
+
+import keras  # noqa: F401  (first: the Keras classes register before a module here runs; see tf_vrre/__init__.py)

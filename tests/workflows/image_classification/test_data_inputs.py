@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from tf_vrre import config as C
-from tf_vrre import rundir
-from tf_vrre.data import sources
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification.data import sources
 
 from _paths import ROOT  # noqa: E402
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -19,7 +19,7 @@ ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # TensorFlow would print start-up lines: 
 
 
 def tf_vrre_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tf_vrre_cli"] + [str(a) for a in args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tf_vrre.cli"] + [str(a) for a in args], capture_output=True,
                           text=True, env=ENV, timeout=120, cwd=cwd)
 
 
@@ -235,7 +235,7 @@ def _fake_run(run, data_dir):
 
 
 def test_evaluate_refuses_the_training_set_as_ood(data, tmp_path):
-    from tf_vrre import evaluation
+    from tf_vrre.workflows.image_classification import evaluate as evaluation
 
     run = _fake_run(tmp_path / "run", data)
     line = one_line_error(tf_vrre_cli("evaluate", "--run", run, "--ood", "cifar10", "--fit-size", "0"))

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from _image_runs import cli_flags
-from tf_vrre import cli, rundir, training
-from tf_vrre.data import pixels_digest
+from tf_vrre import cli
+from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.workflows.image_classification.data import pixels_digest
 
 
 def _snapshot(out):

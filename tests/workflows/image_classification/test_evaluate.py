@@ -1,4 +1,4 @@
-"""`tf_vrre.evaluation` / `tf-vrre evaluate` on a tiny run: every file, numbers cross-checked."""
+"""`tf_vrre.workflows.image_classification.evaluate` / `tf-vrre evaluate` on a tiny run: every file, numbers cross-checked."""
 
 import json
 import os

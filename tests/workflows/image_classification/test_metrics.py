@@ -1,4 +1,4 @@
-"""Metrics against values computed by hand (TFP / Keras do the work in tf_vrre.metrics)."""
+"""Metrics against values computed by hand (TFP / Keras do the work in tf_vrre.workflows.image_classification.metrics)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""`tf_vrre.strategies` and the image workflow's execution options (`tf-vrre train --strategy / --jit-compile /
+"""`tf_vrre.workflows.image_classification.strategies` and the image workflow's execution options (`tf-vrre train --strategy / --jit-compile /
 --steps-per-execution`): names, clear errors, XLA and steps per execution recorded in run.json, and a
 2-worker `tf-vrre train --strategy multiworker` in which only the chief writes the run directory."""
 

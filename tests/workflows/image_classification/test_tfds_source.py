@@ -143,7 +143,7 @@ def test_offline_for_real_through_the_console_script(tmp_path):
         pytest.skip("online: the download host answers")
     env = dict(os.environ, PYTHONPATH=ROOT, TFDS_DATA_DIR=str(tmp_path / "tfds"))
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    base = [sys.executable, "-m", "tf_vrre_cli", "train", "--config", "vr-resghmc", "--model", "cnn", "--source",
+    base = [sys.executable, "-m", "tf_vrre.cli", "train", "--config", "vr-resghmc", "--model", "cnn", "--source",
             "tfds", "--out", str(tmp_path / "run")]
     result = subprocess.run(base, capture_output=True, text=True, env=env, timeout=120)
     line = _one_line(result)  # one line: TensorFlow never started

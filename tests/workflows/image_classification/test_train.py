@@ -1,4 +1,4 @@
-"""`tf_vrre.training`: every config trains, run directories follow the contract, resume, refusal."""
+"""`tf_vrre.workflows.image_classification.train`: every config trains, run directories follow the contract, resume, refusal."""
 
 import csv
 import json

@@ -57,7 +57,7 @@ def reliability(path, panels, title=None):
     Args:
       path: output PNG, or ``None``.
       panels: list of ``(label, bins, ece)`` with ``bins`` from
-        :func:`tf_vrre.metrics.reliability_bins`.
+        :func:`tf_vrre.workflows.image_classification.metrics.reliability_bins`.
       title: figure title.
     """
     fig = _figures.new(figsize=(3.6 * len(panels), 5.0))

@@ -1,4 +1,4 @@
-"""Distribution strategies of the image workflow (``tf-vrre train --strategy``, ``training.train``).
+"""Distribution strategies of the image workflow (``tf-vrre train --strategy``, :func:`tf_vrre.train`).
 
 Names (:data:`STRATEGIES`):
 
@@ -24,7 +24,7 @@ Keras multi-worker convention).  The TensorFlow-free helpers (:func:`tpu_present
 :func:`tf_config`, :func:`check`) let the command line reject a bad choice before TensorFlow starts.
 
 Example:
-  >>> from tf_vrre import strategies
+  >>> from tf_vrre.workflows.image_classification import strategies
   >>> strategies.check("multiworker")       # ValueError if $TF_CONFIG is malformed
   >>> strategy = strategies.make_strategy("auto")
 """
@@ -37,8 +37,8 @@ import warnings
 
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
 MAX_STEPS_PER_EXECUTION = 1024
-"""Largest ``steps_per_execution`` the image workflow accepts: ``tf_vrre.record.CAPACITY``, the
-per-step swap record ring buffer that ``SwapLogger`` drains after every execution."""
+"""Largest ``steps_per_execution`` the image workflow accepts: ``tf_vrre.sgmcmc.swap_record.CAPACITY``,
+the per-step swap record ring buffer that ``SwapLogger`` drains after every execution."""
 TASK_TYPES = ("chief", "worker")
 TPU_PROBE_SECONDS = 3.0
 """Timeout of the TCP probe of a TPU node's address (:func:`tpu_reachable`)."""
@@ -191,8 +191,8 @@ def make_strategy(name="auto", tpu_address=None):
         except (RuntimeError, ValueError) as err:
             raise ValueError(f"strategy 'multiworker' (TF_CONFIG {'set' if cfg else 'unset: one worker'}) could not "
                              f"start: {err}. Create it before TensorFlow runs anything else, e.g. "
-                             "strategy = tf_vrre.strategies.make_strategy('multiworker') at the top of the script, "
-                             "then train(..., strategy=strategy)") from None
+                             "strategy = tf_vrre.workflows.image_classification.strategies.make_strategy("
+                             "'multiworker') at the top of the script, then train(..., strategy=strategy)") from None
     if name == "mirrored" or (name == "auto" and len(tf.config.list_logical_devices("GPU")) > 1):
         return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()

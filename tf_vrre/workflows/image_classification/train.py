@@ -19,7 +19,7 @@
 
 Example:
   >>> import os
-  >>> from tf_vrre import config, training
+  >>> from tf_vrre.workflows.image_classification import config, train as training
   >>> os.makedirs("data/cifar10")
   >>> np.savez("data/cifar10/cifar10_train.npz", y=np.arange(160) % 10,
   ...          x=np.random.default_rng(0).integers(0, 256, size=(160, 32, 32, 3), dtype=np.uint8))
@@ -288,7 +288,7 @@ def train(cfg, out, data_dir=None, source="auto", download=True, strategy="auto"
 
     Example:
       >>> import os
-      >>> from tf_vrre import config, training
+      >>> from tf_vrre.workflows.image_classification import config, train as training
       >>> os.makedirs("data/cifar10")
       >>> np.savez("data/cifar10/cifar10_train.npz", y=np.arange(160) % 10,
       ...          x=np.random.default_rng(0).integers(0, 256, size=(160, 32, 32, 3), dtype=np.uint8))

@@ -1,12 +1,12 @@
 """Image data for the deep-learning workflow: sources, augmentation, pipelines.
 
-- :mod:`tf_vrre.data.sources` - ``load_split(name, split, source, data_dir)`` from
+- :mod:`.sources` - ``load_split(name, split, source, data_dir)`` from
   tensorflow-datasets or local ``.npz`` files (``cifar10``, ``cifar100``, ``svhn_cropped``).
-- :mod:`tf_vrre.data.tfds_source` - the tensorflow-datasets side: prepared-data check and a
+- :mod:`.tfds_source` - the tensorflow-datasets side: prepared-data check and a
   bounded probe of the download host (offline: one line at once instead of minutes of retries).
-- :mod:`tf_vrre.data.augment` - the paper's crop / flip / random erasing as stateless ops
+- :mod:`.augment` - the paper's crop / flip / random erasing as stateless ops
   keyed by ``(seed, data epoch, example index)``.
-- :mod:`tf_vrre.data.pipeline` - :class:`Preprocessing` (normalisation with training-set
+- :mod:`.pipeline` - :class:`Preprocessing` (normalisation with training-set
   statistics), :func:`split_indices`, :class:`TrainingData` (the sampler's batches, exact on
   resume) and :func:`eval_dataset`.
 """
@@ -17,8 +17,8 @@ from tf_vrre.workflows.image_classification.data.sources import (ALIASES, DATASE
                                                                  check_dataset, image_shape, load_split, npz_files,
                                                                  num_classes, resolve_source)
 
-# Names from the TensorFlow modules, imported on first use: ``tf_vrre.data.sources`` (and so
-# ``tf-vrre train`` / ``evaluate`` checking their flags) stays free of TensorFlow.
+# Names from the TensorFlow modules, imported on first use: this package and its ``sources`` (and so
+# ``tf-vrre train`` / ``evaluate`` checking their flags) stay free of TensorFlow.
 _LAZY = {"augment": ("Augmentation", "augment", "example_key", "random_erasing"),
          "pipeline": ("ENERGY_INPUTS_KEY", "INDEX_KEY", "Preprocessing", "TrainingData", "eval_dataset",
                       "indices_digest", "load_training_data", "split_indices", "pixels_digest")}

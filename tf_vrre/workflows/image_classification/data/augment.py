@@ -76,7 +76,7 @@ class Augmentation:
       erasing: probability of random erasing (0: off; the authors use 0.5).
 
     Example:
-      >>> from tf_vrre.data import Preprocessing
+      >>> from tf_vrre import Preprocessing
       >>> x_uint8 = np.random.default_rng(0).integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
       >>> aug = Augmentation(crop_padding=4, flip=True, erasing=0.5)
       >>> x_aug = augment(x_uint8, example_key(0, 3, 17), Preprocessing.from_images(x_uint8[None]), aug)
@@ -113,11 +113,11 @@ def augment(image, key, preprocessing, augmentation):
     Args:
       image: uint8 (or raw float) image ``[H, W, C]``.
       key: ``[2]`` int64 key, normally :func:`example_key` ``(seed, epoch, index)``.
-      preprocessing: a :class:`tf_vrre.data.Preprocessing` (``scale``, ``mean``, ``std``).
+      preprocessing: a :class:`tf_vrre.Preprocessing` (``scale``, ``mean``, ``std``).
       augmentation: an :class:`Augmentation`.
 
     Example:
-      >>> from tf_vrre.data import Preprocessing
+      >>> from tf_vrre import Preprocessing
       >>> x = np.random.default_rng(0).integers(0, 256, size=(4, 8, 8, 3), dtype=np.uint8)
       >>> prep, seed, epoch, i = Preprocessing.from_images(x), 0, 1, 2
       >>> view = augment(x[i], example_key(seed, epoch, i), prep, Augmentation())

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre.sampler.batch import ENERGY_INPUTS_KEY, INDEX_KEY  # the sampler's batch keys, defined once
-import tf_vrre.workflows.image_classification.data.sources as sources
+from tf_vrre.workflows.image_classification.data import sources
 from tf_vrre.workflows.image_classification.data.augment import augment, example_key
 
 ORDER_SALT = 0x0D7A
@@ -195,7 +195,7 @@ class TrainingData:
       >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=32, num_chains=2, temperatures=[0.01, 0.05],
       ...     learning_rates=1e-3, variance_reduction=tf_vrre.ControlVariates(period=2), seed=0)
       >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-      >>> from tf_vrre.data import Augmentation
+      >>> from tf_vrre import Augmentation
       >>> data = TrainingData(x, y, Preprocessing.from_images(x), 10)
       >>> sampler.set_reference_data(data.reference)
       >>> _ = sampler.fit(data.dataset(16, seed=0, counter=sampler.step_counter,

@@ -13,9 +13,9 @@ Both sources return the same thing, ``(x, y)`` numpy arrays with ``x`` uint8 ``[
 - ``"auto"``: ``"npz"`` when ``data_dir`` holds the split's ``.npz`` files, else ``"tfds"``.
 
 Without a connection, tensorflow-datasets would retry its download for minutes: before it
-downloads, :func:`tf_vrre.data.tfds_source.check_download` probes the download host for a
-few seconds and raises one line naming the offline options (prepared data with
-``download=False`` / ``--no-download``, or the npz source).
+downloads, :func:`tf_vrre.workflows.image_classification.data.tfds_source.check_download` probes
+the download host for a few seconds and raises one line naming the offline options (prepared
+data with ``download=False`` / ``--no-download``, or the npz source).
 """
 
 import numbers
@@ -25,7 +25,7 @@ import zipfile
 
 import numpy as np
 
-import tf_vrre.workflows.image_classification.data.tfds_source as tfds_source
+from tf_vrre.workflows.image_classification.data import tfds_source
 
 DATASETS = {
     # name: (number of classes, image shape, splits)
@@ -261,7 +261,8 @@ def load_split(name, split, source="tfds", data_dir=None, download=True):
     Raises:
       ValueError: unknown data set, split or source (naming the valid ones), malformed files.
       FileNotFoundError: missing directory or files (naming the expected paths); tfds data
-        neither prepared nor downloadable (:class:`tf_vrre.data.tfds_source.OfflineError`).
+        neither prepared nor downloadable
+        (:class:`tf_vrre.workflows.image_classification.data.tfds_source.OfflineError`).
       PermissionError: an unreadable folder or file (naming it).
 
     Example:

@@ -80,7 +80,9 @@ class Builder:
     ``sampler.save`` works and output directories record the run identity.
 
     Args:
-      name, num_classes, input_shape, synchronized_bn, **kwargs: as :func:`build`.
+      name: a registered model name (:func:`names`).
+      num_classes, input_shape, synchronized_bn: as :func:`build`.
+      **kwargs: the model's own keyword arguments, as :func:`build`.
 
     Example:
       >>> fn = Builder("cnn", num_classes=10, width=8)
