@@ -15,18 +15,30 @@ A deleted or truncated sample file, or a truncated / corrupt ``manifest.json``, 
 - samples whose arrays differ from the majority's (another model) are dropped.
 
 A dropped file that exists is renamed ``damaged-<name>`` (kept for inspection, never read).
+
+A repair that changes something first takes the locks of the writers it would race
+(:mod:`tf_vrre.runs.locks`): the sample directory's (``samples/.lock``, held by a
+:class:`tf_vrre.callbacks.sample_collector.SampleCollector` while it collects) and, for
+``RUN/samples``, the run's (``RUN/.lock``, held by ``tf-vrre train``); either held elsewhere is an
+error and nothing changes.  It then plans again under the locks, and writes.  A directory that
+needs no repair is only read.
 """
 
+from __future__ import annotations
+
+import contextlib
 import os
 import zipfile
+from typing import Any, Iterator
 
 import tf_vrre.runs.atomic as atomic
+from tf_vrre.runs import locks, run_json
 from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"
 
 
-def _readable(path):
+def _readable(path: str) -> str | None:
     """``None`` if ``path`` is a complete, readable ``.npz`` (every member's CRC checked), else why not."""
     try:
         array_shapes(path)
@@ -37,7 +49,7 @@ def _readable(path):
     return None if bad is None else f"member {bad} fails its CRC check"
 
 
-def _check(directory, entry, listed):
+def _check(directory: str, entry: dict, listed: bool) -> str | None:
     """Why ``entry`` cannot be kept, or ``None``."""
     path = os.path.join(directory, entry["file"])
     if not os.path.isfile(path):
@@ -51,7 +63,7 @@ def _check(directory, entry, listed):
     return _readable(path)
 
 
-def plan(directory):
+def plan(directory: str | os.PathLike) -> dict:
     """What :func:`repair` would do: ``{"manifest_problem", "kept", "dropped", "manifest"}``.
 
     ``kept``: entries of the new manifest; ``dropped``: ``[(file, reason)]``; ``manifest``: the
@@ -96,7 +108,7 @@ def plan(directory):
             "changed": bool(dropped) or problem is not None}
 
 
-def _majority(directory, entries):
+def _majority(directory: str, entries: list) -> tuple[list, list]:
     """Entries whose arrays match the most common array layout, and ``[(file, reason)]`` of the rest."""
     layouts = [array_shapes(os.path.join(directory, e["file"])) for e in entries]
     keys = [repr(sorted(s.items())) for s in layouts]
@@ -108,7 +120,7 @@ def _majority(directory, entries):
                   for e, k in zip(entries, keys) if k != best]
 
 
-def repair(directory, dry_run=False):
+def repair(directory: str | os.PathLike, dry_run: bool = False) -> dict:
     """Rewrites ``directory/manifest.json`` to list the readable samples (see the module docstring).
 
     Args:
@@ -119,17 +131,13 @@ def repair(directory, dry_run=False):
       the :func:`plan` dict (``changed`` False: the directory was sound, nothing written).
 
     Raises:
-      ValueError: ``directory`` is not a directory or holds nothing to repair.
+      ValueError: ``directory`` is not a directory or holds nothing to repair;
+        :class:`tf_vrre.runs.locks.RunLockedError` (a ``ValueError``) if another process writes
+        the run or the samples.
 
     Example:
       >>> import os
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3, seed=0)
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> _ = sampler.fit(x, y, batch_size=16, epochs=2, verbose=0,
       ...                 callbacks=[tf_vrre.SampleCollector("samples", every=2)])
       >>> lost = sorted(f for f in os.listdir("samples") if f.startswith("sample-"))[0]
@@ -140,12 +148,60 @@ def repair(directory, dry_run=False):
       >>> len(tf_vrre.load_samples("samples"))                  # the manifest lists the good ones
       3
     """
+    directory = os.fspath(directory)
     result = plan(directory)
     if dry_run or not result["changed"]:
         return result
-    atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)  # first: lists none of them
-    for name, _ in result["dropped"]:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path) and not os.path.islink(path):
-            os.replace(path, os.path.join(directory, DAMAGED_PREFIX + name))
+    with writer_locks(directory):
+        result = plan(directory)  # again, now that no writer can change it
+        if not result["changed"]:
+            return result
+        atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)  # first: lists none of them
+        for name, _ in result["dropped"]:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.replace(path, os.path.join(directory, DAMAGED_PREFIX + name))
     return result
+
+
+def run_of(directory: str | os.PathLike) -> str | None:
+    """The run directory whose ``samples/`` is ``directory`` (``None`` for a bare sample directory)."""
+    directory = os.path.abspath(os.fspath(directory))
+    parent = os.path.dirname(directory)
+    if os.path.basename(directory) == run_json.SAMPLES and os.path.isfile(os.path.join(parent, run_json.RUN_JSON)):
+        return parent
+    return None
+
+
+def _collector_free(directory: str, take: Any, lock: str) -> Any:
+    """``take(lock)`` of the sample directory's writer lock; ``RunLockedError`` if a collector holds it."""
+    try:
+        return take(lock)
+    except locks.Busy as busy:
+        raise locks.RunLockedError(f"{directory!r} is being written by "
+                                   f"{'this process' if busy.pid == str(os.getpid()) else 'another process'} "
+                                   f"(pid {busy.pid or '?'}: a SampleCollector collects samples there); repair it "
+                                   "when that fit has ended") from None
+
+
+@contextlib.contextmanager
+def writer_locks(directory: str) -> Iterator[None]:
+    """Holds the run's lock (if ``directory`` is a run's ``samples/``) and the sample directory's
+    writer lock; :class:`tf_vrre.runs.locks.RunLockedError` naming the holder if either is taken."""
+    run = run_of(directory)
+    lock = os.path.join(directory, locks.LOCK)
+    if run is not None:
+        locks.check_run_free(run)  # both probed first: a refusal changes nothing
+    _collector_free(directory, locks.check_free, lock)
+    taken = run is not None and not locks.holds_run_lock(run)
+    if taken:
+        locks.lock_run(run)
+    try:
+        held = _collector_free(directory, locks.acquire, lock)
+        try:
+            yield
+        finally:
+            held.release(remove=True)
+    finally:
+        if taken:
+            locks.unlock_run(run)

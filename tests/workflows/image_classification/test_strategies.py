@@ -46,7 +46,7 @@ def test_well_formed_tf_config_and_names(monkeypatch):
     assert strategies.tf_config() == cfg
     monkeypatch.delenv("TF_CONFIG")
     assert strategies.tf_config() is None
-    assert training.STRATEGIES == strategies.STRATEGIES == ("auto", "default", "mirrored", "multiworker", "tpu")
+    assert strategies.STRATEGIES == ("auto", "default", "mirrored", "multiworker", "tpu")
     with pytest.raises(ValueError, match="strategy must be one of auto, default, mirrored, multiworker, tpu; got 'gpu'"):
         strategies.check("gpu")
     from tf_vrre.sgmcmc import swap_record as record  # the CLI bound, kept TF-free, is the swap record's capacity

@@ -14,8 +14,8 @@ import numpy as np
 from tf_vrre.diagnostics import chain_summary
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
-import tf_vrre.workflows.gaussian_mixture.plots as plots
-import tf_vrre.workflows.gaussian_mixture.target as mx
+from tf_vrre.workflows.gaussian_mixture import plots
+from tf_vrre.workflows.gaussian_mixture import target
 
 
 class Progress:
@@ -64,19 +64,19 @@ class Study:
     its name; ``out``: the output directory."""
 
     def __init__(self, args, scenario, out):
-        self.args, self.scenario, self.out, self.mx = args, scenario, out, mx
-        self.target = mx.Mixture(args.phi, args.sigma, args.prior_sd, args.true_beta)
+        self.args, self.scenario, self.out = args, scenario, out
+        self.target = target.Mixture(args.phi, args.sigma, args.prior_sd, args.true_beta)
         self.seeds = [args.seed + i for i in range(args.seeds)]
-        self.data = mx.make_data(args.data_size, seed=args.data_seed, target=self.target)
+        self.data = target.make_data(args.data_size, seed=args.data_seed, target=self.target)
         t = self.target
-        grid = mx.default_grid(self.data, args.tau1, target=t)
-        u = mx.energy(grid, self.data, target=t)  # once: N = 1e5 makes every grid evaluation cost seconds
-        self.grid, self.dens = mx.exact_posterior(self.data, args.tau1, grid, u, target=t)
-        _, self.cdf = mx.exact_cdf(self.data, args.tau1, grid, u, target=t)
-        self.exact_left, self.exact_right = mx.mode_weights(self.data, args.tau1, grid=grid, u=u, target=t)
+        grid = target.default_grid(self.data, args.tau1, target=t)
+        u = target.energy(grid, self.data, target=t)  # once: N = 1e5 makes every grid evaluation cost seconds
+        self.grid, self.dens = target.exact_posterior(self.data, args.tau1, grid, u, target=t)
+        _, self.cdf = target.exact_cdf(self.data, args.tau1, grid, u, target=t)
+        self.exact_left, self.exact_right = target.mode_weights(self.data, args.tau1, grid=grid, u=u, target=t)
         lo, hi = self.grid < t.split, self.grid >= t.split
         self.modes = (float(self.grid[lo][np.argmax(self.dens[lo])]), float(self.grid[hi][np.argmax(self.dens[hi])]))
-        self.barrier = mx.barrier(self.data, grid=grid, u=u, target=t)
+        self.barrier = target.barrier(self.data, grid=grid, u=u, target=t)
 
     def describe(self):
         a, t = self.args, self.target
@@ -96,7 +96,7 @@ class Study:
                   num_chains=a.ladder_chains, target=self.target, swap_options={"penalty": a.penalty})
         kw.update(over)
         callbacks = [Progress(label, steps).callback] if progress else []
-        return self.mx.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
+        return target.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
 
     def main_runs(self, runs, on_finished):
         """Every method, every chain seed into ``runs`` (``{method: [run dicts]}``); ``on_finished(runs)``
@@ -118,11 +118,11 @@ class Study:
 
     def aggregate(self, method, rs):
         """Per-seed numbers and their mean +- SE across seeds for one method."""
-        mx, a, split = self.mx, self.args, self.target.split
+        a, split = self.args, self.target.split
         per_seed = []
         for seed, r in zip(self.seeds, rs):
             b = r["beta"][int(len(r["beta"]) * a.burn_in):]
-            left, left_bm = mx.left_fraction(b, split)
+            left, left_bm = target.left_fraction(b, split)
             sig = r["sigma2"][int(len(r["sigma2"]) * a.burn_in):]
             per_seed.append({
                 "seed": seed, "swaps": r.get("swaps"), "attempts": r.get("attempts"),
@@ -130,8 +130,8 @@ class Study:
                 "accept_rate": (r["swaps"] / r["attempts"]) if r.get("attempts") else None,
                 "mean_sigma2": float(sig.mean()) if sig.size else None,
                 "left_mode_weight": left, "left_mode_weight_batch_means_se": left_bm,
-                "mode_changes": mx.mode_changes(r["beta"], split),
-                "ks": mx.ks_distance(b, self.grid, self.cdf), "seconds": r["seconds"]})
+                "mode_changes": target.mode_changes(r["beta"], split),
+                "ks": target.ks_distance(b, self.grid, self.cdf), "seconds": r["seconds"]})
         agg = {}
         for key in ("swaps", "accept_rate", "mean_sigma2", "left_mode_weight", "mode_changes", "ks"):
             agg[key], agg[key + "_se"] = _mean_se([p[key] for p in per_seed])
@@ -177,7 +177,7 @@ class Study:
         return sens
 
     def figures(self, runs, curves, sens):
-        a, out, mx = self.args, self.out, self.mx
+        a, out = self.args, self.out
         title = (f"N={a.data_size}, tau=({a.tau1:g},{a.tau2:g}), eta={a.lr:g}, n={a.batch}, "
                  f"m={a.m}, F={a.correction:g}/{a.correction_re:g}")
         plots.traces(os.path.join(out, "traces.png"), {k: v[0]["beta"] for k, v in runs.items()},
@@ -186,7 +186,7 @@ class Study:
         pooled = {k: np.concatenate([r["beta"][int(len(r["beta"]) * a.burn_in):] for r in v])
                   for k, v in runs.items()}
         plots.density(os.path.join(out, "density.png"), pooled, self.grid, self.dens,
-                      {k: mx.ks_distance(v, self.grid, self.cdf) for k, v in pooled.items()},
+                      {k: target.ks_distance(v, self.grid, self.cdf) for k, v in pooled.items()},
                       title=f"Cold chain ({len(self.seeds)} seeds pooled) vs exact posterior at tau1={a.tau1:g}")
         if curves:
             plots.variance(os.path.join(out, "variance.png"), curves, a.record_every,
