@@ -48,10 +48,15 @@ def test_evaluate_and_export(run, tmp_path, image_data_dir, capsys):
     assert "exported 2 of 2 samples (steps 2..4)" in capsys.readouterr().out
 
 
-def test_diagnose(run, tmp_path):
+def test_diagnose_and_export_read_the_run_and_touch_nothing(run, tmp_path):
+    """Read-only commands take the run's lock shared when there is one and never create it: not a
+    byte, an entry or an mtime of the run changes."""
+    before = _files(run)
     out = str(tmp_path / "diag")
     assert cli.main(["diagnose", "--run", run, "--out", out, "--no-figures"]) == 0
     assert os.path.exists(os.path.join(out, "diagnostics.json"))
+    assert cli.main(["export", "--run", run, "--out", str(tmp_path / "serving")]) == 0
+    assert _files(run) == before
 
 
 def test_rerun_of_the_complete_run_touches_nothing(run, image_data_dir, capsys):

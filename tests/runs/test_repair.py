@@ -11,7 +11,7 @@ import pytest
 
 from tf_vrre.runs import locks, repair, run_json
 from tf_vrre.runs import samples as run_files
-from tf_vrre.workflows.image_classification import planning
+from tf_vrre.workflows.image_classification import evaluation_checks
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
@@ -50,7 +50,7 @@ def test_a_deleted_sample_is_dropped_and_the_rest_kept(tmp_path):
     samples = make_run(tmp_path / "run")
     os.remove(samples / "sample-000000004.npz")
     with pytest.raises(run_json.RunDirError, match=r"points at a missing file.*'tf-vrre repair .*run' keeps the"):
-        planning.check_run(str(tmp_path / "run"))
+        evaluation_checks.check_run(str(tmp_path / "run"))
     before = (samples / "manifest.json").read_bytes()
     dry = cli("repair", str(tmp_path / "run"), "--dry-run")
     assert dry.returncode == 0, dry.stderr

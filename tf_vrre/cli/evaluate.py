@@ -42,14 +42,14 @@ def check(args):
     one); then a reader's shared lock of the run (:func:`tf_vrre.runs.locks.share_run`: no
     ``tf-vrre train`` or ``repair`` starts writing it meanwhile; nothing in the run is touched)."""
     from tf_vrre.runs import locks, run_json
-    from tf_vrre.workflows.image_classification import planning  # no TensorFlow
+    from tf_vrre.workflows.image_classification import evaluation_checks  # no TensorFlow
 
     try:
-        run, _ = planning.check_run(args.run)
+        run, _ = evaluation_checks.check_run(args.run)
     except run_json.RunDirError as err:
         _die(f"--run: {err}")
     try:
-        planning.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
+        evaluation_checks.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
     except (ValueError, OSError) as err:
         _die(f"--data-dir / --source / --ood: {err}")
     _writable(args.run, "--run")  # report.json and the figures go there

@@ -44,16 +44,7 @@ def run_identity(sampler: Any, **extra: Any) -> dict:
       **extra: more identifying fields (e.g. a callback's own configuration).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-      >>> run_identity(sampler)["sampler"]["num_chains"]
+      >>> run_identity(toy_sampler())["sampler"]["num_chains"]
       2
     """
     with warnings.catch_warnings():  # a lambda model_fn serializes with a warning meant for saving

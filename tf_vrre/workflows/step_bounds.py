@@ -53,7 +53,8 @@ def within(key: str, value: float, lo: float, hi: float, why: str, hi_open: bool
         digits += 1  # an interval narrower than the digits shown
     interval = (f"[{_decimal(lo, digits, decimal.ROUND_CEILING)}, {_decimal(hi, digits, decimal.ROUND_FLOOR)}"
                 f"{')' if hi_open else ']'}")
-    raise BoundError(key, f"{prefix}{key} must be {'0 or ' if zero else ''}in {interval}{context} ({why}), got {value:.6g}")
+    zero_text = "0 or " if zero else ""
+    raise BoundError(key, f"{prefix}{key} must be {zero_text}in {interval}{context} ({why}), got {value:.6g}")
 
 
 def _decimal(x: float, digits: int, rounding: str) -> str:
@@ -61,7 +62,7 @@ def _decimal(x: float, digits: int, rounding: str) -> str:
     up, an upper end down), so that the number shown is allowed."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
-    exact = decimal.Decimal(x)
+    exact = decimal.Decimal(repr(x))  # the shortest text of x: 1e-30, not its binary 1.00000000000000008e-30
     q = exact.quantize(decimal.Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=rounding)
     return f"{float(q):.{digits}g}"
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import hyperparameters
+from tf_vrre.workflows.image_classification import config_values, hyperparameters
 
 from _paths import FIXTURES
 
@@ -103,7 +103,7 @@ def test_model_names_match_the_registry():
     """The config schema names the models without importing Keras; the registry is the truth."""
     from tf_vrre.workflows.image_classification import models
 
-    assert C.MODEL_NAMES == models.names()
+    assert config_values.MODEL_NAMES == models.names()
 
 
 def test_configs_are_frozen_dataclasses_one_per_table():

@@ -11,6 +11,7 @@ import pytest
 
 from tf_vrre.runs import run_json
 from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification import config_values
 from tf_vrre.workflows.image_classification.data import sources
 
 from _paths import ROOT  # noqa: E402
@@ -207,11 +208,11 @@ def test_model_kwargs_match_the_builders():
 
     from tf_vrre.workflows.image_classification import models
 
-    for name in C.MODEL_NAMES:
+    for name in config_values.MODEL_NAMES:
         builder = models.MODELS[name]
         fn = models.resnet if name.startswith("resnet") else builder
         params = set(inspect.signature(fn).parameters) - {"depth", "num_classes", "input_shape"}
-        assert set(C.MODEL_KWARGS[name]) == params, name
+        assert set(config_values.MODEL_KWARGS[name]) == params, name
     cfg = C.resolve(C.apply_overrides(C.load("sghmc"), {"model.name": "resnet8", "model.kwargs.width": 4}))
     assert cfg.model.kwargs == {"width": 4}
 
@@ -235,13 +236,13 @@ def _fake_run(run, data_dir):
 
 
 def test_evaluate_refuses_the_training_set_as_ood(data, tmp_path):
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import evaluation_checks
 
     run = _fake_run(tmp_path / "run", data)
     line = one_line_error(tf_vrre_cli("evaluate", "--run", run, "--ood", "cifar10", "--fit-size", "0"))
     assert "ood 'cifar10' is the run's training data set cifar10" in line and "cifar100, svhn, none" in line
     with pytest.raises(ValueError, match="not out of distribution"):
-        planning.data_sources(run_json.read_run(run), "cifar10")
+        evaluation_checks.data_sources(run_json.read_run(run), "cifar10")
     assert sorted(os.listdir(run)) == ["run.json", "samples"]
 
 

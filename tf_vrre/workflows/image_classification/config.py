@@ -56,8 +56,7 @@ MAX_DEPTH = 4
 """Deepest nesting of a config (``model.kwargs.<name> = value``): deeper values are refused
 before anything walks them."""
 
-__all__ = ["ConfigError", "METHODS", "REPLICA", "VARIANCE_REDUCED", "CYCLICAL", "MODEL_NAMES", "MODEL_KWARGS",
-           "Config", "DataConfig", "ModelConfig", "TrainingConfig", "SamplerConfig", "SwapConfig",
+__all__ = ["ConfigError", "METHODS", "REPLICA", "VARIANCE_REDUCED", "CYCLICAL", "Config", "DataConfig", "ModelConfig", "TrainingConfig", "SamplerConfig", "SwapConfig",
            "VarianceReductionConfig", "SamplesConfig", "RawConfig", "load", "parse", "apply_overrides", "resolve",
            "applies", "schedule_values", "available", "config_path"]
 
@@ -66,18 +65,6 @@ class ConfigError(ValueError):
     """A config key is unknown, does not apply, or has a bad value (the message names it)."""
 
 
-MODEL_NAMES = ("cnn", "resnet8", "resnet20", "resnet32", "resnet56")
-"""``models.names()`` without importing Keras (the command line checks configs before TensorFlow
-starts; ``tests/workflows/image_classification/test_config.py`` checks that the two agree)."""
-
-_RESNET_KWARGS = {"width": config_values.integer(1), "synchronized_bn": config_values.boolean, "name": config_values.text}
-MODEL_KWARGS = {"cnn": {"width": config_values.integer(1), "batch_norm": config_values.boolean, "synchronized_bn": config_values.boolean,
-                        "name": config_values.text},
-                **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")}}
-"""``model.kwargs`` each builder takes, with their checks (the builders' keyword arguments, without
-Keras; ``tests/workflows/image_classification/test_config.py`` checks them against the signatures)."""
-
-_ONE_CHAIN_T = ("sghmc", "cycsghmc")
 _EXPONENTIAL = ("msgd", "sghmc", "resghmc", "vr-resghmc")
 _TEMPERED = ("sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 
@@ -107,7 +94,7 @@ class DataConfig:
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """``[model]``: a model-zoo name and its builder's keyword arguments (read-only mapping)."""
-    name: str = _key("resnet20", config_values.choice(*MODEL_NAMES))
+    name: str = _key("resnet20", config_values.choice(*config_values.MODEL_NAMES))
     kwargs: Mapping[str, Any] = _key({}, config_values.kwargs_table)
 
 
@@ -428,7 +415,7 @@ def _section(name: str, cls: type, given: Mapping, method: str, at: Any) -> Any:
 
 
 def _model_kwargs(model: ModelConfig, at: Any) -> ModelConfig:
-    allowed = MODEL_KWARGS[model.name]
+    allowed = config_values.MODEL_KWARGS[model.name]
     checked = {}
     for key, value in model.kwargs.items():
         dotted = f"model.kwargs.{key}"

@@ -147,3 +147,16 @@ def dataset(v: Any) -> str:
     if not isinstance(v, str) or ALIASES.get(v, v) not in DATASETS:
         raise ValueError("one of " + ", ".join(list(DATASETS) + list(ALIASES)))
     return ALIASES.get(v, v)
+
+
+MODEL_NAMES = ("cnn", "resnet8", "resnet20", "resnet32", "resnet56")
+"""``models.names()`` without importing Keras (the command line checks configs before TensorFlow
+starts; ``tests/workflows/image_classification/test_config.py`` checks that the two agree)."""
+
+_RESNET_KWARGS = {"width": integer(1), "synchronized_bn": boolean,
+                  "name": text}
+MODEL_KWARGS = {"cnn": {"width": integer(1), "batch_norm": boolean,
+                        "synchronized_bn": boolean, "name": text},
+                **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")}}
+"""``model.kwargs`` each builder takes, with their checks (the builders' keyword arguments, without
+Keras; ``tests/workflows/image_classification/test_data_inputs.py`` checks them against the signatures)."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from tf_vrre.runs import atomic, run_json
 from tf_vrre.runs.samples import RunFileError, read_log
-from tf_vrre.workflows.image_classification import metrics, models, planning, plots
+from tf_vrre.workflows.image_classification import evaluation_checks, metrics, models, plots
 from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
                                                          num_classes, pixels_digest, split_indices)
 
@@ -121,7 +121,7 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
     Args:
       run_dir: a run directory with samples.
       ood: out-of-distribution set, one of
-        :data:`tf_vrre.workflows.image_classification.planning.OOD_CHOICES` (``"auto"``: CIFAR-100 for
+        :data:`tf_vrre.workflows.image_classification.evaluation_checks.OOD_CHOICES` (``"auto"``: CIFAR-100 for
         CIFAR-10 runs, CIFAR-10 otherwise; ``"none"``: skip).
       data_dir, source: where the data are (default: the run's).
       test_size: evaluate on a class-balanced subset of the test (and OOD) set.
@@ -133,11 +133,11 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
       tf_vrre.run_json.RunDirError: no run / no samples (naming the missing file); ValueError for
         bad arguments.  Checked before anything is computed or written.
     """
-    if ood not in planning.OOD_CHOICES:
-        raise ValueError(f"ood must be one of {', '.join(planning.OOD_CHOICES)}; got {ood!r}")
-    run, samples = planning.check_run(run_dir)
+    if ood not in evaluation_checks.OOD_CHOICES:
+        raise ValueError(f"ood must be one of {', '.join(evaluation_checks.OOD_CHOICES)}; got {ood!r}")
+    run, samples = evaluation_checks.check_run(run_dir)
     data = run["data"]
-    data_dir, source, ood_name = planning.data_sources(run, ood, data_dir, source)
+    data_dir, source, ood_name = evaluation_checks.data_sources(run, ood, data_dir, source)
     prep = Preprocessing.from_dict(run["preprocessing"])
     x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
     ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None

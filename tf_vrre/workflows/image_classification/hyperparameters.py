@@ -23,7 +23,7 @@ Example:
   >>> check_data_size(cfg, 10 ** 37)         # lr / N = 1e-38: zero in float32
   Traceback (most recent call last):
   ...
-  tf_vrre.workflows.step_bounds.BoundError: config key sampler.lr must be in [1.18e+07, 3.4e+38] for the 1e+37 training examples (the sampler's step size eta = lr / N, the hot chain's hot_lr_multiplier * eta and the noise variance 2 (1 - momentum) eta tau must be positive and finite in float32), got 0.1
+  tf_vrre.workflows.step_bounds.BoundError: config key sampler.lr must be in [0.118, 3.4e+38] for the 1e+37 training examples (the sampler's step size eta = lr / N, the hot chain's hot_lr_multiplier * eta and the noise variance 2 (1 - momentum) eta tau must be positive and finite in float32), got 0.1
 """
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ def _check_temperature(cfg: Any, stretch: Stretch) -> float | None:
         # tau / a_s ** burn >= tiny and 1 / a_s >= tiny, with a_s = a ** (1 / scale), burn = round(b * scale)
         top = min(-_LOG_TINY, (log_tau - _LOG_TINY) / burn) * stretch.scale
         step_bounds.within("sampler.temperature_annealing", s.temperature_annealing, 1.0, math.exp(top),
-                           f"the temperature annealed over the burn-in, sampler.temperature / temperature_annealing ** "
-                           f"burn_in_epochs, must stay >= {F32_TINY:.3g} in float32 (stretched to {cfg.training.epochs} "
-                           "epochs)", prefix=_KEY)
+                           f"the temperature annealed over the burn-in, sampler.temperature / temperature_annealing "
+                           f"** burn_in_epochs, must stay >= {F32_TINY:.3g} in float32 (stretched to "
+                           f"{cfg.training.epochs} epochs)", prefix=_KEY)
     return log_tau - burn * log_factor
 
 
@@ -137,12 +137,12 @@ def _check_correction(cfg: Any, stretch: Stretch, tau_end_log: float) -> None:
                                f"F * correction_growth ** burn_in_epochs must stay finite in float32 (stretched to "
                                f"{cfg.training.epochs} epochs)", prefix=_KEY)
     ratio = 1.0 - 1.0 / s.hot_temperature_multiplier   # 1/tau_1 - 1/tau_2 = ratio / tau_1
-    log_pen = max(2 * (math.log(ratio) - math.log(s.temperature)),
-                  2 * (math.log(ratio) - tau_end_log) - log_growth)   # log of max (1/tau_1 - 1/tau_2)^2 / F_0
+    # log of the largest (1/tau_1 - 1/tau_2)^2 / F_0: at the start or at the end of the burn-in
+    log_pen = max(2 * (math.log(ratio) - math.log(s.temperature)), 2 * (math.log(ratio) - tau_end_log) - log_growth)
     lo = max(F32_TINY, math.exp(min(log_pen - _LOG_MAX, 700)))
     hi = math.exp(_LOG_MAX - log_growth)
-    why = (f"F grows x{math.exp(log_growth):.3g} over the burn-in and must stay finite in float32, and so must the swap "
-           "penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2" if log_growth else
+    why = (f"F grows x{math.exp(log_growth):.3g} over the burn-in and must stay finite in float32, and so must the "
+           "swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2" if log_growth else
            "the swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2 must be finite in float32")
     step_bounds.within("swap.correction", sw.correction, lo, hi, why, prefix=_KEY)
 
