@@ -19,7 +19,7 @@ from tf_vrre.cli._args import positive_list as _positive_list
 from tf_vrre.cli._args import writable as _writable
 from tf_vrre.cli._args import write_json as _write_json
 
-METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.mixture.ALL_METHODS (no TF import here)
+METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS (no TF import here)
 OUTPUTS = ("summary.json", "traces.npz", "traces.png", "density.png", "variance.png", "sensitivity.png")
 MAX_DATA_SIZE = 10 ** 7   # the data set and the exact-posterior grid live in memory
 MAX_STEPS = 10 ** 9

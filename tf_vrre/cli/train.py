@@ -196,7 +196,11 @@ def _run(args):
 
     pre = args.preflight
     if args.strategy != "multiworker" and pre.complete:
-        shutil.rmtree(os.path.join(args.out, run_json.BACKUP), ignore_errors=True)  # a kill after the completion record
+        if os.path.isdir(os.path.join(args.out, run_json.BACKUP)):  # a kill after the completion record
+            from tf_vrre.runs import locks
+
+            locks.lock_run(args.out)  # held since check(): its pid now, as it writes
+            shutil.rmtree(os.path.join(args.out, run_json.BACKUP), ignore_errors=True)
         print(f"{args.out}: run already complete ({pre.existing['method']}); nothing to do")
         return 0
     try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything

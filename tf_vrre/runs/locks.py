@@ -13,9 +13,9 @@ What a holder can rely on:
 - a second writer is refused at once (``LOCK_NB``), naming the holder's pid, or that readers hold it;
 - the lock file is opened with ``O_NOFOLLOW``: a symbolic link planted at its name is refused,
   never written through;
-- only an exclusive holder writes the file (its pid, after the lock is taken; commands take it
-  once their checks have passed, so a refused command changes nothing); :meth:`Lock.release` empties
-  it again, so a finished run keeps no stale pid.  The file itself stays: it is the lock, and a
+- only an exclusive holder writes the file: its pid, when it starts writing the directory
+  (:meth:`Lock.mark`; a command that is refused, before or after taking the lock, changes
+  nothing); :meth:`Lock.release` empties it again, so a finished run keeps no stale pid.  The file itself stays: it is the lock, and a
   reader must find it without creating files in a run it only reads.  The OS releases the lock of
   a process that dies (its pid then stays in the file; the lock is free all the same);
 - identity: a :class:`Lock` remembers the device and inode of its file; :meth:`Lock.owned` says
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import errno
 import os
+from typing import IO
 
 import tf_vrre.runs.atomic as atomic
 from tf_vrre.runs import run_json
@@ -75,11 +76,16 @@ class Lock:
       created: this lock created the file.
     """
 
-    def __init__(self, path: str, file, shared: bool, created: bool) -> None:
+    def __init__(self, path: str, file: IO[str], shared: bool, created: bool) -> None:
         self.path, self._file, self.shared, self.created = path, file, shared, created
         st = os.fstat(file.fileno())
         self._identity = (st.st_dev, st.st_ino)
         self._marked = False
+
+    @property
+    def marked(self) -> bool:
+        """Whether this lock wrote its pid (:meth:`mark`)."""
+        return self._marked
 
     @property
     def closed(self) -> bool:
@@ -157,11 +163,11 @@ def _open(path: str, shared: bool):
     return atomic.open_lock(path), created
 
 
-def acquire(path: str | os.PathLike, shared: bool = False) -> Lock | None:
+def acquire(path: str | os.PathLike, shared: bool = False, mark: bool = True) -> Lock | None:
     """Takes the lock of lock file ``path`` without waiting.
 
-    Exclusive (default): the file is created if absent, locked, and this process's pid written
-    into it (:meth:`Lock.mark`).  Shared: an existing file is locked for reading and left
+    Exclusive (default): the file is created if absent, locked, and (``mark``) this process's pid
+    written into it (:meth:`Lock.mark`).  Shared: an existing file is locked for reading and left
     unchanged; returns ``None`` if there is no lock file (nothing to lock: nobody wrote there).
 
     Raises:
@@ -182,7 +188,7 @@ def acquire(path: str | os.PathLike, shared: bool = False) -> Lock | None:
                 raise busy from None
         lock = Lock(path, f, shared, created)
         if lock.owned():  # the name still points at the file locked (not removed since it was opened)
-            if not shared:
+            if mark and not shared:
                 lock.mark()
             return lock
         f.close()
@@ -215,11 +221,12 @@ def holds_run_lock(run_dir: str | os.PathLike) -> bool:
     return _key(run_dir) in _runs
 
 
-def lock_run(run_dir: str | os.PathLike) -> Lock:
+def lock_run(run_dir: str | os.PathLike, mark: bool = True) -> Lock:
     """Makes this process the one writer of ``run_dir`` (created if absent) until
     :func:`unlock_run` or the end of the process: an exclusive lock of ``RUN/.lock`` (see the
     module docstring).  A second call returns the same :class:`Lock` after checking it still owns
-    the directory.
+    the directory.  ``mark``: write this process's pid into the lock file now (``False``: a command
+    that still checks, and writes its pid by calling this again when it starts writing).
 
     Raises:
       RunLockedError: another process writes or reads ``run_dir`` (naming it and the writer's
@@ -232,10 +239,12 @@ def lock_run(run_dir: str | os.PathLike) -> Lock:
         if not held.owned():
             raise RunLockedError(f"{name!r}: its lock file {LOCK} was deleted or replaced while this process held "
                                  "it; another process may now write the run, so this one stops here")
+        if mark and not held.marked:
+            held.mark()
         return held
     os.makedirs(name, exist_ok=True)
     try:
-        lock = acquire(os.path.join(name, LOCK))
+        lock = acquire(os.path.join(name, LOCK), mark=mark)
     except Busy as busy:
         raise RunLockedError(busy_message(name, busy)) from None
     _runs[_key(name)] = lock
@@ -247,7 +256,8 @@ def busy_message(run_dir: str, busy: Busy) -> str:
     if busy.readers:
         return (f"{run_dir!r} is being read by another process (tf-vrre evaluate, diagnose or export); run again "
                 "when it ends")
-    who = "this process" if busy.pid == str(os.getpid()) else f"another process (pid {busy.pid or '?'})"
+    who = ("this process" if busy.pid == str(os.getpid()) else f"another process (pid {busy.pid})" if busy.pid
+           else "another process (still checking its inputs)")
     return f"{run_dir!r} is being written by {who}; wait for it to end or stop it, then run again"
 
 

@@ -194,8 +194,8 @@ def writer_locks(directory: str) -> Iterator[None]:
         locks.check_run_free(run)  # both probed first: a refusal changes nothing
     _collector_free(directory, locks.check_free, lock)
     taken = run is not None and not locks.holds_run_lock(run)
-    if taken:
-        locks.lock_run(run)
+    if run is not None:
+        locks.lock_run(run)  # marks it too (this repair writes)
     try:
         held = _collector_free(directory, locks.acquire, lock)
         try:

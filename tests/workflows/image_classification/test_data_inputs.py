@@ -175,7 +175,7 @@ def data(tmp_path_factory):
     (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment contradicts --set data.erasing=0.2"),
     (["--set", "model.kwargs.depth=3"], "config key model.kwargs.depth is unknown for model cnn; allowed: width, "
                                         "batch_norm, synchronized_bn, name (override)"),
-    (["--set", "model.kwargs.width=0"], "config key model.kwargs.width must be an integer >= 1, got 0 (override)"),
+    (["--set", "model.kwargs.width=0"], "config key model.kwargs.width must be an integer in [1, 2147483647], got 0 (override)"),
     (["--set", "training.seed=4294967296"], "config key training.seed must be an integer in [0, 2147483647], "
                                             "got 4294967296 (override)"),
     (["--set", "data.split_seed=4294967296"], "config key data.split_seed must be an integer in [0, 2147483647]"),

@@ -160,7 +160,9 @@ def writes_run(strategy: Any) -> bool:
 def take_run(pre: Preflight) -> Preflight:
     """Takes the run lock of ``pre.out`` (creating the directory) and checks the directory again
     under it; returns ``pre`` with what was found then.  A complete run with nothing left to
-    clean is not locked (nothing will be written).
+    clean is not locked (nothing will be written).  The pid goes into the lock file when the run
+    starts writing (:func:`tf_vrre.runs.locks.lock_run` again): a run refused after this (its data
+    differ, say) leaves the lock file as it was.
 
     Raises:
       tf_vrre.runs.locks.RunLockedError: another process writes or reads ``out``.
@@ -175,7 +177,7 @@ def take_run(pre: Preflight) -> Preflight:
         created = (st.st_dev, st.st_ino)
     pre = dataclasses.replace(pre, created=created)
     try:
-        locks.lock_run(pre.out)
+        locks.lock_run(pre.out, mark=False)  # its pid is written when it starts writing (train.run)
         return dataclasses.replace(pre, existing=check_run_dir(pre.out, pre.config, pre.overwrite))
     except BaseException:
         give_back(pre)

@@ -13,9 +13,12 @@ Both sources return the same thing, ``(x, y)`` numpy arrays with ``x`` uint8 ``[
 - ``"auto"``: ``"npz"`` when ``data_dir`` holds the split's ``.npz`` files, else ``"tfds"``.
 
 Without a connection, tensorflow-datasets would retry its download for minutes: before it
-downloads, :func:`tf_vrre.data.tfds_source.check_download` probes the download host for a
-few seconds and raises one line naming the offline options (prepared data with
-``download=False`` / ``--no-download``, or the npz source).
+downloads, :func:`tf_vrre.workflows.image_classification.data.tfds_source.check_download` probes
+the download host for a few seconds and raises one line naming the offline options (prepared
+data with ``download=False`` / ``--no-download``, or the npz source).
+
+An ``.npz`` member is checked against the size its ``.npy`` header declares before it is read (a
+header may claim 10^12 labels: one line naming the file, not a memory error).
 """
 
 import numbers
@@ -285,7 +288,8 @@ def load_split(name, split, source="tfds", data_dir=None, download=True):
     Raises:
       ValueError: unknown data set, split or source (naming the valid ones), malformed files.
       FileNotFoundError: missing directory or files (naming the expected paths); tfds data
-        neither prepared nor downloadable (:class:`tf_vrre.data.tfds_source.OfflineError`).
+        neither prepared nor downloadable
+        (:class:`tf_vrre.workflows.image_classification.data.tfds_source.OfflineError`).
       PermissionError: an unreadable folder or file (naming it).
 
     Example:
