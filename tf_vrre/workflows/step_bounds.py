@@ -9,7 +9,8 @@ for ``eta lambda < 2 (1 + m)``; beyond it the weights grow by a factor each step
 gradient of the data does.
 
 Each check here names one hyperparameter (a config key or a flag) and the interval it may take
-given the others, so the error says what to change.  The workflows' preflights call them
+given the others, so the error says what to change; the ends shown are rounded towards the inside
+of the interval (5067 shows as 5.06e+03), so a number copied from the message is allowed.  The workflows' preflights call them
 (:mod:`tf_vrre.workflows.image_classification.hyperparameters`, ``tf-vrre mixture``).
 
 Example:
@@ -18,7 +19,7 @@ Example:
   >>> within("sampler.lr", 3e38, 1e-30, 5067.0, "the prior's own step diverges beyond it", hi_open=True)
   Traceback (most recent call last):
   ...
-  tf_vrre.workflows.step_bounds.BoundError: sampler.lr must be in [1e-30, 5.07e+03) (the prior's own step diverges beyond it), got 3e+38
+  tf_vrre.workflows.step_bounds.BoundError: sampler.lr must be in [1e-30, 5.06e+03) (the prior's own step diverges beyond it), got 3e+38
 """
 
 from __future__ import annotations
