@@ -226,3 +226,20 @@ def test_overwrite_clears_derived_outputs_but_keeps_the_lock(tmp_path):
     finally:
         locks.unlock_run(run)
     assert sorted(os.listdir(run)) == [".lock"]
+
+
+def test_a_stale_pid_is_never_reported(tmp_path):
+    """A killed holder's pid stays in the lock file; a holder still checking its inputs has not
+    written its own yet: the refusal says so instead of naming the dead process (or any text)."""
+    run = tmp_path / "r"
+    run.mkdir()
+    for text in ("2147483646", "rm -rf /"):
+        (run / run_json.LOCK).write_text(text)
+        held = locks.acquire(run / run_json.LOCK, mark=False)
+        try:
+            with pytest.raises(locks.RunLockedError, match=r"being written by another process \(still checking its "
+                                                           r"inputs\)"):
+                locks.check_run_free(run)
+        finally:
+            held.release()
+        assert (run / run_json.LOCK).read_text() == text  # an unmarked lock leaves the file as it was

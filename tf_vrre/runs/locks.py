@@ -134,7 +134,7 @@ class Lock:
             self._file.close()  # closing drops the flock
 
 
-def _holder(f, path: str) -> Busy:
+def _holder(f: IO[str], path: str) -> Busy:
     """Why the exclusive lock of ``path`` (open as ``f``) cannot be taken: a writer (its pid) or
     readers only (a shared lock can be had)."""
     try:
@@ -195,12 +195,23 @@ def acquire(path: str | os.PathLike, shared: bool = False, mark: bool = True) ->
     raise Busy(path, None, False)
 
 
-def _read_pid(f) -> str | None:
+def _read_pid(f: IO[str]) -> str | None:
+    """The pid written in lock file ``f``, if it names a live process (a killed holder's stale pid,
+    or text that is no pid, is not reported)."""
     try:
         f.seek(0)
-        return f.read(64).strip()[:20] or None
+        text = f.read(64).strip()
     except (OSError, ValueError, UnicodeDecodeError):
         return None
+    if not text.isdigit() or len(text) > 10:
+        return None
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return None
+    except (PermissionError, OverflowError, ValueError):
+        pass  # alive, another user's
+    return text
 
 
 # ---- the run lock: RUN/.lock ------------------------------------------------------------------
