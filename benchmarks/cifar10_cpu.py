@@ -80,9 +80,7 @@ def method_config(method, seed, args):
         over["swap.period"] = window
     for item in args.set:  # only where the key applies to the method (unknown keys still fail)
         key, value = item.split("=", 1)
-        section, _, name = key.partition(".")
-        applies = C.SCHEMA.get(section, {}).get(name, (None, None, None))[2]
-        if applies is None or method in applies:
+        if C.applies(key, method):
             over[key] = value
     return C.resolve(C.apply_overrides(C.load(method), over))
 

@@ -82,6 +82,42 @@ BAD = [
     (["evaluate", "--run", "{image_run}", "--ood", "mnist"], "argument --ood: invalid choice: 'mnist'"),
     (["evaluate", "--run", "{image_run}", "--data-dir", "{root}/nowhere"], "data_dir '{root}/nowhere' does not exist"),
     (["evaluate", "--run", "{image_run}", "--ood", "cifar100"], "no cifar100 test data in '{data}'"),
+    # the sampler's numbers, computed before TensorFlow in float32 (lr / N, hot chain, F grown, the prior's step)
+    (["train", "--config", "vr-resghmc", "--out", "{out}", *"--source npz --subset 64 --batch-size 32 --data-dir".split(),
+      "{data}", "--lr", "1.2e-38"], "config key sampler.lr must be in [7.53e-37, 3.4e+38] for the 64 training examples"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--lr", "3e38"],
+     "config key sampler.lr must be in [1.18e-38, 5.06e+03) (the prior's own step"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "swap.correction=1.2e-38"],
+     "config key swap.correction must be in [7.16e-33, 8.94e+35] (F grows x380 over the burn-in"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "swap.correction=3e38"],
+     "config key swap.correction must be in [7.16e-33, 8.94e+35]"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.weight_decay=3e38"],
+     "config key sampler.weight_decay must be in [0, 25.3) (the prior's own step"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.momentum=0.99999999"],
+     "config key sampler.momentum must be a number in [0, 0.99999994] (below 1 in float32"),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.temperature=3e38"],
+     "config key sampler.temperature must be in [1.18e-38, 6.8e+37] (the hot chain's temperature"),
+    (["mixture", "--lr", "3e38"], "argument --lr must be in [1.18e-38, 0.0499) (eta * (N / sigma^2 + 1 / prior_sd^2)"),
+    # raw exceptions of the checks before TensorFlow: each one line naming the file and the key
+    (["train", "--config", "{deep_toml}", "--out", "{out}"], "config {deep_toml}: nested too deeply to parse"),
+    (["train", "--config", "{internal_toml}", "--out", "{out}", "--set", "training.epochs=3"],
+     "config: unknown key 'overridden'; allowed: method, description, data, model"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{huge_labels}"],
+     "{huge_labels}/cifar10/cifar10_train.npz: not a readable .npz image archive"),
+    (["evaluate", "--run", "{typed_run}"], "{typed_run}/run.json: key data must be an object, got a list"),
+    (["train", "--config", "sghmc", "--out", "{typed_run}", "--overwrite", "--subset", "64", "--epochs", "1",
+      "--set", "samples.burn_in_epochs=0", "--batch-size", "32", "--source", "npz", "--data-dir", "{data}",
+      "--strategy", "tpus"], "--strategy: invalid choice"),
+    (["train", "--config", "sghmc", "--out", "{typed_run}", "--source", "npz", "--data-dir", "{data}"],
+     "--out: {typed_run}/run.json: key data must be an object, got a list"),
+    # accepted silently: a file's own top-level `source` key
+    (["train", "--config", "{source_toml}", "--out", "{out}"], "config: unknown key 'source'; allowed: method"),
+    # slow or late: closed-form sample count for 2**31 - 1 epochs of a cyclical schedule; a bounded crop padding
+    (["train", "--config", "cycsghmc", "--out", "{out}", *"--source npz --subset 64 --batch-size 32 --data-dir".split(),
+      "{data}", "--epochs", "2147483647", "--thinning", "2", "--steps-per-execution", "4"],
+     "steps_per_execution (4) must divide samples.thinning (2)"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--set", "data.crop_padding=100000"],
+     "config key data.crop_padding must be an integer in [0, 31]"),
     (["bogus"], "invalid choice: 'bogus'"),
     ([], "the following arguments are required: command"),
 ]
@@ -110,7 +146,38 @@ def dirs(tmp_path_factory):
         np.savez(data / f"cifar10_{split}.npz", x=rng.integers(0, 256, (200, 32, 32, 3), dtype=np.uint8),
                  y=np.arange(200) % 10)
     return {"run": str(run), "corrupt": str(corrupt), "corrupt_run": str(corrupt_run), "root": root,
-            "data": str(root / "data"), "image_run": _image_run(root / "image_run", root / "data")}
+            "data": str(root / "data"), "image_run": _image_run(root / "image_run", root / "data"),
+            **_probe_inputs(root)}
+
+
+def _probe_inputs(root):
+    """Inputs that once raised inside the checks before TensorFlow (RecursionError, AttributeError,
+    a memory error) or were accepted silently."""
+    import io
+    import zipfile
+
+    files = {"deep_toml": 'method = "sghmc"\n[sampler]\nlr = ' + "[" * 50000 + "]" * 50000 + "\n",
+             "internal_toml": 'method = "sghmc"\noverridden = 5\n', "source_toml": 'method = "sghmc"\nsource = "x"\n'}
+    out = {}
+    for name, text in files.items():
+        (root / f"{name}.toml").write_text(text)
+        out[name] = str(root / f"{name}.toml")
+    labels = io.BytesIO()  # a y.npy whose header declares 10**12 labels
+    np.save(labels, np.arange(10))
+    raw = labels.getvalue()
+    end = raw.index(b"\n") + 1
+    header = raw[:end].replace(b"(10,)", b"(1000000000000,)")
+    (root / "huge" / "cifar10").mkdir(parents=True)
+    with zipfile.ZipFile(root / "huge" / "cifar10" / "cifar10_train.npz", "w") as z:
+        z.writestr("y.npy", header[:-1].ljust(end - 1) + b"\n" + raw[end:])
+        z.writestr("x.npy", b"")
+    out["huge_labels"] = str(root / "huge")
+    typed = root / "typed_run"  # the format tag right, a section of the wrong type
+    typed.mkdir()
+    (typed / "run.json").write_text(json.dumps({"format": "tf_vrre.run/1", "method": "sghmc", "config": {},
+                                                "model": {}, "data": [], "preprocessing": {}, "seed": 0}))
+    out["typed_run"] = str(typed)
+    return out
 
 
 def _image_run(run, data_dir):
@@ -131,14 +198,24 @@ def _image_run(run, data_dir):
     return str(run)
 
 
-@pytest.mark.parametrize("flags, message", BAD, ids=[" ".join(f) or "none" for f, _ in BAD])
+def _state(root):
+    """Every entry below ``root`` with its bytes and mtime (a refused command changes none)."""
+    out = {}
+    for d, _, files in os.walk(root):
+        out[d] = os.stat(d).st_mtime_ns
+        out.update({os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, open(os.path.join(d, f), "rb").read())
+                    for f in files})
+    return out
+
+
+@pytest.mark.parametrize("flags, message", BAD, ids=[" ".join(f)[:80] or "none" for f, _ in BAD])
 def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, message):
     out = dirs["root"] / f"out-{abs(hash(tuple(flags)))}"
-    names = {k: dirs[k] for k in ("run", "corrupt", "corrupt_run", "root", "data", "image_run")}
+    names = {k: dirs[k] for k in ("run", "corrupt", "corrupt_run", "root", "data", "image_run", "deep_toml",
+                                  "internal_toml", "source_toml", "huge_labels", "typed_run")}
     flags = [f.format(out=out, **names) for f in flags]
     message = message.format(**names)
-    listing = lambda p: sorted(n for n in os.listdir(p) if n != ".lock")  # noqa: E731  (train's run lock)
-    before = {p: listing(p) for p in (dirs["corrupt_run"], dirs["image_run"])}
+    before = {p: _state(p) for p in (dirs["corrupt_run"], dirs["image_run"], dirs["typed_run"])}
     if flags and flags[0] == "mixture":
         flags += ["--out", str(out)]
     result = run_cli(*flags)
@@ -147,7 +224,7 @@ def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, 
     assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: ") and message in lines[0], result.stderr
     assert result.stdout == ""
     assert not out.exists()
-    assert before == {p: listing(p) for p in before}  # train / evaluate wrote nothing into a run
+    assert before == {p: _state(p) for p in before}  # train / evaluate changed nothing in a run
 
 
 def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):

@@ -51,3 +51,25 @@ def test_help_answers(capsys):
     for flag in ("--config", "--out", "--data-dir", "--source", "--strategy", "--set", "--overwrite", "--run", "--ood",
                  "--jit-compile", "--steps-per-execution", "multiworker", "tpu"):
         assert flag in text
+
+
+def test_one_preflight_checks_the_config_and_the_numbers_once(image_data_dir, tmp_path, monkeypatch):
+    """``tf-vrre train`` and ``train()`` share one preflight: the config is resolved once and the
+    run's numbers are checked once (the command line used to check them, then ``train`` again).
+    A finished run keeps its lock file without a pid."""
+    from tf_vrre.workflows.image_classification import config, planning
+
+    calls = {"resolve": 0, "check_numbers": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(config, "resolve", counted("resolve", config.resolve))
+    monkeypatch.setattr(planning, "check_numbers", counted("check_numbers", planning.check_numbers))
+    out = tmp_path / "run"
+    assert cli.main(cli_flags("msgd", out, image_data_dir)) == 0
+    assert calls == {"resolve": 1, "check_numbers": 1}
+    assert (out / ".lock").read_text() == ""

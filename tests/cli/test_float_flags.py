@@ -97,9 +97,12 @@ def test_positive_float_type():
 
 @pytest.mark.parametrize("setting,message", [
     ("training.seed=4294967296", "config key training.seed must be an integer in [0, 2147483647], got 4294967296 (override)"),
-    ("sampler.lr=1e39", "config key sampler.lr must be 0 or of magnitude in [1.18e-38, 3e+38]"),
-    ("sampler.lr=1e-46", "config key sampler.lr must be 0 or of magnitude in [1.18e-38, 3e+38]"),
-    ("sampler.temperature=1e39", "config key sampler.temperature must be 0 or of magnitude in [1.18e-38, 3e+38]"),
+    ("sampler.lr=1e39", "config key sampler.lr must be a number in [1.18e-38, 3.4e+38] (float32), got 1e+39 (override)"),
+    ("sampler.lr=1e-46", "config key sampler.lr must be a number in [1.18e-38, 3.4e+38] (float32), got 1e-46"),
+    ("sampler.temperature=1e39", "config key sampler.temperature must be a number in [1.18e-38, 3.4e+38] (float32)"),
+    ("sampler.weight_decay=1e-40", "config key sampler.weight_decay must be 0 or a number in [1.18e-38, 3.4e+38] "
+                                   "(float32), got 1e-40"),
+    ("data.batch_size=4294967296", "config key data.batch_size must be an integer in [1, 2147483647]"),
 ])
 def test_config_values_beyond_int32_or_float32_exit_2(setting, message, capsys, tmp_path):
     """``--set`` reaches the config past the flag types: seeds >= 2**31 (NumPy fails at 2**32 with a

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tf_vrre import cli
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import run_json
 from tf_vrre.runs import samples as run_files
 from tf_vrre.diagnostics import runs as diag_runs_module
 
@@ -78,8 +78,8 @@ def test_only_a_torn_last_row_is_dropped(diag_runs, tmp_path, capsys):
 ])
 def test_unreadable_run_json_is_one_line(tmp_path, content, message):
     (tmp_path / "run.json").write_bytes(content)
-    with pytest.raises(rundir.RunDirError, match=f"{tmp_path / 'run.json'}.*"):
-        rundir.read_run(str(tmp_path))
+    with pytest.raises(run_json.RunDirError, match=f"{tmp_path / 'run.json'}.*"):
+        run_json.read_run(str(tmp_path))
     with pytest.raises(ValueError, match=message):
         diag_runs_module.read_run_json(str(tmp_path))
 
@@ -118,32 +118,31 @@ def test_resume_readers_name_a_damaged_log(tmp_path):
 def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsys, tmp_path):
     import argparse
 
-    from tf_vrre.workflows.image_classification import strategies, train as training
-    from tf_vrre.cli import train
+    from tf_vrre.cli import train as train_cli
+    from tf_vrre.workflows.image_classification import config, planning, strategies, train
 
     def damaged(*a, **k):
         raise run_files.RunFileError(f"sample manifest {tmp_path}/samples/manifest.json points at a missing file")
 
-    monkeypatch.setattr(training, "train", damaged)
-    monkeypatch.setattr(training, "make_strategy", lambda name: None)
-    monkeypatch.setattr(training, "plan", lambda *a, **k: None)
+    monkeypatch.setattr(train, "run", damaged)
+    monkeypatch.setattr(train, "make_strategy", lambda name: None)
+    monkeypatch.setattr(train, "plan", lambda *a, **k: None)
     monkeypatch.setattr(strategies, "check_options", lambda *a: None)
-    args = argparse.Namespace(cfg={}, out=str(tmp_path), strategy="default", existing=None, jit=None,
-                              steps_per_execution=None, data_dir=None, source="npz", no_download=True,
-                              overwrite=False, quiet=True)
+    pre = planning.Preflight(config.resolve(config.load("sghmc")), str(tmp_path), source="npz", download=False)
+    args = argparse.Namespace(preflight=pre, out=str(tmp_path), strategy="default", quiet=True)
     with pytest.raises(SystemExit) as exc:
-        train.run(args)
+        train_cli.run(args)
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
     assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]
 
 
 def test_evaluate_swap_summary_refuses_an_impossible_swap(tmp_path):
-    from tf_vrre.workflows.image_classification import evaluate as evaluation
+    from tf_vrre.workflows.image_classification import evaluate
 
     (tmp_path / "swaps").mkdir()
     (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,7\n")
     with pytest.raises(run_files.RunFileError, match="swaps.csv, row 2: accepted = '7', must be 0 or 1"):
-        evaluation.swap_summary(str(tmp_path))
+        evaluate.swap_summary(str(tmp_path))
     (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,0\n3,0")
-    assert evaluation.swap_summary(str(tmp_path))["swaps"] == 1
+    assert evaluate.swap_summary(str(tmp_path))["swaps"] == 1

@@ -29,11 +29,13 @@ def run(tmp_path):
 
 
 def _files(root):
+    """Every file's bytes and mtime, and every directory's mtime."""
     out = {}
     for d, _, names in os.walk(root):
+        out[os.path.relpath(d, root)] = os.stat(d).st_mtime_ns
         for n in names:
             p = os.path.join(d, n)
-            out[os.path.relpath(p, root)] = open(p, "rb").read()
+            out[os.path.relpath(p, root)] = (open(p, "rb").read(), os.stat(p).st_mtime_ns)
     return out
 
 
@@ -46,16 +48,23 @@ def test_evaluate_and_export(run, tmp_path, image_data_dir, capsys):
     assert "exported 2 of 2 samples (steps 2..4)" in capsys.readouterr().out
 
 
-def test_diagnose(run, tmp_path):
+def test_diagnose_and_export_read_the_run_and_touch_nothing(run, tmp_path):
+    """Read-only commands take the run's lock shared when there is one and never create it: not a
+    byte, an entry or an mtime of the run changes."""
+    before = _files(run)
     out = str(tmp_path / "diag")
     assert cli.main(["diagnose", "--run", run, "--out", out, "--no-figures"]) == 0
     assert os.path.exists(os.path.join(out, "diagnostics.json"))
+    assert cli.main(["export", "--run", run, "--out", str(tmp_path / "serving")]) == 0
+    assert _files(run) == before
 
 
-def test_rerun_of_the_complete_run_keeps_it(run, image_data_dir):
+def test_rerun_of_the_complete_run_touches_nothing(run, image_data_dir, capsys):
+    """The config recorded by the earlier version compares equal to today's typed config, so the
+    rerun finds the same, complete run: nothing to do, and nothing in the directory changes (no
+    lock file created, no mtime moved)."""
     before = _files(run)
     assert cli.main(TRAIN_FLAGS + ["--data-dir", image_data_dir, "--out", run]) == 0
-    after = _files(run)
-    same = lambda files: {k: v for k, v in files.items() if k not in ("run.json", ".lock")}  # noqa: E731
-    assert same(after) == same(before)  # .lock: the one-writer lock the rerun took (it holds a pid)
+    assert "run already complete (vr-resghmc); nothing to do" in capsys.readouterr().out
+    assert _files(run) == before
     assert json.load(open(os.path.join(run, "run.json")))["status"] == "complete"

@@ -109,11 +109,12 @@ def test_one_writer_per_directory(tmp_path):
     (tmp_path / "d").mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, sys, time\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
-        "f.write('4242'); f.flush(); print('locked', flush=True); time.sleep(120)"), str(tmp_path / "d" / ".lock")],
+        "import os\nf.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(120)"),
+        str(tmp_path / "d" / ".lock")],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(ValueError, match=r"SampleCollector: .*d is in use by another process \(pid 4242\)"):
+        with pytest.raises(ValueError, match=rf"SampleCollector: .*d is in use by another process \(pid {holder.pid}\)"):
             s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path / "d"))])
     finally:
         holder.kill()

@@ -9,10 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from tf_vrre.runs import repair as sample_repair
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import locks, repair, run_json
 from tf_vrre.runs import samples as run_files
-from tf_vrre.workflows.image_classification import evaluate as evaluation
+from tf_vrre.workflows.image_classification import evaluation_checks
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
@@ -37,8 +36,10 @@ def make_run(run, steps=(2, 4, 6, 8)):
                         "epoch": s // 4, "temperature": 1.0, "energy": 1.5})
     manifest = {"format": run_files.FORMAT, "entries": entries, "events": list(steps), "run": {"fingerprint": "ab"}}
     (samples / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    (run / "run.json").write_text(json.dumps({"format": rundir.FORMAT, "method": "sghmc", "config": {},
-                                              "model": {"input_shape": [3, 2, 1]}, "data": {},
+    (run / "run.json").write_text(json.dumps({"format": run_json.FORMAT, "method": "sghmc", "config": {},
+                                              "model": {"name": "cnn", "kwargs": {}, "num_classes": 10,
+                                                        "input_shape": [3, 2, 1]},
+                                              "data": {"dataset": "cifar10", "train_size": 64},
                                               "preprocessing": {"kind": "normalize", "scale": 255.0, "mean": [0.5],
                                                                 "std": [0.25]},
                                               "seed": 0, "status": "complete"}))
@@ -48,8 +49,8 @@ def make_run(run, steps=(2, 4, 6, 8)):
 def test_a_deleted_sample_is_dropped_and_the_rest_kept(tmp_path):
     samples = make_run(tmp_path / "run")
     os.remove(samples / "sample-000000004.npz")
-    with pytest.raises(rundir.RunDirError, match=r"points at a missing file.*'tf-vrre repair .*run' keeps the"):
-        evaluation.check_run(str(tmp_path / "run"))
+    with pytest.raises(run_json.RunDirError, match=r"points at a missing file.*'tf-vrre repair .*run' keeps the"):
+        evaluation_checks.check_run(str(tmp_path / "run"))
     before = (samples / "manifest.json").read_bytes()
     dry = cli("repair", str(tmp_path / "run"), "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -73,7 +74,7 @@ def test_truncated_and_foreign_samples_are_renamed_damaged(tmp_path):
     samples = make_run(tmp_path / "run", steps=(2, 4, 6))
     with open(samples / "sample-000000002.npz", "r+b") as f:
         f.truncate(40)
-    result = sample_repair.repair(str(samples))
+    result = repair.repair(str(samples))
     assert [f for f, _ in result["dropped"]] == ["sample-000000002.npz"]
     assert os.path.exists(samples / "damaged-sample-000000002.npz")
     assert run_files.load_samples(str(samples)).steps == [4, 6]
@@ -89,7 +90,7 @@ def test_an_unreadable_manifest_is_rebuilt_from_the_sample_files(tmp_path):
         byte = f.read(1)
         f.seek(60)
         f.write(bytes([byte[0] ^ 0xFF]))
-    result = sample_repair.repair(str(samples))
+    result = repair.repair(str(samples))
     assert "is corrupt" in result["manifest_problem"]
     assert sorted(f for f, _ in result["dropped"]) == ["sample-000000006.npz", "sample-000000008.npz"]
     loaded = run_files.load_samples(str(samples))
@@ -103,14 +104,66 @@ def test_export_names_repair_and_a_run_being_trained_is_refused(tmp_path):
     result = cli("export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "export"))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert f"'tf-vrre repair {tmp_path / 'run'}' keeps the readable samples" in result.stderr
-    lock = rundir.lock_run(tmp_path / "run")
+    locks.lock_run(tmp_path / "run")
     try:
         held = cli("repair", str(tmp_path / "run"))
     finally:
-        lock.close()
+        locks.unlock_run(tmp_path / "run")
     assert held.returncode == 2 and "being written by another process" in held.stderr
     assert not os.path.exists(samples / "sample-000000006.npz")  # nothing renamed meanwhile
     assert "points at a missing file" in str(pytest.raises(ValueError, run_files.load_samples, str(samples)).value)
+
+
+HOLD = ("import sys, time; from tf_vrre.runs import locks; lock = getattr(locks, sys.argv[2])(sys.argv[1]); "
+        "print('held', flush=True); time.sleep(120)")
+
+
+def _stat(root):
+    out = {}
+    for d, _, files in os.walk(root):
+        out[d] = os.stat(d).st_mtime_ns
+        out.update({os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, open(os.path.join(d, f), "rb").read())
+                    for f in files})
+    return out
+
+
+@pytest.mark.parametrize("target,lock,how,message", [
+    ("run/samples", "run", "lock_run", "run' is being written by another process (pid"),  # tf-vrre train
+    ("run/samples", "run/samples/.lock", "acquire", "is being written by another process (pid"),  # a SampleCollector
+    ("run", "run/samples/.lock", "acquire", "a SampleCollector collects samples there"),
+])
+def test_repair_is_refused_while_the_run_or_its_samples_are_written(tmp_path, target, lock, how, message):
+    """``tf-vrre repair RUN/samples`` took no lock: while training ran, its rewrite was undone by the
+    collector.  Now the run's lock and the sample directory's are taken (refused while held), and
+    nothing changes."""
+    samples = make_run(tmp_path / "run")
+    os.remove(samples / "sample-000000006.npz")
+    (samples / ".lock").write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / lock), how], stdout=subprocess.PIPE,
+                              text=True, env=ENV, cwd=tmp_path)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = _stat(tmp_path / "run")  # with the holder's pid in its lock file
+        result = subprocess.run(COMMAND + ["repair", target], capture_output=True, text=True, env=ENV, timeout=120,
+                                cwd=tmp_path)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert message in result.stderr, result.stderr
+        assert _stat(tmp_path / "run") == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli("repair", str(tmp_path / target)).returncode == 0  # once the writer has gone
+    assert run_files.load_samples(str(samples)).steps == [2, 4, 8]
+    assert (samples / ".lock").read_text() == "" and (tmp_path / "run" / ".lock").read_text() == ""  # no stale pid
+
+
+def test_a_sound_run_is_only_read(tmp_path):
+    """A repair with nothing to do changes nothing: no lock file created, no mtime moved."""
+    make_run(tmp_path / "run")
+    before = _stat(tmp_path / "run")
+    result = cli("repair", str(tmp_path / "run"))
+    assert result.returncode == 0 and "nothing to repair" in result.stdout, result.stderr
+    assert _stat(tmp_path / "run") == before
 
 
 def test_nothing_to_repair_in_an_empty_directory(tmp_path):
@@ -124,7 +177,7 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     import errno
 
     from tf_vrre import cli
-    from tf_vrre.runs import fault_points as _faults
+    from tf_vrre.runs import fault_points
 
     samples = make_run(tmp_path / "run")
     with open(samples / "sample-000000004.npz", "r+b") as f:
@@ -135,7 +188,7 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
         if name == "atomic.write":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(_faults, "hook", full)
+    monkeypatch.setattr(fault_points, "hook", full)
     assert cli.main(["repair", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"tf-vrre: error: repair: cannot write {samples / 'manifest.json'}: No space left on device; "

@@ -1,8 +1,11 @@
-"""One writer per run directory: ``tf-vrre train`` takes ``RUN/.lock`` before any check or clear.
+"""One writer per run directory (``tf_vrre.runs.locks``): ``RUN/.lock``, taken by ``tf-vrre train``
+once its checks have passed, shared by readers.
 
 A second ``tf-vrre train`` (``--overwrite`` or a resume) on a run another process holds is
-refused with one line and exit 2, before TensorFlow starts, and deletes nothing.  The first
-process here is a tiny Python process holding the lock (``tf_vrre.runs.run_json.lock_run``).
+refused with one line and exit 2, before TensorFlow starts, and deletes nothing; a refused command
+changes nothing at all (no pid written, no file created, no mtime moved); a released lock keeps no
+pid; a process whose lock file was deleted by hand (so that another process got in) removes
+nothing.  The first process here is a tiny Python process holding the lock.
 """
 
 import json
@@ -13,95 +16,230 @@ import time
 
 import pytest
 
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import locks, run_json
 
 from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
-HOLD = ("import sys, time; from tf_vrre.runs import run_json as rundir; lock = rundir.lock_run(sys.argv[1]); "
+HOLD = ("import sys, time; from tf_vrre.runs import locks; lock = getattr(locks, sys.argv[2])(sys.argv[1]); "
         "print('held', flush=True); time.sleep(120)")
-LOCK_ONCE = "import sys; from tf_vrre.runs import run_json; run_json.lock_run(sys.argv[1])"
 
 
-def _fake_run(run):
+def _fake_run(run, config=None):
     """A run directory as a running ``tf-vrre train`` leaves it (files whose loss would show)."""
     for d in ("samples", "swaps", "backup"):
         (run / d).mkdir(parents=True)
         (run / d / "keep.txt").write_text(d)
     (run / "samples" / "manifest.json").write_text('{"format": "tf_vrre.samples/1", "entries": []}')
-    (run / "run.json").write_text(json.dumps({"format": rundir.FORMAT, "status": "running"}))
+    (run / "run.json").write_text(json.dumps({"format": run_json.FORMAT, "status": "running", "method": "msgd",
+                                              "config": config or {"method": "msgd"}, "model": {}, "data": {},
+                                              "preprocessing": {}, "seed": 0}))
 
 
-def _snapshot(run):
+def _snapshot(run, lock=False):
     return {os.path.relpath(os.path.join(d, f), run): open(os.path.join(d, f), "rb").read()
-            for d, _, files in os.walk(run) for f in files if f != rundir.LOCK}
+            for d, _, files in os.walk(run) for f in files if lock or f != run_json.LOCK}
+
+
+def _stat(run):
+    """Every entry's bytes and mtime, and the directories' mtimes (a file created and removed shows)."""
+    out = {}
+    for d, dirs, files in os.walk(run):
+        out[d] = os.stat(d).st_mtime_ns
+        for f in files:
+            p = os.path.join(d, f)
+            out[p] = (os.stat(p).st_mtime_ns, open(p, "rb").read())
+    return out
+
+
+def _hold(path, how="lock_run"):
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), how], stdout=subprocess.PIPE, text=True, env=ENV)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
 
 
 @pytest.fixture()
 def holder(tmp_path):
     run = tmp_path / "run"
     _fake_run(run)
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True, env=ENV)
+    proc = _hold(run)
     try:
-        assert proc.stdout.readline().strip() == "held"
         yield run
     finally:
         proc.kill()
         proc.wait()
 
 
+def tf_vrre_cli(*args):
+    return subprocess.run(COMMAND + list(args), capture_output=True, text=True, env=ENV, timeout=120)
+
+
 @pytest.mark.parametrize("extra", [["--overwrite"], []])
 def test_a_second_writer_is_refused_before_tensorflow_and_deletes_nothing(holder, extra):
     before = _snapshot(holder)
     start = time.perf_counter()
-    result = subprocess.run(COMMAND + ["train", "--config", "sghmc", "--out", str(holder), "--subset", "64",
-                                       "--epochs", "1"] + extra, capture_output=True, text=True, env=ENV,
-                            timeout=120)
+    result = tf_vrre_cli("train", "--config", "sghmc", "--out", str(holder), "--subset", "64", "--epochs", "1", *extra)
     seconds = time.perf_counter() - start
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
     assert lines[0].startswith("tf-vrre: error: --out: ") and str(holder) in lines[0]
     assert "being written by another process (pid " in lines[0]
-    assert _snapshot(holder) == before and os.path.exists(holder / rundir.LOCK)
+    assert _snapshot(holder) == before and os.path.exists(holder / run_json.LOCK)
     assert seconds < 30, seconds  # refused before TensorFlow starts
 
 
-def test_lock_is_reentrant_in_process_exclusive_across_and_released(tmp_path):
-    first = rundir.lock_run(tmp_path / "r")
-    assert rundir.lock_run(tmp_path / "r") is first and rundir.holds_lock(tmp_path / "r")
-    other = subprocess.run([sys.executable, "-c", LOCK_ONCE, str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
+def test_a_refused_train_touches_nothing_in_the_run(tmp_path):
+    """``tf-vrre train`` of another method into a finished run's directory is refused; it used to
+    rewrite the run's ``.lock`` (its pid) first.  Every byte, mtime and entry stays."""
+    run = tmp_path / "run"
+    _fake_run(run)
+    (run / run_json.LOCK).write_text("")  # as a finished run leaves it
+    os.utime(run, ns=(1, 1))
+    before = _stat(run)
+    result = tf_vrre_cli("train", "--config", "sghmc", "--out", str(run), "--subset", "64", "--epochs", "1")
+    assert result.returncode == 2 and "holds a different run (msgd)" in result.stderr, result.stderr
+    assert _stat(run) == before
+    os.remove(run / run_json.LOCK)  # a run directory written before the lock existed: none is created
+    os.utime(run, ns=(1, 1))
+    before = _stat(run)
+    result = tf_vrre_cli("train", "--config", "sghmc", "--out", str(run), "--subset", "64", "--epochs", "1")
+    assert result.returncode == 2 and _stat(run) == before, result.stderr
+
+
+def test_lock_is_reentrant_in_process_exclusive_across_and_released_without_a_pid(tmp_path):
+    first = locks.lock_run(tmp_path / "r")
+    assert locks.lock_run(tmp_path / "r") is first and locks.holds_run_lock(tmp_path / "r")
+    assert (tmp_path / "r" / run_json.LOCK).read_text() == str(os.getpid())
+    other = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre.runs import locks; "
+                            "locks.lock_run(sys.argv[1])", str(tmp_path / "r")],
+                           capture_output=True, text=True, env=ENV, timeout=60)
     assert other.returncode != 0 and f"being written by another process (pid {os.getpid()})" in other.stderr
-    rundir.unlock_run(tmp_path / "r")
-    assert not rundir.holds_lock(tmp_path / "r") and first.closed
-    again = subprocess.run([sys.executable, "-c", LOCK_ONCE, str(tmp_path / "r")], capture_output=True, text=True, env=ENV, timeout=60)
+    locks.unlock_run(tmp_path / "r")
+    assert not locks.holds_run_lock(tmp_path / "r") and first.closed
+    assert (tmp_path / "r" / run_json.LOCK).read_text() == ""  # no stale pid
+    again = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre.runs import locks; "
+                            "locks.lock_run(sys.argv[1])", str(tmp_path / "r")],
+                           capture_output=True, text=True, env=ENV, timeout=60)
     assert again.returncode == 0, again.stderr
 
 
-def test_library_train_refuses_a_run_another_process_writes(holder):
-    from tf_vrre.workflows.image_classification import train as training
+def test_readers_share_the_lock_touch_nothing_and_keep_writers_out(tmp_path):
+    run = tmp_path / "run"
+    _fake_run(run)
+    (run / run_json.LOCK).write_text("")
+    before = _stat(run)
+    reader = _hold(run, "share_run")
+    try:
+        assert locks.share_run(run) is not None  # readers share it
+        with pytest.raises(locks.RunLockedError, match="is being read by another process"):
+            locks.lock_run(run)
+    finally:
+        reader.kill()
+        reader.wait()
+    assert _stat(run) == before
+    os.remove(run / run_json.LOCK)
+    assert locks.share_run(run) is None and not os.path.exists(run / run_json.LOCK)  # never creates it
+    writer = _hold(run)
+    try:
+        assert locks.share_run(run) is None  # a run being trained is read as it is
+    finally:
+        writer.kill()
+        writer.wait()
 
-    with pytest.raises(rundir.RunLockedError, match="being written by another process"):
-        training._worker_root(object(), str(holder), overwrite=True)  # not multi-worker: the chief
-    assert (holder / "samples" / "keep.txt").exists()  # --overwrite's clear never ran
+
+def test_library_train_refuses_a_run_another_process_writes(holder):
+    from tf_vrre.workflows.image_classification import planning
+
+    with pytest.raises(locks.RunLockedError, match="being written by another process"):
+        locks.lock_run(holder)
+    with pytest.raises(locks.RunLockedError, match="being written by another process"):
+        planning.clear(str(holder))  # --overwrite's clear never runs without the lock ...
+    assert (holder / "samples" / "keep.txt").exists()
+
+
+def test_overwrite_never_removes_a_directory_another_process_writes(tmp_path):
+    from tf_vrre.workflows.image_classification import planning
+
+    run = tmp_path / "run"
+    _fake_run(run)
+    locks.lock_run(run)
+    collector = _hold(run / "samples" / run_json.LOCK, "acquire")  # a SampleCollector of another process
+    try:
+        with pytest.raises(locks.RunLockedError, match=r"cannot replace .*samples: .*being written by another process"):
+            planning.clear(str(run))
+        assert (run / "samples" / "keep.txt").exists()
+    finally:
+        collector.kill()
+        collector.wait()
+        locks.unlock_run(run)
+
+
+def test_a_process_whose_lock_was_deleted_by_hand_removes_nothing(tmp_path):
+    """After ``RUN/.lock`` is deleted by hand, another process can lock a new file of that name; the
+    first process then no longer owns the directory: its clean-up (a directory it made for a run
+    that wrote nothing) and its ``--overwrite`` clear leave the second one's files alone."""
+    from tf_vrre.workflows.image_classification import config, planning
+
+    out = tmp_path / "new"
+    cfg = config.resolve(config.load("msgd"))
+    pre = planning.take_run(planning.Preflight(cfg, str(out)))
+    assert pre.created is not None and os.listdir(out) == [run_json.LOCK]
+    os.remove(out / run_json.LOCK)  # by hand
+    second = _hold(out)
+    try:
+        with pytest.raises(locks.RunLockedError, match="was deleted or replaced while this process held it"):
+            planning.clear(str(out))
+        with pytest.raises(locks.RunLockedError, match="was deleted or replaced"):
+            locks.lock_run(out)
+        planning.give_back(pre)
+        assert os.listdir(out) == [run_json.LOCK] and (out / run_json.LOCK).read_text() == str(second.pid)
+    finally:
+        second.kill()
+        second.wait()
+    pre = planning.take_run(planning.Preflight(cfg, str(tmp_path / "empty")))
+    planning.give_back(pre)  # still its own: the directory it made is removed again
+    assert not os.path.exists(tmp_path / "empty")
 
 
 def test_a_planted_link_at_the_run_lock_is_refused(tmp_path):
     target = tmp_path / "outside"
     target.write_text("keep")
     (tmp_path / "r").mkdir()
-    os.symlink(target, tmp_path / "r" / rundir.LOCK)
+    os.symlink(target, tmp_path / "r" / run_json.LOCK)
     with pytest.raises(OSError, match="symbolic link"):
-        rundir.lock_run(tmp_path / "r")
+        locks.lock_run(tmp_path / "r")
+    assert locks.share_run(tmp_path / "r") is None  # a reader reads on, through no link
     assert target.read_text() == "keep"
 
 
 def test_overwrite_clears_derived_outputs_but_keeps_the_lock(tmp_path):
-    from tf_vrre.workflows.image_classification import train as training
+    from tf_vrre.workflows.image_classification import planning
 
     run = tmp_path / "run"
     _fake_run(run)
-    for name in ("diagnostics.json", "replicas.png", "acceptance.png", "report.json", "entropies.npz", ".lock"):
+    for name in ("diagnostics.json", "replicas.png", "acceptance.png", "report.json", "entropies.npz"):
         (run / name).write_text("old")
-    training._clear(str(run))
+    locks.lock_run(run)
+    try:
+        planning.clear(str(run))
+    finally:
+        locks.unlock_run(run)
     assert sorted(os.listdir(run)) == [".lock"]
+
+
+def test_a_stale_pid_is_never_reported(tmp_path):
+    """A killed holder's pid stays in the lock file; a holder still checking its inputs has not
+    written its own yet: the refusal says so instead of naming the dead process (or any text)."""
+    run = tmp_path / "r"
+    run.mkdir()
+    for text in ("2147483646", "rm -rf /"):
+        (run / run_json.LOCK).write_text(text)
+        held = locks.acquire(run / run_json.LOCK, mark=False)
+        try:
+            with pytest.raises(locks.RunLockedError, match=r"being written by another process \(still checking its "
+                                                           r"inputs\)"):
+                locks.check_run_free(run)
+        finally:
+            held.release()
+        assert (run / run_json.LOCK).read_text() == text  # an unmarked lock leaves the file as it was

@@ -59,6 +59,9 @@ def check(args):
             _args.die("--out is required with several --run")
         args.out = args.run[0]
     _args.writable(args.out)
+    from tf_vrre.runs import locks
+
+    args.run_locks = [locks.share_run(run) for run in args.run]  # readers: no train / repair starts meanwhile
 
 
 def _write_json(path, obj):

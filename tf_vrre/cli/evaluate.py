@@ -38,30 +38,33 @@ def _row(name, d):
 
 
 def check(args):
-    """The run, its samples and the data it is scored on, before TensorFlow starts (exit 2 on a bad one)."""
-    from tf_vrre.workflows.image_classification import planning as evaluation  # no TensorFlow
-    from tf_vrre.runs import run_json as rundir
+    """The run, its samples and the data it is scored on, before TensorFlow starts (exit 2 on a bad
+    one); then a reader's shared lock of the run (:func:`tf_vrre.runs.locks.share_run`: no
+    ``tf-vrre train`` or ``repair`` starts writing it meanwhile; nothing in the run is touched)."""
+    from tf_vrre.runs import locks, run_json
+    from tf_vrre.workflows.image_classification import evaluation_checks  # no TensorFlow
 
     try:
-        run, _ = evaluation.check_run(args.run)
-    except rundir.RunDirError as err:
+        run, _ = evaluation_checks.check_run(args.run)
+    except run_json.RunDirError as err:
         _die(f"--run: {err}")
     try:
-        evaluation.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
+        evaluation_checks.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
     except (ValueError, OSError) as err:
         _die(f"--data-dir / --source / --ood: {err}")
     _writable(args.run, "--run")  # report.json and the figures go there
+    args.run_lock = locks.share_run(args.run)
 
 
 def run(args):
     """Evaluates the run (after :func:`check`), prints a summary; returns the exit status."""
-    from tf_vrre.workflows.image_classification import evaluate as evaluation
-    from tf_vrre.runs import run_json as rundir
+    from tf_vrre.runs import run_json
+    from tf_vrre.workflows.image_classification import evaluate
 
     try:
-        report = evaluation.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
-                                     args.fit_size, args.batch_size, verbose=not args.quiet)
-    except (ValueError, OSError, rundir.RunDirError) as err:
+        report = evaluate.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
+                                   args.fit_size, args.batch_size, verbose=not args.quiet)
+    except (ValueError, OSError, run_json.RunDirError) as err:
         _die(str(err))
     t = report["temperature"]
     print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "

@@ -70,6 +70,9 @@ def check(args):
         checks.check_temperature(args.temperature)
     except ValueError as err:
         _args.die(f"--out / --version / --temperature: {err}")
+    from tf_vrre.runs import locks
+
+    args.run_lock = locks.share_run(args.run if args.run is not None else samples)  # no train / repair meanwhile
 
 
 def run(args):

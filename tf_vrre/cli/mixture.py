@@ -11,8 +11,7 @@ import time
 
 from tf_vrre.cli import _args
 
-# tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS, repeated: the flags are checked without TensorFlow
-METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")
+METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS (no TF import here)
 OUTPUTS = ("summary.json", "traces.npz", "traces.png", "density.png", "variance.png", "sensitivity.png")
 MAX_DATA_SIZE = 10 ** 7   # the data set and the exact-posterior grid live in memory
 MAX_STEPS = 10 ** 9
@@ -149,6 +148,28 @@ def _validate(args):
         _args.die(f"--iterations must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
     if args.sens_steps < 2 * args.m:
         _args.die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
+    _check_step_sizes(args)
+
+
+def _check_step_sizes(args):
+    """The numbers the SGLD steps compute with, before TensorFlow (:mod:`tf_vrre.workflows.step_bounds`):
+    the mixture's energy ``U`` has curvature at most ``N / sigma^2 + 1 / prior_sd^2`` (each datum's
+    negative log mixture density at most ``1 / sigma^2``), so a step ``eta`` at or beyond
+    ``2 / curvature`` makes the chains diverge; and the hottest chain's noise variance
+    ``2 eta tau2`` must be finite in float32."""
+    from tf_vrre.workflows import step_bounds  # numpy only
+
+    curvature = args.data_size / args.sigma ** 2 + 1.0 / args.prior_sd ** 2
+    limit = min(step_bounds.prior_stability_limit(curvature), step_bounds.noise_variance_limit(args.tau2))
+    why = (f"eta * (N / sigma^2 + 1 / prior_sd^2) must be < 2 with --data-size {args.data_size}, --sigma "
+           f"{args.sigma:g}, --prior-sd {args.prior_sd:g}, or the chains diverge, and 2 eta --tau2 ({args.tau2:g}) "
+           "must be finite in float32")
+    for flag, lrs in (("--lr", [args.lr]), ("--sens-lrs", args.sens_lrs)):
+        for lr in lrs:
+            try:
+                step_bounds.within(flag, lr, step_bounds.F32_TINY, limit, why, hi_open=True, prefix="argument ")
+            except step_bounds.BoundError as err:
+                _args.die(str(err))
 
 
 def _fmt(value, spec, none="-"):

@@ -36,27 +36,22 @@ def _samples_dir(run):
 
 
 def check(args):
-    """The directory and the run lock, before anything is read (exit 2 on a bad one)."""
-    from tf_vrre.runs import run_json
-
+    """The sample directory, before anything is read (exit 2 on a bad one)."""
     args.samples = _samples_dir(args.run)
-    args.run_lock = None
-    if not args.dry_run and os.path.isfile(os.path.join(args.run, run_json.RUN_JSON)):
-        try:  # held to the end: tf-vrre train cannot start meanwhile
-            args.run_lock = run_json.lock_run(args.run)
-        except run_json.RunLockedError as err:
-            die(f"RUN: {err}")
-        except OSError as err:
-            die(f"RUN: cannot lock {args.run!r}: {err}")
 
 
 def run(args):
-    """Repairs (or with ``--dry-run`` plans) the sample directory; returns the exit status."""
-    from tf_vrre.runs import repair
+    """Repairs (or with ``--dry-run`` plans) the sample directory; returns the exit status.
+
+    :func:`tf_vrre.runs.repair.repair` reads first; only a directory that needs a repair is
+    locked (the run's lock and the sample directory's: a run being trained, or a sample
+    directory a fit collects into, is refused and left as it is) and rewritten.
+    """
+    from tf_vrre.runs import atomic, repair
 
     try:
         result = repair.repair(args.samples, dry_run=args.dry_run)
-    except ValueError as err:
+    except (ValueError, atomic.SymlinkError) as err:  # a run being written; a link planted at a lock file
         die(f"RUN: {err}")
     if result["manifest_problem"]:
         print(f"manifest unreadable ({result['manifest_problem']}); rebuilt from the sample files")

@@ -13,13 +13,11 @@ import math
 import os
 
 from tf_vrre.cli._args import INT_MAX as _INT_MAX
-from tf_vrre.cli._args import check_config_ranges as _check_config_ranges
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
-from tf_vrre.runs.run_json import LOCK as LOCK_NAME
 from tf_vrre.workflows.image_classification.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
@@ -103,7 +101,7 @@ def add_arguments(p):
 
 
 def resolved_config(args):
-    """The resolved config of the parsed flags (``ConfigError`` naming a bad key; no TensorFlow)."""
+    """The checked config of the parsed flags (``ConfigError`` naming a bad key; no TensorFlow)."""
     from tf_vrre.workflows.image_classification import config
 
     raw = config.load(args.config)
@@ -126,166 +124,111 @@ def _check_augment_flags(args):
              "erasing; drop one of them")
 
 
-def _is_chief(strategy):
-    """False for a non-chief worker of a multi-worker run (``$TF_CONFIG``; no TensorFlow)."""
-    from tf_vrre.workflows.image_classification import strategies
-
-    if strategy != "multiworker":
-        return True
-    try:
-        cfg = strategies.tf_config()
-    except ValueError as err:
-        _die(f"--strategy multiworker: {err}")
-    if cfg is None:
-        return True
-    task = cfg["task"]
-    return task["type"] == "chief" or ("chief" not in cfg["cluster"] and task["type"] == "worker"
-                                       and int(task["index"]) == 0)
-
-
-def _lock(args):
-    """Takes the run-level lock (:func:`tf_vrre.rundir.lock_run`) for the rest of the process: exit 2
-    naming ``--out`` if another process writes it.  A non-chief worker of a multi-worker run writes
-    elsewhere and takes none.  A directory made here and left holding only the lock is removed at exit."""
-    from tf_vrre.runs import run_json as rundir
-
-    args.run_lock = None
-    if not _is_chief(args.strategy):
-        return
-    created = not os.path.exists(args.out)
-    try:
-        args.run_lock = rundir.lock_run(args.out)
-    except rundir.RunLockedError as err:
-        _die(f"--out: {err}")
-    except OSError as err:
-        _die(f"--out: cannot lock {args.out!r}: {err}")
-    if created:
-        atexit.register(_remove_if_unused, args.out)
-
-
-def _remove_if_unused(out):
-    try:
-        if os.listdir(out) == [LOCK_NAME]:
-            os.remove(os.path.join(out, LOCK_NAME))
-            os.rmdir(out)
-    except OSError:
-        pass
+# the input a preflight error concerns -> the flags the one-line error names
+_FLAGS = {"out": "--out: ", "data": "--data-dir / --source: ", "config": "",
+          "execution": "--jit-compile / --steps-per-execution: "}
 
 
 def check(args):
     """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
 
-    Sets ``args.cfg`` (the resolved config) and ``args.existing`` (the run already in ``--out``
-    with the same config, or ``None``).  Checks that need the images (sizes, the number of
-    samples the schedule collects) are made here when the training-set size is known without
-    reading images (``--subset``, or npz labels); otherwise in :func:`run`, before anything is written.
+    One preflight (:func:`tf_vrre.workflows.image_classification.planning.preflight`, the one
+    ``train()`` runs too) checks everything that needs no image: the config, the run directory
+    (read only), the data location, the run's numbers when the training-set size is known
+    without reading images (``--subset``, or npz labels; otherwise after loading them, before
+    anything is written), the strategy and the execution options.  Then the run lock is taken
+    (the chief of a multi-worker run only) and the directory checked again under it; a refused
+    command has changed nothing.  Sets ``args.preflight``.
     """
-    args.run_lock = None
-    args.created_out = not os.path.exists(args.out)
-    try:
-        _check(args)
-    except SystemExit:
-        _give_back(args)
-        raise
-
-
-def _give_back(args):
-    """After a refusal: a directory made for the run lock and still holding nothing else is removed."""
-    if getattr(args, "created_out", False) and getattr(args, "run_lock", None) is not None:
-        from tf_vrre.runs import run_json as rundir
-
-        rundir.unlock_run(args.out)
-        _remove_if_unused(args.out)
-
-
-def _check(args):
-    """The checks of :func:`check` (the run lock first)."""
-    from tf_vrre.runs import run_json as rundir
-    from tf_vrre.workflows.image_classification import planning as training  # no TensorFlow
-    from tf_vrre.workflows.image_classification import strategies
-    from tf_vrre.workflows.image_classification.data import sources
+    from tf_vrre.runs import run_json
+    from tf_vrre.workflows.image_classification import planning
 
     _check_augment_flags(args)
     try:
-        args.cfg = resolved_config(args)
+        cfg = resolved_config(args)
     except ValueError as err:
         _die(str(err))
-    _check_config_ranges(args.cfg)
-    _writable(args.out)
-    _lock(args)  # before any check or clear of --out
-    try:
-        args.existing = training.check_run_dir(args.out, args.cfg, args.overwrite)
-    except rundir.RunDirError as err:
-        _die(f"--out: {err}")
-    try:
-        sources.check_available(args.cfg["data"]["dataset"], "train", args.source, args.data_dir,
-                                download=not args.no_download)
-        size = training.train_size_hint(args.cfg, args.source, args.data_dir)
-    except (ValueError, OSError) as err:
-        _die(f"--data-dir / --source: {err}")
-    if size is not None:
-        try:
-            training.check_numbers(args.cfg, size)
-        except ValueError as err:
-            _die(str(err))
-    try:
-        strategies.check(args.strategy)
-    except ValueError as err:
-        _die(f"--strategy {args.strategy}: {err}")
+    if os.path.isdir(args.out):  # an existing run: no probe file in it (a refused command changes nothing)
+        if not os.access(args.out, os.W_OK | os.X_OK):
+            _die(f"--out {args.out!r} is not writable: permission denied")
+    else:
+        _writable(args.out)
     args.jit = {None: None, "auto": "auto", "on": True, "off": False}[args.jit_compile]
     try:
-        training.check_execution(args.cfg, args.jit, args.steps_per_execution)
+        writer = planning.writes_run(args.strategy)  # False: a non-chief worker, writing elsewhere, takes no lock
     except ValueError as err:
-        _die(f"--jit-compile / --steps-per-execution: {err}")
+        _die(f"--strategy {args.strategy}: {err}")
+    try:
+        args.preflight = planning.preflight(cfg, args.out, args.data_dir, args.source, not args.no_download,
+                                            args.overwrite, args.jit, args.steps_per_execution, args.strategy,
+                                            writer)
+    except (ValueError, OSError) as err:
+        argument = getattr(err, "argument", None)
+        _die(f"--strategy {args.strategy}: {err}" if argument == "strategy" else f"{_FLAGS.get(argument, '')}{err}")
+    if not writer:
+        return
+    try:
+        args.preflight = planning.take_run(args.preflight)
+    except run_json.RunDirError as err:  # RunLockedError too
+        _die(f"--out: {err}")
+    except OSError as err:
+        _die(f"--out: cannot lock {args.out!r}: {err}")
+    atexit.register(planning.give_back, args.preflight)
 
 
 def run(args):
-    """Creates the strategy, loads the data, checks the run's numbers, then trains (after :func:`check`);
-    returns the exit status."""
+    """Creates the strategy, loads the data, checks the run's numbers if not done yet, then trains
+    (after :func:`check`); releases the run lock; returns the exit status."""
+    from tf_vrre.workflows.image_classification import planning
+
     try:
         return _run(args)
-    except SystemExit:
-        _give_back(args)
-        raise
+    finally:
+        planning.give_back(args.preflight)
 
 
 def _run(args):
     """The body of :func:`run`."""
-    from tf_vrre.runs import run_json as rundir
-    from tf_vrre.workflows.image_classification import strategies, train as training
-    from tf_vrre.runs import samples as run_files
+    import shutil
 
-    cfg = args.cfg
-    if args.strategy != "multiworker" and args.existing is not None and args.existing.get("status") == "complete":
-        print(f"{args.out}: run already complete ({args.existing['method']}); nothing to do")
+    from tf_vrre.runs import run_json, samples
+    from tf_vrre.workflows.image_classification import strategies, train
+
+    pre = args.preflight
+    if args.strategy != "multiworker" and pre.complete:
+        if os.path.isdir(os.path.join(args.out, run_json.BACKUP)):  # a kill after the completion record
+            from tf_vrre.runs import locks
+
+            locks.lock_run(args.out)  # held since check(): its pid now, as it writes
+            shutil.rmtree(os.path.join(args.out, run_json.BACKUP), ignore_errors=True)
+        print(f"{args.out}: run already complete ({pre.existing['method']}); nothing to do")
         return 0
     try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything
-        strategy = training.make_strategy(args.strategy)
-        strategies.check_options(strategy, args.jit, args.steps_per_execution)
+        strategy = train.make_strategy(args.strategy)
+        strategies.check_options(strategy, pre.jit_compile, pre.steps_per_execution)
     except ValueError as err:
         _die(f"--strategy {args.strategy}: {err}")
     try:
-        prepared = training.plan(cfg, args.data_dir, args.source, not args.no_download)
+        prepared = train.plan(pre.config, pre.data_dir, pre.source, pre.download, checked=pre)
     except (ValueError, OSError) as err:
         _die(str(err))
     try:
-        result = training.train(cfg, args.out, args.data_dir, args.source, not args.no_download, strategy,
-                                args.overwrite, verbose=not args.quiet, prepared=prepared, jit_compile=args.jit,
-                                steps_per_execution=args.steps_per_execution)
-    except rundir.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
+        result = train.run(pre, strategy, verbose=not args.quiet, prepared=prepared)
+    except run_json.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
         _die(f"--out: {err}")
-    except run_files.RunFileError as err:  # a damaged sample, manifest or log found on resume
-        _die(f"--out: {err}; {run_files.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
+    except samples.RunFileError as err:  # a damaged sample, manifest or log found on resume
+        _die(f"--out: {err}; {samples.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0
     hist = result["history"]
     last = {k: v[-1] for k, v in hist.items() if v}
     parts = [f"{k} {last[k]:.4g}" for k in ("loss", "accuracy", "swaps", "bma_accuracy", "bma_nll") if k in last]
+    method = pre.config.method
     if not result["chief"]:
-        print(f"{cfg['method']}: {', '.join(parts)}; {result['seconds']:.0f} s (a non-chief worker: the chief "
+        print(f"{method}: {', '.join(parts)}; {result['seconds']:.0f} s (a non-chief worker: the chief "
               f"wrote {args.out})")
         return 0
-    print(f"{cfg['method']}: {', '.join(parts)}; {result['seconds']:.0f} s -> {args.out} "
+    print(f"{method}: {', '.join(parts)}; {result['seconds']:.0f} s -> {args.out} "
           f"(next: tf-vrre evaluate --run {args.out})")
     return 0

@@ -10,30 +10,33 @@ sampler that wrote it:
 A callback that finds files of a run with another identity refuses to touch them
 (:class:`RunMismatchError` naming the first difference) unless built with
 ``overwrite=True``; files of the same run are reconciled with the restored step (a resume).
-A directory is written by one callback at a time: :func:`claim` takes an exclusive
-``fcntl.flock`` on ``DIR/.lock`` (released by the OS if the process dies), so two callbacks
-in one fit, or two processes, on one directory get an error instead of interleaved files.
+A directory is written by one callback at a time: :func:`claim` takes the exclusive lock of
+``DIR/.lock`` (:mod:`tf_vrre.runs.locks`, released by the OS if the process dies), so two
+callbacks in one fit, or two processes, on one directory get an error instead of interleaved files.
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
 import os
 import warnings
+from typing import Any
 
-import tf_vrre.runs.atomic as atomic
+from tf_vrre.runs import locks
 
-LOCK = ".lock"
+LOCK = locks.LOCK
 
 
 class RunMismatchError(ValueError):
     """A directory holds files of another run (or of a run with no recorded identity)."""
 
 
-def _canonical(obj):
+def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=repr, separators=(",", ":"))
 
 
-def run_identity(sampler, **extra):
+def run_identity(sampler: Any, **extra: Any) -> dict:
     """The identity of ``sampler``'s run as a JSON-ready dict (``extra`` fields are included).
 
     Args:
@@ -41,16 +44,7 @@ def run_identity(sampler, **extra):
       **extra: more identifying fields (e.g. a callback's own configuration).
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-      >>> run_identity(sampler)["sampler"]["num_chains"]
+      >>> run_identity(toy_sampler())["sampler"]["num_chains"]
       2
     """
     with warnings.catch_warnings():  # a lambda model_fn serializes with a warning meant for saving
@@ -73,11 +67,11 @@ def run_identity(sampler, **extra):
 _FIRST = ("sampler", "num_chains", "model_fn", "weights", "state", "seed", "data_size")  # reported first
 
 
-def _ordered(keys):
+def _ordered(keys: Any) -> list:
     return sorted(keys, key=lambda k: (_FIRST.index(k) if k in _FIRST else len(_FIRST), k))
 
 
-def difference(stored, current):
+def difference(stored: dict | None, current: dict) -> str | None:
     """The first field in which two identities differ, as text, or ``None`` if they match.
 
     ``num_chains``, ``model_fn`` and the weight shapes are reported before other fields.
@@ -101,12 +95,12 @@ def difference(stored, current):
     return "fingerprint differs"
 
 
-def _short(value, limit=120):
+def _short(value: Any, limit: int = 120) -> str:
     text = _canonical(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def refuse(directory, what, diff):
+def refuse(directory: str, what: str, diff: str) -> RunMismatchError:
     """:class:`RunMismatchError` for ``directory`` holding ``what`` of another run."""
     return RunMismatchError(
         f"{directory} holds {what} of another run ({diff}); use another directory, or pass overwrite=True "
@@ -114,11 +108,12 @@ def refuse(directory, what, diff):
 
 
 # ---- exclusive use ------------------------------------------------------------------------
-_held = {}  # realpath of the lock file -> (owner, fit token, open lock file)
+_held: dict[str, tuple[Any, Any, locks.Lock]] = {}  # realpath of the lock file -> (owner, fit token, its lock)
 
 
-def claim(target, owner, token, label, lock=None):
-    """Makes ``owner`` the only writer of ``target`` until :func:`release`.
+def claim(target: str, owner: Any, token: Any, label: str, lock: str | None = None) -> None:
+    """Makes ``owner`` the only writer of ``target`` until :func:`release`: an exclusive
+    :func:`tf_vrre.runs.locks.acquire` of ``target/.lock`` (or of ``lock``).
 
     Args:
       target: the output directory (created; the lock is ``target/.lock``), or a file when
@@ -132,7 +127,8 @@ def claim(target, owner, token, label, lock=None):
       lock: the lock file for a file ``target``.
 
     Raises:
-      ValueError: another callback of this fit, or another process, writes ``target``.
+      ValueError: another callback of this fit, or another process, writes ``target`` (naming
+        its pid), or reads it.
     """
     if lock is None:
         os.makedirs(target, exist_ok=True)
@@ -141,43 +137,32 @@ def claim(target, owner, token, label, lock=None):
         os.makedirs(os.path.dirname(os.path.abspath(lock)), exist_ok=True)
     real = os.path.realpath(lock)
     held = _held.get(real)
-    if held is not None and held[0] is owner:
+    if held is not None and held[0] is owner and held[2].owned():
         return
-    if held is not None:
+    if held is not None and held[0] is not owner:
         if token is not None and held[1] is token:
             raise ValueError(f"{label}: two callbacks write to {target} in one fit; give each its own "
                              f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}")
         release(held[0])  # left by an earlier fit that did not reach on_train_end
         getattr(held[0], "_abandon", lambda: None)()
-    f = atomic.open_lock(lock)
+    elif held is not None:
+        release(owner)  # its lock file was deleted or replaced: lock the file now at that name
     try:
-        import fcntl
-
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except ImportError:  # no fcntl (Windows): the in-process check only
-        pass
-    except OSError:
-        f.seek(0)
-        pid = f.read().strip() or "?"
-        f.close()
-        raise ValueError(f"{label}: {target} is in use by another process (pid {pid}); one writer at a "
-                         "time") from None
-    f.seek(0)
-    f.truncate()
-    f.write(str(os.getpid()))
-    f.flush()
-    _held[real] = (owner, token, f)
+        _held[real] = (owner, token, locks.acquire(lock))
+    except locks.Busy as busy:
+        who = "readers" if busy.readers else f"another process (pid {busy.pid or '?'})"
+        raise ValueError(f"{label}: {target} is in use by {who}; one writer at a time") from None
 
 
-def release(owner):
-    """Gives up every claim of ``owner`` (no-op if it holds none)."""
+def release(owner: Any) -> None:
+    """Gives up every claim of ``owner`` (no-op if it holds none); the lock files keep no pid."""
     for real, held in list(_held.items()):
         if held[0] is owner:
             del _held[real]
-            held[2].close()  # closing the file drops the flock
+            held[2].release()
 
 
-def stored_run(path, who):
+def stored_run(path: str, who: str) -> dict | None:
     """The run identity recorded in the JSON file ``path`` (``None`` if there is none);
     ``ValueError`` naming ``who`` and the way out if the file is corrupt."""
     if not os.path.exists(path):

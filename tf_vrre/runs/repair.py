@@ -15,15 +15,23 @@ A deleted or truncated sample file, or a truncated / corrupt ``manifest.json``, 
 - samples whose arrays differ from the majority's (another model) are dropped.
 
 A dropped file that exists is renamed ``damaged-<name>`` (kept for inspection, never read).
+
+A repair that changes something first takes the locks of the writers it would race
+(:mod:`tf_vrre.runs.locks`): the sample directory's (``samples/.lock``, held by a
+:class:`tf_vrre.callbacks.sample_collector.SampleCollector` while it collects) and, for
+``RUN/samples``, the run's (``RUN/.lock``, held by ``tf-vrre train``); either held elsewhere is an
+error and nothing changes.  It then plans again under the locks, and writes.  A directory that
+needs no repair is only read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zipfile
-from typing import Any
+from typing import Any, Iterator
 
-from tf_vrre.runs import atomic
+from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"
@@ -124,7 +132,9 @@ def repair(directory: str | os.PathLike[str], dry_run: bool = False) -> dict[str
       the :func:`plan` dict (``changed`` False: the directory was sound, nothing written).
 
     Raises:
-      ValueError: ``directory`` is not a directory or holds nothing to repair.
+      ValueError: ``directory`` is not a directory or holds nothing to repair;
+        :class:`tf_vrre.runs.locks.RunLockedError` (a ``ValueError``) if another process writes
+        the run or the samples.
 
     Example:
       >>> import os
@@ -139,12 +149,60 @@ def repair(directory: str | os.PathLike[str], dry_run: bool = False) -> dict[str
       >>> len(tf_vrre.load_samples("samples"))                  # the manifest lists the good ones
       3
     """
+    directory = os.fspath(directory)
     result = plan(directory)
     if dry_run or not result["changed"]:
         return result
-    atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)  # first: lists none of them
-    for name, _ in result["dropped"]:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path) and not os.path.islink(path):
-            os.replace(path, os.path.join(directory, DAMAGED_PREFIX + name))
+    with writer_locks(directory):
+        result = plan(directory)  # again, now that no writer can change it
+        if not result["changed"]:
+            return result
+        atomic.write_json(os.path.join(directory, MANIFEST), result["manifest"], indent=1)  # first: lists none of them
+        for name, _ in result["dropped"]:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.replace(path, os.path.join(directory, DAMAGED_PREFIX + name))
     return result
+
+
+def run_of(directory: str | os.PathLike) -> str | None:
+    """The run directory whose ``samples/`` is ``directory`` (``None`` for a bare sample directory)."""
+    directory = os.path.abspath(os.fspath(directory))
+    parent = os.path.dirname(directory)
+    if os.path.basename(directory) == run_json.SAMPLES and os.path.isfile(os.path.join(parent, run_json.RUN_JSON)):
+        return parent
+    return None
+
+
+def _collector_free(directory: str, take: Any, lock: str) -> Any:
+    """``take(lock)`` of the sample directory's writer lock; ``RunLockedError`` if a collector holds it."""
+    try:
+        return take(lock)
+    except locks.Busy as busy:
+        raise locks.RunLockedError(f"{directory!r} is being written by "
+                                   f"{'this process' if busy.pid == str(os.getpid()) else 'another process'} "
+                                   f"(pid {busy.pid or '?'}: a SampleCollector collects samples there); repair it "
+                                   "when that fit has ended") from None
+
+
+@contextlib.contextmanager
+def writer_locks(directory: str) -> Iterator[None]:
+    """Holds the run's lock (if ``directory`` is a run's ``samples/``) and the sample directory's
+    writer lock; :class:`tf_vrre.runs.locks.RunLockedError` naming the holder if either is taken."""
+    run = run_of(directory)
+    lock = os.path.join(directory, locks.LOCK)
+    if run is not None:
+        locks.check_run_free(run)  # both probed first: a refusal changes nothing
+    _collector_free(directory, locks.check_free, lock)
+    taken = run is not None and not locks.holds_run_lock(run)
+    if run is not None:
+        locks.lock_run(run)  # marks it too (this repair writes)
+    try:
+        held = _collector_free(directory, locks.acquire, lock)
+        try:
+            yield
+        finally:
+            held.release(remove=True)
+    finally:
+        if taken:
+            locks.unlock_run(run)

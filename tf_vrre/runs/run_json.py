@@ -17,7 +17,10 @@ Model input is ``(x_uint8 * scale - mean) / std`` (float32, NHWC) with the numbe
 ``run.json["preprocessing"]`` (statistics of the training images).
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 import tf_vrre.runs.atomic as atomic
 
@@ -39,79 +42,33 @@ DIAGNOSE_OUTPUTS = ("diagnostics.json", "replicas.png", "acceptance.png")
 DERIVED_OUTPUTS = EVAL_OUTPUTS + DIAGNOSE_OUTPUTS
 
 __all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOARD", "REPORT", "FIGURES",
-           "MODEL_JSON", "write_json", "read_run", "config_difference", "lock_run", "RunDirError", "RunLockedError"]
+           "MODEL_JSON", "LOCK", "write_json", "read_run", "field", "config_difference", "RunDirError"]
 
 
 class RunDirError(ValueError):
     """A run directory is missing, incomplete, or holds a different run (the message says which)."""
 
 
-class RunLockedError(RunDirError):
-    """Another process holds the run directory's lock (it is training into it)."""
-
-
-_held = {}  # realpath of a run directory -> its open, locked RUN/.lock (this process)
-
-
-def holds_lock(run_dir):
-    """Whether this process holds ``run_dir``'s lock (:func:`lock_run`)."""
-    return os.path.realpath(os.fspath(run_dir)) in _held
-
-
-def unlock_run(run_dir):
-    """Releases this process's lock of ``run_dir`` (no-op if it holds none)."""
-    f = _held.pop(os.path.realpath(os.fspath(run_dir)), None)
-    if f is not None:
-        f.close()
-
-
-def lock_run(run_dir):
-    """Makes this process the one writer of ``run_dir``: an exclusive, non-blocking ``flock`` on
-    ``RUN/.lock`` (opened ``O_NOFOLLOW``; the directory is created).  Held until
-    :func:`unlock_run` or the end of the process (the OS releases it if the process dies); a
-    second call in the same process returns the same open file.  The lock file itself is never
-    deleted (``--overwrite`` clears everything else).
-
-    Raises:
-      RunLockedError: another process holds the lock (naming the directory and its pid).
-
-    Example:
-      >>> lock = lock_run("runs/c10-vr")     # before any check or clear of the directory
-    """
-    import fcntl
-
-    run_dir = os.fspath(run_dir)
-    os.makedirs(run_dir, exist_ok=True)
-    real = os.path.realpath(run_dir)
-    if real in _held:
-        return _held[real]
-    f = atomic.open_lock(os.path.join(run_dir, LOCK))
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.seek(0)
-        pid = f.read().strip()[:20] or "?"
-        f.close()
-        raise RunLockedError(f"{run_dir!r} is being written by another process (pid {pid}); wait for it to end "
-                             "or stop it, then run again") from None
-    f.seek(0)
-    f.truncate()
-    f.write(str(os.getpid()))
-    f.flush()
-    _held[real] = f
-    return f
-
-
-def write_json(path, obj):
+def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Writes ``obj`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
     atomic.write_json(path, obj, indent=2, newline=True)
 
 
-def read_run(run_dir, required=True):
+# the top-level entries every run.json has, with their JSON types
+REQUIRED = {"method": str, "config": dict, "model": dict, "data": dict, "preprocessing": dict, "seed": int}
+_JSON_NAMES = {str: "a string", dict: "an object", int: "an integer", list: "a list", float: "a number",
+               bool: "true or false"}
+
+
+def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
     """The parsed ``RUN/run.json`` (``None`` if absent and not ``required``).
 
+    Checked: the format tag, and that ``method``, ``config``, ``model``, ``data``,
+    ``preprocessing`` and ``seed`` exist with their JSON types (:data:`REQUIRED`).
+
     Raises:
-      RunDirError: naming the missing directory / file, or a file that is not a run manifest.
+      RunDirError: naming the missing directory / file, a file that is not a run manifest, or the
+        first entry that is missing or of the wrong type.
 
     Example:
       >>> os.makedirs("runs/c10-vr")
@@ -121,9 +78,11 @@ def read_run(run_dir, required=True):
       >>> run["method"], run["data"]["train_size"]
       ('vr-resghmc', 5000)
     """
-    run_dir = str(run_dir)
+    run_dir = os.fspath(run_dir)
     path = os.path.join(run_dir, RUN_JSON)
     if not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise RunDirError(f"{path} is a directory, not a run manifest; move it away")
         if not required:
             return None
         what = "directory" if not os.path.isdir(run_dir) else "file"
@@ -134,18 +93,59 @@ def read_run(run_dir, required=True):
     try:
         run = read_json(path)
     except (OSError, ValueError) as err:
-        raise RunDirError(f"{path}: not a readable run manifest ({err})") from None
+        raise RunDirError(f"{path}: not a readable run manifest ({err})"[:400]) from None
     if not isinstance(run, dict) or run.get("format") != FORMAT:
         found = run.get("format") if isinstance(run, dict) else f"a JSON {type(run).__name__}"
         raise RunDirError(f"{path}: expected format {FORMAT!r}, got {found!r}"[:400])
-    for key in ("method", "config", "model", "data", "preprocessing", "seed"):
-        if key not in run:
-            raise RunDirError(f"{path}: missing key {key!r}")
+    for key, kind in REQUIRED.items():
+        field(run, key, kind, path)
     return run
 
 
-def config_difference(old, new, prefix=""):
-    """The first differing key of two nested dicts as ``(dotted key, old, new)``, or ``None``."""
+def field(run: dict, dotted: str, kind: type | tuple[type, ...], path: str) -> Any:
+    """``run``'s entry at ``dotted`` (``"data.dataset"``), checked to be of JSON type ``kind``.
+
+    Raises:
+      RunDirError: naming ``path``, the key and the type expected, if the entry is missing or of
+        another type (``bool`` is not an ``int`` here).
+
+    Example:
+      >>> field({"data": {"dataset": "cifar10"}}, "data.dataset", str, "RUN/run.json")
+      'cifar10'
+      >>> field({"data": []}, "data.dataset", str, "RUN/run.json")
+      Traceback (most recent call last):
+      ...
+      tf_vrre.runs.run_json.RunDirError: RUN/run.json: key data must be an object, got a list
+    """
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    value: Any = run
+    done = []
+    for part in dotted.split("."):
+        if not isinstance(value, dict):
+            raise RunDirError(f"{path}: key {'.'.join(done)} must be an object, got {_json_name(value)}")
+        done.append(part)
+        if part not in value:
+            raise RunDirError(f"{path}: missing key {'.'.join(done)!r}")
+        value = value[part]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(_JSON_NAMES.get(k, k.__name__) for k in kinds)
+        raise RunDirError(f"{path}: key {dotted} must be {expected}, got {_json_name(value)}")
+    return value
+
+
+def _json_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def config_difference(old: Any, new: Any, prefix: str = "") -> tuple[str, Any, Any] | None:
+    """The first differing key of two nested dicts as ``(dotted key, old, new)``, or ``None``.
+
+    Example:
+      >>> config_difference({"training": {"seed": 0}}, {"training": {"seed": 1}})
+      ('training.seed', 0, 1)
+    """
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new)):
             d = config_difference(old.get(key, "<absent>"), new.get(key, "<absent>"), f"{prefix}{key}.")

@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import run_json
 from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification import config_values
 from tf_vrre.workflows.image_classification.data import sources
 
 from _paths import ROOT  # noqa: E402
@@ -148,8 +149,8 @@ def test_config_and_run_json_with_bad_bytes_name_the_file(tmp_path):
     run = tmp_path / "run_bytes"
     run.mkdir()
     (run / "run.json").write_bytes(b'{"format": "\xff"}')
-    with pytest.raises(rundir.RunDirError, match=r"run.json: not a readable run manifest \(not UTF-8"):
-        rundir.read_run(run)
+    with pytest.raises(run_json.RunDirError, match=r"run.json: not a readable run manifest \(not UTF-8"):
+        run_json.read_run(run)
     line = one_line_error(tf_vrre_cli("evaluate", "--run", run))
     assert str(run / "run.json") in line and "not UTF-8" in line
 
@@ -174,7 +175,7 @@ def data(tmp_path_factory):
     (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment contradicts --set data.erasing=0.2"),
     (["--set", "model.kwargs.depth=3"], "config key model.kwargs.depth is unknown for model cnn; allowed: width, "
                                         "batch_norm, synchronized_bn, name (override)"),
-    (["--set", "model.kwargs.width=0"], "config key model.kwargs.width must be an integer >= 1, got 0 (override)"),
+    (["--set", "model.kwargs.width=0"], "config key model.kwargs.width must be an integer in [1, 2147483647], got 0 (override)"),
     (["--set", "training.seed=4294967296"], "config key training.seed must be an integer in [0, 2147483647], "
                                             "got 4294967296 (override)"),
     (["--set", "data.split_seed=4294967296"], "config key data.split_seed must be an integer in [0, 2147483647]"),
@@ -207,13 +208,13 @@ def test_model_kwargs_match_the_builders():
 
     from tf_vrre.workflows.image_classification import models
 
-    for name in C.MODEL_NAMES:
+    for name in config_values.MODEL_NAMES:
         builder = models.MODELS[name]
         fn = models.resnet if name.startswith("resnet") else builder
         params = set(inspect.signature(fn).parameters) - {"depth", "num_classes", "input_shape"}
-        assert set(C.MODEL_KWARGS[name]) == params, name
+        assert set(config_values.MODEL_KWARGS[name]) == params, name
     cfg = C.resolve(C.apply_overrides(C.load("sghmc"), {"model.name": "resnet8", "model.kwargs.width": 4}))
-    assert cfg["model"]["kwargs"] == {"width": 4}
+    assert cfg.model.kwargs == {"width": 4}
 
 
 def _fake_run(run, data_dir):
@@ -221,8 +222,8 @@ def _fake_run(run, data_dir):
     import hashlib
 
     (run / "samples").mkdir(parents=True)
-    rundir.write_json(run / "run.json", {
-        "format": rundir.FORMAT, "method": "sghmc", "config": {}, "seed": 0,
+    run_json.write_json(run / "run.json", {
+        "format": run_json.FORMAT, "method": "sghmc", "config": {}, "seed": 0,
         "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
         "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 90, "holdout": 0},
         "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3}})
@@ -235,13 +236,13 @@ def _fake_run(run, data_dir):
 
 
 def test_evaluate_refuses_the_training_set_as_ood(data, tmp_path):
-    from tf_vrre.workflows.image_classification import evaluate as evaluation
+    from tf_vrre.workflows.image_classification import evaluation_checks
 
     run = _fake_run(tmp_path / "run", data)
     line = one_line_error(tf_vrre_cli("evaluate", "--run", run, "--ood", "cifar10", "--fit-size", "0"))
     assert "ood 'cifar10' is the run's training data set cifar10" in line and "cifar100, svhn, none" in line
     with pytest.raises(ValueError, match="not out of distribution"):
-        evaluation.data_sources(rundir.read_run(run), "cifar10")
+        evaluation_checks.data_sources(run_json.read_run(run), "cifar10")
     assert sorted(os.listdir(run)) == ["run.json", "samples"]
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from _image_runs import cli_flags
 from tf_vrre import cli
-from tf_vrre.runs import run_json as rundir
-from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.runs import run_json
+from tf_vrre.workflows.image_classification import config, train
 from tf_vrre.workflows.image_classification.data import pixels_digest
 
 
@@ -35,7 +35,7 @@ def _interrupted(out):
     """Marks the finished run as interrupted (as after a kill): the next command resumes it."""
     run = json.load(open(out / "run.json"))
     run["status"] = "running"
-    rundir.write_json(out / "run.json", run)
+    run_json.write_json(out / "run.json", run)
     return run
 
 
@@ -58,9 +58,9 @@ def test_resume_on_other_pixels_is_refused_before_writing(image_data_dir, tmp_pa
 
     # a run recorded before the pixel digest: the fitted normalisation tells the images apart
     del run["data"]["pixels_digest"]
-    rundir.write_json(out / "run.json", run)
-    with pytest.raises(rundir.RunDirError, match=r"preprocessing.mean \[.*\] there, \[.*\] now"):
-        training.train(run["config"], out, data_dir=other, source="npz", verbose=0)
+    run_json.write_json(out / "run.json", run)
+    with pytest.raises(run_json.RunDirError, match=r"preprocessing.mean \[.*\] there, \[.*\] now"):
+        train.train(config.resolve(run["config"]), out, data_dir=other, source="npz", verbose=0)
     # the run's own data (here given by a relative path of the same directory) resume it
     monkeypatch.chdir(os.path.dirname(image_data_dir))
     assert cli.main(cli_flags("msgd", out, os.path.basename(image_data_dir))) == 0

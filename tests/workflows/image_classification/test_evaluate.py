@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from _image_runs import tiny_config
-from tf_vrre.workflows.image_classification import evaluate as evaluation, train as training
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import evaluate, train
+from tf_vrre.runs import run_json
 from tf_vrre.callbacks.sample_collector import load_samples
 
 
@@ -17,7 +17,7 @@ from tf_vrre.callbacks.sample_collector import load_samples
 def tiny_run(image_data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("eval") / "run"
     cfg = tiny_config("vr-resghmc", training__epochs=3)
-    training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
+    train.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     return str(out)
 
 
@@ -25,8 +25,8 @@ def test_evaluate_writes_every_file_and_consistent_numbers(tiny_run, image_data_
     from tf_vrre.workflows.image_classification import models
     from tf_vrre.workflows.image_classification.data import Preprocessing, load_split
 
-    report = evaluation.evaluate(tiny_run, fit_size=32, verbose=0)
-    for name in rundir.EVAL_OUTPUTS:
+    report = evaluate.evaluate(tiny_run, fit_size=32, verbose=0)
+    for name in run_json.EVAL_OUTPUTS:
         assert os.path.getsize(os.path.join(tiny_run, name)) > 0, name
     assert json.load(open(os.path.join(tiny_run, "report.json"))) == json.loads(json.dumps(report))
     samples = load_samples(os.path.join(tiny_run, "samples"))
@@ -40,7 +40,7 @@ def test_evaluate_writes_every_file_and_consistent_numbers(tiny_run, image_data_
         o = report["ood"][k]
         assert 0 <= o["entropy_mean"] <= np.log(10) + 1e-9 and 0 <= o["auroc"] <= 1 and 0.1 - 1e-9 <= o["brier"] <= 1
     # the streamed BMA at T = 1 equals SampleSet.predict (mean of softmax over the samples)
-    run = rundir.read_run(tiny_run)
+    run = run_json.read_run(tiny_run)
     x, y, _ = load_split("cifar10", "test", "npz", image_data_dir)
     net = models.build("cnn", width=4)
     p = samples.predict(net, Preprocessing.from_dict(run["preprocessing"]).apply(x))

@@ -13,7 +13,7 @@ import pytest
 
 from _image_runs import cli_flags, tiny_config
 from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import run_json
 from tf_vrre.workflows.image_classification import train as training
 from tf_vrre.callbacks.sample_collector import load_samples
 from _paths import HELPERS, ROOT
@@ -26,7 +26,7 @@ def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir,
     result = training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     run = json.load(open(out / "run.json"))
     assert run["format"] == "tf_vrre.run/1" and run["method"] == method and run["status"] == "complete"
-    assert run["config"] == cfg and run["seed"] == 0 and set(run["versions"]) == {"tf_vrre", "tensorflow", "keras"}
+    assert run["config"] == cfg.to_dict() and run["seed"] == 0 and set(run["versions"]) == {"tf_vrre", "tensorflow", "keras"}
     assert run["model"] == {"name": "cnn", "kwargs": {"width": 4}, "num_classes": 10, "input_shape": [32, 32, 3]}
     assert run["data"]["train_size"] == 64 and run["data"]["holdout"] == 32 and run["data"]["source"] == "npz"
     p = run["preprocessing"]
@@ -45,6 +45,7 @@ def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir,
         rows = list(csv.DictReader(open(out / "swaps" / "swaps.csv")))
         assert len(rows) >= 1  # sigma2 exists after the first window: swaps are attempted
     assert not os.path.exists(out / "backup")  # removed when training completes
+    assert (out / ".lock").read_text() == ""  # the run lock, released: no stale pid
 
 
 def test_run_directory_refuses_another_config(image_data_dir, tmp_path):
@@ -53,7 +54,7 @@ def test_run_directory_refuses_another_config(image_data_dir, tmp_path):
     training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     before = open(out / "run.json").read()
     other = tiny_config("msgd", training__seed=1)
-    with pytest.raises(rundir.RunDirError, match=r"holds a different run \(msgd\): config key training.seed is 0 "
+    with pytest.raises(run_json.RunDirError, match=r"holds a different run \(msgd\): config key training.seed is 0 "
                                                  r"there, 1 now; use --overwrite"):
         training.train(other, out, data_dir=image_data_dir, source="npz", verbose=0)
     assert open(out / "run.json").read() == before  # nothing touched
@@ -62,7 +63,7 @@ def test_run_directory_refuses_another_config(image_data_dir, tmp_path):
     training.train(other, out, data_dir=image_data_dir, source="npz", verbose=0, overwrite=True)
     assert json.load(open(out / "run.json"))["seed"] == 1
     os.remove(out / "run.json")
-    with pytest.raises(rundir.RunDirError, match="but no run.json"):
+    with pytest.raises(run_json.RunDirError, match="but no run.json"):
         training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     with pytest.raises(ValueError, match=r"samples.thinning \(1000\) collects no sample"):
         training.plan(tiny_config("msgd", samples__thinning=1000), image_data_dir, "npz")

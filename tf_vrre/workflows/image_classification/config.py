@@ -1,11 +1,14 @@
-"""Method configuration files: TOML, schema-checked, overridable, resolved to sampler arguments.
+"""Method configuration files: TOML in, a frozen :class:`Config` out (one dataclass per table).
 
 A config file (``configs/<method>.toml``; shipped in the package, so ``--config vr-resghmc``
-works by name) has a top-level ``method`` and the tables ``[data]``, ``[model]``,
-``[training]``, ``[sampler]``, ``[swap]``, ``[variance_reduction]``, ``[samples]``.  Every key is
-checked against :data:`SCHEMA`: an unknown key, a key that does not apply to the method, or a
-bad value raises :class:`ConfigError` naming the key and the allowed values.  Missing keys take
-the schema's defaults (the paper's VR-reSGHMC numbers).
+works by name) has a top-level ``method`` (and an optional ``description``) and the tables
+``[data]``, ``[model]``, ``[training]``, ``[sampler]``, ``[swap]``, ``[variance_reduction]``,
+``[samples]``.  :func:`resolve` checks every key once: an unknown key, a key that does not apply
+to the method, or a bad value raises :class:`ConfigError` naming the key, the allowed values and
+the file (or ``(override)`` for a value given by :func:`apply_overrides`, i.e. a flag or ``--set``).
+Missing keys take the defaults of the dataclass fields (the paper's VR-reSGHMC numbers).  Keys
+that do not apply to the method are ``None`` (``cfg.sampler.cycles`` of ``vr-resghmc``), and so are
+the tables ``swap`` (single-chain methods) and ``variance_reduction`` (methods without it).
 
 Units are those of SGD on the mean loss, so a config means the same thing for any data-set
 size ``N``: the sampler's learning rate is ``eta = lr / N`` and its prior precision
@@ -18,12 +21,24 @@ counts are multiplied by ``s`` (rounded) and per-epoch factors raised to ``1 / s
 learning-rate, temperature and ``F`` curves are the same functions of the fraction of training
 (e.g. ``--epochs 10`` of the 500-epoch recipe decays the lr by ``0.984^50`` per epoch after
 epoch 4).
+
+Example:
+  >>> cfg = resolve(apply_overrides(load("vr-resghmc"), {"training.epochs": 10, "model.name": "cnn"}))
+  >>> cfg.training.epochs, cfg.model.name, cfg.swap.correction, cfg.sampler.cycles
+  (10, 'cnn', 150000.0, None)
+  >>> cfg.to_dict()["training"]                     # as run.json records it
+  {'epochs': 10, 'schedule_epochs': 500, 'seed': 0}
 """
 
+from __future__ import annotations
+
 import copy
-import math
-import numbers
+import dataclasses
 import os
+import types
+from typing import Any, Mapping
+
+from tf_vrre.workflows.image_classification import config_values, hyperparameters
 
 try:
     import tomllib
@@ -35,194 +50,175 @@ REPLICA = ("resghmc", "vr-resghmc", "cvr-resghmc")          # two chains with sw
 VARIANCE_REDUCED = ("vr-resghmc", "cvr-resghmc")
 CYCLICAL = ("cycsghmc", "cvr-resghmc")
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
+SEED_MAX = config_values.INT_MAX
+"""Largest seed (``--seed``'s bound): seeds reach int32 stateless-RNG keys."""
+MAX_DEPTH = 4
+"""Deepest nesting of a config (``model.kwargs.<name> = value``): deeper values are refused
+before anything walks them."""
 
-__all__ = ["ConfigError", "METHODS", "SCHEMA", "load", "parse", "apply_overrides", "resolve",
-           "schedule_values", "available", "config_path"]
+__all__ = ["ConfigError", "METHODS", "REPLICA", "VARIANCE_REDUCED", "CYCLICAL", "Config", "DataConfig", "ModelConfig", "TrainingConfig", "SamplerConfig", "SwapConfig",
+           "VarianceReductionConfig", "SamplesConfig", "RawConfig", "load", "parse", "apply_overrides", "resolve",
+           "applies", "schedule_values", "available", "config_path"]
 
 
 class ConfigError(ValueError):
     """A config key is unknown, does not apply, or has a bad value (the message names it)."""
 
 
-# ---- value checks: each returns the normalised value or raises ValueError(allowed) ----------
-def _int(lo, hi=None):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo or (hi is not None and v > hi):
-            raise ValueError(f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]")
-        return int(v)
-    return check
-
-
-SEED_MAX = 2 ** 31 - 1
-"""Largest seed (``--seed``'s bound): seeds reach int32 stateless-RNG keys."""
-
-
-def _num(lo, hi=math.inf, lo_open=False, hi_open=False):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise ValueError(_range_text(lo, hi, lo_open, hi_open))
-        if (v <= lo if lo_open else v < lo) or (v >= hi if hi_open else v > hi):
-            raise ValueError(_range_text(lo, hi, lo_open, hi_open))
-        return float(v)
-    return check
-
-
-def _range_text(lo, hi, lo_open, hi_open):
-    left = f"> {lo:g}" if lo_open else f">= {lo:g}"
-    if hi == math.inf:
-        return f"a number {left}"
-    return f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
-
-
-def _bool(v):
-    if not isinstance(v, bool):
-        raise ValueError("true or false")
-    return v
-
-
-def _choice(*values):
-    def check(v):
-        if v not in values:
-            raise ValueError("one of " + ", ".join(map(str, values)))
-        return v
-    return check
-
-
-def _count_or_fraction(v):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0 or (
-            not isinstance(v, numbers.Integral) and v >= 1):
-        raise ValueError("an integer count >= 0 or a fraction in [0, 1)")
-    return v if isinstance(v, numbers.Integral) else float(v)
-
-
-def _coefficient(v):
-    if v == "adaptive":
-        return v
-    try:
-        return _num(-math.inf)(v)
-    except ValueError:
-        raise ValueError("a finite number (the paper: -1) or \"adaptive\"") from None
-
-
-def _kwargs(v):
-    if not isinstance(v, dict) or not all(isinstance(x, (bool, int, float, str)) for x in v.values()):
-        raise ValueError("a table of numbers, booleans or strings (builder keyword arguments)")
-    return dict(v)
-
-
-def _dataset(v):
-    from tf_vrre.workflows.image_classification.data.sources import ALIASES, DATASETS
-
-    if not isinstance(v, str) or ALIASES.get(v, v) not in DATASETS:
-        raise ValueError("one of " + ", ".join(list(DATASETS) + list(ALIASES)))
-    return ALIASES.get(v, v)
-
-
-MODEL_NAMES = ("cnn", "resnet8", "resnet20", "resnet32", "resnet56")
-"""``models.names()`` without importing Keras (the command line checks configs before TensorFlow
-starts; ``tests/workflows/image_classification/test_config.py`` checks that the two agree)."""
-
-_RESNET_KWARGS = {"width": _int(1), "synchronized_bn": _bool, "name": str}
-MODEL_KWARGS = {"cnn": {"width": _int(1), "batch_norm": _bool, "synchronized_bn": _bool, "name": str},
-                **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")}}
-"""``model.kwargs`` each builder takes, with their checks (the builders' keyword arguments, without
-Keras; ``tests/workflows/image_classification/test_config.py`` checks them against the signatures)."""
-
-
-def _model_kwargs(cfg, raw, where):
-    name, kwargs = cfg["model"]["name"], cfg["model"]["kwargs"]
-    allowed = MODEL_KWARGS[name]
-    for key, value in kwargs.items():
-        dotted = f"model.kwargs.{key}"
-        at = " (override)" if dotted in raw.get("overridden", ()) else where
-        if key not in allowed:
-            raise ConfigError(f"config key {dotted} is unknown for model {name}; allowed: "
-                              f"{', '.join(allowed)}{at}")
-        if allowed[key] is str:
-            if not isinstance(value, str) or not value:
-                raise ConfigError(f"config key {dotted} must be a non-empty string, got {value!r}{at}")
-        else:
-            kwargs[key] = _check(dotted, value, allowed[key], at)
-
-
-def _model(v):
-    if v not in MODEL_NAMES:
-        raise ValueError("one of " + ", ".join(MODEL_NAMES))
-    return v
-
-
-# ---- the schema: section -> key -> (default, check, methods it applies to or None = all) -----
-_ONE_CHAIN_T = ("sghmc", "cycsghmc")
 _EXPONENTIAL = ("msgd", "sghmc", "resghmc", "vr-resghmc")
 _TEMPERED = ("sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
-SCHEMA = {
-    "data": {
-        "dataset": ("cifar10", _dataset, None),
-        "batch_size": (256, _int(1), None),
-        "subset": (0, _int(0), None),                 # training-set size N; 0 = the whole split
-        "holdout": (0.05, _count_or_fraction, None),  # held out of training (fitted T, running BMA)
-        "split_seed": (0, _int(0, SEED_MAX), None),
-        "augment": (True, _bool, None),
-        "crop_padding": (4, _int(0), None),
-        "flip": (True, _bool, None),
-        "erasing": (0.0, _num(0, 1), None),
-    },
-    "model": {
-        "name": ("resnet20", _model, None),
-        "kwargs": ({}, _kwargs, None),
-    },
-    "training": {
-        "epochs": (500, _int(1), None),
-        "schedule_epochs": (500, _int(1), None),
-        "seed": (0, _int(0, SEED_MAX), None),
-    },
-    "sampler": {
-        "lr": (0.1, _num(0, lo_open=True), None),
-        "lr_constant_epochs": (200, _int(0), _EXPONENTIAL),
-        "lr_decay": (0.984, _num(0, 1, lo_open=True), _EXPONENTIAL),
-        "cycles": (2, _int(1), CYCLICAL),
-        "weight_decay": (5e-4, _num(0), None),
-        "momentum": (0.9, _num(0, 1, hi_open=True), None),
-        "temperature": (0.01, _num(0, lo_open=True), _TEMPERED),
-        "temperature_annealing": (1.02, _num(1), _TEMPERED),
-        "burn_in_epochs": (300, _int(0), _TEMPERED),
-        "hot_lr_multiplier": (1.5, _num(0, lo_open=True), REPLICA),
-        "hot_temperature_multiplier": (5.0, _num(1, lo_open=True), REPLICA),
-        "energy_mode": ("auto", _choice("auto", "train", "inference"), None),
-    },
-    "swap": {
-        "correction": (1.5e5, _num(0, lo_open=True), REPLICA),
-        "correction_growth": (1.02, _num(1), REPLICA),
-        "smoothing": (0.3, _num(0, 1, lo_open=True), REPLICA),
-        "period": (0, _int(0), REPLICA),              # sigma2 window; 0 = the VR period (1 without VR)
-        "cooling": (False, _bool, REPLICA),           # at most one swap per epoch (authors' code)
-    },
-    "variance_reduction": {
-        "period": (392, _int(1), VARIANCE_REDUCED),
-        "coefficient": (-1.0, _coefficient, VARIANCE_REDUCED),
-        "smoothing": (0.3, _num(0, 1, lo_open=True), VARIANCE_REDUCED),
-        "batch_size": (1000, _int(1), VARIANCE_REDUCED),
-    },
-    "samples": {
-        "thinning": (256, _int(1), None),
-        "burn_in_epochs": (300, _int(0), _EXPONENTIAL),
-        "cycle_threshold": (0.7, _num(0, 1, lo_open=True, hi_open=True), CYCLICAL),
-        "max_samples": (0, _int(0), None),            # 0 = keep all
-        "keep": ("last", _choice("last", "reservoir"), None),
-        "validation": (1000, _int(0), None),          # held-out images scored by the running BMA
-    },
-}
-TOP = {"method": (None, _choice(*METHODS), None), "description": ("", str, None)}
 
 
-def available():
+def _key(default: Any, check: config_values.Check, methods: tuple[str, ...] | None = None) -> Any:
+    """A config key: its default, its check and the methods it applies to (``None``: all)."""
+    if isinstance(default, dict):
+        return dataclasses.field(default_factory=lambda: types.MappingProxyType(dict(default)),
+                                 metadata={"check": check, "methods": methods, "default": default})
+    return dataclasses.field(default=default, metadata={"check": check, "methods": methods, "default": default})
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """``[data]``: the data set, its split and the augmentation."""
+    dataset: str = _key("cifar10", config_values.dataset)
+    batch_size: int = _key(256, config_values.integer(1))
+    subset: int = _key(0, config_values.integer(0))                    # training-set size N; 0 = the whole split
+    holdout: int | float = _key(0.05, config_values.count_or_fraction)  # held out of training (fitted T, running BMA)
+    split_seed: int = _key(0, config_values.integer(0))
+    augment: bool = _key(True, config_values.boolean)
+    crop_padding: int = _key(4, config_values.integer(0))             # < the image side (checked in resolve)
+    flip: bool = _key(True, config_values.boolean)
+    erasing: float = _key(0.0, config_values.number(0, 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """``[model]``: a model-zoo name and its builder's keyword arguments (read-only mapping)."""
+    name: str = _key("resnet20", config_values.choice(*config_values.MODEL_NAMES))
+    kwargs: Mapping[str, Any] = _key({}, config_values.kwargs_table)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    """``[training]``: the run's epochs, the epochs its schedule is written for, the seed."""
+    epochs: int = _key(500, config_values.integer(1))
+    schedule_epochs: int = _key(500, config_values.integer(1))
+    seed: int = _key(0, config_values.integer(0))
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplerConfig:
+    """``[sampler]``: step size, prior, momentum, temperatures (``None`` where the method has none)."""
+    lr: float = _key(0.1, config_values.number(0, lo_open=True))
+    lr_constant_epochs: int | None = _key(200, config_values.integer(0), _EXPONENTIAL)
+    lr_decay: float | None = _key(0.984, config_values.number(0, 1, lo_open=True), _EXPONENTIAL)
+    cycles: int | None = _key(2, config_values.integer(1), CYCLICAL)
+    weight_decay: float = _key(5e-4, config_values.number(0))
+    momentum: float = _key(0.9, config_values.momentum)
+    temperature: float | None = _key(0.01, config_values.number(0, lo_open=True), _TEMPERED)
+    temperature_annealing: float | None = _key(1.02, config_values.number(1), _TEMPERED)
+    burn_in_epochs: int | None = _key(300, config_values.integer(0), _TEMPERED)
+    hot_lr_multiplier: float | None = _key(1.5, config_values.number(0, lo_open=True), REPLICA)
+    hot_temperature_multiplier: float | None = _key(5.0, config_values.number(1, lo_open=True), REPLICA)
+    energy_mode: str = _key("auto", config_values.choice("auto", "train", "inference"))
+
+
+@dataclasses.dataclass(frozen=True)
+class SwapConfig:
+    """``[swap]``: the corrected swap of the replica methods."""
+    correction: float = _key(1.5e5, config_values.number(0, lo_open=True), REPLICA)
+    correction_growth: float = _key(1.02, config_values.number(1), REPLICA)
+    smoothing: float = _key(0.3, config_values.number(0, 1, lo_open=True), REPLICA)
+    period: int = _key(0, config_values.integer(0), REPLICA)      # sigma2 window; 0 = the VR period (1 without VR)
+    cooling: bool = _key(False, config_values.boolean, REPLICA)   # at most one swap per epoch (authors' code)
+
+
+@dataclasses.dataclass(frozen=True)
+class VarianceReductionConfig:
+    """``[variance_reduction]``: the control variates of the VR methods."""
+    period: int = _key(392, config_values.integer(1), VARIANCE_REDUCED)
+    coefficient: float | str = _key(-1.0, config_values.coefficient, VARIANCE_REDUCED)
+    smoothing: float = _key(0.3, config_values.number(0, 1, lo_open=True), VARIANCE_REDUCED)
+    batch_size: int = _key(1000, config_values.integer(1), VARIANCE_REDUCED)
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplesConfig:
+    """``[samples]``: which cold-chain states are kept."""
+    thinning: int = _key(256, config_values.integer(1))
+    burn_in_epochs: int | None = _key(300, config_values.integer(0), _EXPONENTIAL)
+    cycle_threshold: float | None = _key(0.7, config_values.number(0, 1, lo_open=True, hi_open=True), CYCLICAL)
+    max_samples: int = _key(0, config_values.integer(0))          # 0 = keep all
+    keep: str = _key("last", config_values.choice("last", "reservoir"))
+    validation: int = _key(1000, config_values.integer(0))        # held-out images scored by the running BMA
+
+
+SECTIONS = {"data": DataConfig, "model": ModelConfig, "training": TrainingConfig, "sampler": SamplerConfig,
+            "swap": SwapConfig, "variance_reduction": VarianceReductionConfig, "samples": SamplesConfig}
+"""The TOML tables and their dataclasses, in the order ``run.json`` records them."""
+TOP = ("method", "description")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A checked method config (made by :func:`resolve`; the fields hold checked values only).
+
+    ``swap`` is ``None`` for single-chain methods, ``variance_reduction`` for methods without
+    control variates; inside a table, keys that do not apply to the method are ``None``.
+    """
+    method: str
+    description: str
+    data: DataConfig
+    model: ModelConfig
+    training: TrainingConfig
+    sampler: SamplerConfig
+    swap: SwapConfig | None
+    variance_reduction: VarianceReductionConfig | None
+    samples: SamplesConfig
+
+    @property
+    def replica(self) -> bool:
+        """Two chains with swaps."""
+        return self.method in REPLICA
+
+    @property
+    def cyclical(self) -> bool:
+        """The cyclical cosine learning rate."""
+        return self.method in CYCLICAL
+
+    def to_dict(self) -> dict:
+        """The config as ``run.json`` records it: tables and keys that do not apply left out."""
+        out: dict = {"method": self.method, "description": self.description}
+        for name in SECTIONS:
+            section = getattr(self, name)
+            if section is None:
+                continue
+            table = {f.name: getattr(section, f.name) for f in dataclasses.fields(section)
+                     if getattr(section, f.name) is not None}
+            if "kwargs" in table:
+                table["kwargs"] = dict(table["kwargs"])
+            out[name] = table
+        return out
+
+
+class RawConfig(dict):
+    """The tables of a config file as read (a ``dict``), and where they came from: ``path`` (the
+    file, ``None`` for text) and ``overridden`` (the dotted keys :func:`apply_overrides` replaced).
+    Error messages name the file, or ``(override)`` for a replaced key."""
+
+    def __init__(self, tables: Mapping = (), path: str | None = None, overridden: tuple[str, ...] = ()) -> None:
+        super().__init__(tables)
+        self.path, self.overridden = path, tuple(overridden)
+
+
+def available() -> tuple[str, ...]:
     """Names of the configs shipped with the package (``tf_vrre/workflows/image_classification/configs/*.toml``)."""
     if not os.path.isdir(CONFIG_DIR):
         return ()
     return tuple(sorted(f[:-5] for f in os.listdir(CONFIG_DIR) if f.endswith(".toml")))
 
 
-def config_path(name_or_path):
+def config_path(name_or_path: str) -> str:
     """The file of a shipped config name (``"vr-resghmc"``) or an existing path."""
     if os.path.isfile(name_or_path):
         return name_or_path
@@ -233,50 +229,76 @@ def config_path(name_or_path):
                       f"{', '.join(available())} (or give a path to a .toml file)")
 
 
-def load(name_or_path):
-    """Reads a config file (by shipped name or path); returns the raw dict (see :func:`resolve`).
+def _toml(text: str, where: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"config{where}: TOML syntax error: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"config{where}: nested too deeply to parse (a config has at most {MAX_DEPTH} levels: "
+                          "model.kwargs.<name> = value)") from None
+
+
+def load(name_or_path: str) -> RawConfig:
+    """Reads a config file (by shipped name or path) into a :class:`RawConfig` (see :func:`resolve`).
 
     Raises:
-      ConfigError: missing file (listing the shipped names) or TOML syntax error.
+      ConfigError: missing file (listing the shipped names), unreadable or non-UTF-8 file, TOML
+        syntax error, nesting deeper than :data:`MAX_DEPTH`.
     """
     path = config_path(name_or_path)
     try:
         with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"config {path}: TOML syntax error: {err}") from None
+            data = f.read()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(f"config {path}: not UTF-8 text (byte {err.start}: {err.reason}); TOML files are "
                           "UTF-8") from None
     except OSError as err:
         raise ConfigError(f"config {path}: cannot be read ({err.strerror or err})") from None
-    raw.setdefault("source", os.path.abspath(path))
+    raw = RawConfig(_toml(text, f" {path}"), path=os.path.abspath(path))
+    _check_depth(raw, f" (in {raw.path})")
     return raw
 
 
-def parse(text):
-    """A raw config dict from TOML text (for tests and notebooks)."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"config: TOML syntax error: {err}") from None
+def parse(text: str) -> RawConfig:
+    """A :class:`RawConfig` from TOML text (for tests and notebooks)."""
+    raw = RawConfig(_toml(text, ""))
+    _check_depth(raw, "")
+    return raw
 
 
-def apply_overrides(raw, overrides):
+def _check_depth(raw: Mapping, where: str) -> None:
+    """Refuses a value nested deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack = [(str(k), v, 1) for k, v in raw.items()]
+    while stack:
+        name, value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"config key {name.split('.')[0]}...: nested more than {MAX_DEPTH} levels deep (tables "
+                              f"or arrays); a config has at most model.kwargs.<name> = value{where}")
+        if isinstance(value, dict):
+            stack += [(f"{name}.{k}", v, depth + 1) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{name}[{i}]", v, depth + 1) for i, v in enumerate(value)]
+
+
+def apply_overrides(raw: Mapping, overrides: Mapping[str, Any]) -> RawConfig:
     """Returns a copy of ``raw`` with ``{"section.key": value}`` (or ``"method"``) replaced.
 
     Values are Python values, or strings parsed as TOML values (``"1e-5"``, ``"true"``,
     ``'"adaptive"'``; a bare word is taken as a string).
 
     Example:
-      >>> cfg = apply_overrides(load("vr-resghmc"), {"training.epochs": 10, "model.name": "cnn"})
+      >>> raw = apply_overrides(load("vr-resghmc"), {"training.epochs": 10, "model.name": "cnn"})
+      >>> raw["training"]["epochs"], raw.overridden
+      (10, ('training.epochs', 'model.name'))
     """
-    out = copy.deepcopy(raw)
-    out.setdefault("overridden", [])
+    _check_depth(raw, "")
+    out = RawConfig(copy.deepcopy(dict(raw)), path=getattr(raw, "path", None),
+                    overridden=getattr(raw, "overridden", ()) + tuple(overrides))
     for dotted, value in overrides.items():
-        out["overridden"].append(dotted)
         if isinstance(value, str):
-            value = _parse_value(value)
+            value = _parse_value(dotted, value)
         parts = dotted.split(".")
         if len(parts) == 1:
             if parts[0] not in TOP:
@@ -285,96 +307,152 @@ def apply_overrides(raw, overrides):
             out[parts[0]] = value
             continue
         section, key = parts[0], ".".join(parts[1:])
-        if section not in SCHEMA:
+        if section not in SECTIONS:
             raise ConfigError(f"override {dotted!r}: unknown section {section!r}; sections are "
-                              f"{', '.join(SCHEMA)}")
+                              f"{', '.join(SECTIONS)}")
+        table = out.setdefault(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"config: {section} must be a table [{section}], got {config_values.show(table)}"
+                              + (f" (in {out.path})" if out.path else ""))
         if section == "model" and key.startswith("kwargs."):
-            out.setdefault("model", {}).setdefault("kwargs", {})[key[len("kwargs."):]] = value
+            kwargs = table.setdefault("kwargs", {})
+            if not isinstance(kwargs, dict):
+                raise ConfigError(f"config key model.kwargs must be a table, got {config_values.show(kwargs)}")
+            kwargs[key[len("kwargs."):]] = value
             continue
-        out.setdefault(section, {})[key] = value
+        table[key] = value
     return out
 
 
-def _parse_value(text):
+def _parse_value(dotted: str, text: str) -> Any:
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ConfigError(f"override {dotted!r}: value nested too deeply to parse") from None
+    _check_depth({dotted: value}, " (override)")
+    return value
 
 
-def resolve(raw):
-    """Checks a raw config against the schema and fills defaults.
+def applies(dotted: str, method: str) -> bool:
+    """Whether config key ``"section.key"`` applies to ``method`` (an unknown key: ``True``, so that
+    :func:`resolve` names it).
 
-    Returns:
-      The resolved config: ``{"method", "description", "data": {...}, "model": {...},
-      "training": {...}, "sampler": {...}, "swap": {...}, "variance_reduction": {...},
-      "samples": {...}}`` where sections and keys that do not apply to the method are left out.
+    Example:
+      >>> applies("swap.correction", "msgd"), applies("swap.correction", "resghmc")
+      (False, True)
+    """
+    section, _, name = dotted.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(SECTIONS[section])} if section in SECTIONS else {}
+    methods = fields[name].metadata["methods"] if name in fields else None
+    return methods is None or method in methods
+
+
+def resolve(raw: Mapping) -> Config:
+    """Checks a raw config (:func:`load`, :func:`parse`, :func:`apply_overrides`, or a plain dict
+    of tables) once and fills the defaults.
 
     Raises:
-      ConfigError: naming the first unknown / inapplicable key or bad value and the allowed values.
+      ConfigError: naming the first unknown / inapplicable key or bad value, the allowed values
+        and the file (``(override)`` for a replaced key).
 
     Example:
       >>> cfg = resolve(load("resghmc"))
-      >>> cfg["swap"]["correction"]
-      150000.0
+      >>> cfg.swap.correction, cfg.variance_reduction
+      (150000.0, None)
     """
-    if not isinstance(raw, dict):
+    if not isinstance(raw, Mapping):
         raise ConfigError("config: expected a table of sections")
-    where = f" (in {raw['source']})" if "source" in raw else ""
+    source = getattr(raw, "path", None)
+    where = f" (in {source})" if source else ""
+    overridden = set(getattr(raw, "overridden", ()))
+    at = (lambda name: " (override)" if name in overridden else where)  # noqa: E731
+    _check_depth(raw, where)
     method = raw.get("method")
     if method is None:
         raise ConfigError(f"config key method is required: one of {', '.join(METHODS)}{where}")
-    method = _check("method", method, TOP["method"][1], " (override)" if "method" in raw.get("overridden", ()) else where)
-    out = {"method": method, "description": str(raw.get("description", ""))}
+    method = _check("method", method, config_values.choice(*METHODS), at("method"))
     for key in raw:
-        if key in TOP or key in ("source", "overridden"):
+        if key in TOP:
             continue
-        if key not in SCHEMA:
-            raise ConfigError(f"config: unknown {'section' if isinstance(raw[key], dict) else 'key'} {key!r}; "
-                              f"allowed: {', '.join(list(TOP) + list(SCHEMA))}{where}")
+        if key not in SECTIONS:
+            raise ConfigError(f"config: unknown {'section' if isinstance(raw[key], dict) else 'key'} {str(key)!r}; "
+                              f"allowed: {', '.join(TOP + tuple(SECTIONS))}{where}")
         if not isinstance(raw[key], dict):
             raise ConfigError(f"config: {key} must be a table [{key}]{where}")
-    for section, keys in SCHEMA.items():
-        given = raw.get(section, {})
-        for key in given:
-            if key not in keys:
-                at = " (override)" if f"{section}.{key}" in raw.get("overridden", ()) else where
-                raise ConfigError(f"config key {section}.{key} is unknown; allowed in [{section}]: "
-                                  f"{', '.join(keys)}{at}")
-            methods = keys[key][2]
-            if methods is not None and method not in methods:
-                at = " (override)" if f"{section}.{key}" in raw.get("overridden", ()) else where
-                raise ConfigError(f"config key {section}.{key} does not apply to method {method!r} "
-                                  f"(it applies to {', '.join(methods)}){at}")
-        values = {}
-        for key, (default, check, methods) in keys.items():
-            if methods is not None and method not in methods:
-                continue
-            name = f"{section}.{key}"
-            at = " (override)" if name in raw.get("overridden", ()) else where
-            values[key] = _check(name, given.get(key, default), check, at)
-        if values:
-            out[section] = values
-    _model_kwargs(out, raw, where)
-    _check_consistency(out, where)
-    return out
+    tables = {name: _section(name, cls, raw.get(name, {}), method, at) for name, cls in SECTIONS.items()}
+    cfg = Config(method=method, description=str(raw.get("description", "")), **tables)
+    cfg = dataclasses.replace(cfg, model=_model_kwargs(cfg.model, at))
+    _check_consistency(cfg, at, overridden)
+    return cfg
 
 
-def _check(name, value, check, where):
+def _section(name: str, cls: type, given: Mapping, method: str, at: Any) -> Any:
+    """The dataclass of table ``name`` from its ``given`` keys (``None`` if no key applies)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in given:
+        dotted = f"{name}.{key}"
+        if key not in fields:
+            raise ConfigError(f"config key {dotted} is unknown; allowed in [{name}]: {', '.join(fields)}{at(dotted)}")
+        methods = fields[key].metadata["methods"]
+        if methods is not None and method not in methods:
+            raise ConfigError(f"config key {dotted} does not apply to method {method!r} "
+                              f"(it applies to {', '.join(methods)}){at(dotted)}")
+    out = {}
+    for key, f in fields.items():
+        methods = f.metadata["methods"]
+        if methods is not None and method not in methods:
+            out[key] = None
+            continue
+        dotted = f"{name}.{key}"
+        out[key] = _check(dotted, given.get(key, f.metadata["default"]), f.metadata["check"], at(dotted))
+    if all(v is None for v in out.values()):
+        return None
+    if "kwargs" in out:
+        out["kwargs"] = types.MappingProxyType(out["kwargs"])
+    return cls(**out)
+
+
+def _model_kwargs(model: ModelConfig, at: Any) -> ModelConfig:
+    allowed = config_values.MODEL_KWARGS[model.name]
+    checked = {}
+    for key, value in model.kwargs.items():
+        dotted = f"model.kwargs.{key}"
+        if key not in allowed:
+            raise ConfigError(f"config key {dotted} is unknown for model {model.name}; allowed: "
+                              f"{', '.join(allowed)}{at(dotted)}")
+        checked[key] = _check(dotted, value, allowed[key], at(dotted))
+    return dataclasses.replace(model, kwargs=types.MappingProxyType(checked))
+
+
+def _check(name: str, value: Any, check: config_values.Check, where: str) -> Any:
     try:
         return check(value)
     except ValueError as err:
-        raise ConfigError(f"config key {name} must be {err}, got {value!r}{where}") from None
+        raise ConfigError(f"config key {name} must be {err}, got {config_values.show(value)}{where}") from None
 
 
-def _check_consistency(cfg, where):
-    t = cfg["training"]
-    if cfg["method"] in CYCLICAL and cfg["sampler"]["cycles"] > t["epochs"]:
-        raise ConfigError(f"config key sampler.cycles must be <= training.epochs ({t['epochs']}), "
-                          f"got {cfg['sampler']['cycles']}{where}")
+def _check_consistency(cfg: Config, at: Any, overridden: set[str]) -> None:
+    """Rules between keys: cycles within the epochs, a crop padding smaller than the image, and the
+    sampler's numbers that do not depend on the data size (:mod:`.hyperparameters`)."""
+    if cfg.cyclical and cfg.sampler.cycles > cfg.training.epochs:
+        raise ConfigError(f"config key sampler.cycles must be <= training.epochs ({cfg.training.epochs}), "
+                          f"got {cfg.sampler.cycles}{at('sampler.cycles')}")
+    from tf_vrre.workflows.image_classification.data.sources import image_shape
+
+    side = min(image_shape(cfg.data.dataset)[:2])
+    if cfg.data.crop_padding >= side:
+        raise ConfigError(f"config key data.crop_padding must be an integer in [0, {side - 1}] (less than the "
+                          f"{side}-pixel side of {cfg.data.dataset} images: a larger padding crops padding alone), "
+                          f"got {cfg.data.crop_padding}{at('data.crop_padding')}")
+    try:
+        hyperparameters.check_config(cfg, prefer=overridden)
+    except hyperparameters.BoundError as err:
+        raise ConfigError(f"{err}{at(err.key)}") from None
 
 
-def schedule_values(cfg, data_size, steps_per_epoch):
+def schedule_values(cfg: Config, data_size: int, steps_per_epoch: int) -> dict:
     """The sampler's numbers for a run: ``eta``, prior precision and the time-stretched schedule.
 
     Returns a dict: ``eta`` (= lr / N), ``weight_decay`` (= weight_decay * N), ``scale``
@@ -388,29 +466,21 @@ def schedule_values(cfg, data_size, steps_per_epoch):
       >>> v["eta"]
       2e-06
     """
-    s, sm = cfg["sampler"], cfg["samples"]
-    epochs = cfg["training"]["epochs"]
-    scale = epochs / cfg["training"]["schedule_epochs"]
-    out = {"eta": s["lr"] / data_size, "weight_decay": s["weight_decay"] * data_size, "scale": scale,
+    s, sm, stretch = cfg.sampler, cfg.samples, hyperparameters.Stretch(cfg)
+    epochs = cfg.training.epochs
+    out = {"eta": s.lr / data_size, "weight_decay": s.weight_decay * data_size, "scale": stretch.scale,
            "epochs": epochs, "steps_per_epoch": steps_per_epoch, "total_steps": epochs * steps_per_epoch}
-
-    def epochs_(k):
-        return int(round(k * scale))
-
-    def factor(f):
-        return float(f ** (1.0 / scale))
-
-    if "lr_constant_epochs" in s:
-        out["lr_constant_epochs"] = epochs_(s["lr_constant_epochs"])
-        out["lr_decay"] = factor(s["lr_decay"])
-    if "temperature" in s:
-        out["burn_in_epochs"] = epochs_(s["burn_in_epochs"])
-        out["temperature_annealing"] = factor(s["temperature_annealing"])
-    if "swap" in cfg:
-        out["correction_growth"] = factor(cfg["swap"]["correction_growth"])
-        out["cooling_steps"] = steps_per_epoch if cfg["swap"]["cooling"] else 0
-    if "burn_in_epochs" in sm:
-        out["sample_burn_in_epochs"] = epochs_(sm["burn_in_epochs"])
+    if s.lr_constant_epochs is not None:
+        out["lr_constant_epochs"] = stretch.epochs(s.lr_constant_epochs)
+        out["lr_decay"] = stretch.factor(s.lr_decay)
+    if s.temperature is not None:
+        out["burn_in_epochs"] = stretch.epochs(s.burn_in_epochs)
+        out["temperature_annealing"] = stretch.factor(s.temperature_annealing)
+    if cfg.swap is not None:
+        out["correction_growth"] = stretch.factor(cfg.swap.correction_growth)
+        out["cooling_steps"] = steps_per_epoch if cfg.swap.cooling else 0
+    if sm.burn_in_epochs is not None:
+        out["sample_burn_in_epochs"] = stretch.epochs(sm.burn_in_epochs)
         out["sample_burn_in_steps"] = out["sample_burn_in_epochs"] * steps_per_epoch
     else:
         out["sample_burn_in_steps"] = 0

@@ -1,14 +1,15 @@
 """Bayesian model averaging over a run's samples, uncertainty metrics, figures: ``tf-vrre evaluate``.
 
-For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-chain samples
+For a run directory (:mod:`tf_vrre.runs.run_json`), streaming over the collected cold-chain samples
 (one set of weights in memory at a time):
 
 1. *temperature fitting* on the run's held-out split (never trained on): the logits of every
    sample on ``fit_size`` held-out images are kept (``S x fit_size x C`` floats) and ``T``
-   minimises the NLL of ``mean_s softmax(z_s / T)`` (:func:`tf_vrre.metrics.fit_temperature`);
+   minimises the NLL of ``mean_s softmax(z_s / T)``
+   (:func:`tf_vrre.workflows.image_classification.metrics.fit_temperature`);
 2. *BMA* ``p_T = mean_s softmax(z_s / T)`` on the test set and the out-of-distribution set for
    ``T = 1``, the paper's fixed ``T = 2`` and the fitted ``T`` (three running sums);
-3. metrics (:mod:`tf_vrre.metrics`): test accuracy, NLL, Brier, ECE (15 bins); OOD mean
+3. metrics (:mod:`tf_vrre.workflows.image_classification.metrics`): test accuracy, NLL, Brier, ECE (15 bins); OOD mean
    entropy, fraction of entropies > 1.5 (the paper's Figure 4 statistic), OOD Brier score
    (optimum ``1 / C``) and the AUROC of in- vs out-of-distribution by entropy; the last sample
    alone as a point-estimate reference; swap counts and sigma^2 from the swap log;
@@ -16,26 +17,24 @@ For a run directory (:mod:`tf_vrre.rundir`), streaming over the collected cold-c
    ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
 """
 
+from __future__ import annotations
+
 import math
 import os
+from typing import Any
 
 import numpy as np
 
-from tf_vrre.runs import atomic
-from tf_vrre.runs import run_json as rundir
+from tf_vrre.runs import atomic, run_json
 from tf_vrre.runs.samples import RunFileError, read_log
-import tf_vrre.workflows.image_classification.metrics as M
-import tf_vrre.workflows.image_classification.models as models
-import tf_vrre.workflows.image_classification.plots as image_plots
+from tf_vrre.workflows.image_classification import evaluation_checks, metrics, models, plots
 from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
                                                          num_classes, pixels_digest, split_indices)
-from tf_vrre.workflows.image_classification.planning import (DEFAULT_OOD, OOD_CHOICES, check_data,  # noqa: F401
-                                                              check_run, data_sources)  # (re-exported)
 
 ENTROPY_THRESHOLD = 1.5
 ECE_BINS = 15
 
-__all__ = ["OOD_CHOICES", "evaluate", "check_run", "check_data", "data_sources", "swap_summary"]
+__all__ = ["evaluate", "swap_summary"]
 
 
 def _read_csv(path):
@@ -47,12 +46,12 @@ def _read_csv(path):
     return [] if header is None else [dict(zip(header, row)) for _, row in rows]
 
 
-def swap_summary(run_dir, late_fraction=0.2):
+def swap_summary(run_dir: str | os.PathLike, late_fraction: float = 0.2) -> dict[str, Any] | None:
     """Swap counts and sigma^2 of a run's swap log (``None`` for single-chain runs).
 
     ``sigma2_late`` is the mean of ``sigma2_0`` over the last ``late_fraction`` of its updates.
     """
-    d = os.path.join(str(run_dir), rundir.SWAPS)
+    d = os.path.join(str(run_dir), run_json.SWAPS)
     if not os.path.isdir(d):
         return None
     path = os.path.join(d, "swaps.csv")
@@ -88,12 +87,12 @@ def _heldout(run, source, data_dir, size):
     x, y, _ = load_split(d["dataset"], "train", source, data_dir, download=False)
     now = pixels_digest(x) if d.get("pixels_digest") else None
     if now != d.get("pixels_digest"):
-        raise rundir.RunDirError(f"the training split in {data_dir!r} is not the run's (data.pixels_digest "
+        raise run_json.RunDirError(f"the training split in {data_dir!r} is not the run's (data.pixels_digest "
                                  f"{d['pixels_digest']!r} there, {now!r} now): its held-out images were "
                                  "not held out; pass the run's --data-dir / --source, or --fit-size 0")
     train_idx, held_idx = split_indices(y, d.get("subset"), d["holdout"], d["split_seed"])
     if indices_digest(held_idx) != d.get("holdout_digest"):
-        raise rundir.RunDirError(f"the held-out split rebuilt from {data_dir!r} differs from the run's "
+        raise run_json.RunDirError(f"the held-out split rebuilt from {data_dir!r} differs from the run's "
                                  "(different training data?); pass the run's --data-dir / --source")
     held_idx = held_idx[:size]
     return x[held_idx], y[held_idx]
@@ -104,24 +103,25 @@ def _logits(model, x, prep, batch_size):
 
 
 def _classification(p, y):
-    return {"accuracy": M.accuracy(p, y), "nll": M.nll(p, y), "brier": M.brier(p, y),
-            "ece": M.ece(p, y, ECE_BINS)}
+    return {"accuracy": metrics.accuracy(p, y), "nll": metrics.nll(p, y), "brier": metrics.brier(p, y),
+            "ece": metrics.ece(p, y, ECE_BINS)}
 
 
 def _ood_metrics(p_in, p_out, num_classes):
-    h_in, h_out = M.entropy(p_in), M.entropy(p_out)
+    h_in, h_out = metrics.entropy(p_in), metrics.entropy(p_out)
     return {"entropy_mean": float(h_out.mean()), "entropy_gt_1.5": float(np.mean(h_out > ENTROPY_THRESHOLD)),
-            "brier": M.ood_brier(p_out), "auroc": M.auroc(h_in, h_out, 0.0, math.log(num_classes)),
+            "brier": metrics.ood_brier(p_out), "auroc": metrics.auroc(h_in, h_out, 0.0, math.log(num_classes)),
             "in_entropy_mean": float(h_in.mean())}, h_in, h_out
 
 
-def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fit_size=2000, batch_size=500,
-             verbose=1):
+def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None = None, source: str | None = None,
+             test_size: int | None = None, fit_size: int = 2000, batch_size: int = 500, verbose: Any = 1) -> dict:
     """Evaluates a run; writes ``report.json`` and the figures into it; returns the report.
 
     Args:
       run_dir: a run directory with samples.
-      ood: out-of-distribution set, one of :data:`OOD_CHOICES` (``"auto"``: CIFAR-100 for
+      ood: out-of-distribution set, one of
+        :data:`tf_vrre.workflows.image_classification.evaluation_checks.OOD_CHOICES` (``"auto"``: CIFAR-100 for
         CIFAR-10 runs, CIFAR-10 otherwise; ``"none"``: skip).
       data_dir, source: where the data are (default: the run's).
       test_size: evaluate on a class-balanced subset of the test (and OOD) set.
@@ -130,19 +130,20 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
       verbose: print progress.
 
     Raises:
-      tf_vrre.rundir.RunDirError: no run / no samples (naming the missing file); ValueError for
+      tf_vrre.run_json.RunDirError: no run / no samples (naming the missing file); ValueError for
         bad arguments.  Checked before anything is computed or written.
     """
-    if ood not in OOD_CHOICES:
-        raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
-    run, samples = check_run(run_dir)
+    if ood not in evaluation_checks.OOD_CHOICES:
+        raise ValueError(f"ood must be one of {', '.join(evaluation_checks.OOD_CHOICES)}; got {ood!r}")
+    run, samples = evaluation_checks.check_run(run_dir)
     data = run["data"]
-    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
+    data_dir, source, ood_name = evaluation_checks.data_sources(run, ood, data_dir, source)
     prep = Preprocessing.from_dict(run["preprocessing"])
     x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
     ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None
     held = _heldout(run, source, data_dir, fit_size) if fit_size else None
 
+    run_path = os.path.join(str(run_dir), run_json.RUN_JSON)
     m = run["model"]
     model = models.build(m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"])
     say = (lambda s: print(s, flush=True)) if verbose else (lambda s: None)
@@ -153,17 +154,17 @@ def evaluate(run_dir, ood="auto", data_dir=None, source=None, test_size=None, fi
     sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size, say)
     report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
                       "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
-                      "epochs": run["config"]["training"]["epochs"]},
+                      "epochs": run_json.field(run, "config.training.epochs", int, run_path)},
               "samples": len(samples), "temperature": fitted,
               "test": {"dataset": data["dataset"], "size": len(y_test)},
               "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
               "swaps": swap_summary(run_dir)}
     entropies, bins = _score(report, sums, last, y_test, num_classes(data["dataset"]))
-    _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), image_plots)
+    _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), plots)
     arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
               for where, h in zip(("test", "ood"), pair) if h is not None}
-    atomic.savez(os.path.join(str(run_dir), rundir.ENTROPIES), **arrays)
-    rundir.write_json(os.path.join(str(run_dir), rundir.REPORT), report)
+    atomic.savez(os.path.join(str(run_dir), run_json.ENTROPIES), **arrays)
+    run_json.write_json(os.path.join(str(run_dir), run_json.REPORT), report)
     return report
 
 
@@ -173,8 +174,8 @@ def _fit(model, samples, held, prep, batch_size, say):
         return None
     x, y = held
     logits = np.stack([_logits(_set(model, w), x, prep, batch_size) for w in samples])
-    t, t_nll = M.fit_temperature(logits, y)
-    p1 = M.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
+    t, t_nll = metrics.fit_temperature(logits, y)
+    p1 = metrics.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
     say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
     return {"T": t, "heldout_nll": t_nll, "heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))),
             "fit_size": len(y)}
@@ -192,10 +193,10 @@ def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
         z_in = _logits(model, x_test, prep, batch_size)
         z_out = _logits(model, ood_data[0], prep, batch_size) if ood_data else None
         for k, t in temps.items():
-            sums[k][0] = sums[k][0] + M.softmax(z_in, t)
+            sums[k][0] = sums[k][0] + metrics.softmax(z_in, t)
             if z_out is not None:
-                sums[k][1] = sums[k][1] + M.softmax(z_out, t)
-        last = (M.softmax(z_in), M.softmax(z_out) if z_out is not None else None)
+                sums[k][1] = sums[k][1] + metrics.softmax(z_out, t)
+        last = (metrics.softmax(z_in), metrics.softmax(z_out) if z_out is not None else None)
         say(f"  sample {i + 1}/{len(samples)}")
     S = len(samples)
     return {k: (v[0] / S, v[1] / S if ood_data else None) for k, v in sums.items()}, last
@@ -206,12 +207,12 @@ def _score(report, bma, last, y_test, C):
     entropies, bins = {}, []
     for k, (p_in, p_out) in bma.items():
         report["test"][k] = _classification(p_in, y_test)
-        bins.append((f"BMA {k}", M.reliability_bins(p_in, y_test, ECE_BINS), report["test"][k]["ece"]))
+        bins.append((f"BMA {k}", metrics.reliability_bins(p_in, y_test, ECE_BINS), report["test"][k]["ece"]))
         if p_out is not None:
             report["ood"][k], h_in, h_out = _ood_metrics(p_in, p_out, C)
             entropies[k] = (h_in, h_out)
         else:
-            entropies[k] = (M.entropy(p_in), None)
+            entropies[k] = (metrics.entropy(p_in), None)
     report["test"]["last_sample"] = _classification(last[0], y_test)
     if last[1] is not None:
         report["ood"]["last_sample"] = _ood_metrics(last[0], last[1], C)[0]
@@ -223,7 +224,7 @@ def _set(model, weights):
     return model
 
 
-def _figures(run_dir, run, report, entropies, bins, C, plots):
+def _figures(run_dir, run, report, entropies, bins, C, figures):
     run_dir = str(run_dir)
     label = f"{run['method']} {run['model']['name']} on {run['data']['dataset']} ({report['samples']} samples)"
     curves = []
@@ -231,10 +232,10 @@ def _figures(run_dir, run, report, entropies, bins, C, plots):
         if h_out is not None:
             curves.append((f"OOD {report['ood']['dataset']}, {k}", h_out, {"color": f"C{i}"}))
         curves.append((f"test {run['data']['dataset']}, {k}", h_in, {"color": f"C{i}", "ls": "--", "lw": 0.9}))
-    plots.entropy_cdf(os.path.join(run_dir, "entropy_cdf.png"), curves, ENTROPY_THRESHOLD, math.log(C),
+    figures.entropy_cdf(os.path.join(run_dir, "entropy_cdf.png"), curves, ENTROPY_THRESHOLD, math.log(C),
                       title=f"BMA predictive entropy: {label}")
-    plots.reliability(os.path.join(run_dir, "reliability.png"), bins, title=f"Reliability (test): {label}")
-    swaps_dir = os.path.join(run_dir, rundir.SWAPS)
+    figures.reliability(os.path.join(run_dir, "reliability.png"), bins, title=f"Reliability (test): {label}")
+    swaps_dir = os.path.join(run_dir, run_json.SWAPS)
     rows = _read_csv(os.path.join(swaps_dir, "swaps.csv")) if os.path.isdir(swaps_dir) else None
-    plots.swaps(os.path.join(run_dir, "swaps.png"), rows, _read_csv(os.path.join(swaps_dir, "refresh.csv")),
-                _read_csv(os.path.join(run_dir, rundir.LOG)), title=label)
+    figures.swaps(os.path.join(run_dir, "swaps.png"), rows, _read_csv(os.path.join(swaps_dir, "refresh.csv")),
+                _read_csv(os.path.join(run_dir, run_json.LOG)), title=label)

@@ -1,68 +1,304 @@
-"""What ``tf-vrre train`` and ``tf-vrre evaluate`` check before TensorFlow starts.
+"""What a training run checks before TensorFlow starts (no TensorFlow here).
 
-Training: the run directory, the numbers of the run (batch, refreshes, samples), the execution
-options, the training-set size when it is known without reading images, and the resume epoch
-of a checkpoint.  Evaluation: the run and its samples, the data splits it reads.  No
-TensorFlow here: the command line answers a bad flag or a foreign run directory with one line
-before anything heavy loads.
+A training run has one preflight, :func:`preflight`, shared by ``tf-vrre train`` (before TensorFlow is
+imported) and :func:`tf_vrre.workflows.image_classification.train.train`: the execution options,
+the strategy name, the run directory (read only: a refused run is left as it was), the data
+location, and, when the training-set size is known without reading images (``data.subset``, or
+the labels of ``.npz`` files), the run's numbers (batch, control-variate refreshes, samples, and
+the sampler's step sizes, temperatures and ``F`` in float32: :mod:`.hyperparameters`).  The
+config itself was checked once, by :func:`tf_vrre.workflows.image_classification.config.resolve`.
+:func:`take_run` then takes the run lock (:mod:`tf_vrre.runs.locks`) and checks the directory
+again under it; :func:`give_back` releases it, removing a directory made for a run that wrote
+nothing, and only if it is still this process's.  (What ``tf-vrre evaluate`` checks:
+:mod:`tf_vrre.workflows.image_classification.evaluation_checks`.)
 """
 
+from __future__ import annotations
+
+import dataclasses
 import math
 import os
 import re
 import shutil
+from typing import Any
 
-from tf_vrre.runs import run_json as rundir
-from tf_vrre.runs.samples import MANIFEST, load_samples, repair_hint
-import tf_vrre.workflows.image_classification.config as cfgmod
-import tf_vrre.workflows.image_classification.strategies as strategies
+from tf_vrre.runs import locks, run_json
+from tf_vrre.workflows.image_classification import config, hyperparameters, strategies
 from tf_vrre.workflows.image_classification.data import sources
 
-OOD_CHOICES = ("auto", "cifar10", "cifar100", "svhn", "none")
-DEFAULT_OOD = {"cifar10": "cifar100", "cifar100": "cifar10", "svhn_cropped": "cifar10"}
+__all__ = ["Preflight", "preflight", "writes_run", "take_run", "give_back", "clear", "backup_epoch", "check_numbers",
+           "check_execution", "expected_samples", "train_size_hint", "check_run_dir", "check_same_data"]
 
 
-def expected_samples(cfg, values):
-    """Number of cold-chain samples the run will collect (thinning, burn-in, cycles)."""
-    every, total = cfg["samples"]["thinning"], values["total_steps"]
-    burn = values["sample_burn_in_steps"]
-    steps = range(every * (burn // every + 1), total + 1, every)
-    if cfg["method"] in cfgmod.CYCLICAL:  # CyclicalCosine.in_sampling_phase(step - 1), without Keras
-        length = math.ceil(total / cfg["sampler"]["cycles"])
-        steps = [s for s in steps if ((s - 1) % length) / length > cfg["samples"]["cycle_threshold"]]
-    count = len(steps)
-    cap = cfg["samples"]["max_samples"]
+@dataclasses.dataclass(frozen=True)
+class Preflight:
+    """A training run that passed :func:`preflight`: its arguments and what was found.
+
+    Attributes:
+      config: the checked config.
+      out: the run directory.
+      data_dir, source, download: where the data are (as :func:`train`'s arguments).
+      overwrite: replace a different run in ``out``.
+      jit_compile, steps_per_execution: the execution options (checked).
+      existing: ``run.json`` of the run already in ``out`` with the same config (``None``: none,
+        or ``overwrite``).
+      train_size: the training-set size ``N`` when known without reading images, else ``None``.
+      values: :func:`tf_vrre.workflows.image_classification.config.schedule_values` for ``N`` (or ``None``).
+      samples: the number of samples the run collects for ``N`` (or ``None``).
+      created: ``(device, inode)`` of ``out`` if :func:`take_run` created it.
+    """
+    config: config.Config
+    out: str
+    data_dir: str | None = None
+    source: str = "auto"
+    download: bool = True
+    overwrite: bool = False
+    jit_compile: bool | str | None = None
+    steps_per_execution: int | None = None
+    existing: dict | None = None
+    train_size: int | None = None
+    values: dict | None = None
+    samples: int | None = None
+    created: tuple[int, int] | None = None
+
+    @property
+    def complete(self) -> bool:
+        """``out`` holds this run, complete."""
+        return self.existing is not None and self.existing.get("status") == "complete"
+
+
+class _Argument:
+    """Marks the errors raised inside it with the input they concern (``err.argument``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, err: BaseException | None, tb: Any) -> bool:
+        if isinstance(err, (ValueError, OSError)) and getattr(err, "argument", None) is None:
+            err.argument = self.name
+        return False
+
+
+def preflight(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = None, source: str = "auto",
+              download: bool = True, overwrite: bool = False, jit_compile: bool | str | None = None,
+              steps_per_execution: int | None = None, strategy: Any = None, writer: bool | None = None) -> Preflight:
+    """Checks a training run before TensorFlow starts, changing nothing (see the module docstring).
+
+    Args:
+      cfg: a checked config (:func:`tf_vrre.workflows.image_classification.config.resolve`).
+      out, data_dir, source, download, overwrite, jit_compile, steps_per_execution: as
+        :func:`tf_vrre.workflows.image_classification.train.train`.
+      strategy: a strategy name to check (:func:`tf_vrre.workflows.image_classification.strategies.check`),
+        or ``None`` / a strategy object (not checked here).
+      writer: this process writes ``out`` (``None``: :func:`writes_run` of ``strategy``): another
+        process holding its lock is refused here already (probed, not taken).
+
+    Raises:
+      ValueError / OSError, each with ``argument`` set to the input it concerns, in the order
+        checked: ``"out"`` (:class:`tf_vrre.runs.run_json.RunDirError`: a different run or foreign
+        files in ``out``), ``"data"`` (data set, source, directory or files), ``"config"`` (the
+        run's numbers for ``N``), ``"strategy"``, ``"execution"`` (``jit_compile``,
+        ``steps_per_execution``).
+
+    Example:
+      >>> os.makedirs("data/cifar10")
+      >>> np.savez("data/cifar10/cifar10_train.npz", x=np.zeros((160, 32, 32, 3), np.uint8), y=np.arange(160) % 10)
+      >>> cfg = config.resolve(config.apply_overrides(config.load("msgd"), {
+      ...     "data.batch_size": 32, "training.epochs": 4, "samples.thinning": 4, "samples.burn_in_epochs": 0}))
+      >>> pre = preflight(cfg, "runs/a", data_dir="data", source="npz")
+      >>> pre.train_size, pre.samples, os.path.exists("runs/a")     # 160 less 5% held out; nothing written
+      (152, 4, False)
+    """
+    if not isinstance(cfg, config.Config):
+        raise TypeError(f"cfg must be a checked config (config.resolve(...)), got {type(cfg).__name__}")
+    out = os.fspath(out)
+    if writer is None:
+        with _Argument("strategy"):
+            writer = writes_run(strategy)
+    with _Argument("out"):
+        if writer:
+            locks.check_run_free(out)
+        existing = check_run_dir(out, cfg, overwrite)
+    with _Argument("data"):
+        sources.check_available(cfg.data.dataset, "train", source, data_dir, download=download)
+        size = train_size_hint(cfg, source, data_dir)
+    values = count = None
+    if size is not None:
+        with _Argument("config"):
+            values, count = check_numbers(cfg, size)
+    if isinstance(strategy, str):
+        with _Argument("strategy"):
+            strategies.check(strategy)
+    with _Argument("execution"):
+        check_execution(cfg, jit_compile, steps_per_execution)
+    return Preflight(cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, existing,
+                     size, values, count)
+
+
+def writes_run(strategy: Any) -> bool:
+    """Whether this process writes the run directory: ``False`` only for a non-chief worker of a
+    multi-worker run (``$TF_CONFIG`` for the name ``"multiworker"``; no TensorFlow for a name).
+
+    Raises:
+      ValueError: a malformed ``$TF_CONFIG`` with ``"multiworker"``.
+    """
+    if not isinstance(strategy, str):
+        return strategy is None or strategies.is_chief(strategy)
+    if strategy != "multiworker":
+        return True
+    cluster = strategies.tf_config()
+    if cluster is None:
+        return True
+    task = cluster["task"]
+    return task["type"] == "chief" or ("chief" not in cluster["cluster"] and task["type"] == "worker"
+                                       and int(task["index"]) == 0)
+
+
+def take_run(pre: Preflight) -> Preflight:
+    """Takes the run lock of ``pre.out`` (creating the directory) and checks the directory again
+    under it; returns ``pre`` with what was found then.  A complete run with nothing left to
+    clean is not locked (nothing will be written).  The pid goes into the lock file when the run
+    starts writing (:func:`tf_vrre.runs.locks.lock_run` again): a run refused after this (its data
+    differ, say) leaves the lock file as it was.
+
+    Raises:
+      tf_vrre.runs.locks.RunLockedError: another process writes or reads ``out``.
+      tf_vrre.runs.run_json.RunDirError: ``out`` changed since the preflight and is refused now.
+    """
+    if pre.complete and not os.path.isdir(os.path.join(pre.out, run_json.BACKUP)):
+        return pre
+    created = None
+    if not os.path.isdir(pre.out):
+        os.makedirs(pre.out, exist_ok=True)
+        st = os.stat(pre.out)
+        created = (st.st_dev, st.st_ino)
+    pre = dataclasses.replace(pre, created=created)
+    try:
+        locks.lock_run(pre.out, mark=False)  # its pid is written when it starts writing (train.run)
+        return dataclasses.replace(pre, existing=check_run_dir(pre.out, pre.config, pre.overwrite))
+    except BaseException:
+        give_back(pre)
+        raise
+
+
+def give_back(pre: Preflight) -> None:
+    """Releases this process's lock of ``pre.out``; a directory :func:`take_run` created that holds
+    nothing but the lock file is removed, if the lock file is still this process's and the
+    directory still the one created (never a directory another process now owns)."""
+    lock = locks.run_lock(pre.out)
+    if lock is None:
+        return
+    try:
+        st = os.lstat(pre.out)
+        same_dir = pre.created is not None and (st.st_dev, st.st_ino) == pre.created
+        empty = same_dir and lock.owned() and os.listdir(pre.out) == [locks.LOCK]
+    except OSError:
+        empty = False
+    locks.unlock_run(pre.out, remove=empty)
+    if empty:
+        try:
+            os.rmdir(pre.out)
+        except OSError:  # something appeared meanwhile: keep it
+            pass
+
+
+def _floor_sum(n: int, m: int, a: int, b: int) -> int:
+    """``sum(floor((a * i + b) / m) for i in range(n))`` in O(log) steps (``a, b >= 0``, ``m > 0``)."""
+    total = 0
+    while True:
+        if a >= m:
+            total += (n - 1) * n * (a // m) // 2
+            a %= m
+        if b >= m:
+            total += n * (b // m)
+            b %= m
+        top = a * n + b
+        if top < m:
+            return total
+        n, b = divmod(top, m)
+        m, a = a, m
+
+
+def _sampling_multiples(last: int, length: int, start: int, every: int) -> int:
+    """How many steps ``s`` in ``[1, last]`` are multiples of ``every`` in a sampling phase:
+    ``(s - 1) mod length >= start`` (steps ``c length + start + 1 .. (c + 1) length`` of cycle ``c``)."""
+    if last <= 0:
+        return 0
+    cycles = last // length
+    count = _floor_sum(cycles, every, length, length) - _floor_sum(cycles, every, length, start)
+    low = cycles * length + start  # the partial cycle: steps low + 1 .. last
+    return count + max(0, last // every - low // every) if last > low else count
+
+
+def expected_samples(cfg: config.Config, values: dict) -> int:
+    """Number of cold-chain samples the run will collect (thinning, burn-in, cycles), in closed form.
+
+    A sample is taken at every step ``s`` that is a multiple of ``samples.thinning`` after the
+    burn-in; under a cyclical schedule only in the sampling phase of its cycle (position
+    ``((s - 1) mod L) / L > samples.cycle_threshold``, :meth:`tf_vrre.sgmcmc.schedules.CyclicalCosine.in_sampling_phase`
+    of ``s - 1``); at most ``samples.max_samples``.
+
+    Example:
+      >>> cfg = config.resolve(config.load("msgd"))
+      >>> expected_samples(cfg, config.schedule_values(cfg, 50000, 195))   # 200 epochs x 195 steps / 256
+      152
+    """
+    every, total = cfg.samples.thinning, values["total_steps"]
+    first = every * (values["sample_burn_in_steps"] // every + 1)
+    if first > total:
+        count = 0
+    elif cfg.cyclical:
+        length = math.ceil(total / cfg.sampler.cycles)
+        threshold = cfg.samples.cycle_threshold
+        start = min(length, int(math.floor(threshold * length)) + 1)  # first position r with r / length > threshold
+        while start > 0 and (start - 1) / length > threshold:
+            start -= 1
+        while start < length and not start / length > threshold:
+            start += 1
+        count = _sampling_multiples(total, length, start, every) - _sampling_multiples(first - 1, length, start, every)
+    else:
+        count = (total - first) // every + 1
+    cap = cfg.samples.max_samples
     return min(count, cap) if cap else count
 
 
-def check_numbers(cfg, train_size):
+def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
     """``(values, samples)`` of a run on ``train_size`` images, or a ``ValueError`` (no TensorFlow).
 
-    Checks: the batch fits the data, the control variates are refreshed at least once, the
-    schedule collects at least one sample (naming ``samples.thinning`` and the burn-in).
+    Checks: the batch fits the data, the sampler's numbers for this ``N``
+    (:func:`tf_vrre.workflows.image_classification.hyperparameters.check_data_size`), the control
+    variates are refreshed at least once, the schedule collects at least one sample (naming
+    ``samples.thinning`` and the burn-in).
     """
-    d = cfg["data"]
-    if d["batch_size"] > train_size:
-        raise ValueError(f"data.batch_size ({d['batch_size']}) must be <= the {train_size} training examples")
-    values = cfgmod.schedule_values(cfg, train_size, train_size // d["batch_size"])
-    if "variance_reduction" in cfg and cfg["variance_reduction"]["period"] > values["total_steps"]:
-        raise ValueError(f"variance_reduction.period ({cfg['variance_reduction']['period']}) must be <= the run's "
+    d = cfg.data
+    if d.batch_size > train_size:
+        raise ValueError(f"data.batch_size ({d.batch_size}) must be <= the {train_size} training examples")
+    hyperparameters.check_data_size(cfg, train_size)
+    values = config.schedule_values(cfg, train_size, train_size // d.batch_size)
+    vr = cfg.variance_reduction
+    if vr is not None and vr.period > values["total_steps"]:
+        raise ValueError(f"variance_reduction.period ({vr.period}) must be <= the run's "
                          f"{values['total_steps']} steps, or the control variates are never refreshed")
     count = expected_samples(cfg, values)
     if count == 0:
-        raise ValueError(f"samples.thinning ({cfg['samples']['thinning']}) collects no sample: the run has "
+        raise ValueError(f"samples.thinning ({cfg.samples.thinning}) collects no sample: the run has "
                          f"{values['total_steps']} steps, {values['sample_burn_in_steps']} of them burn-in; "
                          "lower --thinning or raise --epochs")
     return values, count
 
 
-def check_execution(cfg, jit_compile=None, steps_per_execution=None):
+def check_execution(cfg: config.Config, jit_compile: bool | str | None = None,
+                    steps_per_execution: int | None = None) -> None:
     """Checks ``train``'s execution options without TensorFlow (``ValueError`` naming the argument).
 
     ``jit_compile``: ``None`` (the sampler's default: ``$TF_VRRE_JIT_COMPILE``, else ``"auto"``),
     ``True``, ``False`` or ``"auto"``.  ``steps_per_execution``: ``None`` (1) or an integer in
-    ``[1, 1024]`` (the swap record's ring buffer, :data:`tf_vrre.strategies.MAX_STEPS_PER_EXECUTION`)
-    that divides ``samples.thinning`` (callbacks see the weights once per execution).
+    ``[1, 1024]`` (the swap record's ring buffer,
+    :data:`tf_vrre.workflows.image_classification.strategies.MAX_STEPS_PER_EXECUTION`) that divides
+    ``samples.thinning`` (callbacks see the weights once per execution).
     """
     if not (jit_compile is None or isinstance(jit_compile, bool) or jit_compile == "auto"):
         raise ValueError(f"jit_compile must be None, True, False or 'auto'; got {jit_compile!r}")
@@ -72,48 +308,50 @@ def check_execution(cfg, jit_compile=None, steps_per_execution=None):
     if isinstance(steps_per_execution, bool) or not isinstance(steps_per_execution, int) \
             or not 1 <= steps_per_execution <= top:
         raise ValueError(f"steps_per_execution must be an integer in [1, {top}]; got {steps_per_execution!r}")
-    if cfg["samples"]["thinning"] % steps_per_execution:
+    if cfg.samples.thinning % steps_per_execution:
         raise ValueError(f"steps_per_execution ({steps_per_execution}) must divide samples.thinning "
-                         f"({cfg['samples']['thinning']}): callbacks see the weights once per execution")
+                         f"({cfg.samples.thinning}): callbacks see the weights once per execution")
 
 
-def train_size_hint(cfg, source, data_dir):
+def train_size_hint(cfg: config.Config, source: str, data_dir: str | None) -> int | None:
     """The number of training images, known without reading images: ``data.subset``, or for the
     npz source the split's label count less the held-out part; ``None`` for tfds (no TensorFlow)."""
-    d = cfg["data"]
-    if d["subset"]:
-        return int(d["subset"])
-    name = sources.check_dataset(d["dataset"])
+    d = cfg.data
+    if d.subset:
+        return int(d.subset)
+    name = sources.check_dataset(d.dataset)
     if sources.resolve_source(source, name, "train", data_dir) != "npz":
         return None
     total = sources.npz_split_size(data_dir, name, "train")
-    held = sources.example_count(d["holdout"], total, "holdout")
+    held = sources.example_count(d.holdout, total, "holdout")
     if held >= total:
         raise ValueError(f"data.holdout ({held}) must leave training examples: the {name} train split in "
                          f"{str(data_dir)!r} has {total}")
     return total - held
 
 
-def check_run_dir(out, cfg, overwrite=False):
-    """The existing run (same config) or ``None``; refuses a different run unless ``overwrite``."""
-    existing = rundir.read_run(out, required=False)
+def check_run_dir(out: str, cfg: config.Config, overwrite: bool = False) -> dict | None:
+    """The existing run (same config) or ``None``; refuses a different run unless ``overwrite``
+    (read only: nothing in ``out`` changes)."""
     if overwrite:
         return None
+    existing = run_json.read_run(out, required=False)
     if existing is None:
-        foreign = [p for p in rundir.TRAIN_OUTPUTS if os.path.exists(os.path.join(out, p))]
+        foreign = [p for p in run_json.TRAIN_OUTPUTS if os.path.lexists(os.path.join(out, p))]
         if foreign:
-            raise rundir.RunDirError(f"{out!r} holds {', '.join(foreign)} but no run.json; use --overwrite to "
-                                     "replace it or choose another --out")
+            raise run_json.RunDirError(f"{out!r} holds {', '.join(foreign)} but no run.json; use --overwrite to "
+                                       "replace it or choose another --out")
         return None
-    diff = rundir.config_difference(existing["config"], cfg)
+    diff = run_json.config_difference(existing["config"], cfg.to_dict())
     if diff is not None:
         key, old, new = diff
-        raise rundir.RunDirError(f"{out!r} holds a different run ({existing['method']}): config key {key} is "
-                                 f"{old!r} there, {new!r} now; use --overwrite to replace it or choose another --out")
+        raise run_json.RunDirError(f"{out!r} holds a different run ({existing['method']}): config key {key} is "
+                                   f"{old!r} there, {new!r} now; use --overwrite to replace it or choose another "
+                                   "--out")
     return existing
 
 
-def check_same_data(out, existing, prepared):
+def check_same_data(out: str, existing: dict, prepared: dict) -> None:
     """Refuses to resume run ``existing`` on other training data than it started with.
 
     Compared: the source, the training / held-out index digests (labels and split), the digest
@@ -125,89 +363,67 @@ def check_same_data(out, existing, prepared):
     if "pixels_digest" in old:
         checks.append(("data.pixels_digest", old["pixels_digest"], new["pixels_digest"]))
     fitted = prepared["train"].preprocessing.to_dict()
-    recorded = existing["preprocessing"] if isinstance(existing["preprocessing"], dict) else {}
+    recorded = existing["preprocessing"]
     checks += [(f"preprocessing.{key}", recorded.get(key), fitted[key]) for key in ("mean", "std")]
     for key, there, now in checks:
         if there != now:
             where = f" in {new['data_dir']!r}" if new.get("data_dir") else ""
-            raise rundir.RunDirError(f"{out!r}: the training data{where} differ from the run's ({key} {there!r} there, "
-                                     f"{now!r} now); resume with the run's data ({old.get('source')} "
-                                     f"{old.get('data_dir')!r}), or use --overwrite / another --out")
+            raise run_json.RunDirError(f"{out!r}: the training data{where} differ from the run's ({key} {there!r} "
+                                       f"there, {now!r} now); resume with the run's data ({old.get('source')} "
+                                       f"{old.get('data_dir')!r}), or use --overwrite / another --out")
 
 
-def _clear(out):
-    for name in rundir.TRAIN_OUTPUTS + rundir.DERIVED_OUTPUTS:  # never RUN/.lock: the one-writer lock
-        path = os.path.join(out, name)
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        elif os.path.exists(path):
-            os.remove(path)
+def clear(out: str) -> None:
+    """Removes a run's training and derived outputs for ``--overwrite`` (never ``RUN/.lock``), under
+    the run lock (taken for the call unless this process holds it).  A directory another process
+    writes (its callback's lock held) is refused, not removed.
+
+    Raises:
+      tf_vrre.runs.locks.RunLockedError: another process writes or reads ``out`` or one of its
+        directories, or this process no longer owns ``out`` (its lock file was deleted or replaced
+        by hand: another process may write the run now).
+    """
+    taken = not locks.holds_run_lock(out)
+    locks.lock_run(out)  # raises unless this process owns the run
+    try:
+        for name in run_json.TRAIN_OUTPUTS + run_json.DERIVED_OUTPUTS:
+            path = os.path.join(out, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                _remove_tree(out, path)
+            elif os.path.lexists(path):
+                os.remove(path)
+    finally:
+        if taken:
+            locks.unlock_run(out)
 
 
-def _backup_epoch(root):
-    """The epoch the :class:`tf_vrre.Checkpoint` in ``root/backup`` resumes from (0 without one):
-    read from its ``checkpoint`` index file (``ckpt-<epoch>``), without TensorFlow."""
-    path = os.path.join(root, rundir.BACKUP, "checkpoint")
+def _remove_tree(out: str, path: str) -> None:
+    """Removes directory ``path`` while holding its writer lock (refused if a writer holds it)."""
+    try:
+        held = locks.acquire(os.path.join(path, locks.LOCK)) if os.path.lexists(os.path.join(path, locks.LOCK)) \
+            else None
+    except locks.Busy as busy:
+        if busy.pid != str(os.getpid()):  # this process's own earlier fit, interrupted: its files go too
+            raise locks.RunLockedError(f"{out!r}: cannot replace {path}: " + locks.busy_message(path, busy)) from None
+        held = None
+    try:
+        shutil.rmtree(path)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def backup_epoch(root: str) -> int:
+    """The epoch the :class:`tf_vrre.callbacks.checkpoint.Checkpoint` in ``root/backup`` resumes from
+    (0 without one): read from its ``checkpoint`` index file (``ckpt-<epoch>``), without TensorFlow;
+    -3 for an unreadable one."""
+    path = os.path.join(root, run_json.BACKUP, "checkpoint")
     try:
         with open(path) as f:
-            text = f.read()
+            text = f.read(1 << 16)
     except FileNotFoundError:
         return 0
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return -3  # unreadable: the workers must still agree
     found = re.search(r'^model_checkpoint_path:\s*"(?:.*/)?ckpt-(\d+)"', text, re.M)
     return int(found.group(1)) if found else -3
-
-
-def check_run(run_dir):
-    """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
-    naming the missing / broken file (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
-    run = rundir.read_run(run_dir)
-    directory = os.path.join(str(run_dir), rundir.SAMPLES)
-    manifest = os.path.join(directory, MANIFEST)
-    if not os.path.isfile(manifest):
-        raise rundir.RunDirError(f"{manifest} does not exist: the run has collected no sample yet "
-                                 f"(status {run.get('status')!r}; samples start after the burn-in)")
-    try:
-        samples = load_samples(directory)
-    except ValueError as err:
-        raise rundir.RunDirError(f"{err}; {repair_hint(run_dir)}") from None
-    if not len(samples):
-        raise rundir.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
-                                 f"(status {run.get('status')!r}; samples start after the burn-in)")
-    return run, samples
-
-
-def data_sources(run, ood="auto", data_dir=None, source=None):
-    """``(data_dir, source, ood_name)`` an evaluation of ``run`` reads: the arguments, else the run's.
-
-    ``ood_name`` is ``None`` for ``ood="none"``; ``"auto"`` is :data:`DEFAULT_OOD` of the run's
-    data set.  Raises ``ValueError`` for an unknown ``ood``.
-    """
-    if ood not in OOD_CHOICES:
-        raise ValueError(f"ood must be one of {', '.join(OOD_CHOICES)}; got {ood!r}")
-    data = run["data"]
-    data_dir = data_dir if data_dir is not None else data.get("data_dir")
-    source = source or data.get("source", "auto")
-    ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else sources.check_dataset(ood))
-    if ood_name is not None and ood_name == data["dataset"]:
-        others = [o for o in OOD_CHOICES if o not in ("auto", "none") and sources.check_dataset(o) != ood_name]
-        raise ValueError(f"ood {ood!r} is the run's training data set {data['dataset']}, not out of distribution; "
-                         f"choose one of {', '.join(others + ['none'])}")
-    return data_dir, source, ood_name
-
-
-def check_data(run, ood="auto", data_dir=None, source=None, fit_size=2000):
-    """Checks, without reading images or TensorFlow, that the splits an evaluation reads exist.
-
-    Rule: the run's test split, the OOD test split and (``fit_size > 0``) the run's training
-    split (its held-out part fits the temperature) pass :func:`tf_vrre.data.sources.check_available`.
-
-    Raises:
-      ValueError / FileNotFoundError naming the data set, split and expected files.
-    """
-    data_dir, source, ood_name = data_sources(run, ood, data_dir, source)
-    needed = [(run["data"]["dataset"], "test")] + ([(ood_name, "test")] if ood_name else [])
-    needed += [(run["data"]["dataset"], "train")] if fit_size else []
-    for name, split in needed:
-        sources.check_available(name, split, source, data_dir, download=False)

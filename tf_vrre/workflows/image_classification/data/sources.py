@@ -16,6 +16,9 @@ Without a connection, tensorflow-datasets would retry its download for minutes: 
 downloads, :func:`tf_vrre.workflows.image_classification.data.tfds_source.check_download` probes
 the download host for a few seconds and raises one line naming the offline options (prepared
 data with ``download=False`` / ``--no-download``, or the npz source).
+
+An ``.npz`` member is checked against the size its ``.npy`` header declares before it is read (a
+header may claim 10^12 labels: one line naming the file, not a memory error).
 """
 
 import numbers
@@ -197,13 +200,37 @@ def example_count(value, total, name):
     return int(round(value * total))
 
 
+def _declared(z, key):
+    """The shape an archive member ``key`` declares in its ``.npy`` header, checked against the
+    member's size (read without reading the array: a header may claim 10^12 entries)."""
+    name = f"{key}.npy"
+    if name not in z.zip.namelist():
+        raise KeyError(key)
+    info = z.zip.getinfo(name)
+    with z.zip.open(name) as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f)
+        header = f.tell()
+    if dtype.hasobject:
+        raise ValueError(f"array {key!r} holds Python objects")
+    size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if header + size != info.file_size:
+        raise ValueError(f"array {key!r} declares shape {shape} ({size} bytes) but its member holds "
+                         f"{info.file_size - header} bytes")
+    return shape
+
+
 def _read_npz(path, keys):
-    """The arrays ``keys`` of archive ``path``; one-line errors naming the file."""
+    """The arrays ``keys`` of archive ``path``, each checked against its header first; one-line errors
+    naming the file."""
     try:
         z = np.load(path, allow_pickle=False)
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise ValueError("a single .npy array, not an .npz archive")
         with z:
+            for k in keys:
+                _declared(z, k)
             return [np.asarray(z[k]) for k in keys]
     except PermissionError:
         raise PermissionError(f"{path}: not readable (permission denied)") from None

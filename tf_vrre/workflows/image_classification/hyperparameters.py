@@ -1,0 +1,168 @@
+"""The numbers the sampler of a config computes with, checked before TensorFlow starts.
+
+:func:`tf_vrre.workflows.image_classification.train.build_sampler` turns a config into float32
+step sizes, temperatures and ``F`` (and their schedules, stretched to the run's epochs).  A config
+whose keys are each fine can still give a number float32 cannot hold, or a step that diverges
+by itself; these checks compute those numbers from the config and name the key to change with
+the interval it may take given the others (:mod:`tf_vrre.workflows.step_bounds`):
+
+- without the data size (:func:`check_config`, run by
+  :func:`tf_vrre.workflows.image_classification.config.resolve`): the stretched per-epoch
+  factors stay positive and finite; the annealed temperature stays positive; ``F`` grown over the
+  burn-in stays finite; the swap penalty ``(1/tau_1 - 1/tau_2)^2 / F`` (per unit ``sigma^2``,
+  recorded in float32) stays finite; the hot chain's ``tau`` stays finite; and the prior's own
+  step ``lr * hot_lr_multiplier * weight_decay < 2 (1 + momentum)``;
+- with the training-set size ``N`` (:func:`check_data_size`, run with the run's other numbers):
+  ``eta = lr / N`` and the hot chain's ``eta`` are normal float32 numbers, the noise variance
+  ``2 (1 - momentum) eta tau`` is finite, and the prior precision ``weight_decay * N`` is too.
+
+Example:
+  >>> from tf_vrre.workflows.image_classification import config
+  >>> cfg = config.resolve(config.load("vr-resghmc"))
+  >>> check_data_size(cfg, 64)
+  >>> check_data_size(cfg, 10 ** 37)         # lr / N = 1e-38: zero in float32
+  Traceback (most recent call last):
+  ...
+  tf_vrre.workflows.step_bounds.BoundError: config key sampler.lr must be in [0.118, 3.4e+38] for the 1e+37 training examples (the sampler's step size eta = lr / N, the hot chain's hot_lr_multiplier * eta and the noise variance 2 (1 - momentum) eta tau must be positive and finite in float32), got 0.1
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from tf_vrre.workflows import step_bounds
+from tf_vrre.workflows.step_bounds import F32_MAX, F32_TINY, BoundError
+
+__all__ = ["BoundError", "Stretch", "check_config", "check_data_size"]
+
+_LOG_MAX, _LOG_TINY = math.log(F32_MAX), math.log(F32_TINY)
+_KEY = "config key "
+
+
+class Stretch:
+    """The schedule of ``training.schedule_epochs`` stretched to ``training.epochs``: epoch counts
+    times ``scale``, per-epoch factors to the power ``1 / scale``."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.scale = cfg.training.epochs / cfg.training.schedule_epochs
+
+    def epochs(self, k: int) -> int:
+        """An epoch count of the schedule in epochs of this run."""
+        return int(round(k * self.scale))
+
+    def factor(self, f: float) -> float:
+        """A per-epoch factor of the schedule per epoch of this run (``inf`` / 0 beyond float64)."""
+        return math.exp(self.log_factor(f)) if self.log_factor(f) < 709 else math.inf
+
+    def log_factor(self, f: float) -> float:
+        """``log`` of :meth:`factor`."""
+        return math.log(f) / self.scale
+
+
+def _pick(keys: Iterable[str], prefer: Iterable[str]) -> str:
+    """The first of ``keys`` the user gave explicitly (``prefer``), else the first."""
+    keys = list(keys)
+    return next((k for k in keys if k in set(prefer)), keys[0])
+
+
+def check_config(cfg: Any, prefer: Iterable[str] = ()) -> None:
+    """The checks that need no data size (see the module docstring); ``prefer``: keys given
+    explicitly (flags, ``--set``), named first when a rule ties several keys.
+
+    Raises:
+      BoundError: naming the key (``err.key``) and its interval.
+    """
+    s, stretch, prefer = cfg.sampler, Stretch(cfg), tuple(prefer)
+    if s.lr_decay is not None and stretch.log_factor(s.lr_decay) < _LOG_TINY:
+        lowest = math.exp(_LOG_TINY * stretch.scale)
+        step_bounds.within("sampler.lr_decay", s.lr_decay, lowest, 1.0, _stretched(cfg, "lr_decay", "stay positive"),
+                           prefix=_KEY)
+    tau_end_log = _check_temperature(cfg, stretch)
+    if cfg.swap is not None:
+        _check_correction(cfg, stretch, tau_end_log)
+    h = s.hot_lr_multiplier or 1.0
+    limit = step_bounds.prior_stability_limit(h * s.weight_decay, s.momentum)
+    if s.lr >= limit:
+        why = (f"the prior's own step lr * {'hot_lr_multiplier * ' if h != 1 else ''}weight_decay must be < 2 (1 + "
+               f"momentum) = {2 * (1 + s.momentum):.3g}, else the weights grow every step; with sampler.lr {s.lr:g}"
+               f"{f', hot_lr_multiplier {h:g}' if h != 1 else ''}, weight_decay {s.weight_decay:g}, momentum "
+               f"{s.momentum:g}")
+        if _pick(("sampler.lr", "sampler.weight_decay"), prefer) == "sampler.weight_decay":
+            step_bounds.within("sampler.weight_decay", s.weight_decay, 0.0, 2 * (1 + s.momentum) / (h * s.lr), why,
+                               hi_open=True, prefix=_KEY)
+        step_bounds.within("sampler.lr", s.lr, F32_TINY, limit, why, hi_open=True, prefix=_KEY)
+
+
+def _stretched(cfg: Any, key: str, what: str) -> str:
+    return (f"its per-epoch factor over the run, {key} ** (training.schedule_epochs / training.epochs) = "
+            f"{key} ** ({cfg.training.schedule_epochs} / {cfg.training.epochs}), must {what} in float32")
+
+
+def _check_temperature(cfg: Any, stretch: Stretch) -> float | None:
+    """Checks tau, the hot chain's tau and the annealed tau; returns ``log`` of the last (``None``
+    without a temperature)."""
+    s = cfg.sampler
+    if s.temperature is None:
+        return None
+    hot = s.hot_temperature_multiplier or 1.0
+    step_bounds.within("sampler.temperature", s.temperature, F32_TINY, F32_MAX / hot,
+                       f"the hot chain's temperature, sampler.temperature * hot_temperature_multiplier ({hot:g}), "
+                       "must be finite in float32" if hot != 1 else "float32", prefix=_KEY)
+    log_tau = math.log(s.temperature)
+    burn = stretch.epochs(s.burn_in_epochs)
+    if not (s.temperature_annealing > 1 and burn > 0):
+        return log_tau
+    log_factor = stretch.log_factor(s.temperature_annealing)
+    if -log_factor < _LOG_TINY or log_tau - burn * log_factor < _LOG_TINY:
+        # tau / a_s ** burn >= tiny and 1 / a_s >= tiny, with a_s = a ** (1 / scale), burn = round(b * scale)
+        top = min(-_LOG_TINY, (log_tau - _LOG_TINY) / burn) * stretch.scale
+        step_bounds.within("sampler.temperature_annealing", s.temperature_annealing, 1.0, math.exp(top),
+                           f"the temperature annealed over the burn-in, sampler.temperature / temperature_annealing "
+                           f"** burn_in_epochs, must stay >= {F32_TINY:.3g} in float32 (stretched to "
+                           f"{cfg.training.epochs} epochs)", prefix=_KEY)
+    return log_tau - burn * log_factor
+
+
+def _check_correction(cfg: Any, stretch: Stretch, tau_end_log: float) -> None:
+    """``F``, ``F`` grown over the burn-in and the swap penalty per unit sigma^2 in float32."""
+    s, sw = cfg.sampler, cfg.swap
+    burn = stretch.epochs(s.burn_in_epochs)
+    log_growth = 0.0
+    if stretch.log_factor(sw.correction_growth) > 0 and burn > 0:
+        log_growth = burn * stretch.log_factor(sw.correction_growth)
+        if log_growth > _LOG_MAX - _LOG_TINY or stretch.log_factor(sw.correction_growth) > _LOG_MAX:
+            top = math.exp(min(_LOG_MAX, (_LOG_MAX - _LOG_TINY) / burn) * stretch.scale)
+            step_bounds.within("swap.correction_growth", sw.correction_growth, 1.0, top,
+                               f"F * correction_growth ** burn_in_epochs must stay finite in float32 (stretched to "
+                               f"{cfg.training.epochs} epochs)", prefix=_KEY)
+    ratio = 1.0 - 1.0 / s.hot_temperature_multiplier   # 1/tau_1 - 1/tau_2 = ratio / tau_1
+    # log of the largest (1/tau_1 - 1/tau_2)^2 / F_0: at the start or at the end of the burn-in
+    log_pen = max(2 * (math.log(ratio) - math.log(s.temperature)), 2 * (math.log(ratio) - tau_end_log) - log_growth)
+    lo = max(F32_TINY, math.exp(min(log_pen - _LOG_MAX, 700)))
+    hi = math.exp(_LOG_MAX - log_growth)
+    why = (f"F grows x{math.exp(log_growth):.3g} over the burn-in and must stay finite in float32, and so must the "
+           "swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2" if log_growth else
+           "the swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2 must be finite in float32")
+    step_bounds.within("swap.correction", sw.correction, lo, hi, why, prefix=_KEY)
+
+
+def check_data_size(cfg: Any, data_size: int) -> None:
+    """The checks that need the training-set size ``N`` (see the module docstring).
+
+    Raises:
+      BoundError: naming the key (``err.key``) and its interval for this ``N``.
+    """
+    s, n = cfg.sampler, float(data_size)
+    context = f" for the {data_size:.6g} training examples"
+    h = s.hot_lr_multiplier or 1.0
+    hi = F32_MAX * n / h
+    if s.temperature is not None:
+        hot_tau = s.temperature * (s.hot_temperature_multiplier or 1.0)
+        hi = min(hi, step_bounds.noise_variance_limit(hot_tau, 1.0 - s.momentum) * n / h)
+    step_bounds.within("sampler.lr", s.lr, F32_TINY * n, min(hi, F32_MAX),
+                       "the sampler's step size eta = lr / N, the hot chain's hot_lr_multiplier * eta and the noise "
+                       "variance 2 (1 - momentum) eta tau must be positive and finite in float32",
+                       prefix=_KEY, context=context)
+    step_bounds.within("sampler.weight_decay", s.weight_decay, max(F32_TINY, F32_TINY / n), F32_MAX / n,
+                       "the prior precision weight_decay * N is float32", zero=True, prefix=_KEY, context=context)
