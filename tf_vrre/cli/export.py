@@ -72,7 +72,7 @@ def check(args):
         _args.die(f"--out / --version / --temperature: {err}")
     from tf_vrre.runs import locks
 
-    args.run_lock = locks.share_run(args.run if args.run is not None else samples)  # no train / repair meanwhile
+    args.run_lock = locks.share_run(args.run if args.run is not None else sample_dir)  # no train / repair meanwhile
 
 
 def run(args):
