@@ -130,7 +130,7 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
       verbose: print progress.
 
     Raises:
-      tf_vrre.run_json.RunDirError: no run / no samples (naming the missing file); ValueError for
+      tf_vrre.runs.run_json.RunDirError: no run / no samples (naming the missing file); ValueError for
         bad arguments.  Checked before anything is computed or written.
     """
     if ood not in evaluation_checks.OOD_CHOICES:
