@@ -36,8 +36,8 @@ import posterior_fidelity_methods as pfm  # noqa: E402
 REFERENCE_DIR = HERE / "reference"
 RESULTS = HERE / "results" / "posterior-fidelity.json"
 FIGURE = HERE.parent / "docs" / "benchmarks" / "posterior-fidelity.png"
-REFERENCE_SETTINGS = {"chains": 4, "warmup": 1000, "draws": 1000, "thin": 4, "max_tree_depth": 7, "seed": 0}
-QUICK_REFERENCE = {"chains": 2, "warmup": 100, "draws": 100, "thin": 2, "max_tree_depth": 5, "seed": 0}
+REFERENCE_SETTINGS = {"chains": 4, "warmup": 1000, "draws": 1000, "thin": 4, "max_tree_depth": 7, "chunk": 100, "seed": 0}
+QUICK_REFERENCE = {"chains": 2, "warmup": 100, "draws": 100, "thin": 2, "max_tree_depth": 5, "chunk": 50, "seed": 0}
 BUDGET_EPOCHS = 1000   # gradient evaluations per method and seed, in units of N (one "epoch")
 
 
@@ -121,7 +121,7 @@ def build_reference(problem, settings, out_dir, force):
     print(f"reference {problem.name}: D = {posterior.dimension} weights, N = {problem.data_size}, "
           f"{settings['chains']} chains x ({settings['warmup']} warm-up + {settings['draws']} draws)", flush=True)
     run = hmc.sample_nuts(posterior, np.stack(starts), settings["warmup"], settings["draws"], settings["seed"],
-                          thin=settings["thin"], max_tree_depth=settings["max_tree_depth"],
+                          thin=settings["thin"], max_tree_depth=settings["max_tree_depth"], chunk=settings["chunk"],
                           progress=lambda s: print(f"  {problem.name}: {s}", flush=True))
     outputs = posterior.predict(run.draws, problem.x_test)
     arrays, diag = convergence(problem, outputs)
