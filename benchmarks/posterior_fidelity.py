@@ -38,7 +38,7 @@ RESULTS = HERE / "results" / "posterior-fidelity.json"
 FIGURE = HERE.parent / "docs" / "benchmarks" / "posterior-fidelity.png"
 REFERENCE_SETTINGS = {"chains": 4, "warmup": 1000, "draws": 1000, "thin": 4, "max_tree_depth": 7, "chunk": 100, "seed": 0}
 QUICK_REFERENCE = {"chains": 2, "warmup": 100, "draws": 100, "thin": 2, "max_tree_depth": 5, "chunk": 50, "seed": 0}
-BUDGET_EPOCHS = 1000   # gradient evaluations per method and seed, in units of N (one "epoch")
+BUDGET_EPOCHS = 500    # gradient evaluations per method and seed, in units of N (one "epoch")
 
 
 def environment():
@@ -332,6 +332,15 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def _repo_relative(path):
+    """``path`` relative to the repository when inside it (the stored JSON names no machine's folders)."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
 def _names(text, known, flag):
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in known]
@@ -374,7 +383,7 @@ def main_run(args):
     problems, methods, seeds = _checked_run_args(args)
     loaded = {name: (pfm.PROBLEMS[name](),) for name in problems}
     loaded = {name: (p, *load_reference(p, args.reference)) for name, (p,) in loaded.items()}  # all before any run
-    start, runs, tables, floors = time.time(), [], {}, {}
+    start, cpu_start, runs, tables, floors = time.time(), time.process_time(), [], {}, {}
     print(f"posterior fidelity: problems {problems}, methods {methods}, seeds {seeds}, budget {args.budget:g} "
           f"epochs of gradient evaluations per run", flush=True)
     for name, (problem, reference, info) in loaded.items():
@@ -393,7 +402,7 @@ def main_run(args):
                       f"{ev['final'][key]:.4f}, {seconds:.0f} s", flush=True)
         rows = table_rows(problem, [r for r in runs if r["problem"] == name], methods, floors[name], info)
         tables[name] = rows
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    settings = {k: _repo_relative(v) if k in ("reference", "out", "figure") else v for k, v in vars(args).items()}
     problem_settings = {name: {"kind": p.kind, "train": p.data_size, "test": len(p.x_test), "hidden": p.hidden,
                                "weight_decay": p.weight_decay, "noise_scale": p.noise_scale,
                                "learning_rates": p.learning_rates, "batch_size": p.batch_size,
@@ -403,13 +412,14 @@ def main_run(args):
                         for name, (p, _, info) in loaded.items()}
     results = {**environment(), "settings": settings, "seeds": seeds, "curve_fractions": CURVE,
                "problems": problem_settings, "floors": floors, "tables": tables, "runs": runs,
-               "seconds": time.time() - start}
+               "seconds": time.time() - start, "cpu_seconds": time.process_time() - cpu_start}
     _write_json(args.out, results)
     figure(args.figure, [p for p, _, _ in loaded.values()], runs, methods, floors, args.budget)
     for name, (problem, _, _) in loaded.items():
         print(f"\n{name}: {problem.kind}, budget {args.budget:g} epochs, mean +- sd over {len(seeds)} seeds")
         print(format_table(problem, tables[name], args.budget))
-    print(f"\n{time.time() - start:.0f} s; results {args.out}, figure {args.figure}")
+    print(f"\n{time.time() - start:.0f} s ({time.process_time() - cpu_start:.0f} s of CPU time); results "
+          f"{args.out}, figure {args.figure}")
     return results
 
 
