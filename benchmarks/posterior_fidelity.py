@@ -257,14 +257,15 @@ def _cell(stat, spec):
     return text if not stat.get("sd") else f"{text} +- {format(stat['sd'], spec)}"
 
 
-def format_table(problem, rows, budget_epochs):
-    headline = HEADLINE[problem.kind]
-    names = [label for _, label, _ in METRICS[problem.kind]]
-    short = dict((k, label) for k, label, _ in METRICS[problem.kind])[headline]
+def format_table(kind, rows, budget_epochs):
+    """The markdown table of one problem."""
+    headline = HEADLINE[kind]
+    names = [label for _, label, _ in METRICS[kind]]
+    short = {k: label for k, label, _ in METRICS[kind]}[headline]
     head = ["method", *names, f"{short} at {budget_epochs / 10:g} epochs", "samples", "swaps accepted", "s / run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [_cell(r[k], spec) for k, _, spec in METRICS[problem.kind]]
+        cells = [_cell(r[k], spec) for k, _, spec in METRICS[kind]]
         lines.append("| " + " | ".join([r["label"], *cells, _cell(r.get(headline + "_tenth"), ".3f"),
                                         _cell(r["samples"], ".0f"), _cell(r["swap_rate"], ".2f"),
                                         _cell(r["seconds"], ".0f")]) + " |")
@@ -272,37 +273,49 @@ def format_table(problem, rows, budget_epochs):
 
 
 def figure(path, problems, runs, methods, floors, budget_epochs):
-    """Distance to the reference against gradient evaluations: one panel per problem, one line per
-    method (mean over seeds, band +- sd), the reference's own floor dashed."""
+    """Distance to the reference against gradient evaluations: one panel per problem (``(name,
+    kind)`` pairs), one line per method (mean over seeds, band +- sd; VR dashed), the reference's
+    own floor dotted."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
     from tf_vrre import _figures
 
-    fig = _figures.new(figsize=(11, 4.2))
+    fig = _figures.new(figsize=(11, 4.8))
     axes = fig.subplots(1, len(problems), squeeze=False)[0]
-    for ax, problem in zip(axes, problems):
-        key = HEADLINE[problem.kind]
+    for ax, (problem, kind) in zip(axes, problems):
+        key = HEADLINE[kind]
         for i, name in enumerate(methods):
-            rs = [r for r in runs if r["problem"] == problem.name and r["method"] == name]
+            rs = [r for r in runs if r["problem"] == problem and r["method"] == name]
             fractions = sorted({c["fraction"] for r in rs for c in r["curve"]})
-            values = [[next((c[key] for c in r["curve"] if c["fraction"] == f), np.nan) for r in rs] for f in fractions]
             if not fractions:
                 continue
-            mean, sd = np.nanmean(values, 1), np.nanstd(values, 1, ddof=1) if len(rs) > 1 else np.zeros(len(values))
+            values = np.array([[next((c[key] for c in r["curve"] if c["fraction"] == f), np.nan) for r in rs]
+                               for f in fractions])
+            mean = np.nanmean(values, 1)
+            sd = np.nanstd(values, 1, ddof=1) if len(rs) > 1 else np.zeros(len(fractions))
             x = np.array(fractions) * budget_epochs
-            style = {"color": f"C{i % 10}", "ls": "-" if i < 10 else "--"}
-            ax.plot(x, mean, marker="o", ms=3, label=pfm.METHODS[name].label, **style)
-            ax.fill_between(x, mean - sd, mean + sd, color=style["color"], alpha=0.15, lw=0)
-        ax.axhline(floors[problem.name][key], color="0.4", ls=":", label="NUTS: chains 1-2 vs 3-4")
+            color = f"C{i % 10}"
+            ax.plot(x, mean, marker="o", ms=3, color=color, ls="--" if pfm.METHODS[name].vr else "-",
+                    label=pfm.METHODS[name].label)
+            ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
+        ax.axhline(floors[problem][key], color="0.3", ls=":", label="NUTS: chains 1-2 vs 3-4")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("gradient evaluations / N (epochs of per-example gradients, all chains)")
-        ax.set_ylabel({"total_variation": "total variation to NUTS (test BMA)",
-                       "wasserstein_1": "W1 to NUTS, posterior sds (test f(x))"}[key])
-        ax.set_title(f"{problem.name} ({problem.kind})", fontsize=10)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FormatStrFormatter("%g"))
+            axis.set_minor_formatter(NullFormatter())
+        ax.set_xticks([t for t in (10, 20, 50, 100, 200, 500, 1000, 2000) if t <= budget_epochs * 1.01])
+        ax.set_xlabel("gradient evaluations / N (all chains and full passes)")
+        ax.set_ylabel({"total_variation": "total variation to NUTS (test points)",
+                       "wasserstein_1": "W1 to NUTS of f(x), in posterior sds"}[key])
+        ax.set_title(f"{problem} ({kind})", fontsize=10)
         ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _figures.save(fig, str(path), dpi=110)
+    _figures.save(fig, str(path), dpi=100)
 
 
 def parse_args(argv=None):
@@ -329,6 +342,9 @@ def parse_args(argv=None):
     run.add_argument("--figure", default=None, help="PNG (default docs/benchmarks/posterior-fidelity.png; "
                      "with --quick next to the results)")
     run.add_argument("--quick", action="store_true", help="one seed, a fifth of the budget")
+    fig = sub.add_parser("figure", help="reprint the tables and redraw the figure of a results file")
+    fig.add_argument("--results", default=str(RESULTS))
+    fig.add_argument("--figure", default=None, help="PNG (default: the one the results file names)")
     return p.parse_args(argv)
 
 
@@ -414,18 +430,34 @@ def main_run(args):
                "problems": problem_settings, "floors": floors, "tables": tables, "runs": runs,
                "seconds": time.time() - start, "cpu_seconds": time.process_time() - cpu_start}
     _write_json(args.out, results)
-    figure(args.figure, [p for p, _, _ in loaded.values()], runs, methods, floors, args.budget)
-    for name, (problem, _, _) in loaded.items():
-        print(f"\n{name}: {problem.kind}, budget {args.budget:g} epochs, mean +- sd over {len(seeds)} seeds")
-        print(format_table(problem, tables[name], args.budget))
-    print(f"\n{time.time() - start:.0f} s ({time.process_time() - cpu_start:.0f} s of CPU time); results "
-          f"{args.out}, figure {args.figure}")
+    report(results, args.figure)
+    print(f"results {args.out}")
     return results
+
+
+def report(results, figure_path):
+    """Prints the tables of a results JSON and draws its figure."""
+    problems = [(name, p["kind"]) for name, p in results["problems"].items()]
+    budget = results["settings"]["budget"]
+    figure(figure_path, problems, results["runs"], _names(results["settings"]["methods"], pfm.METHODS, "methods"),
+           results["floors"], budget)
+    for name, kind in problems:
+        print(f"\n{name}: {kind}, budget {budget:g} epochs, mean +- sd over {len(results['seeds'])} seeds")
+        print(format_table(kind, results["tables"][name], budget))
+    print(f"\n{results['seconds']:.0f} s ({results['cpu_seconds']:.0f} s of CPU time); figure {figure_path}")
+
+
+def main_figure(args):
+    path = Path(args.results)
+    if not path.exists():
+        raise SystemExit(f"figure: no results file {path}; run `python benchmarks/posterior_fidelity.py run` first")
+    results = json.loads(path.read_text())
+    report(results, Path(args.figure or HERE.parent / results["settings"]["figure"]))
 
 
 def main(argv=None):
     args = parse_args(argv)
-    return main_reference(args) if args.command == "reference" else main_run(args)
+    return {"reference": main_reference, "run": main_run, "figure": main_figure}[args.command](args)
 
 
 if __name__ == "__main__":
