@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import hashlib
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np

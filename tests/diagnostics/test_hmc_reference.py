@@ -51,8 +51,9 @@ def test_the_reference_density_is_the_samplers_energy(kind):
     x, y = data()
     if kind == "classification":
         y = (y > 0).astype("int64")
-        build = lambda: keras.Sequential([keras.Input((1,)), keras.layers.Dense(8, activation="tanh"),  # noqa: E731
-                                          keras.layers.Dense(2)])
+        def build():
+            return keras.Sequential([keras.Input((1,)), keras.layers.Dense(8, activation="tanh"),
+                                     keras.layers.Dense(2)])
         nll, loss = None, keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
         build, nll, loss = net, regression_nll(), None
@@ -98,8 +99,8 @@ def _reference():
     for c in range(4):
         keras.utils.set_random_seed(10 + c)
         starts.append(posterior.flatten(net()))
-    run = hmc.sample_nuts(posterior, np.stack(starts), num_warmup=300, num_draws=300, seed=0, max_tree_depth=6, target_accept=0.9,
-                          chunk=100, thin=1)
+    run = hmc.sample_nuts(posterior, np.stack(starts), num_warmup=300, num_draws=300, seed=0, max_tree_depth=6,
+                          target_accept=0.9, chunk=100)
     grid = np.linspace(-2.5, 2.5, 16, dtype="float32")[:, None]
     return grid, posterior.predict(run.draws, grid)[..., 0], run
 
@@ -133,8 +134,20 @@ def _ranking_distances(seed):
 
 
 def test_a_sampler_at_the_wrong_temperature_is_farther_from_nuts():
-    grid, reference, run = _reference()
+    _, reference, run = _reference()
     assert run.divergences == 0
     assert np.max(dg.potential_scale_reduction(reference)) < 1.05  # the reference's predictive has converged
     correct, tempered = _ranking_distances(seed=1)
     assert correct < THRESHOLD < tempered, (correct, tempered)
+
+
+def test_the_same_seed_gives_the_same_draws():
+    x, y = data()
+    keras.utils.set_random_seed(0)
+    posterior = hmc.FullBatchPosterior(net(), (x, y), regression_nll(), WD)
+    start = np.stack([posterior.flatten(net()) for _ in range(2)])
+    runs = [hmc.sample_nuts(posterior, start, num_warmup=10, num_draws=10, seed=5, chunk=10, max_tree_depth=3)
+            for _ in range(2)]
+    assert runs[0].draws.shape == (2, 10, posterior.dimension)
+    assert np.array_equal(runs[0].draws, runs[1].draws)
+    assert not np.array_equal(runs[0].draws[:, 0], runs[0].draws[:, -1])  # the chains moved
