@@ -5,7 +5,7 @@ Two commands (``pip install -e ".[benchmarks]"`` for scikit-learn and SciPy)::
 
     python benchmarks/posterior_fidelity.py reference   # once: NUTS reference -> benchmarks/reference/
     python benchmarks/posterior_fidelity.py run         # the contenders, table, figure, results JSON
-    python benchmarks/posterior_fidelity.py run --quick # a few minutes: one seed, a fifth of the budget
+    python benchmarks/posterior_fidelity.py run --quick # a few minutes: one seed, a fifth of the budget (runs/)
 
 ``run`` scores every method (``--methods``, see ``posterior_fidelity_methods.METHODS``) against the
 stored reference's posterior predictive on the held-out points: top-1 agreement, total variation
@@ -340,11 +340,12 @@ def parse_args(argv=None):
                      "discarded (constant-step samplers)")
     run.add_argument("--records", type=int, default=400, help="records of the test predictions per run")
     run.add_argument("--reference", default=str(REFERENCE_DIR))
-    run.add_argument("--out", default=None, help="results JSON (default benchmarks/results/posterior-fidelity"
-                     "[-quick].json)")
+    run.add_argument("--out", default=None, help="results JSON (default benchmarks/results/posterior-fidelity.json, "
+                     "with --quick runs/posterior-fidelity-quick.json)")
     run.add_argument("--figure", default=None, help="PNG (default docs/benchmarks/posterior-fidelity.png; "
                      "with --quick next to the results)")
     run.add_argument("--quick", action="store_true", help="one seed, a fifth of the budget")
+    run.add_argument("--force", action="store_true", help="replace an existing results file")
     fig = sub.add_parser("figure", help="reprint the tables and redraw the figure of a results file")
     fig.add_argument("--results", default=str(RESULTS))
     fig.add_argument("--figure", default=None, help="PNG (default: the one the results file names)")
@@ -392,9 +393,10 @@ def _checked_run_args(args):
     if not args.budget > 0 or not 0 <= args.burn_in < 1 or args.records < 2:
         raise SystemExit(f"--budget must be > 0, --burn-in in [0, 1), --records >= 2; got {args.budget}, "
                          f"{args.burn_in}, {args.records}")
-    suffix = "-quick" if args.quick else ""
-    args.out = Path(args.out or HERE / "results" / f"posterior-fidelity{suffix}.json")
+    args.out = Path(args.out or (Path("runs") / "posterior-fidelity-quick.json" if args.quick else RESULTS))
     args.figure = Path(args.figure or (args.out.with_suffix(".png") if args.quick else FIGURE))
+    if args.out.exists() and not args.force:
+        raise SystemExit(f"run: {args.out} exists; pass --force to replace it (and its figure {args.figure})")
     return problems, methods, seeds
 
 
