@@ -9,6 +9,8 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
 - chain quality (:mod:`.chains`): ESS and R-hat through ``tfp.mcmc`` on scalar summaries
   (cold energy, sample energy, weight norm, predictive probabilities of validation points,
   the mixture's beta) across runs / seeds or split chains;
+- posterior fidelity (:mod:`.fidelity`): agreement, total variation, Wasserstein-1 / KS of a
+  sampler's predictive against a reference's, e.g. full-batch NUTS (:mod:`tf_vrre.diagnostics.hmc`);
 - :func:`diagnose` / :func:`format_table` / :func:`to_json` (:mod:`.report`), the figures
   (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
 
@@ -16,6 +18,8 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
 """
 
 from tf_vrre.diagnostics.arviz import to_inference_data
+from tf_vrre.diagnostics.fidelity import (agreement, classification_fidelity, classification_nll, ks_distance,
+                                          regression_fidelity, regression_nll, total_variation, wasserstein_1)
 from tf_vrre.diagnostics.chains import chain_summary, effective_sample_size, potential_scale_reduction, split_chains
 from tf_vrre.diagnostics.replicas import (pair_acceptance, replica_flow, round_trips, sigma2_trend,
                                           slot_paths)
@@ -25,3 +29,5 @@ from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_lo
 __all__ = ["to_inference_data", "chain_summary", "effective_sample_size", "potential_scale_reduction",
            "split_chains", "pair_acceptance", "replica_flow", "round_trips", "sigma2_trend", "slot_paths",
            "diagnose", "format_table", "to_json", "SwapLog", "locate", "read_samples", "read_swap_log"]
+__all__ += ["agreement", "total_variation", "wasserstein_1", "ks_distance", "classification_nll", "regression_nll",
+            "classification_fidelity", "regression_fidelity"]

@@ -1,0 +1,469 @@
+"""Is it the posterior?  Stochastic-gradient samplers against a full-batch NUTS reference, at equal
+gradient budget, on two small Bayesian neural networks (scikit-learn's digits and diabetes).
+
+Two commands (``pip install -e ".[benchmarks]"`` for scikit-learn and SciPy)::
+
+    python benchmarks/posterior_fidelity.py reference   # once: NUTS reference -> benchmarks/reference/
+    python benchmarks/posterior_fidelity.py run         # the contenders, table, figure, results JSON
+    python benchmarks/posterior_fidelity.py run --quick # a few minutes: one seed, a fifth of the budget (runs/)
+
+``run`` scores every method (``--methods``, see ``posterior_fidelity_methods.METHODS``) against the
+stored reference's posterior predictive on the held-out points: top-1 agreement, total variation
+and NLL (digits); Wasserstein-1 (in posterior sds) and KS distance of the posterior of f(x), and
+NLL (diabetes); mean +- sd over ``--seeds``.  The budget is counted in per-example gradient
+evaluations (``posterior_fidelity_methods``' docstring defines the unit).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import numpy as np  # noqa: E402
+
+import posterior_fidelity_methods as pfm  # noqa: E402
+
+REFERENCE_DIR = HERE / "reference"
+RESULTS = HERE / "results" / "posterior-fidelity.json"
+FIGURE = HERE.parent / "docs" / "benchmarks" / "posterior-fidelity.png"
+REFERENCE_SETTINGS = {"chains": 4, "warmup": 1000, "draws": 1000, "thin": 4, "max_tree_depth": 7, "chunk": 100,
+                      "seed": 0}
+QUICK_REFERENCE = {"chains": 2, "warmup": 100, "draws": 100, "thin": 2, "max_tree_depth": 5, "chunk": 50, "seed": 0}
+BUDGET_EPOCHS = 500    # gradient evaluations per method and seed, in units of N (one "epoch")
+
+
+def environment():
+    """Versions, hardware, git commit and date for the JSON files."""
+    import keras
+    import sklearn
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True,
+                                    text=True, check=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = None, None
+    return {"command": "python benchmarks/posterior_fidelity.py " + " ".join(sys.argv[1:]),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "git_commit": commit, "git_dirty": dirty,
+            "hardware": {"machine": platform.machine(), "processor": platform.processor() or None,
+                         "cpus": os.cpu_count(), "system": platform.system()},
+            "versions": {"python": platform.python_version(), "tensorflow": tf.__version__,
+                         "tensorflow_probability": tfp.__version__, "keras": keras.__version__,
+                         "numpy": np.__version__, "scikit-learn": sklearn.__version__}}
+
+
+def _write_json(path, obj):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def reference_predictive(problem, outputs):
+    """What is stored of the reference: per-chain BMA probabilities (classification) or the draws of f."""
+    from tf_vrre.runs.samples import softmax
+
+    if problem.kind == "classification":
+        return {"probs_by_chain": softmax(outputs).mean(1)}
+    return {"draws": outputs[..., 0].astype(np.float32)}
+
+
+def convergence(problem, outputs):
+    """R-hat and ESS over the chains of the predictive at each test point: the probability of the
+    reference's top class (classification) or f(x) (regression)."""
+    from tf_vrre import diagnostics as dg
+    from tf_vrre.runs.samples import softmax
+
+    if problem.kind == "classification":
+        p = softmax(outputs)
+        top = p.mean((0, 1)).argmax(-1)
+        summary = p[..., np.arange(len(top)), top]          # [chains, draws, n]
+    else:
+        summary = outputs[..., 0]
+    rhat = dg.potential_scale_reduction(summary, split=True)
+    ess = dg.effective_sample_size(summary, split=True)
+    return {"rhat": rhat, "ess": ess}, {
+        "summary": ("p(top class | x)" if problem.kind == "classification" else "f(x)") + " at each test point",
+        "rhat_max": float(rhat.max()), "rhat_median": float(np.median(rhat)),
+        "rhat_fraction_above_1.01": float(np.mean(rhat > 1.01)),
+        "ess_min": float(ess.min()), "ess_median": float(np.median(ess)), "ess_max": float(ess.max())}
+
+
+def build_reference(problem, settings, out_dir, force):
+    """Runs NUTS on ``problem`` and writes ``out_dir/<name>.npz`` and ``.json``."""
+    import keras
+    from tf_vrre.diagnostics import hmc
+
+    npz, meta = Path(out_dir) / f"{problem.name}.npz", Path(out_dir) / f"{problem.name}.json"
+    if (npz.exists() or meta.exists()) and not force:
+        raise SystemExit(f"reference: {npz} exists; pass --force to replace it")
+    keras.utils.set_random_seed(settings["seed"])
+    model = problem.model_fn()
+    posterior = hmc.FullBatchPosterior(model, (problem.x_train, problem.y_train), problem.nll(), problem.weight_decay)
+    starts = []
+    for c in range(settings["chains"]):  # independent Keras (Glorot) initialisations
+        keras.utils.set_random_seed(settings["seed"] + 1 + c)
+        starts.append(posterior.flatten(problem.model_fn()))
+    print(f"reference {problem.name}: D = {posterior.dimension} weights, N = {problem.data_size}, "
+          f"{settings['chains']} chains x ({settings['warmup']} warm-up + {settings['draws']} draws)", flush=True)
+    run = hmc.sample_nuts(posterior, np.stack(starts), settings["warmup"], settings["draws"], settings["seed"],
+                          thin=settings["thin"], max_tree_depth=settings["max_tree_depth"], chunk=settings["chunk"],
+                          progress=lambda s: print(f"  {problem.name}: {s}", flush=True))
+    outputs = posterior.predict(run.draws, problem.x_test)
+    arrays, diag = convergence(problem, outputs)
+    np.savez_compressed(npz, **reference_predictive(problem, outputs), **arrays)
+    per_iteration = run.leapfrogs * problem.data_size
+    info = {**environment(), "problem": problem.name, "fingerprint": problem.fingerprint(), "settings": settings,
+            "dimension": posterior.dimension, "seconds": run.seconds, "step_size": run.step_size.tolist(),
+            "leapfrogs_per_iteration": run.leapfrogs, "divergences": run.divergences,
+            "gradient_evaluations_per_chain": per_iteration * (settings["warmup"] + settings["draws"]),
+            "convergence": diag}
+    _write_json(meta, info)
+    print(f"  {problem.name}: {run.seconds:.0f} s, R-hat max {diag['rhat_max']:.3f} "
+          f"(median {diag['rhat_median']:.3f}), "
+          f"ESS min {diag['ess_min']:.0f} (median {diag['ess_median']:.0f}), {run.divergences} divergences", flush=True)
+    return info
+
+
+def load_reference(problem, ref_dir):
+    """The stored reference of ``problem`` (refused if it was built on other data)."""
+    npz, meta = Path(ref_dir) / f"{problem.name}.npz", Path(ref_dir) / f"{problem.name}.json"
+    if not npz.exists() or not meta.exists():
+        raise SystemExit(f"run: no reference for {problem.name} in {ref_dir}; build it with "
+                         "`python benchmarks/posterior_fidelity.py reference`")
+    info = json.loads(meta.read_text())
+    if info["fingerprint"] != problem.fingerprint():
+        raise SystemExit(f"run: the reference in {npz} was built on other data (the data set or the split "
+                         "changed); rebuild it with `python benchmarks/posterior_fidelity.py reference --force`")
+    with np.load(npz) as z:
+        return {k: z[k] for k in z.files}, info
+
+
+def method_predictive(problem, trace, budget, burn_in):
+    """The method's predictive from the records of ``trace`` within ``budget``: the samples after
+    the first ``burn_in`` fraction of the budget (an ensemble: its members' last records), as BMA
+    probabilities [n, C] or draws of f [S, n]; None before the first sample."""
+    from tf_vrre.runs.samples import softmax
+
+    within = trace.budget <= budget * (1 + 1e-12)
+    if trace.info["members"] > 1:
+        if not within.any():
+            return None, 0
+        outputs = trace.outputs[np.flatnonzero(within)[-1]]                 # [members, n, out]
+    else:
+        keep = within & trace.collect & (trace.budget > burn_in * budget)
+        if not keep.any():
+            return None, 0
+        outputs = trace.outputs[keep][:, 0]                                 # [S, n, out]
+    if problem.kind == "classification":
+        return softmax(outputs).mean(0), len(outputs)
+    return outputs[..., 0], len(outputs)
+
+
+def score(problem, predictive, reference):
+    """The fidelity metrics of a predictive against the stored reference."""
+    from tf_vrre import diagnostics as dg
+
+    if problem.kind == "classification":
+        return dg.classification_fidelity(predictive, reference["probs_by_chain"].mean(0), problem.y_test)
+    ref = reference["draws"].reshape(-1, reference["draws"].shape[-1])
+    return dg.regression_fidelity(predictive, ref, problem.y_test, problem.noise_scale)
+
+
+def reference_floor(problem, reference):
+    """The reference against itself (its first half of the chains against the second half: the
+    Monte Carlo floor of the distances) and the NLL of the whole reference."""
+    from tf_vrre import diagnostics as dg
+
+    if problem.kind == "classification":
+        p = reference["probs_by_chain"]
+        half = len(p) // 2
+        out = dg.classification_fidelity(p[:half].mean(0), p[half:].mean(0))
+        return out | {"reference_nll_all": dg.classification_nll(p.mean(0), problem.y_test)}
+    d = reference["draws"]
+    half = len(d) // 2
+    a, b = d[:half].reshape(-1, d.shape[-1]), d[half:].reshape(-1, d.shape[-1])
+    out = dg.regression_fidelity(a, b)
+    return out | {"reference_nll_all": dg.regression_nll(d.reshape(-1, d.shape[-1]), problem.y_test,
+                                                          problem.noise_scale)}
+
+
+def evaluate_run(problem, method, trace, reference, budget, burn_in, points):
+    """Metrics at ``points`` fractions of the budget (the curve) and at the whole budget."""
+    curve = []
+    for f in points:
+        predictive, samples = method_predictive(problem, trace, f * budget, burn_in)
+        if predictive is not None:
+            curve.append({"fraction": f, "budget": f * budget, "samples": samples,
+                          **score(problem, predictive, reference)})
+    return {"final": curve[-1] if curve and curve[-1]["fraction"] == 1.0 else None, "curve": curve}
+
+
+CURVE = (0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+METRICS = {"classification": (("agreement", "agreement", ".3f"), ("total_variation", "TV", ".3f"),
+                              ("nll", "NLL", ".3f")),
+           "regression": (("wasserstein_1", "W1 / sd", ".3f"), ("ks_distance", "KS", ".3f"), ("nll", "NLL", ".3f"))}
+HEADLINE = {"classification": "total_variation", "regression": "wasserstein_1"}
+
+
+def _mean_sd(values):
+    v = np.array([x for x in values if x is not None], float)
+    if not v.size:
+        return None
+    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else None, "n": int(v.size)}
+
+
+def table_rows(problem, runs, methods, floor, reference_info):
+    """One row per method: mean and sd over seeds at the whole budget and at a tenth of it."""
+    rows = []
+    for name in methods:
+        rs = [r for r in runs if r["method"] == name and r["final"]]
+        if not rs:
+            continue
+        row = {"method": name, "label": pfm.METHODS[name].label, "seeds": len(rs),
+               "samples": _mean_sd([r["final"]["samples"] for r in rs]),
+               "swap_rate": _mean_sd([r["info"]["swaps"] / r["info"]["attempts"] for r in rs
+                                      if r["info"]["attempts"]]),
+               "seconds": _mean_sd([r["seconds"] for r in rs])}
+        for key, _, _ in METRICS[problem.kind]:
+            row[key] = _mean_sd([r["final"][key] for r in rs])
+        headline = HEADLINE[problem.kind]
+        row[headline + "_tenth"] = _mean_sd([next((c[headline] for c in r["curve"] if c["fraction"] == 0.1), None)
+                                             for r in rs])
+        rows.append(row)
+    rows.append({"method": "nuts", "label": "NUTS reference: chains 1-2 vs 3-4 (NLL: all chains)", "seeds": None,
+                 "samples": None, "swap_rate": None, "seconds": {"mean": reference_info["seconds"], "sd": None},
+                 **{k: {"mean": floor[k], "sd": None} for k, _, _ in METRICS[problem.kind][:2]},
+                 "nll": {"mean": floor["reference_nll_all"], "sd": None}})
+    return rows
+
+
+def _cell(stat, spec):
+    if not stat or stat["mean"] is None:
+        return "-"
+    text = format(stat["mean"], spec)
+    return text if not stat.get("sd") else f"{text} +- {format(stat['sd'], spec)}"
+
+
+def format_table(kind, rows, budget_epochs):
+    """The markdown table of one problem."""
+    headline = HEADLINE[kind]
+    names = [label for _, label, _ in METRICS[kind]]
+    short = {k: label for k, label, _ in METRICS[kind]}[headline]
+    head = ["method", *names, f"{short} at {budget_epochs / 10:g} epochs", "samples", "swaps accepted", "s / run"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [_cell(r[k], spec) for k, _, spec in METRICS[kind]]
+        lines.append("| " + " | ".join([r["label"], *cells, _cell(r.get(headline + "_tenth"), ".3f"),
+                                        _cell(r["samples"], ".0f"), _cell(r["swap_rate"], ".2f"),
+                                        _cell(r["seconds"], ".0f")]) + " |")
+    return "\n".join(lines)
+
+
+def figure(path, problems, runs, methods, floors, budget_epochs):
+    """Distance to the reference against gradient evaluations: one panel per problem (``(name,
+    kind)`` pairs), one line per method (mean over seeds, band +- sd; VR dashed), the reference's
+    own floor dotted."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    from tf_vrre import _figures
+
+    fig = _figures.new(figsize=(11, 4.8))
+    axes = fig.subplots(1, len(problems), squeeze=False)[0]
+    for ax, (problem, kind) in zip(axes, problems):
+        key = HEADLINE[kind]
+        for i, name in enumerate(methods):
+            rs = [r for r in runs if r["problem"] == problem and r["method"] == name]
+            fractions = sorted({c["fraction"] for r in rs for c in r["curve"]})
+            if not fractions:
+                continue
+            values = np.array([[next((c[key] for c in r["curve"] if c["fraction"] == f), np.nan) for r in rs]
+                               for f in fractions])
+            mean = np.nanmean(values, 1)
+            sd = np.nanstd(values, 1, ddof=1) if len(rs) > 1 else np.zeros(len(fractions))
+            x = np.array(fractions) * budget_epochs
+            color = f"C{i % 10}"
+            ax.plot(x, mean, marker="o", ms=3, color=color, ls="--" if pfm.METHODS[name].vr else "-",
+                    label=pfm.METHODS[name].label)
+            ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
+        ax.axhline(floors[problem][key], color="0.3", ls=":", label="NUTS: chains 1-2 vs 3-4")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FormatStrFormatter("%g"))
+            axis.set_minor_formatter(NullFormatter())
+        ax.set_xticks([t for t in (10, 20, 50, 100, 200, 500, 1000, 2000) if t <= budget_epochs * 1.01])
+        ax.set_xlabel("gradient evaluations / N (all chains and full passes)")
+        ax.set_ylabel({"total_variation": "total variation to NUTS (test points)",
+                       "wasserstein_1": "W1 to NUTS of f(x), in posterior sds"}[key])
+        ax.set_title(f"{problem} ({kind})", fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _figures.save(fig, str(path), dpi=100)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    ref = sub.add_parser("reference", help="build and store the NUTS reference of every problem (once)")
+    ref.add_argument("--problems", default=",".join(pfm.PROBLEMS))
+    ref.add_argument("--out", default=None, help=f"directory (default {REFERENCE_DIR.relative_to(HERE.parent)}, "
+                     "with --quick runs/posterior-fidelity-reference-quick)")
+    ref.add_argument("--force", action="store_true", help="replace an existing reference")
+    ref.add_argument("--quick", action="store_true", help="a short, unconverged reference for trying the pipeline")
+    run = sub.add_parser("run", help="run the contenders against the stored reference")
+    run.add_argument("--problems", default=",".join(pfm.PROBLEMS))
+    run.add_argument("--methods", default=",".join(pfm.METHODS))
+    run.add_argument("--seeds", default="1,2,3,4,5", help="seed 0 was used to choose the learning rates")
+    run.add_argument("--budget", type=float, default=BUDGET_EPOCHS, help="gradient evaluations per method and "
+                     "seed, in units of N")
+    run.add_argument("--burn-in", type=float, default=0.2, help="fraction of each budget whose samples are "
+                     "discarded (constant-step samplers)")
+    run.add_argument("--records", type=int, default=400, help="records of the test predictions per run")
+    run.add_argument("--reference", default=str(REFERENCE_DIR))
+    run.add_argument("--out", default=None, help="results JSON (default benchmarks/results/posterior-fidelity.json, "
+                     "with --quick runs/posterior-fidelity-quick.json)")
+    run.add_argument("--figure", default=None, help="PNG (default docs/benchmarks/posterior-fidelity.png; "
+                     "with --quick next to the results)")
+    run.add_argument("--quick", action="store_true", help="one seed, a fifth of the budget")
+    run.add_argument("--force", action="store_true", help="replace an existing results file")
+    fig = sub.add_parser("figure", help="reprint the tables and redraw the figure of a results file")
+    fig.add_argument("--results", default=str(RESULTS))
+    fig.add_argument("--figure", default=None, help="PNG (default: the one the results file names)")
+    return p.parse_args(argv)
+
+
+def _repo_relative(path):
+    """``path`` relative to the repository when inside it (the stored JSON names no machine's folders)."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
+def _names(text, known, flag):
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise SystemExit(f"{flag}: unknown {bad or 'empty list'}; choose from {', '.join(known)}")
+    return names
+
+
+def main_reference(args):
+    problems = _names(args.problems, pfm.PROBLEMS, "--problems")
+    settings = QUICK_REFERENCE if args.quick else REFERENCE_SETTINGS
+    out = Path(args.out or ("runs/posterior-fidelity-reference-quick" if args.quick else REFERENCE_DIR))
+    for name in problems:
+        if (out / f"{name}.npz").exists() and not args.force:
+            raise SystemExit(f"reference: {out / name}.npz exists; pass --force to replace it")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in problems:
+        build_reference(pfm.PROBLEMS[name](), settings, out, args.force)
+
+
+def _checked_run_args(args):
+    problems = _names(args.problems, pfm.PROBLEMS, "--problems")
+    methods = _names(args.methods, pfm.METHODS, "--methods")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        raise SystemExit(f"--seeds: a comma-separated list of integers, got {args.seeds!r}") from None
+    if args.quick:
+        seeds, args.budget = seeds[:1], args.budget / 5
+    if not args.budget > 0 or not 0 <= args.burn_in < 1 or args.records < 2:
+        raise SystemExit(f"--budget must be > 0, --burn-in in [0, 1), --records >= 2; got {args.budget}, "
+                         f"{args.burn_in}, {args.records}")
+    args.out = Path(args.out or (Path("runs") / "posterior-fidelity-quick.json" if args.quick else RESULTS))
+    args.figure = Path(args.figure or (args.out.with_suffix(".png") if args.quick else FIGURE))
+    if args.out.exists() and not args.force:
+        raise SystemExit(f"run: {args.out} exists; pass --force to replace it (and its figure {args.figure})")
+    return problems, methods, seeds
+
+
+def main_run(args):
+    problems, methods, seeds = _checked_run_args(args)
+    loaded = {name: (pfm.PROBLEMS[name](),) for name in problems}
+    loaded = {name: (p, *load_reference(p, args.reference)) for name, (p,) in loaded.items()}  # all before any run
+    start, cpu_start, runs, tables, floors = time.time(), time.process_time(), [], {}, {}
+    print(f"posterior fidelity: problems {problems}, methods {methods}, seeds {seeds}, budget {args.budget:g} "
+          f"epochs of gradient evaluations per run", flush=True)
+    for name, (problem, reference, info) in loaded.items():
+        floors[name] = reference_floor(problem, reference)
+        budget = args.budget * problem.data_size
+        for seed in seeds:
+            for method in methods:
+                t0 = time.time()
+                trace = pfm.run_method(pfm.METHODS[method], problem, budget, seed, args.records)
+                seconds = time.time() - t0
+                ev = evaluate_run(problem, pfm.METHODS[method], trace, reference, budget, args.burn_in, CURVE)
+                runs.append({"problem": name, "method": method, "seed": seed, "seconds": seconds, "info": trace.info,
+                             **ev})
+                key = HEADLINE[problem.kind]
+                print(f"[{time.time() - start:5.0f} s] {name} {method} seed {seed}: {key} "
+                      f"{ev['final'][key]:.4f}, {seconds:.0f} s", flush=True)
+        rows = table_rows(problem, [r for r in runs if r["problem"] == name], methods, floors[name], info)
+        tables[name] = rows
+    settings = {k: _repo_relative(v) if k in ("reference", "out", "figure") else v for k, v in vars(args).items()}
+    problem_settings = {name: {"kind": p.kind, "train": p.data_size, "test": len(p.x_test), "hidden": p.hidden,
+                               "weight_decay": p.weight_decay, "noise_scale": p.noise_scale,
+                               "learning_rates": p.learning_rates, "batch_size": p.batch_size,
+                               "ladder_ratio": p.pair_ratio, "reference": {k: info[k] for k in (
+                                   "settings", "seconds", "dimension", "convergence", "divergences", "step_size",
+                                   "leapfrogs_per_iteration", "gradient_evaluations_per_chain", "command", "date")}}
+                        for name, (p, _, info) in loaded.items()}
+    results = {**environment(), "settings": settings, "seeds": seeds, "curve_fractions": CURVE,
+               "problems": problem_settings, "floors": floors, "tables": tables, "runs": runs,
+               "seconds": time.time() - start, "cpu_seconds": time.process_time() - cpu_start}
+    _write_json(args.out, results)
+    report(results, args.figure)
+    print(f"results {args.out}")
+    return results
+
+
+def report(results, figure_path):
+    """Prints the tables of a results JSON and draws its figure."""
+    problems = [(name, p["kind"]) for name, p in results["problems"].items()]
+    budget = results["settings"]["budget"]
+    figure(figure_path, problems, results["runs"], _names(results["settings"]["methods"], pfm.METHODS, "methods"),
+           results["floors"], budget)
+    for name, kind in problems:
+        print(f"\n{name}: {kind}, budget {budget:g} epochs, mean +- sd over {len(results['seeds'])} seeds")
+        print(format_table(kind, results["tables"][name], budget))
+    print(f"\n{results['seconds']:.0f} s ({results['cpu_seconds']:.0f} s of CPU time); figure {figure_path}")
+
+
+def main_figure(args):
+    path = Path(args.results)
+    if not path.exists():
+        raise SystemExit(f"figure: no results file {path}; run `python benchmarks/posterior_fidelity.py run` first")
+    results = json.loads(path.read_text())
+    report(results, Path(args.figure or HERE.parent / results["settings"]["figure"]))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    return {"reference": main_reference, "run": main_run, "figure": main_figure}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
