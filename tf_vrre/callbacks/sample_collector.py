@@ -239,7 +239,7 @@ class SampleCollector(keras.callbacks.Callback):
     def _start(self):
         """First epoch of this fit, after every on_train_begin (so after a restore): keep the
         samples up to the restored step, drop the later ones (the replay takes them again)."""
-        step0 = int(self.model.step_counter.numpy())
+        step0 = int(self.model.state.step.numpy())
         manifest = self._existing or {"format": FORMAT, "entries": [], "events": []}
         evicted = manifest.get("evicted", [])
         back = [e for e in evicted if e["evicted_at"] > step0 and e["step"] <= step0
@@ -289,12 +289,12 @@ class SampleCollector(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         if not self._started:
             self._start()
-            self._block_start = int(self.model.step_counter.numpy())
+            self._block_start = int(self.model.state.step.numpy())
         self._epoch = epoch
 
     # --- collection ----------------------------------------------------------------------
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.step_counter.numpy())
+        step = int(self.model.state.step.numpy())
         due, self._block_start = self.due_in_block(self._block_start, step), step
         # A due step inside the block: the weights at its end are the sample, labelled with
         # the step they belong to (a block is at most every steps long: at most one per block).
@@ -329,9 +329,10 @@ class SampleCollector(keras.callbacks.Callback):
             raise FloatingPointError(f"SampleCollector: the cold chain's weights after step {step} are not finite "
                                      f"(NaN or inf in {bad}); sample not written, {len(st['entries'])} earlier "
                                      f"samples in {self.directory} stay loadable")
+        ladder = s.state.ladder
         entry = {"file": name, "step": step, "epoch": int(self._epoch),
-                 "temperature": float(s.temperature.numpy()[0]), "lr": float(s.learning_rate.numpy()[0]),
-                 "energy": float(s.batch_energy.numpy()[0])}
+                 "temperature": float(ladder.temperature.numpy()[0]), "lr": float(ladder.learning_rate.numpy()[0]),
+                 "energy": float(s.state.batch_energy.numpy()[0])}
         if slot is not None:
             entry["slot"] = slot
         if self.validation_data is not None:
