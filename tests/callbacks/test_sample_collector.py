@@ -12,6 +12,7 @@ import pytest
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import SampleCollector, SwapLogger
+from tf_vrre.callbacks.running_bma import RunningBMA
 from tf_vrre.callbacks.sample_collector import load_samples, reservoir_slot
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
@@ -117,10 +118,9 @@ def test_running_bma_metrics(tmp_path):
     assert hist["samples"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert samples.entries[-1]["bma_accuracy"] == pytest.approx(acc)
     # One-hot labels give the same metrics.
-    col2 = SampleCollector(str(tmp_path / "b"), every=4, validation_data=(x, np.eye(3)[y]))
-    col2._bma_sum = None
-    col2._bma_add(probs)
-    assert col2._bma_metrics()["bma_accuracy"] == pytest.approx(acc)
+    one_hot = RunningBMA(np.eye(3)[y])
+    one_hot.add(probs)
+    assert one_hot.metrics()["bma_accuracy"] == pytest.approx(acc)
 
 
 def _run(directory, epochs, callbacks_first=True, interrupt_at=None):
