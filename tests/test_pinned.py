@@ -5,7 +5,7 @@ sigma^2, counters, swap record) after 3 epochs of each configuration in ``_pinne
 It was first written by the code of commit 2d968d7 and matched bit for bit by the reshaped
 sampler; it was rewritten twice since, when the Langevin noise moved to TensorFlow
 Probability draws and when every draw of the step became independent of XLA
-(:mod:`tf_vrre.seeds`; other numbers, same invariants).  Swap decisions and counters must match
+(:mod:`tf_vrre.sgmcmc.seeds`; other numbers, same invariants).  Swap decisions and counters must match
 exactly; float state to 1e-6 relative (bit-identical on the machine that wrote the fixtures).
 
 The ``.keras`` file and the ``BackupAndRestore`` checkpoint were written by the code of commit

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
-from tf_vrre.collection import load_samples
+from tf_vrre.callbacks.sample_collector import load_samples
 
 from _small_sampler import make_sampler
 

@@ -2,7 +2,7 @@
 
 The subprocess (``_mirror_chain.py``) leaves ``jit_compile`` at its default, as a user would:
 the one-device step is XLA-compiled and the mirrored one is not, so this also checks that no
-random draw depends on the compiler (:mod:`tf_vrre.seeds`).  Variants: plain and
+random draw depends on the compiler (:mod:`tf_vrre.sgmcmc.seeds`).  Variants: plain and
 ``make_dataset`` batches, with and without control variates, ``penalty="batch"`` and
 ``"window"``; 20 steps each.
 """

@@ -1,6 +1,6 @@
 """The train step under XLA (``compile(jit_compile=True)``) and the ``"auto"`` rule.
 
-The step's random draws (:mod:`tf_vrre.seeds`) are the same with and without XLA, so the XLA
+The step's random draws (:mod:`tf_vrre.sgmcmc.seeds`) are the same with and without XLA, so the XLA
 trajectory is the graph one up to float rounding, noise and swap uniforms included; the
 sampling itself is checked against an exact posterior under XLA in ``tests/sampler/test_posterior.py``.
 """

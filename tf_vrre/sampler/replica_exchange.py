@@ -444,9 +444,14 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
         ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
         fails now instead of a later load."""
-        config = saving.constructor_config(self)
+        config = self._config()
         saving.check_restorable(self, config)
         return config
+
+    def _config(self) -> dict:
+        """The serialized constructor arguments, unchecked: what a run's identity records
+        (:func:`tf_vrre.runs.ownership.run_identity`), also for a sampler that would not load."""
+        return saving.constructor_config(self)
 
     def save(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """``keras.Model.save`` after checking that the config can be restored (nothing is written
