@@ -53,8 +53,8 @@ class RunningBMA:
       >>> bma = RunningBMA(np.array([0, 1]))
       >>> bma.add(np.array([[0.9, 0.1], [0.4, 0.6]]))
       >>> bma.add(np.array([[0.7, 0.3], [0.8, 0.2]]))
-      >>> {k: round(v, 4) for k, v in bma.metrics().items()}
-      {'bma_accuracy': 0.5, 'bma_nll': 0.5108, 'bma_samples': 2.0}
+      >>> {k: round(v, 4) for k, v in bma.metrics().items()}  # averages [0.8, 0.2], [0.6, 0.4]
+      {'bma_accuracy': 0.5, 'bma_nll': 0.5697, 'bma_samples': 2.0}
     """
 
     def __init__(self, labels: np.ndarray):
