@@ -41,7 +41,8 @@ def main(out):
     if chief:
         state = {f"chain{h}/{i}": v.numpy() for h, c in enumerate(s.chains) for i, v in enumerate(c.weights)}
         state.update({"sigma2": s.state.swap.sigma2.numpy(), "swap_log": s.state.swap.log.numpy(),
-                      "swap_count": s.state.swap.swap_count.numpy(), "snapshot_energy": s.state.control_variates.snapshot_energy.numpy(),
+                      "swap_count": s.state.swap.swap_count.numpy(),
+                      "snapshot_energy": s.state.control_variates.snapshot_energy.numpy(),
                       "step": s.state.step.numpy(), "replicas": strategy.num_replicas_in_sync})
         os.makedirs(out, exist_ok=True)
         np.savez(os.path.join(out, "state.npz"), **state)

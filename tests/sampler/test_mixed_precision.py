@@ -53,7 +53,8 @@ def test_bfloat16_computes_low_and_decides_in_float64():
     dense = s.cold_model.layers[1]
     assert dense.compute_dtype == "bfloat16" and dense.kernel.dtype == "float32"
     assert all(v.dtype == "float32" for c in s.chains for v in c.weights)
-    assert s.state.swap.last_energy.dtype == "float64" and s.state.swap.sigma2.dtype == "float64" and s.state.swap.log.dtype == "float64"
+    swap = s.state.swap
+    assert swap.last_energy.dtype == "float64" and swap.sigma2.dtype == "float64" and swap.log.dtype == "float64"
     assert s.state.loss_scale is None
     assert np.isfinite(s.state.swap.last_energy.numpy()).all() and s.state.swap.attempt_count.numpy().sum() > 0
 

@@ -264,8 +264,9 @@ def test_swap_moves_whole_state_and_rescales_velocity():
     assert float(s.snapshots[0].weights[0].numpy()) == -2.0
     assert s.state.control_variates.snapshot_energy.numpy().tolist() == [20.0, 10.0]
     # slot 0 (lr 1e-4, tau 10) receives slot 1's velocity (lr 2e-4, tau 1000)
-    assert float(s.state.chains.velocities[0][0].numpy()) == pytest.approx(-0.25 * np.sqrt(1e-4 * 10 / (2e-4 * 1000)), rel=1e-5)
-    assert float(s.state.chains.velocities[1][0].numpy()) == pytest.approx(0.5 * np.sqrt(2e-4 * 1000 / (1e-4 * 10)), rel=1e-5)
+    velocities = s.state.chains.velocities
+    assert float(velocities[0][0].numpy()) == pytest.approx(-0.25 * np.sqrt(1e-4 * 10 / (2e-4 * 1000)), rel=1e-5)
+    assert float(velocities[1][0].numpy()) == pytest.approx(0.5 * np.sqrt(2e-4 * 1000 / (1e-4 * 10)), rel=1e-5)
     del data
 
 

@@ -116,7 +116,8 @@ def test_sampler_follows_schedules_every_step():
     class Probe(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             step = int(sampler.state.step.numpy()) - 1
-            seen.append((step, sampler.state.ladder.learning_rate.numpy().copy(), sampler.state.ladder.temperature.numpy().copy(),
+            ladder = sampler.state.ladder
+            seen.append((step, ladder.learning_rate.numpy().copy(), ladder.temperature.numpy().copy(),
                          float(sampler.state.swap.correction.numpy())))
 
     sampler.fit(x, y, batch_size=4, epochs=4, verbose=0, shuffle=False, callbacks=[Probe()])

@@ -268,9 +268,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         per-example table of the last full pass, so VR costs no snapshot forward per step.
         Do not add random augmentation to these batches (the cache would no longer match).
 
-        The order is a pure function of the seed and the step counter (:func:`tf_vrre.sampler.datasets.indexed_dataset`):
-        a resumed run sees exactly the batches of the uninterrupted one, and a second ``fit``
-        continues the stream instead of restarting it.
+        The order is a pure function of the seed and the step counter
+        (:func:`tf_vrre.sampler.datasets.indexed_dataset`): a resumed run sees exactly the batches of
+        the uninterrupted one, and a second ``fit`` continues the stream instead of restarting it.
 
         Args:
           batch_size: mini-batch size ``n``.

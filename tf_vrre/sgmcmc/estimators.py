@@ -58,7 +58,8 @@ def covariance_and_variance(cm: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return cov, var
 
 
-def stochastic_approximation(old: tf.Tensor, new: tf.Tensor, smoothing: float, initialized: tf.Tensor | bool) -> tf.Tensor:
+def stochastic_approximation(old: tf.Tensor, new: tf.Tensor, smoothing: float,
+                             initialized: tf.Tensor | bool) -> tf.Tensor:
     """``(1 - gamma) old + gamma new``; the first estimate is taken as is."""
     return tf.where(initialized, (1.0 - smoothing) * old + smoothing * new, new)
 

@@ -298,8 +298,9 @@ def paper_cifar_schedules(steps_per_epoch: int, learning_rate: float = 2e-6, con
       >>> eta, hot_eta = s["learning_rates"]
       >>> [round(float(v(0)), 12) for v in (eta, hot_eta, s["correction"])]
       [2e-06, 3e-06, 150000.0]
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=50000, num_chains=2, learning_rates=s["learning_rates"],
-      ...     temperatures=s["temperatures"], swap=tf_vrre.CorrectedSwap(correction=s["correction"]))
+      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=50000, num_chains=2,
+      ...     learning_rates=s["learning_rates"], temperatures=s["temperatures"],
+      ...     swap=tf_vrre.CorrectedSwap(correction=s["correction"]))
     """
     lr = EpochExponential(learning_rate, decay, steps_per_epoch, constant_epochs=constant_epochs)
     tau = EpochExponential(temperature, 1.0 / annealing, steps_per_epoch, constant_epochs=1,
