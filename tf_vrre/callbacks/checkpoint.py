@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import _keras_compat
+from tf_vrre import _keras_compat, errors
 from tf_vrre.runs import fault_points
 from tf_vrre.runs import ownership
 from tf_vrre.runs.run_json import RunDirError
@@ -35,7 +35,7 @@ class CheckpointError(RunDirError):
     """The checkpoint directory cannot be resumed from (an unreadable index, damaged checkpoints)."""
 
 
-class EpochsError(ValueError):
+class EpochsError(errors.TfVrreError, ValueError):
     """``fit(epochs=...)`` ends before the epoch a checkpoint already holds."""
 
 

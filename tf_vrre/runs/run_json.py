@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 import tf_vrre.runs.atomic as atomic
+from tf_vrre import errors
 
 FORMAT = "tf_vrre.run/1"
 RUN_JSON = "run.json"
@@ -45,7 +46,7 @@ __all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOA
            "MODEL_JSON", "LOCK", "write_json", "read_run", "field", "config_difference", "RunDirError"]
 
 
-class RunDirError(ValueError):
+class RunDirError(errors.TfVrreError, ValueError):
     """A run directory is missing, incomplete, or holds a different run (the message says which)."""
 
 

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_vrre import errors
 from tf_vrre.sgmcmc import distribute
 
 
@@ -54,7 +55,7 @@ KINDS = {
 DIVERGENCE = (Fault.ENERGY, Fault.GRADIENT, Fault.WEIGHTS)
 
 
-class SamplerError(tf.errors.InvalidArgumentError):
+class SamplerError(errors.TfVrreError, tf.errors.InvalidArgumentError):
     """A runtime invariant of the sampler failed (see :data:`KINDS`).
 
     Attributes: ``kind`` (e.g. ``"temperature"``), ``step``, ``chain`` (slot), ``value``.

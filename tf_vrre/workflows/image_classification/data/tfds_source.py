@@ -25,6 +25,8 @@ import threading
 import urllib.parse
 import urllib.request
 
+from tf_vrre import errors
+
 # Where tensorflow-datasets 4.9 downloads each data set from (tests/workflows/image_classification/test_tfds_source.py checks
 # these against the installed builders).
 DOWNLOAD_URLS = {
@@ -38,7 +40,7 @@ __all__ = ["OfflineError", "DOWNLOAD_URLS", "PROBE_SECONDS", "data_root", "prepa
            "load"]
 
 
-class OfflineError(FileNotFoundError):
+class OfflineError(errors.TfVrreError, FileNotFoundError):
     """tfds data are neither prepared nor downloadable (no connection, or downloads disabled)."""
 
 
