@@ -170,7 +170,7 @@ class _Recorder(keras.callbacks.Callback):
         self.steps, self.outputs, self.collect = [], [], []
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.step_counter.numpy())
+        step = int(self.model.state.step.numpy())
         if step % self.every == 0:
             self.steps.append(step)
             self.outputs.append(self.model.cold_model(self.x, training=False).numpy())

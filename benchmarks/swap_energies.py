@@ -108,7 +108,7 @@ class Exact(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         s = self.model
         self._fn = self._fn or self._build(s)
-        self.rows[int(s.step_counter.numpy())] = self._fn().numpy()
+        self.rows[int(s.state.step.numpy())] = self._fn().numpy()
 
 
 def build(config, args, data):
@@ -176,7 +176,7 @@ def main(argv=None):
         s = build(config, args, data)
         out = tempfile.mkdtemp(prefix=f"swap_energies_{config}_")
         exact = Exact(*data.reference, weight_decay=25.0)
-        s.fit(data.dataset(args.batch, args.seed, s.step_counter), epochs=epochs, verbose=0, shuffle=False,
+        s.fit(data.dataset(args.batch, args.seed, s.state.step), epochs=epochs, verbose=0, shuffle=False,
               callbacks=[exact, tf_vrre.SwapLogger(out)])
         with open(os.path.join(out, "swaps.csv"), newline="") as f:
             rows = list(csv.DictReader(f))

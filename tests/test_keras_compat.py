@@ -65,4 +65,4 @@ def test_fit_under_a_strategy_builds_from_the_first_batch(monkeypatch):
     assert kc.has_distribute_strategy(s)
     s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
     assert len(built) == 1 and built[0][0].shape[0] == 16
-    assert int(s.step_counter.numpy()) == -(-len(x) // 16)
+    assert int(s.state.step.numpy()) == -(-len(x) // 16)

@@ -223,6 +223,7 @@ def test_type_checker_sees_the_api_through_the_stub(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--no-incremental",
                           "--no-error-summary", str(user)], capture_output=True, text=True, env=ENV, cwd=ROOT,
                          timeout=300)
+    assert out.returncode == 1, out.stdout + out.stderr[-2000:]  # 1: type errors found; 2: mypy itself failed
     errors = out.stdout.strip().splitlines()
     assert len(errors) == 1 and ':8: error: Module has no attribute "ReplicaExchangeSamplr"' in errors[0], out.stdout
 

@@ -81,7 +81,7 @@ def old_state():
 
 def test_keras_file_written_before_the_reshape_loads_and_continues(old_state):
     s = keras.saving.load_model(os.path.join(pr.FIXTURES, "vr_sghmc_cached_2epochs.keras"))
-    assert int(s.step_counter.numpy()) == 8 and s.swap_penalty == "window"  # the rule it was trained with
+    assert int(s.state.step.numpy()) == 8 and s.swap_penalty == "window"  # the rule it was trained with
     loaded = pr.state(s)
     assert sorted(loaded) == sorted(old_state)
     for key, value in old_state.items():
@@ -95,5 +95,5 @@ def test_backup_written_before_the_reshape_resumes(old_state, tmp_path):
     backup = tmp_path / "backup"
     shutil.copytree(os.path.join(pr.FIXTURES, "vr_sghmc_cached_backup"), backup)
     s = pr.run("vr_sghmc_cached", callbacks=[keras.callbacks.BackupAndRestore(str(backup))])
-    assert int(s.step_counter.numpy()) == 12
+    assert int(s.state.step.numpy()) == 12
     _compare(pr.state(s), pr.state(_continued_from(old_state)))

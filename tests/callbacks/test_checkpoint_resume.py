@@ -109,7 +109,7 @@ def test_restores_state_and_epoch_and_keeps_newest(tmp_path):
     fresh, _, _ = make_sampler(vr=True)  # what a new process builds
     ckpt, hist = _fit(fresh, tmp_path, epochs=5)
     assert ckpt.restored_epoch == 3 and len(hist.history["loss"]) == 2  # epochs 3 and 4 only
-    assert int(fresh.step_counter.numpy()) == 20
+    assert int(fresh.state.step.numpy()) == 20
     state = [keras.ops.convert_to_numpy(v) for v in fresh.weights]
 
     third, _, _ = make_sampler(vr=True)

@@ -12,6 +12,7 @@ import pytest
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import SampleCollector, SwapLogger
+from tf_vrre.callbacks.running_bma import RunningBMA
 from tf_vrre.callbacks.sample_collector import load_samples, reservoir_slot
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
@@ -28,7 +29,7 @@ class WeightProbe(keras.callbacks.Callback):
         self.weights = {}
 
     def on_train_batch_end(self, batch, logs=None):
-        self.weights[int(self.model.step_counter.numpy())] = self.model.cold_model.get_weights()
+        self.weights[int(self.model.state.step.numpy())] = self.model.cold_model.get_weights()
 
 
 def test_thinning_burn_in_and_contents(tmp_path):
@@ -117,10 +118,9 @@ def test_running_bma_metrics(tmp_path):
     assert hist["samples"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert samples.entries[-1]["bma_accuracy"] == pytest.approx(acc)
     # One-hot labels give the same metrics.
-    col2 = SampleCollector(str(tmp_path / "b"), every=4, validation_data=(x, np.eye(3)[y]))
-    col2._bma_sum = None
-    col2._bma_add(probs)
-    assert col2._bma_metrics()["bma_accuracy"] == pytest.approx(acc)
+    one_hot = RunningBMA(np.eye(3)[y])
+    one_hot.add(probs)
+    assert one_hot.metrics()["bma_accuracy"] == pytest.approx(acc)
 
 
 def _run(directory, epochs, callbacks_first=True, interrupt_at=None):
@@ -220,13 +220,13 @@ def test_make_dataset_order_is_a_function_of_the_step():
 
     orders = []
     for e in range(3):
-        s.step_counter.assign(e * STEPS_PER_EPOCH)
+        s.state.step.assign(e * STEPS_PER_EPOCH)
         orders.append(epoch_order(s.make_dataset(16)))
         assert sorted(orders[-1]) == list(range(64))
     assert not np.array_equal(orders[0], orders[1]) and not np.array_equal(orders[1], orders[2])
-    s.step_counter.assign(1)  # mid-epoch: the non-repeating dataset yields the next whole epoch
+    s.state.step.assign(1)  # mid-epoch: the non-repeating dataset yields the next whole epoch
     np.testing.assert_array_equal(epoch_order(s.make_dataset(16)), orders[1])
-    s.step_counter.assign(2 * STEPS_PER_EPOCH + 1)  # repeating stream: from batch 9 on
+    s.state.step.assign(2 * STEPS_PER_EPOCH + 1)  # repeating stream: from batch 9 on
     it = iter(s.make_dataset(16, repeat=True))
     got = np.concatenate([next(it)[2]["example_index"].numpy() for _ in range(3)])
     np.testing.assert_array_equal(got, orders[2][16:])

@@ -8,6 +8,7 @@ import pytest
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import HyperparameterScheduler, SwapLogger
+from tf_vrre.sgmcmc import swap_record
 from tf_vrre.sgmcmc.schedules import EpochExponential
 
 from _small_sampler import N, data, make_sampler, read_csv, small_net  # noqa: E402,F401
@@ -63,6 +64,23 @@ def test_scheduler_errors():
         s.set_correction(0.0)
 
 
+def test_scheduler_checks_its_arguments_by_the_samplers_rule():
+    """The scheduler's numbers are checked when it is built (the sampler's rule, without knowing K),
+    a per-chain list's length and the swap rule's bounds when fit starts: before any epoch runs."""
+    with pytest.raises(ValueError, match=r"temperatures must be strictly increasing in float32"):
+        HyperparameterScheduler(temperatures=[0.5, 0.1])
+    with pytest.raises(ValueError, match=r"learning_rates must be finite and > 0, got -0.001"):
+        HyperparameterScheduler(learning_rates=-1e-3)
+    with pytest.raises(ValueError, match=r"correction \(F\) must be a finite number > 0"):
+        HyperparameterScheduler(correction=0.0)
+    s, x, y = make_sampler(vr=False)
+    for bad, message in (({"temperatures": [0.1, 0.2, 0.3]}, r"temperatures must have one entry per chain \(2\)"),
+                         ({"temperatures": [0.0, 0.2]}, r"temperatures must be finite and > 0 with swaps")):
+        with pytest.raises(ValueError, match=message):
+            s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[HyperparameterScheduler(**bad)])
+    assert int(s.state.step.numpy()) == 0
+
+
 def test_scheduler_config_round_trip():
     sched = HyperparameterScheduler(learning_rates=[EpochExponential(1e-3, 0.9, 4), 2e-3],
                                     temperatures=[1.0, 3.0], correction=2.5, verbose=1)
@@ -89,15 +107,15 @@ def logged(tmp_path_factory):
 def test_swap_log_matches_sampler_counters(logged):
     s, out, hist = logged
     swaps = read_csv(out / "csv" / "swaps.csv")
-    assert len(swaps) == int(s.attempt_count.numpy().sum()) > 100
-    assert sum(int(r["accepted"]) for r in swaps) == int(s.swap_count.numpy().sum())
+    assert len(swaps) == int(s.state.swap.attempt_count.numpy().sum()) > 100
+    assert sum(int(r["accepted"]) for r in swaps) == int(s.state.swap.swap_count.numpy().sum())
     steps = [int(r["step"]) for r in swaps]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
-    assert max(steps) < int(s.step_counter.numpy())
+    assert max(steps) < int(s.state.step.numpy())
     epochs = read_csv(out / "csv" / "epochs.csv")
     assert [int(r["epoch"]) for r in epochs] == list(range(60))
-    assert sum(int(r["swaps"]) for r in epochs) == int(s.swap_count.numpy().sum())
-    assert sum(int(r["steps"]) for r in epochs) == int(s.step_counter.numpy())
+    assert sum(int(r["swaps"]) for r in epochs) == int(s.state.swap.swap_count.numpy().sum())
+    assert sum(int(r["steps"]) for r in epochs) == int(s.state.step.numpy())
     assert hist["epoch_swaps"] == [float(r["swaps"]) for r in epochs]
     assert all(isinstance(v, float) for v in hist["epoch_accept_rate"])
 
@@ -128,11 +146,11 @@ def test_refresh_records(logged):
     rows = read_csv(out / "csv" / "refresh.csv")
     snap = [int(r["step"]) for r in rows if r["snapshot_refreshed"] == "1"]
     upd = [int(r["step"]) for r in rows if r["sigma2_updated"] == "1"]
-    total = int(s.step_counter.numpy())
+    total = int(s.state.step.numpy())
     assert snap == list(range(0, total, 4))                  # refresh every m = 4 steps
     assert upd == list(range(3, total, 4))                   # sigma2 at the end of each window
     last = [r for r in rows if r["sigma2_updated"] == "1"][-1]
-    assert float(last["sigma2_0"]) == pytest.approx(float(s.sigma2.numpy()[0]))
+    assert float(last["sigma2_0"]) == pytest.approx(float(s.state.swap.sigma2.numpy()[0]))
     assert float(last["c_0"]) == -1.0
 
 
@@ -193,13 +211,11 @@ def test_batch_energy_is_the_pre_update_energy_of_each_slots_state():
             before["w"] = [c.get_weights() for c in s.chains]
 
         def on_train_batch_end(self, batch, logs=None):
-            from tf_vrre.sampler.replica_exchange import SWAP_LOG_CAPACITY, swap_log_columns
-
-            step = int(s.step_counter.numpy()) - 1
-            row = s.swap_log.numpy()[step % SWAP_LOG_CAPACITY]
-            swapped = row[swap_log_columns(2).index("accepted_0")] > 0.5
+            step = int(s.state.step.numpy()) - 1
+            row = s.state.swap.log.numpy()[step % swap_record.CAPACITY]
+            swapped = row[swap_record.swap_log_columns(2).index("accepted_0")] > 0.5
             order = [1, 0] if swapped else [0, 1]
-            got = s.batch_energy.numpy()
+            got = s.state.batch_energy.numpy()
             for h in range(2):
                 assert got[h] == pytest.approx(energy(before["w"][order[h]]), rel=1e-5)
             checked[int(swapped)] += 1

@@ -27,7 +27,7 @@ class BlockEnds(keras.callbacks.Callback):
         self.weights = {}
 
     def on_train_batch_end(self, batch, logs=None):
-        self.weights[int(self.model.step_counter.numpy())] = self.model.cold_model.get_weights()
+        self.weights[int(self.model.state.step.numpy())] = self.model.cold_model.get_weights()
 
 
 def _run(tmp_path, spe):
@@ -61,7 +61,7 @@ def test_no_sample_is_lost_when_steps_per_execution_does_not_divide_the_epoch(tm
     assert [r["step"] for r in swaps] == [r["step"] for r in ref_swaps] and len(swaps) > 0
     assert [r["accepted"] for r in swaps] == [r["accepted"] for r in ref_swaps]
     assert [r["temperature_lo"] for r in swaps] == [r["temperature_lo"] for r in ref_swaps]
-    np.testing.assert_allclose(s.temperature.numpy(), [0.05 / EPOCHS, 0.5 / EPOCHS], rtol=1e-6)
+    np.testing.assert_allclose(s.state.ladder.temperature.numpy(), [0.05 / EPOCHS, 0.5 / EPOCHS], rtol=1e-6)
     for a, b in zip(s.cold_model.get_weights(), ref.cold_model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 

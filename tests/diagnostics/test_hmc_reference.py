@@ -64,7 +64,7 @@ def test_the_reference_density_is_the_samplers_energy(kind):
     beta = posterior.flatten(sampler.cold_model)
     sampler.fit(x, y, batch_size=N, epochs=1, shuffle=False, verbose=0)   # one step on all N examples
     energy = posterior.energy(np.stack([beta, posterior.flatten(sampler.cold_model)]))
-    assert energy[0] == pytest.approx(float(sampler.batch_energy.numpy()[0]), rel=1e-6)
+    assert energy[0] == pytest.approx(float(sampler.state.batch_energy.numpy()[0]), rel=1e-6)
     assert energy[1] != pytest.approx(energy[0], rel=1e-6)  # the step moved the weights
     assert posterior.log_prob(beta[None]).numpy()[0] == pytest.approx(-energy[0] / 2.0, rel=1e-6)
     model = build()
@@ -118,7 +118,7 @@ def _sghmc_draws(temperature, seed, grid):
 
     class Record(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if int(sampler.step_counter.numpy()) > 600:
+            if int(sampler.state.step.numpy()) > 600:
                 draws.append(sampler.cold_model(grid, training=False).numpy()[:, 0])
 
     # one fit: a second fit on the same reshuffling dataset would start from a shuffle state that

@@ -90,7 +90,7 @@ def main(out, spec=None):
     ]
     s.fit(s.make_dataset(16), epochs=EPOCHS, verbose=0, callbacks=callbacks)
     np.savez(os.path.join(out, "final.npz"), *[keras.ops.convert_to_numpy(v) for v in s.weights])
-    print("done", int(s.step_counter.numpy()), flush=True)
+    print("done", int(s.state.step.numpy()), flush=True)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def variables(s):
     for label, models in groups:
         for h, m in enumerate(models):
             out.update({f"{label}{h}/{i}": v.numpy() for i, v in enumerate(m.weights)})
-    for h, vs in enumerate(s.velocities or []):
+    for h, vs in enumerate(s.state.chains.velocities or []):
         out.update({f"velocity{h}/{i}": v.numpy() for i, v in enumerate(vs)})
     return out
 
@@ -90,7 +90,7 @@ def rel_diff(a, b):
 
 def swap_record(s):
     """(step, sigma2 updated, refreshed, proposed, accepted) of every row of the swap log."""
-    log = s.swap_log.numpy()
+    log = s.state.swap.log.numpy()
     return [[int(v) for v in r[:5]] for r in log[log[:, 0] >= 0]]
 
 
@@ -102,11 +102,11 @@ def compare(indexed, vr, penalty):
     return {
         "cold_diff": max(rel_diff(a[k], b[k]) for k in cold),
         "state_diff": max(rel_diff(a[k], b[k]) for k in a),
-        "steps": [int(one.step_counter.numpy()), int(two.step_counter.numpy())],
-        "swaps": [int(one.swap_count.numpy().sum()), int(two.swap_count.numpy().sum())],
-        "attempts": [int(one.attempt_count.numpy().sum()), int(two.attempt_count.numpy().sum())],
+        "steps": [int(one.state.step.numpy()), int(two.state.step.numpy())],
+        "swaps": [int(one.state.swap.swap_count.numpy().sum()), int(two.state.swap.swap_count.numpy().sum())],
+        "attempts": [int(one.state.swap.attempt_count.numpy().sum()), int(two.state.swap.attempt_count.numpy().sum())],
         "records": [swap_record(one), swap_record(two)],
-        "sigma2": [float(one.sigma2.numpy()[0]), float(two.sigma2.numpy()[0])],
+        "sigma2": [float(one.state.swap.sigma2.numpy()[0]), float(two.state.swap.sigma2.numpy()[0])],
         "jit_compile": [bool(one.jit_compile), bool(two.jit_compile)],
     }
 

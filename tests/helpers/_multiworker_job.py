@@ -40,12 +40,13 @@ def main(out):
     chief = not multi or json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 0
     if chief:
         state = {f"chain{h}/{i}": v.numpy() for h, c in enumerate(s.chains) for i, v in enumerate(c.weights)}
-        state.update({"sigma2": s.sigma2.numpy(), "swap_log": s.swap_log.numpy(),
-                      "swap_count": s.swap_count.numpy(), "snapshot_energy": s.snapshot_energy.numpy(),
-                      "step": s.step_counter.numpy(), "replicas": strategy.num_replicas_in_sync})
+        state.update({"sigma2": s.state.swap.sigma2.numpy(), "swap_log": s.state.swap.log.numpy(),
+                      "swap_count": s.state.swap.swap_count.numpy(),
+                      "snapshot_energy": s.state.control_variates.snapshot_energy.numpy(),
+                      "step": s.state.step.numpy(), "replicas": strategy.num_replicas_in_sync})
         os.makedirs(out, exist_ok=True)
         np.savez(os.path.join(out, "state.npz"), **state)
-    print("done", int(s.step_counter.numpy()), flush=True)
+    print("done", int(s.state.step.numpy()), flush=True)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ class Interrupt(keras.callbacks.Callback):
         self.at_step = at_step
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.step_counter.numpy()) == self.at_step:
+        if int(self.model.state.step.numpy()) == self.at_step:
             raise KeyboardInterrupt("simulated kill")
 
 

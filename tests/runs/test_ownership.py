@@ -59,7 +59,7 @@ def test_another_run_is_refused_naming_the_difference_and_nothing_changes(finish
         with pytest.raises(tf_vrre.RunMismatchError) as exc:
             other.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[writers(run)[i]])
         assert message in str(exc.value) and "overwrite=True" in str(exc.value)
-    assert snapshot(run) == before and int(other.step_counter.numpy()) == 0
+    assert snapshot(run) == before and int(other.state.step.numpy()) == 0
     other.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False, callbacks=writers(run, overwrite=True))
     samples = tf_vrre.load_samples(str(run / "samples"))
     assert samples.steps == [2, 4]
@@ -105,7 +105,7 @@ def test_one_writer_per_directory(tmp_path):
                            "CSVLogger: two callbacks write to")]:
         with pytest.raises(ValueError, match=message):
             s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=pair)
-    assert int(s.step_counter.numpy()) == 0
+    assert int(s.state.step.numpy()) == 0
     (tmp_path / "d").mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, sys, time\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
@@ -208,7 +208,7 @@ def test_a_non_finite_sample_is_never_written(tmp_path):
 
     class Poison(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if int(self.model.step_counter.numpy()) == 6:  # before the collector sees step 6
+            if int(self.model.state.step.numpy()) == 6:  # before the collector sees step 6
                 w = self.model.cold_model.weights[0]
                 w.assign(np.full(w.shape, np.nan, "float32"))
 

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre.sampler import hyperparameters as _hyper
+from tf_vrre import numerics
 from tf_vrre.sgmcmc import schedules
 
 from _small_sampler import make_sampler, small_net
 
 F32 = r"\[1.18e-38, 3.4e\+38\] \(finite"
+POSITIVE_F32 = r"in \[1.18e-38, 3.4e\+38\] \(finite and positive in float32"
 
 
 def _sampler(**kwargs):
@@ -29,11 +30,13 @@ def test_a_model_instance_as_model_fn_is_named():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"temperatures": [1.0, 1e39]}, "temperatures entries must be 0 or of magnitude in " + F32),  # inf in float32
-    ({"temperatures": [1e-46, 1.0]}, "temperatures entries must be 0 or of magnitude in " + F32),  # 0 in float32
+    ({"temperatures": [1.0, 1e39]}, "temperatures entries must be " + POSITIVE_F32),  # inf in float32
+    ({"temperatures": [1e-46, 1.0]}, "temperatures entries must be " + POSITIVE_F32),  # 0 in float32 (swaps: > 0)
+    ({"temperatures": 1e-46, "num_chains": 1, "swap": None}, "temperatures entries must be 0 or of magnitude in "
+                                                              + F32),  # without swaps 0 is allowed, 1e-46 not
     ({"temperatures": [1.0, 1.00000001]}, r"temperatures must be strictly increasing in float32"),  # equal there
-    ({"learning_rates": 1e39}, "learning_rates entries must be 0 or of magnitude in " + F32),
-    ({"learning_rates": [1e-3, 1e-46]}, "learning_rates entries must be 0 or of magnitude in " + F32),
+    ({"learning_rates": 1e39}, "learning_rates entries must be " + POSITIVE_F32),
+    ({"learning_rates": [1e-3, 1e-46]}, "learning_rates entries must be " + POSITIVE_F32),
     ({"momentum": 1 - 1e-10}, r"momentum must be < 1 in float32 \(the friction 1 - momentum would be 0\), at most "
                               r"0.99999994"),
     ({"weight_decay": 1e39}, "weight_decay must be 0 or of magnitude in " + F32),
@@ -46,9 +49,9 @@ def test_sampler_arguments_checked_in_float32(kwargs, message):
 
 def test_setters_and_schedules_checked_in_float32():
     s = _sampler()
-    with pytest.raises(ValueError, match="temperatures entries must be 0 or of magnitude in " + F32):
+    with pytest.raises(ValueError, match="temperatures entries must be " + POSITIVE_F32):
         s.set_temperatures([1.0, 1e39])
-    with pytest.raises(ValueError, match="learning_rates entries must be 0 or of magnitude in " + F32):
+    with pytest.raises(ValueError, match="learning_rates entries must be " + POSITIVE_F32):
         s.set_learning_rates(1e-46)
     with pytest.raises(ValueError, match=r"initial must be in \[1.18e-38, 3.4e\+38\] \(finite and positive in float32"):
         schedules.EpochExponential(1e39, 0.9, 10)
@@ -56,9 +59,9 @@ def test_setters_and_schedules_checked_in_float32():
         schedules.EpochExponential(1e-46, 0.9, 10)
     with pytest.raises(ValueError, match=r"correction \(F\) must be a finite number > 0"):
         tf_vrre.CorrectedSwap(correction=float("inf"))
-    assert _hyper.check_float32("x", 0.0) == 0.0 and _hyper.check_float32("x", -2.5) == -2.5
+    assert numerics.check_float32("x", 0.0) == 0.0 and numerics.check_float32("x", -2.5) == -2.5
     with pytest.raises(ValueError, match=r"x must be in \[1.18e-38"):
-        _hyper.check_float32("x", 0.0, positive=True)
+        numerics.check_float32("x", 0.0, positive=True)
     with np.errstate(over="ignore"):
         assert np.float32(1e-46) == 0 and np.isinf(np.float32(1e39))  # why: the values the sampler would use
 

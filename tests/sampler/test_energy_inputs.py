@@ -64,7 +64,7 @@ class _Capture(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         s = self.model
         self.before.append(([c.get_weights() for c in s.chains], [m.get_weights() for m in s.snapshots],
-                            s.snapshot_energy.numpy().copy(), int(s.step_counter.numpy())))
+                            s.state.control_variates.snapshot_energy.numpy().copy(), int(s.state.step.numpy())))
 
 
 @pytest.mark.parametrize("cache", [True, False])
@@ -87,7 +87,7 @@ def test_swap_energy_is_the_clean_view_control_variate(cache):
         model.set_weights(snaps_w[h])
         snap = _nll(model, xb, yb)
         want.append(N / BATCH * (cur.astype(np.float64) - snap).sum() + u_hat[h])
-    row = s.swap_log.numpy()[4]  # step 4's record: energy_lo, energy_hi in columns 5, 6
+    row = s.state.swap.log.numpy()[4]  # step 4's record: energy_lo, energy_hi in columns 5, 6
     assert row[0] == 4
     np.testing.assert_allclose(row[5:7], want, rtol=1e-5)
 
@@ -102,7 +102,7 @@ def test_augmented_energies_without_energy_inputs_differ():
         if not with_clean:
             ds = ds.map(lambda a, b, c: (a, b, {"example_index": c["example_index"]}))
         s.fit(ds, epochs=2, verbose=0)
-        runs.append(s.swap_log.numpy()[:6, 5:7])
+        runs.append(s.state.swap.log.numpy()[:6, 5:7])
     assert np.abs(runs[0][1:] - runs[1][1:]).max() > 1e-3
 
 

@@ -27,7 +27,7 @@ def vr_sampler(data_size=N, compiled=True):
 
 def untouched(s):
     """Nothing ran: no train function traced, the step counter still 0."""
-    return s.train_function is None and int(s.step_counter.numpy()) == 0
+    return s.train_function is None and int(s.state.step.numpy()) == 0
 
 
 def _bad(x, y, **changes):
@@ -74,7 +74,7 @@ def test_reference_batch_size_and_labels_checked_against_a_later_compile():
     assert untouched(s)
     s.set_reference_data((x, y))
     s.fit(s.make_dataset(16), epochs=1, verbose=0)  # the good data trains
-    assert int(s.step_counter.numpy()) == 4
+    assert int(s.state.step.numpy()) == 4
 
 
 def test_make_dataset_arguments():
@@ -142,7 +142,7 @@ def test_data_size_far_from_the_arrays_warns_and_one_hot_width_is_checked():
     with pytest.raises(ValueError, match=r"fit: y must be one-hot with 3 columns .* got shape \(64, 2\)"):
         one_hot.fit(x, np.eye(2)[y % 2], batch_size=16, epochs=1, verbose=0)
     one_hot.fit(x, np.eye(3)[y], batch_size=16, epochs=1, verbose=0)
-    assert int(one_hot.step_counter.numpy()) == 4
+    assert int(one_hot.state.step.numpy()) == 4
 
 
 _SHARED = small_net()

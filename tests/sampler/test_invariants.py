@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre.sampler import invariants as faults
+from tf_vrre import numerics
+from tf_vrre.sampler import invariants
 
 N = 64
 
@@ -55,26 +56,26 @@ def _fit(jit=False, data=None, nll=None, **kw):
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_scheduled_temperature_reaching_zero(jit):
-    with pytest.raises(faults.InvariantError, match=r"at step 6, chain slot 0 .*temperatures: chain 0 has "
+    with pytest.raises(invariants.InvariantError, match=r"at step 6, chain slot 0 .*temperatures: chain 0 has "
                                                     r"temperature 0; it must be > 0 with swaps") as err:
         _fit(jit, temperatures=[Drop(1.0, 0.0, 6), 2.0])
     assert (err.value.kind, err.value.step, err.value.chain, err.value.value) == ("temperature", 6, 0, 0.0)
 
 
 def test_temperatures_that_stop_increasing():
-    with pytest.raises(faults.InvariantError, match=r"at step 5, chain slot 1 .*strictly increasing.*chain 1 "
+    with pytest.raises(invariants.InvariantError, match=r"at step 5, chain slot 1 .*strictly increasing.*chain 1 "
                                                     r"has 0.5, not above chain 0"):
         _fit(temperatures=[1.0, Drop(2.0, 0.5, 5)])
 
 
 def test_scheduled_learning_rate_reaching_zero():
-    with pytest.raises(faults.InvariantError, match=r"at step 9, chain slot 1 .*learning rate 0\).*"
+    with pytest.raises(invariants.InvariantError, match=r"at step 9, chain slot 1 .*learning rate 0\).*"
                                                     r"learning_rates: chain 1 has learning rate 0"):
         _fit(learning_rates=[1e-3, Drop(1e-3, 0.0, 9)])
 
 
 def test_scheduled_correction_reaching_zero():
-    with pytest.raises(faults.InvariantError, match=r"at step 7.*correction \(F\) is 0"):
+    with pytest.raises(invariants.InvariantError, match=r"at step 7.*correction \(F\) is 0"):
         _fit(swap=tf_vrre.CorrectedSwap(correction=Drop(2.0, 0.0, 7)))
 
 
@@ -90,7 +91,7 @@ def test_non_finite_input_stops_before_a_non_finite_weight_is_written(jit):
     with pytest.raises(ValueError, match="fit: x holds non-finite values"):
         s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
-    with pytest.raises(faults.DivergenceError, match=r"at step 2, chain slot 0 .*not finite") as err:
+    with pytest.raises(invariants.DivergenceError, match=r"at step 2, chain slot 0 .*not finite") as err:
         s.fit(ds, epochs=1, verbose=0)
     assert err.value.kind in ("energy", "gradient")
     assert isinstance(err.value, tf.errors.InvalidArgumentError)  # what Keras users already catch
@@ -111,7 +112,7 @@ def test_nll_with_the_wrong_length():
     s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[1.0, 2.0], seed=0,
                                        nll=doubled_nll)
     ds = tf.data.Dataset.from_tensor_slices(_data()).batch(16)  # unknown static batch size: in-graph check
-    with pytest.raises(faults.InvariantError, match=r"at step 0, .*" + message):
+    with pytest.raises(invariants.InvariantError, match=r"at step 0, .*" + message):
         s.fit(ds, epochs=1, verbose=0)
 
 
@@ -140,7 +141,7 @@ def test_divergence_keeps_earlier_samples_and_flags_the_exploding_ones(tmp_path)
     x, _ = _data()
     y = x[:, :3] * 2.0
     collector = tf_vrre.SampleCollector(str(tmp_path / "samples"), every=1)
-    with pytest.raises(faults.DivergenceError, match=r"at step \d+, chain slot 0") as err:
+    with pytest.raises(invariants.DivergenceError, match=r"at step \d+, chain slot 0") as err:
         s.fit(x, y, batch_size=16, epochs=50, verbose=0, shuffle=False, callbacks=[collector])
     manifest = read_manifest(str(tmp_path / "samples"))
     assert manifest["divergence"]["step"] == err.value.step and manifest["divergence"]["kind"] == err.value.kind
@@ -150,3 +151,19 @@ def test_divergence_keeps_earlier_samples_and_flags_the_exploding_ones(tmp_path)
     assert all(not e.get("exploding") for e in entries if e["step"] <= 12)
     samples = tf_vrre.load_samples(str(tmp_path / "samples"))
     assert len(samples) == len(entries) and all(np.isfinite(w).all() for w in samples.weights(len(samples) - 1))
+
+
+@pytest.mark.parametrize("kind", ["temperatures", "learning_rates", "correction"])
+@pytest.mark.parametrize("swaps", [True, False])
+def test_in_graph_checks_apply_the_host_rule(kind, swaps):
+    """One rule per kind: for values the sampler can hold, the runtime check accepts exactly what the
+    constructor and the setters accept (tf_vrre.numerics.check_hyperparameter)."""
+    rule = numerics.RULES[kind]
+    for value in (-1.0, 0.0, 1e-3, 1.0, 1e30, float("inf"), float("nan")):
+        try:
+            numerics.check_hyperparameter(kind, value, swaps=swaps)
+            host = True
+        except ValueError:
+            host = False
+        graph = bool(invariants.in_range(tf.constant(value, tf.float64), rule, swaps).numpy())
+        assert graph == host, (kind, swaps, value)

@@ -53,9 +53,10 @@ def test_bfloat16_computes_low_and_decides_in_float64():
     dense = s.cold_model.layers[1]
     assert dense.compute_dtype == "bfloat16" and dense.kernel.dtype == "float32"
     assert all(v.dtype == "float32" for c in s.chains for v in c.weights)
-    assert s.last_energy.dtype == "float64" and s.sigma2.dtype == "float64" and s.swap_log.dtype == "float64"
-    assert s.loss_scale is None
-    assert np.isfinite(s.last_energy.numpy()).all() and s.attempt_count.numpy().sum() > 0
+    swap = s.state.swap
+    assert swap.last_energy.dtype == "float64" and swap.sigma2.dtype == "float64" and swap.log.dtype == "float64"
+    assert s.state.loss_scale is None
+    assert np.isfinite(s.state.swap.last_energy.numpy()).all() and s.state.swap.attempt_count.numpy().sum() > 0
 
 
 def test_bfloat16_swap_decisions_agree_with_float32_where_energy_gaps_are_large():
@@ -65,7 +66,7 @@ def test_bfloat16_swap_decisions_agree_with_float32_where_energy_gaps_are_large(
     weights (with tied starts the two states are within ~0.03 nats at the first refreshes)."""
     logs = {}
     for name in ("float32", "mixed_bfloat16"):
-        log = _run(name, independent_init=True).swap_log.numpy()
+        log = _run(name, independent_init=True).state.swap.log.numpy()
         logs[name] = log[log[:, 0] >= 0]
     f32, bf16 = logs["float32"], logs["mixed_bfloat16"]
     log_s = f32[:, 7]
@@ -83,12 +84,12 @@ def test_float16_loss_scale_backs_off_on_overflow_and_the_chain_moves():
         s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[0.01, 0.02],
                                            learning_rates=2e-3, seed=4)
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        assert s.loss_scale is not None and s.loss_scale.scale.numpy() == pytest.approx(2.0 ** 15 / N)
-        s.loss_scale.scale.assign(1e12)  # float16 gradients overflow at this scale
+        assert s.state.loss_scale is not None and s.state.loss_scale.scale.numpy() == pytest.approx(2.0 ** 15 / N)
+        s.state.loss_scale.scale.assign(1e12)  # float16 gradients overflow at this scale
         before = s.cold_model.get_weights()
         x, y = _data()
         s.fit(x, y, batch_size=32, epochs=10, verbose=0, shuffle=False)  # no DivergenceError
-    scale = float(s.loss_scale.scale.numpy())
+    scale = float(s.state.loss_scale.scale.numpy())
     assert scale < 1e12 / 2 ** 10, scale  # halved at least 10 times ...
     after = s.cold_model.get_weights()
     assert all(np.isfinite(w).all() for w in after)

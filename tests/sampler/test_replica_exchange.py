@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.sgmcmc import state
+from tf_vrre.workflows.gaussian_mixture import target
 
 N_MIX = 200
 
@@ -30,7 +31,7 @@ def bn_classifier():
 
 @keras.saving.register_keras_serializable(package="tests")
 def scalar_model():
-    return mx.build_model(0.0)
+    return target.build_model(0.0)
 
 
 def _classification_data(n=120, seed=0):
@@ -42,9 +43,9 @@ def _classification_data(n=120, seed=0):
 
 def _mixture_sampler(**kw):
     args = dict(data_size=N_MIX, num_chains=2, temperatures=[10.0, 1000.0], learning_rates=1e-4,
-                dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.nll, seed=5)
+                dynamics="sgld", weight_decay=target.weight_decay(), nll=target.nll, seed=5)
     args.update(kw)
-    return tf_vrre.ReplicaExchangeSampler(mx.build_default_model, **args)
+    return tf_vrre.ReplicaExchangeSampler(target.build_default_model, **args)
 
 
 # ---- validation ---------------------------------------------------------------------------
@@ -89,7 +90,7 @@ def test_type_errors():
 def test_model_fn_must_return_built_model():
     with pytest.raises(ValueError, match="built"):
         tf_vrre.ReplicaExchangeSampler(lambda: keras.Sequential([keras.layers.Dense(2)]), data_size=10,
-                                       num_chains=1, nll=mx.nll)
+                                       num_chains=1, nll=target.nll)
 
 
 def test_dataset_structure_errors():
@@ -102,11 +103,11 @@ def test_dataset_structure_errors():
     # VR without reference data
     v = _mixture_sampler(swap=tf_vrre.CorrectedSwap(), variance_reduction=tf_vrre.ControlVariates(period=4))
     with pytest.raises(ValueError, match="set_reference_data"):
-        v.fit(tf.data.Dataset.from_tensor_slices(mx.make_data(N_MIX)).batch(50), epochs=1, verbose=0)
+        v.fit(tf.data.Dataset.from_tensor_slices(target.make_data(N_MIX)).batch(50), epochs=1, verbose=0)
     with pytest.raises(ValueError, match="data_size"):
-        v.set_reference_data(mx.make_data(N_MIX + 1))
+        v.set_reference_data(target.make_data(N_MIX + 1))
     with pytest.raises(ValueError, match="variance_reduction"):
-        _mixture_sampler().set_reference_data(mx.make_data(N_MIX))
+        _mixture_sampler().set_reference_data(target.make_data(N_MIX))
 
 
 def test_compile_errors():
@@ -133,7 +134,7 @@ def test_config_round_trip():
     back = tf_vrre.ReplicaExchangeSampler.from_config(cfg)
     assert back.get_config() == cfg
     assert back.swap_rule.get_config() == s.swap_rule.get_config()
-    assert isinstance(back._learning_rate_values[0], keras.optimizers.schedules.ExponentialDecay)
+    assert isinstance(back.learning_rates[0], keras.optimizers.schedules.ExponentialDecay)
     # serialize_keras_object path (what Keras saving uses)
     again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(s))
     assert again.get_config() == cfg
@@ -204,10 +205,10 @@ def test_bn_model_uses_inference_energies_and_runs():
 def test_reproducible_and_seed_dependent():
     def run(seed):
         s = _mixture_sampler(seed=seed, variance_reduction=tf_vrre.ControlVariates(period=3))
-        data = mx.make_data(N_MIX, seed=1)
+        data = target.make_data(N_MIX, seed=1)
         s.set_reference_data(data)
         s.fit(tf.data.Dataset.from_tensor_slices(data).batch(40), epochs=3, verbose=0)
-        return [c.get_weights()[0] for c in s.chains], s.sigma2.numpy(), s.swap_count.numpy()
+        return [c.get_weights()[0] for c in s.chains], s.state.swap.sigma2.numpy(), s.state.swap.swap_count.numpy()
 
     a, b, c = run(3), run(3), run(4)
     for u, v in zip(a[0], b[0]):
@@ -218,52 +219,54 @@ def test_reproducible_and_seed_dependent():
 
 
 def test_reference_dataset_and_arrays_give_identical_trajectories():
-    data = mx.make_data(N_MIX, seed=2)
+    data = target.make_data(N_MIX, seed=2)
     out = []
     for ref in (data, tf.data.Dataset.from_tensor_slices(data).batch(33)):
         s = _mixture_sampler(variance_reduction=tf_vrre.ControlVariates(period=2, batch_size=64), seed=9)
         s.set_reference_data(ref)
         s.fit(tf.data.Dataset.from_tensor_slices(data).batch(50), epochs=2, verbose=0)
-        out.append((s.chains[0].get_weights()[0], s.snapshot_energy.numpy()))
+        out.append((s.chains[0].get_weights()[0], s.state.control_variates.snapshot_energy.numpy()))
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=0, atol=1e-6)
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
 
 
 # ---- energies and swaps inside the model --------------------------------------------------------
 def test_vr_energy_is_exact_at_refresh():
-    data = mx.make_data(N_MIX, seed=1)
+    data = target.make_data(N_MIX, seed=1)
     # The paper's penalty: no swap before the first sigma2 window, so the states stay in their slots.
     s = _mixture_sampler(variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64),
                          swap=tf_vrre.CorrectedSwap(penalty="window"))
     s.chains[1].set_weights([np.float32(20.0)])
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).batch(40).take(1), epochs=1, verbose=0)
-    exact = mx.energy(np.array([30.0, 20.0]), data)
-    np.testing.assert_allclose(s.last_energy.numpy(), exact, rtol=1e-6)
-    np.testing.assert_allclose(s.snapshot_energy.numpy(),
-                               exact - 0.5 * np.array([30.0, 20.0]) ** 2 / mx.PRIOR_SD ** 2, rtol=1e-6)
+    exact = target.energy(np.array([30.0, 20.0]), data)
+    np.testing.assert_allclose(s.state.swap.last_energy.numpy(), exact, rtol=1e-6)
+    np.testing.assert_allclose(s.state.control_variates.snapshot_energy.numpy(),
+                               exact - 0.5 * np.array([30.0, 20.0]) ** 2 / target.PRIOR_SD ** 2, rtol=1e-6)
 
 
 def test_swap_moves_whole_state_and_rescales_velocity():
-    data = mx.make_data(N_MIX)
+    data = target.make_data(N_MIX)
     s = _mixture_sampler(dynamics="sghmc", learning_rates=[1e-4, 2e-4],
                          variance_reduction=tf_vrre.ControlVariates(period=4))
     s.chains[0].set_weights([np.float32(1.0)])
     s.chains[1].set_weights([np.float32(2.0)])
     s.snapshots[0].set_weights([np.float32(-1.0)])
     s.snapshots[1].set_weights([np.float32(-2.0)])
-    s.velocities[0][0].assign(0.5)
-    s.velocities[1][0].assign(-0.25)
-    s.snapshot_energy.assign([10.0, 20.0])
+    s.state.chains.velocities[0][0].assign(0.5)
+    s.state.chains.velocities[1][0].assign(-0.25)
+    s.state.control_variates.snapshot_energy.assign([10.0, 20.0])
     lrs, temps = tf.constant([1e-4, 2e-4]), tf.constant([10.0, 1000.0])
-    (g0, g1), = s._permute(tf.constant([1, 0]), lrs, temps, [[tf.constant(7.0), tf.constant(8.0)]])
+    (g0, g1), = state.exchange(s.state.chains, s.state.control_variates, tf.constant([1, 0]), (lrs, temps),
+                               [[tf.constant(7.0), tf.constant(8.0)]])
     assert (float(g0), float(g1)) == (8.0, 7.0)
     assert float(s.chains[0].weights[0].numpy()) == 2.0 and float(s.chains[1].weights[0].numpy()) == 1.0
     assert float(s.snapshots[0].weights[0].numpy()) == -2.0
-    assert s.snapshot_energy.numpy().tolist() == [20.0, 10.0]
+    assert s.state.control_variates.snapshot_energy.numpy().tolist() == [20.0, 10.0]
     # slot 0 (lr 1e-4, tau 10) receives slot 1's velocity (lr 2e-4, tau 1000)
-    assert float(s.velocities[0][0].numpy()) == pytest.approx(-0.25 * np.sqrt(1e-4 * 10 / (2e-4 * 1000)), rel=1e-5)
-    assert float(s.velocities[1][0].numpy()) == pytest.approx(0.5 * np.sqrt(2e-4 * 1000 / (1e-4 * 10)), rel=1e-5)
+    velocities = s.state.chains.velocities
+    assert float(velocities[0][0].numpy()) == pytest.approx(-0.25 * np.sqrt(1e-4 * 10 / (2e-4 * 1000)), rel=1e-5)
+    assert float(velocities[1][0].numpy()) == pytest.approx(0.5 * np.sqrt(2e-4 * 1000 / (1e-4 * 10)), rel=1e-5)
     del data
 
 
@@ -294,7 +297,7 @@ def test_two_state_swap_rate_and_direction():
     s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=steps, epochs=1,
           verbose=0, callbacks=[Track()])
     cold_low = np.round(np.asarray(states)) == 0.0  # state after each step
-    assert float(s.sigma2.numpy()[0]) == 0.0
+    assert float(s.state.swap.sigma2.numpy()[0]) == 0.0
     p = np.exp(-(1.0 - 0.5) * DELTA_U)  # cold in the low state -> swap with prob exp(delta (U_lo - U_hi))
     # From the high state the swap is certain; from the low state it happens with probability p.
     before, after = cold_low[1:-1], cold_low[2:]
@@ -323,7 +326,7 @@ def test_cooling_allows_at_most_one_swap_per_window():
 
 
 def test_ladder_of_three_chains_with_deo_and_random_pairs():
-    data = mx.make_data(N_MIX, seed=4)
+    data = target.make_data(N_MIX, seed=4)
     for pairs in ("deo", "random"):
         s = _mixture_sampler(num_chains=3, temperatures=[10.0, 100.0, 1000.0],
                              swap=tf_vrre.CorrectedSwap(pairs=pairs, period=4),
@@ -332,19 +335,19 @@ def test_ladder_of_three_chains_with_deo_and_random_pairs():
         hist = s.fit(tf.data.Dataset.from_tensor_slices(data).batch(20), epochs=3, verbose=0)
         for key in ("sigma2_0", "sigma2_1", "swaps_0", "swaps_1", "accept_rate_0", "accept_rate_1", "c_2"):
             assert key in hist.history, key
-        attempts = s.attempt_count.numpy()
+        attempts = s.state.swap.attempt_count.numpy()
         if pairs == "deo":
             assert abs(int(attempts[0]) - int(attempts[1])) <= 1
-        assert attempts.sum() == s.attempt_index.numpy()  # one pair per attempt for 3 chains
+        assert attempts.sum() == s.state.swap.attempt_index.numpy()  # one pair per attempt for 3 chains
 
 
 def test_adaptive_coefficient_moves_and_stays_finite():
-    data = mx.make_data(N_MIX, seed=5)
+    data = target.make_data(N_MIX, seed=5)
     s = _mixture_sampler(learning_rates=1e-3,
                          variance_reduction=tf_vrre.ControlVariates(period=10, coefficient="adaptive"))
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).repeat().batch(20), steps_per_epoch=60, epochs=1, verbose=0)
-    c = s.coefficient.numpy()
+    c = s.state.control_variates.coefficient.numpy()
     assert np.all(np.isfinite(c)) and np.any(c != -1.0)
     assert np.all((c < 0) & (c > -2))
 
@@ -352,7 +355,7 @@ def test_adaptive_coefficient_moves_and_stays_finite():
 def test_set_temperatures_validates():
     s = _mixture_sampler()
     s.set_temperatures([5.0, 50.0])
-    np.testing.assert_allclose(s.temperature.numpy(), [5.0, 50.0])
+    np.testing.assert_allclose(s.state.ladder.temperature.numpy(), [5.0, 50.0])
     with pytest.raises(ValueError, match="temperatures"):
         s.set_temperatures([50.0, 5.0])
     with pytest.raises(ValueError, match="learning_rates"):
@@ -393,14 +396,14 @@ def test_divergence_is_reported_not_silent():
         s.fit(x, y, batch_size=20, epochs=50, verbose=0)
 
 
-@pytest.mark.parametrize("model_fn,mode", [(mx.build_default_model, "train"), (bn_classifier, "inference")])
+@pytest.mark.parametrize("model_fn,mode", [(target.build_default_model, "train"), (bn_classifier, "inference")])
 def test_cached_snapshot_energies_equal_snapshot_forwards(model_fn, mode):
     """Batches with example indices read snapshot NLLs from the full pass: same trajectory."""
     if model_fn is bn_classifier:
         x, y = _classification_data()
         data, kw = (x, y), {}
     else:
-        data, kw = mx.make_data(N_MIX, seed=6), {"nll": mx.nll, "weight_decay": mx.weight_decay()}
+        data, kw = target.make_data(N_MIX, seed=6), {"nll": target.nll, "weight_decay": target.weight_decay()}
     out = []
     for cache in (True, False):
         s = tf_vrre.ReplicaExchangeSampler(
@@ -412,7 +415,7 @@ def test_cached_snapshot_energies_equal_snapshot_forwards(model_fn, mode):
         s.set_reference_data(data)
         assert s._cache_exact == cache
         s.fit(s.make_dataset(40, seed=1), epochs=3, verbose=0)
-        out.append((s.last_energy.numpy(), s.sigma2.numpy(), [c.get_weights() for c in s.chains]))
+        out.append((s.state.swap.last_energy.numpy(), s.state.swap.sigma2.numpy(), [c.get_weights() for c in s.chains]))
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-6)
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-3)
     for a, b in zip(out[0][2], out[1][2]):
@@ -452,7 +455,7 @@ def test_train_mode_snapshot_uses_batch_statistics_like_the_chain():
     expected = [float(loss(y[:40], c(x[:40], training=True))) + float(loss(y[40:], c(x[40:], training=True)))
                 + 0.25 * sum(float(np.sum(np.square(v.numpy()))) for v in c.trainable_weights) for c in s.chains]
     s.fit(tf.data.Dataset.from_tensor_slices((x[:40], y[:40])).batch(40).take(1), epochs=1, verbose=0)
-    np.testing.assert_allclose(s.last_energy.numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(s.state.swap.last_energy.numpy(), expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("pairs,attempt_every", [("random", 1), ("deo", 1), ("random", 3)])

@@ -59,10 +59,10 @@ class ExactEnergies(keras.callbacks.Callback):
         s = self.model  # the state in each slot before the step: the one whose U~ the step computes
         self._energies = self._energies or self._compile(s)
         self.exact.append(self._energies().numpy())
-        self.steps.append(int(s.step_counter.numpy()))
+        self.steps.append(int(s.state.step.numpy()))
 
     def on_train_batch_end(self, batch, logs=None):
-        self.estimate.append(self.model.last_energy.numpy().copy())
+        self.estimate.append(self.model.state.swap.last_energy.numpy().copy())
 
 
 def linear():
@@ -83,7 +83,7 @@ def test_vr_energy_is_unbiased_on_an_augmented_run(image_data_dir):
         learning_rates=lambda e: [lr, 1.5 * lr] if e < TRAIN_EPOCHS else [1e-30, 1.5e-30])
     record = ExactEnergies(*data.reference)
     aug = Augmentation(crop_padding=4, flip=True, erasing=1.0)
-    s.fit(data.dataset(BATCH, seed=0, counter=s.step_counter, augmentation=aug), epochs=EPOCHS, verbose=0,
+    s.fit(data.dataset(BATCH, seed=0, counter=s.state.step, augmentation=aug), epochs=EPOCHS, verbose=0,
           shuffle=False, callbacks=[freeze, record])
     steps, exact, est = np.array(record.steps), np.array(record.exact), np.array(record.estimate)
     frozen = steps >= TRAIN_EPOCHS * SPE

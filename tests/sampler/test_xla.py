@@ -29,10 +29,10 @@ def test_every_pinned_configuration_compiles_and_runs_under_xla(name):
     assert s.jit_compile is True
     s.fit(**fit_kwargs(s), epochs=2, verbose=0)
     state = pr.state(s)
-    assert int(s.step_counter.numpy()) == 8
+    assert int(s.state.step.numpy()) == 8
     assert all(np.isfinite(v).all() for k, v in state.items() if v.dtype.kind == "f" and "swap_log" not in k)
     if s.swap_rule is not None:
-        assert s.attempt_count.numpy().sum() > 0
+        assert s.state.swap.attempt_count.numpy().sum() > 0
 
 
 @keras.saving.register_keras_serializable(package="test_xla")
@@ -51,7 +51,7 @@ def _cold_run(jit, temperatures=(1e-13, 2e-13)):
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     s.fit(s.make_dataset(16), epochs=4, verbose=0)
-    log = s.swap_log.numpy()
+    log = s.state.swap.log.numpy()
     return pr.state(s), log[log[:, 0] >= 0]
 
 
@@ -129,12 +129,12 @@ def test_one_compilation_serves_every_step():
     """No runtime value may become an XLA compile-time constant (e.g. a strided slice with a
     computed begin): the HLO after steps 1-5 (refreshes, swap attempts) equals step 0's, so
     ``fit`` compiles once instead of once per step."""
-    from tf_vrre.workflows.gaussian_mixture import target as mx
+    from tf_vrre.workflows.gaussian_mixture import target
 
-    x = mx.make_data(200, seed=0)
+    x = target.make_data(200, seed=0)
     sgld = tf_vrre.ReplicaExchangeSampler(
-        lambda: mx.build_model(30.0), num_chains=1, temperatures=10.0, swap=None, data_size=200,
-        learning_rates=3e-4, dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.target_nll(), seed=0)
+        lambda: target.build_model(30.0), num_chains=1, temperatures=10.0, swap=None, data_size=200,
+        learning_rates=3e-4, dynamics="sgld", weight_decay=target.weight_decay(), nll=target.target_nll(), seed=0)
     assert _hlo_is_step_independent(sgld, tf.constant(x[:50]))
     xs, ys = pr.data()
     vr = tf_vrre.ReplicaExchangeSampler(

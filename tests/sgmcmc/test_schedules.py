@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
+from tf_vrre.sgmcmc import schedules
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled, paper_cifar_schedules
 
 SPE = 196  # CIFAR-10 with batch 256
@@ -114,9 +115,10 @@ def test_sampler_follows_schedules_every_step():
 
     class Probe(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            step = int(sampler.step_counter.numpy()) - 1
-            seen.append((step, sampler.learning_rate.numpy().copy(), sampler.temperature.numpy().copy(),
-                         float(sampler.correction.numpy())))
+            step = int(sampler.state.step.numpy()) - 1
+            ladder = sampler.state.ladder
+            seen.append((step, ladder.learning_rate.numpy().copy(), ladder.temperature.numpy().copy(),
+                         float(sampler.state.swap.correction.numpy())))
 
     sampler.fit(x, y, batch_size=4, epochs=4, verbose=0, shuffle=False, callbacks=[Probe()])
     assert len(seen) == 12
@@ -131,3 +133,56 @@ def test_sampler_follows_schedules_every_step():
     back = ReplicaExchangeSampler.from_config(sampler.get_config())
     assert back.swap_rule.scheduled_correction
     assert float(back.swap_rule.correction(2 * spe)) == pytest.approx(4.0 * 1.02 ** 2, rel=1e-5)
+
+
+# ---- one path for every hyperparameter argument: schedules.validated / serialize ----------------
+class Constant(keras.optimizers.schedules.LearningRateSchedule):
+    """Any value, even one no hyperparameter may take."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, step):
+        return keras.ops.convert_to_tensor(self.value, "float32")
+
+    def get_config(self):
+        return {"value": self.value}
+
+
+def test_validated_takes_numbers_schedules_and_per_chain_lists():
+    lr = EpochExponential(1e-3, 0.9, 10)
+    assert schedules.validated("learning_rates", 1e-3, num_chains=2) == [1e-3, 1e-3]
+    assert schedules.validated("learning_rates", [lr, 2e-3], num_chains=2) == [lr, 2e-3]
+    assert schedules.validated("learning_rates", lr) is lr  # K unknown: the form given
+    assert schedules.validated("correction", 3) == 3.0 and schedules.validated("correction", lr) is lr
+    epoch_fn = lambda e: [0.1, 0.2]  # noqa: E731  (a Python callable of the epoch: the scheduler's)
+    assert schedules.validated("temperatures", epoch_fn, epoch_callables=True) is epoch_fn
+
+
+@pytest.mark.parametrize("kind,value,kwargs,error,message", [
+    ("temperatures", [0.05, 0.01], {"num_chains": 2}, ValueError, "strictly increasing in float32"),
+    ("temperatures", [Scaled(0.05, 1.0), 0.01], {"num_chains": 2}, ValueError,
+     r"temperatures \(at step 0\) must be strictly increasing"),  # a schedule counts with its step-0 value
+    ("learning_rates", Constant(1e-40), {}, ValueError,  # 1e-40 is denormal in float32
+     r"learning_rates \(at step 0\) entries must be in \[1.18e-38"),
+    ("temperatures", [0.1], {"num_chains": 2}, ValueError, r"one entry per chain \(2\), got 1"),
+    ("temperatures", "hot", {}, TypeError, "temperatures must be a number, a LearningRateSchedule or a per-chain"),
+    ("temperatures", "hot", {"epoch_callables": True}, TypeError, "a callable epoch -> value or a per-chain list"),
+    ("temperatures", [lambda e: 0.1], {}, TypeError, "temperatures must be a number, a LearningRateSchedule"),
+    ("correction", [1.0, 2.0], {}, TypeError, r"correction \(F\): one value for the swap rule, not a list"),
+    ("correction", 0.0, {}, ValueError, r"correction \(F\) must be a finite number > 0, got 0.0"),
+    ("correction", Constant(-1.0), {}, ValueError, r"correction \(F\) \(at step 0\) must be a finite number > 0"),
+])
+def test_validated_names_the_argument_and_the_range(kind, value, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        schedules.validated(kind, value, **kwargs)
+
+
+def test_serialize_round_trips_every_form():
+    lr = EpochExponential(1e-3, 0.9, 10)
+    for value in (None, 2.5, lr, [1.0, lr], [Scaled(lr, 1.5), 3]):
+        config = schedules.serialize(value)
+        assert config == schedules.serialize(schedules.deserialize(config))
+    assert schedules.serialize([1, lr])[0] == 1.0 and schedules.serialize(lr)["class_name"] == "EpochExponential"
+    back = schedules.deserialize(schedules.serialize([lr, 2.0]))
+    assert back[1] == 2.0 and back[0].get_config() == lr.get_config()

@@ -17,9 +17,9 @@ import tensorflow as tf
 
 import tf_vrre
 from tf_vrre.sgmcmc import swap_record
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
-TARGET = mx.Mixture(phi=16.0, sigma=4.0, prior_sd=6.0)
+TARGET = target.Mixture(phi=16.0, sigma=4.0, prior_sd=6.0)
 N, BATCH, M, STEPS = 300, 30, 4, 2400
 COLS = {c: i for i, c in enumerate(swap_record.swap_log_columns(2))}
 
@@ -36,11 +36,11 @@ class _States(keras.callbacks.Callback):
 
 
 def _run(penalty, seed=0, vr=True):
-    data = mx.make_data(N, seed=0, target=TARGET)
+    data = target.make_data(N, seed=0, target=TARGET)
     s = tf_vrre.ReplicaExchangeSampler(
-        lambda: mx.build_model(30.0), data_size=N, num_chains=2, temperatures=[8.0, 1000.0],
-        learning_rates=1e-3, dynamics="sgld", weight_decay=mx.weight_decay(TARGET),
-        nll=mx.target_nll(TARGET), seed=seed, swap=tf_vrre.CorrectedSwap(correction=2.0, penalty=penalty),
+        lambda: target.build_model(30.0), data_size=N, num_chains=2, temperatures=[8.0, 1000.0],
+        learning_rates=1e-3, dynamics="sgld", weight_decay=target.weight_decay(TARGET),
+        nll=target.target_nll(TARGET), seed=seed, swap=tf_vrre.CorrectedSwap(correction=2.0, penalty=penalty),
         variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N) if vr else None)
     if vr:
         s.set_reference_data(data)
@@ -48,14 +48,14 @@ def _run(penalty, seed=0, vr=True):
 
     class _Rows(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            step = int(s.step_counter.numpy()) - 1
-            rows.append(s.swap_log.numpy()[step % swap_record.CAPACITY].copy())
+            step = int(s.state.step.numpy()) - 1
+            rows.append(s.state.swap.log.numpy()[step % swap_record.CAPACITY].copy())
 
     ds = tf.data.Dataset.from_tensor_slices(data).shuffle(N, seed=seed).repeat().batch(BATCH, drop_remainder=True)
     s.fit(ds, steps_per_epoch=STEPS, epochs=1, verbose=0, callbacks=[states, _Rows()])
     beta, rows = np.asarray(states.beta), np.asarray(rows)
     assert (rows[:, COLS["step"]] == np.arange(STEPS)).all()
-    exact = mx.energy(beta, data, target=TARGET)  # [steps, 2]
+    exact = target.energy(beta, data, target=TARGET)  # [steps, 2]
     estimated = rows[:, [COLS["energy_lo_0"], COLS["energy_hi_0"]]]
     err = (estimated[:, 0] - estimated[:, 1]) - (exact[:, 0] - exact[:, 1])
     return err, rows[:, COLS["sigma2_0"]], np.arange(STEPS) % M

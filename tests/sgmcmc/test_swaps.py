@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import swaps as sw
+from tf_vrre.sgmcmc import swaps
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
 
 
 def test_log_swap_ratio_formula():
-    got = sw.log_swap_ratio(105.0, 100.0, 1.0, 4.0, sigma2=8.0, correction=2.0)
+    got = swaps.log_swap_ratio(105.0, 100.0, 1.0, 4.0, sigma2=8.0, correction=2.0)
     delta = 1.0 - 0.25
     assert float(got) == pytest.approx(delta * (105.0 - 100.0 - delta * 8.0 / 2.0))
 
@@ -18,8 +18,8 @@ def test_log_swap_ratio_formula():
 def test_empirical_rate_matches_metropolis_within_binomial_error(u_cold, u_hot):
     delta = 1.0 / 1.0 - 1.0 / 3.0
     trials = 40000
-    log_ratio = sw.log_swap_ratio(tf.fill([trials], u_cold), tf.fill([trials], u_hot), 1.0, 3.0, 0.0, 2.0)
-    res = sw.decide_swaps(log_ratio, tf.ones([trials], tf.bool), tf.constant([3, 4], tf.int64))
+    log_ratio = swaps.log_swap_ratio(tf.fill([trials], u_cold), tf.fill([trials], u_hot), 1.0, 3.0, 0.0, 2.0)
+    res = swaps.decide_swaps(log_ratio, tf.ones([trials], tf.bool), tf.constant([3, 4], tf.int64))
     rate = float(tf.reduce_mean(tf.cast(res.accepted, tf.float64)))
     p = min(1.0, np.exp(delta * (u_cold - u_hot)))
     se = np.sqrt(max(p * (1 - p), 1e-12) / trials)
@@ -27,21 +27,21 @@ def test_empirical_rate_matches_metropolis_within_binomial_error(u_cold, u_hot):
 
 
 def test_unattempted_pairs_never_swap():
-    res = sw.decide_swaps(tf.constant([50.0, 50.0], tf.float64), tf.constant([False, True]),
+    res = swaps.decide_swaps(tf.constant([50.0, 50.0], tf.float64), tf.constant([False, True]),
                           tf.constant([1, 2], tf.int64))
     assert res.accepted.numpy().tolist() == [False, True]
     assert res.permutation.numpy().tolist() == [0, 2, 1]
 
 
 def test_permutation_from_disjoint_pairs():
-    perm = sw.permutation_from_pairs(tf.constant([True, False, True, False]))
+    perm = swaps.permutation_from_pairs(tf.constant([True, False, True, False]))
     assert perm.numpy().tolist() == [1, 0, 3, 2, 4]
-    assert sw.permutation_from_pairs(tf.constant([False])).numpy().tolist() == [0, 1]
+    assert swaps.permutation_from_pairs(tf.constant([False])).numpy().tolist() == [0, 1]
 
 
 def test_even_odd_schedule_alternates_and_is_disjoint():
-    even = sw.even_odd_pairs(5, tf.constant(0, tf.int64), None).numpy().tolist()
-    odd = sw.even_odd_pairs(5, tf.constant(1, tf.int64), None).numpy().tolist()
+    even = swaps.even_odd_pairs(5, tf.constant(0, tf.int64), None).numpy().tolist()
+    odd = swaps.even_odd_pairs(5, tf.constant(1, tf.int64), None).numpy().tolist()
     assert even == [True, False, True, False]
     assert odd == [False, True, False, True]
 
@@ -49,7 +49,7 @@ def test_even_odd_schedule_alternates_and_is_disjoint():
 def test_random_pair_is_one_hot_and_uniform():
     counts = np.zeros(3)
     for s in range(600):
-        mask = sw.random_pair(4, None, tf.constant([s, 9], tf.int64)).numpy()
+        mask = swaps.random_pair(4, None, tf.constant([s, 9], tf.int64)).numpy()
         assert mask.sum() == 1
         counts += mask
     se = np.sqrt(600 * (1 / 3) * (2 / 3))
@@ -89,17 +89,17 @@ def test_corrected_swap_config_round_trip():
 
 def test_attempt_every_k_steps_attempts_only_there():
     import tf_vrre
-    from tf_vrre.workflows.gaussian_mixture import target as mx
+    from tf_vrre.workflows.gaussian_mixture import target
 
-    data = mx.make_data(120, seed=0)
+    data = target.make_data(120, seed=0)
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model, data_size=120, num_chains=2, temperatures=[10.0, 1000.0], learning_rates=1e-4,
-        dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.nll, seed=0,
+        target.build_default_model, data_size=120, num_chains=2, temperatures=[10.0, 1000.0], learning_rates=1e-4,
+        dynamics="sgld", weight_decay=target.weight_decay(), nll=target.nll, seed=0,
         swap=CorrectedSwap(attempt_every=3), variance_reduction=tf_vrre.ControlVariates(period=6))
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).batch(20), epochs=4, verbose=0)
-    log = s.swap_log.numpy()
+    log = s.state.swap.log.numpy()
     log = log[log[:, 0] >= 0]
     proposed = log[:, 3] > 0
     assert proposed.sum() == len(log) // 3 and (log[proposed, 0] % 3 == 0).all()
-    assert int(s.attempt_count.numpy()[0]) == proposed.sum()
+    assert int(s.state.swap.attempt_count.numpy()[0]) == proposed.sum()

@@ -84,7 +84,7 @@ class Checkpoint(keras.callbacks.Callback):
       >>> ckpt = Checkpoint("runs/toy/checkpoint")
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=4), tf_vrre.CSVLogger("runs/toy/log.csv"), ckpt])
-      >>> int(sampler.step_counter.numpy())
+      >>> int(sampler.state.step.numpy())
       8
       >>> # killed? run the same script again: it continues from the last epoch checkpoint
     """
@@ -130,7 +130,7 @@ class Checkpoint(keras.callbacks.Callback):
         except Exception:
             ownership.release(self)
             raise
-        s.listeners.committed_step = int(s.step_counter.numpy())
+        s.listeners.committed_step = int(s.state.step.numpy())
         self._pending = self._completed = None
         self._last_saved = self.restored_epoch
 
@@ -241,7 +241,7 @@ class Checkpoint(keras.callbacks.Callback):
         options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: fault_points.point(
             "checkpoint.data")])  # runs after the data files, before the index file is updated
         self._manager.save(checkpoint_number=epoch, options=options)
-        step = int(self.model.step_counter.numpy())
+        step = int(self.model.state.step.numpy())
         self.model.listeners.committed_step = step
         fault_points.point("checkpoint.committed")
         self.model.listeners.checkpoint_committed(step)  # evicted samples no resume can need are deleted

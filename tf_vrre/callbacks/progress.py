@@ -200,7 +200,7 @@ class EpochTimer(keras.callbacks.Callback):
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
 class HostStepCounter(keras.callbacks.Callback):
-    """A CPU copy of ``sampler.step_counter`` for input pipelines, set at every epoch begin.
+    """A CPU copy of ``sampler.state.step`` for input pipelines, set at every epoch begin.
 
     ``TrainingData.dataset(..., counter)`` reads its counter when an epoch's iterator starts
     (Keras creates it after ``on_epoch_begin``, so after a ``BackupAndRestore`` restore).  The
@@ -232,7 +232,7 @@ class HostStepCounter(keras.callbacks.Callback):
             self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="host_step_counter")
 
     def on_epoch_begin(self, epoch, logs=None):
-        self.counter.assign(int(keras.ops.convert_to_numpy(self.model.step_counter)))
+        self.counter.assign(int(keras.ops.convert_to_numpy(self.model.state.step)))
 
     def get_config(self):
         return {}

@@ -1,4 +1,4 @@
-"""Posterior samples on disk: the :class:`SampleCollector` callback (reading: :mod:`tf_vrre.run_files`).
+"""Posterior samples on disk: the :class:`SampleCollector` callback (reading: :mod:`tf_vrre.runs.samples`).
 
 Layout of a sample directory::
 
@@ -10,64 +10,31 @@ Layout of a sample directory::
 Every file is written to a fresh ``.<name>.<random>.tmp`` and renamed (:mod:`tf_vrre.runs.atomic`), the sample before the
 manifest that points at it; each manifest entry stores the file's size and SHA-256, so a
 missing or truncated file is detected on load (``ValueError`` naming the file).  Memory is
-bounded: a sample is written as soon as it is taken and never kept in RAM.  The manifest
-records the run identity (:mod:`tf_vrre.outputs`): a collector of another run refuses the
-directory instead of deleting its samples.
+bounded: a sample is written as soon as it is taken and never kept in RAM.  The collector's
+parts: which samples are kept (:mod:`tf_vrre.callbacks.sample_reservoir`), the running BMA
+metrics (:mod:`tf_vrre.callbacks.running_bma`) and the run identity that keeps another run's
+collector from deleting these samples (:mod:`tf_vrre.callbacks.sample_identity`).
 """
 
-import hashlib
-import math
+from __future__ import annotations
+
 import numbers
 import os
 import warnings
+from typing import Any
 
 import keras
 import numpy as np
 
-from tf_vrre.runs import fault_points as _faults
-from tf_vrre.runs import ownership as outputs
-from tf_vrre.runs.samples import (FORMAT, MANIFEST, MODEL_JSON, SampleSet, atomic_write, check_entry, load_samples,  # noqa: F401
-                                  read_manifest, sha256, softmax, write_json)
+from tf_vrre.callbacks import running_bma, sample_identity, sample_reservoir
+from tf_vrre.callbacks.sample_reservoir import KEEP, exploding, reservoir_slot
+from tf_vrre.runs import fault_points, ownership
+from tf_vrre.runs.samples import (FORMAT, MANIFEST, MODEL_JSON, SampleSet, atomic_write, check_entry, load_samples,
+                                  sha256, write_json)
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
-KEEP = ("last", "reservoir")
-
-
-def exploding(energies, factor=10.0):
-    """Flags of the entries whose energy is non-finite or more than ``factor`` robust spreads
-    above the median: ``e > med + factor * max(MAD, 1e-6 |med|)`` (median and MAD over all)."""
-    e = np.asarray(energies, np.float64)
-    finite = e[np.isfinite(e)]
-    if not len(finite):
-        return [True] * len(e)
-    med = np.median(finite)
-    spread = max(np.median(np.abs(finite - med)), 1e-6 * abs(med), 1e-12)
-    return [bool(not np.isfinite(v) or v > med + factor * spread) for v in e]
-
-
-# Kept for callers of the former private names.
-_read_manifest, _check_entry, _write_json, _atomic_write, _softmax = read_manifest, check_entry, write_json, \
-    atomic_write, softmax
-
-
-def reservoir_slot(seed, count, capacity):
-    """Reservoir sampling (Algorithm R) for the ``count``-th item (1-based): the slot it
-    takes, or ``None`` when it is not kept.  After ``n`` items each one is in the reservoir
-    with probability ``capacity / n``; the choice is a pure function of ``(seed, count)``."""
-    if count <= capacity:
-        return count - 1
-    j = int(np.random.default_rng([int(seed), int(count)]).integers(0, count))
-    return j if j < capacity else None
-
-
-def _digest(arrays):
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
+__all__ = ["KEEP", "SampleCollector", "SampleSet", "exploding", "load_samples", "reservoir_slot"]
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -101,7 +68,7 @@ class SampleCollector(keras.callbacks.Callback):
     ``CSVLogger``, which fixes its columns at the first epoch end, has them) and into the
     manifest entry.
 
-    Output directory: the manifest records the run identity (:func:`tf_vrre.outputs.run_identity`:
+    Output directory: the manifest records the run identity (:mod:`tf_vrre.callbacks.sample_identity`:
     the sampler's constructor arguments, the cold model's weight shapes, this collector's
     settings).  A directory holding samples of another run is refused
     (:class:`tf_vrre.RunMismatchError` naming the difference) unless ``overwrite=True``, which
@@ -116,7 +83,7 @@ class SampleCollector(keras.callbacks.Callback):
       every: thinning ``T`` in steps (paper: 256); a multiple of ``steps_per_execution``
         (see above for epochs that ``steps_per_execution`` does not divide).
       burn_in_steps: no sample at or before this step.
-      cycle: optional :class:`tf_vrre.schedules.CyclicalCosine`; collect only in the sampling
+      cycle: optional :class:`tf_vrre.CyclicalCosine`; collect only in the sampling
         phase of each cycle.
       max_samples: keep at most this many on disk (``None``: all).
       keep: ``"last"`` or ``"reservoir"`` (with ``max_samples``).
@@ -127,15 +94,7 @@ class SampleCollector(keras.callbacks.Callback):
       overwrite: replace samples of another run found in ``directory``.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler()
       >>> collector = SampleCollector("runs/toy/samples", every=4, burn_in_steps=4,
       ...                             validation_data=(x[:32], y[:32]))
       >>> history = sampler.fit(sampler.make_dataset(16), epochs=3, verbose=0, callbacks=[collector])
@@ -145,8 +104,10 @@ class SampleCollector(keras.callbacks.Callback):
       (32, 2)
     """
 
-    def __init__(self, directory, every=256, burn_in_steps=0, cycle=None, max_samples=None, keep="last",
-                 validation_data=None, output="logits", batch_size=256, seed=0, overwrite=False):
+    def __init__(self, directory: str | os.PathLike, every: int = 256, burn_in_steps: int = 0,
+                 cycle: CyclicalCosine | None = None, max_samples: int | None = None, keep: str = "last",
+                 validation_data: Any = None, output: str = "logits", batch_size: int = 256, seed: int = 0,
+                 overwrite: bool = False):
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
@@ -157,13 +118,13 @@ class SampleCollector(keras.callbacks.Callback):
         if isinstance(cycle, dict):
             cycle = keras.saving.deserialize_keras_object(cycle)
         if cycle is not None and not isinstance(cycle, CyclicalCosine):
-            raise TypeError(f"cycle must be a tf_vrre.schedules.CyclicalCosine or None, got {cycle!r}")
+            raise TypeError(f"cycle must be a tf_vrre.CyclicalCosine or None, got {cycle!r}")
         if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral)
                                         or max_samples < 1):
             raise ValueError(f"max_samples must be an integer >= 1 or None, got {max_samples!r}")
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, got {keep!r}")
-        if output not in ("logits", "probabilities"):
+        if output not in running_bma.OUTPUTS:
             raise ValueError(f"output must be 'logits' or 'probabilities', got {output!r}")
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
@@ -173,16 +134,17 @@ class SampleCollector(keras.callbacks.Callback):
         self.cycle = cycle
         self.max_samples = None if max_samples is None else int(max_samples)
         self.keep = keep
-        self.validation_data = _check_validation_data(validation_data)
+        self.validation_data = running_bma.check_validation_data(validation_data)
         self.output = output
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.overwrite = overwrite
-        self._state = None
+        self._state = None  # the manifest being written
+        self._bma = None if self.validation_data is None else running_bma.RunningBMA(self.validation_data[1])
         self._started = False
 
     # --- eligibility ----------------------------------------------------------------------
-    def is_collection_step(self, step):
+    def is_collection_step(self, step: int) -> bool:
         """True when the state after ``step`` updates (counter ``step``) is collected."""
         step = int(step)
         if step <= self.burn_in_steps or step % self.every:
@@ -190,56 +152,29 @@ class SampleCollector(keras.callbacks.Callback):
         return self.cycle is None or self.cycle.in_sampling_phase(step - 1)
 
     # --- start / resume --------------------------------------------------------------------
-    def _identity(self, sampler):
-        settings = {k: v for k, v in self.get_config().items()
-                    if k not in ("directory", "validation_data", "batch_size", "overwrite")}
-        if self.validation_data is not None:
-            settings["validation_data"] = _digest(self.validation_data)
-        return outputs.run_identity(sampler, collector=settings)
-
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict | None = None) -> None:
         s = require_sampler(self.model, "SampleCollector")
         spe = int(getattr(s, "steps_per_execution", 1) or 1)
         if self.every % spe:
             raise ValueError(f"every ({self.every}) must be a multiple of steps_per_execution ({spe}): "
                              "callbacks only see the weights every steps_per_execution steps")
-        self._run = self._identity(s)
-        outputs.claim(self.directory, self, self.params, "SampleCollector")
+        settings = {k: v for k, v in self.get_config().items()
+                    if k not in ("directory", "validation_data", "batch_size", "overwrite")}
+        self._run = sample_identity.collector_identity(s, settings, self.validation_data)
+        ownership.claim(self.directory, self, self.params, "SampleCollector")
         s.listeners.add(self._listener_key(), on_divergence=self.flag_divergence,
                         on_checkpoint_committed=self.checkpoint_committed)
         try:
-            self._existing = self._adopt()
+            self._existing = sample_identity.adopt(self.directory, self._run, self.overwrite)
         except Exception:
-            outputs.release(self)
+            ownership.release(self)
             raise
         self._started = False
-
-    def _adopt(self):
-        """The manifest of this run found in the directory, or ``None`` (after deleting another
-        run's files with ``overwrite``); :class:`RunMismatchError` otherwise.  Writes nothing else."""
-        path = os.path.join(self.directory, MANIFEST)
-        files = [n for n in os.listdir(self.directory) if n.startswith("sample-")]
-        manifest = read_manifest(self.directory) if os.path.exists(path) else None
-        stored = None if manifest is None else manifest.get("run")
-        diff = outputs.difference(stored, self._run)
-        if diff is None:
-            return manifest
-        if manifest is None and not files:
-            return None  # a new directory
-        if manifest is not None and not files and not manifest["entries"] and not manifest["events"]:
-            return None  # another run that collected nothing: nothing to lose
-        if not self.overwrite:
-            what = f"{len(files)} sample files" + ("" if manifest is not None else " and no manifest")
-            raise outputs.refuse(self.directory, what, diff)
-        for name in files + [MANIFEST, MODEL_JSON]:
-            if os.path.exists(os.path.join(self.directory, name)):
-                os.remove(os.path.join(self.directory, name))
-        return None
 
     def _start(self):
         """First epoch of this fit, after every on_train_begin (so after a restore): keep the
         samples up to the restored step, drop the later ones (the replay takes them again)."""
-        step0 = int(self.model.step_counter.numpy())
+        step0 = int(self.model.state.step.numpy())
         manifest = self._existing or {"format": FORMAT, "entries": [], "events": []}
         evicted = manifest.get("evicted", [])
         back = [e for e in evicted if e["evicted_at"] > step0 and e["step"] <= step0
@@ -258,7 +193,8 @@ class SampleCollector(keras.callbacks.Callback):
             if (name.startswith("sample-") or name.endswith(".tmp")) and name not in listed:
                 os.remove(os.path.join(self.directory, name))
         self._state = manifest
-        self._bma_recompute()
+        if self._bma is not None:
+            self._bma.recompute(self.directory, manifest["entries"])
         self._started = True
 
     def _write_architecture(self):
@@ -276,7 +212,7 @@ class SampleCollector(keras.callbacks.Callback):
             return
         atomic_write(path, lambda f: f.write(text.encode()))
 
-    def due_in_block(self, start, end):
+    def due_in_block(self, start: int, end: int) -> list[int]:
         """Collection steps (:meth:`is_collection_step`) in the executed block ``(start, end]``.
 
         Callbacks run once per ``train_function`` call, so with ``steps_per_execution > 1`` only
@@ -286,37 +222,26 @@ class SampleCollector(keras.callbacks.Callback):
         first = (int(start) // self.every + 1) * self.every
         return [t for t in range(first, int(end) + 1, self.every) if self.is_collection_step(t)]
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         if not self._started:
             self._start()
-            self._block_start = int(self.model.step_counter.numpy())
+            self._block_start = int(self.model.state.step.numpy())
         self._epoch = epoch
 
     # --- collection ----------------------------------------------------------------------
-    def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.step_counter.numpy())
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        step = int(self.model.state.step.numpy())
         due, self._block_start = self.due_in_block(self._block_start, step), step
         # A due step inside the block: the weights at its end are the sample, labelled with
         # the step they belong to (a block is at most every steps long: at most one per block).
         if due and (not self._state["events"] or self._state["events"][-1] < step):
             self._collect(step)
 
-    def _choose(self, st):
-        """``(kept, evicted entry or None, reservoir slot or None)`` for the sample just taken."""
-        if self.max_samples is not None and self.keep == "reservoir":  # Algorithm R
-            slot = reservoir_slot(self.seed, len(st["events"]), self.max_samples)
-            if slot is None:
-                return False, None, None
-            return True, next((e for e in st["entries"] if e.get("slot") == slot), None), slot
-        if self.max_samples is not None and len(st["entries"]) >= self.max_samples:  # keep="last"
-            return True, st["entries"][0], None
-        return True, None, None
-
     def _collect(self, step):
         """Takes the sample of ``step``: decides where it goes, then writes file and manifest."""
         st = self._state
         st["events"].append(step)
-        kept, evicted, slot = self._choose(st)
+        kept, evicted, slot = sample_reservoir.choose(st, self.keep, self.max_samples, self.seed)
         if not kept:  # only the event is recorded
             write_json(os.path.join(self.directory, MANIFEST), st)
             return
@@ -329,97 +254,56 @@ class SampleCollector(keras.callbacks.Callback):
             raise FloatingPointError(f"SampleCollector: the cold chain's weights after step {step} are not finite "
                                      f"(NaN or inf in {bad}); sample not written, {len(st['entries'])} earlier "
                                      f"samples in {self.directory} stay loadable")
+        ladder = s.state.ladder
         entry = {"file": name, "step": step, "epoch": int(self._epoch),
-                 "temperature": float(s.temperature.numpy()[0]), "lr": float(s.learning_rate.numpy()[0]),
-                 "energy": float(s.batch_energy.numpy()[0])}
+                 "temperature": float(ladder.temperature.numpy()[0]), "lr": float(ladder.learning_rate.numpy()[0]),
+                 "energy": float(s.state.batch_energy.numpy()[0])}
         if slot is not None:
             entry["slot"] = slot
         if self.validation_data is not None:
             # The BMA sums the stored (float32) values in step order, so a resume that rebuilds
             # it from the files gets bit-identical metrics.
-            arrays["predictive"] = self._predictive().astype(np.float32)
+            x = self.validation_data[0]
+            arrays["predictive"] = running_bma.predictive(s.cold_model, x, self.output, self.batch_size).astype(
+                np.float32)
         atomic_write(path, lambda f: np.savez(f, **arrays))
-        _faults.point("sample.file")
+        fault_points.point("sample.file")
         entry["bytes"] = os.path.getsize(path)
         entry["sha256"] = sha256(path)
         if evicted is not None:
             st["entries"].remove(evicted)
             st["evicted"].append({**evicted, "evicted_at": step})
         st["entries"].append(entry)
-        if self.validation_data is not None:
+        if self._bma is not None:
             if evicted is None:
-                self._bma_add(arrays["predictive"].astype(np.float64))
+                self._bma.add(arrays["predictive"].astype(np.float64))
             else:
-                self._bma_recompute()
-            entry.update(self._bma_metrics())
-        gone = self._purge_evicted()
+                self._bma.recompute(self.directory, st["entries"])
+            entry.update(self._bma.metrics())
+        gone = sample_reservoir.purge_evicted(st, self.model.listeners.committed_step)
         write_json(os.path.join(self.directory, MANIFEST), st)  # the sample exists before this
-        _faults.point("sample.manifest")
+        fault_points.point("sample.manifest")
         for old in gone:  # the manifest no longer points at them
             os.remove(os.path.join(self.directory, old["file"]))
 
-    def _purge_evicted(self):
-        """Evicted entries whose files may go: all of them without a :class:`tf_vrre.Checkpoint`,
-        else those evicted at or before its newest committed step (no resume can need them)."""
-        committed = self.model.listeners.committed_step
-        st = self._state
-        gone = [e for e in st["evicted"] if committed is None or e["evicted_at"] <= committed]
-        st["evicted"] = [e for e in st["evicted"] if e not in gone]
-        return gone
-
-    # --- BMA -------------------------------------------------------------------------------
-    def _predictive(self):
-        x, _ = self.validation_data
-        p = np.asarray(self.model.cold_model.predict(x, batch_size=self.batch_size, verbose=0), np.float64)
-        if self.output == "logits":
-            p = softmax(p)
-        return p
-
-    def _stored_predictive(self, name):
-        with np.load(os.path.join(self.directory, name)) as z:
-            return z["predictive"].astype(np.float64)
-
-    def _bma_add(self, pred):
-        if self._bma_sum is None:
-            self._bma_sum, self._bma_count = np.zeros_like(pred), 0
-        self._bma_sum += pred
-        self._bma_count += 1
-
-    def _bma_recompute(self):
-        """The BMA sum over the kept samples, added in step order (the same order on resume)."""
-        self._bma_sum, self._bma_count = None, 0
-        if self.validation_data is not None:
-            for entry in sorted(self._state["entries"], key=lambda e: e["step"]):
-                self._bma_add(self._stored_predictive(entry["file"]))
-
-    def _bma_metrics(self):
-        if not getattr(self, "_bma_count", 0):
-            return {"bma_accuracy": math.nan, "bma_nll": math.nan, "bma_samples": 0.0}
-        _, y = self.validation_data
-        labels = y.argmax(-1) if y.ndim > 1 and y.shape[-1] > 1 else y.reshape(-1).astype(int)
-        avg = self._bma_sum / self._bma_count
-        picked = np.clip(avg[np.arange(len(labels)), labels], 1e-12, 1.0)
-        return {"bma_accuracy": float(np.mean(avg.argmax(-1) == labels)),
-                "bma_nll": float(-np.mean(np.log(picked))), "bma_samples": float(self._bma_count)}
-
-    def checkpoint_committed(self):
+    def checkpoint_committed(self) -> None:
         """Called by :class:`tf_vrre.Checkpoint` after a commit: deletes the evicted files no
         resume can need any more."""
         if not self._started or not self._state["evicted"]:
             return
-        gone = self._purge_evicted()
+        gone = sample_reservoir.purge_evicted(self._state, self.model.listeners.committed_step)
         if gone:
             write_json(os.path.join(self.directory, MANIFEST), self._state)
             for old in gone:
                 os.remove(os.path.join(self.directory, old["file"]))
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if logs is not None:
             logs["samples"] = float(len(self._state["entries"])) if self._state else 0.0
-            if self.validation_data is not None:
-                logs.update(self._bma_metrics())
+            if self._bma is not None:
+                logs.update(self._bma.metrics())
 
-    def flag_divergence(self, error):
+    def flag_divergence(self, error: Exception) -> None:
         """Marks ``"exploding": true`` on the entries :func:`exploding` picks and records the
         divergence (step, chain slot, message) in the manifest; the samples stay loadable."""
         if not self._started or self._state is None:
@@ -432,19 +316,19 @@ class SampleCollector(keras.callbacks.Callback):
                             "message": str(error.message)}
         write_json(os.path.join(self.directory, MANIFEST), st)
 
-    def on_train_end(self, logs=None):
+    def on_train_end(self, logs: dict | None = None) -> None:
         if not self._started and getattr(self, "_existing", None) is not None:
             self._start()  # no epoch ran (a finished run resumed): settle the restored manifest
-        outputs.release(self)
+        ownership.release(self)
 
     def _listener_key(self):
         return ("SampleCollector", os.path.realpath(self.directory))
 
-    def samples(self):
+    def samples(self) -> SampleSet:
         """The :class:`SampleSet` collected so far."""
         return load_samples(self.directory)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         vd = None
         if self.validation_data is not None:
             vd = [self.validation_data[0].tolist(), self.validation_data[1].tolist()]
@@ -455,17 +339,6 @@ class SampleCollector(keras.callbacks.Callback):
                 "overwrite": self.overwrite}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> SampleCollector:
         return cls(**config)
 
-
-def _check_validation_data(validation_data):
-    if validation_data is None:
-        return None
-    if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
-        raise TypeError("validation_data must be a pair (x, y) of arrays")
-    vx, vy = (np.asarray(v) for v in validation_data)
-    if len(vx) != len(vy) or not len(vx):
-        raise ValueError(f"validation_data: x and y must have the same non-zero length, "
-                         f"got {len(vx)} and {len(vy)}")
-    return vx, vy

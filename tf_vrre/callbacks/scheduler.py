@@ -1,53 +1,38 @@
 """The :class:`HyperparameterScheduler` callback: per-epoch learning rates, temperatures and ``F``
-from numbers, Python callables of the epoch, or step schedules."""
+from numbers, Python callables of the epoch, or step schedules.
 
-import numbers
+Its arguments are checked by the rule of their kind (:func:`tf_vrre.sgmcmc.schedules.validated`:
+at construction, again with the sampler's number of chains at the start of ``fit``), and the
+values of each epoch by the sampler's setters, which apply the same rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 import keras
 import numpy as np
 
-from tf_vrre.sampler import hyperparameters as _hyper
 from tf_vrre.sampler.replica_exchange import require_sampler
+from tf_vrre.sgmcmc import schedules
+
+NAMES = ("learning_rates", "temperatures", "correction")
+"""The hyperparameters the callback sets, by their argument names."""
 
 
-def _check_value(value, name):
-    if value is None or callable(value):
-        return value
+def evaluate(value: Any, epoch: int, step: int) -> float | list:
+    """A scheduled value at ``epoch`` (first step ``step``): a number as is, a schedule at
+    ``step``, a callable at ``epoch``; a per-chain list entry by entry."""
     if isinstance(value, (list, tuple)):
-        return [_check_value(v, name) for v in value]
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise TypeError(f"{name} must be a number, a LearningRateSchedule, a callable epoch -> value "
-                        f"or a per-chain list of those, got {value!r}")
-    return float(value)
-
-
-def _evaluate(value, epoch, step):
-    if isinstance(value, (list, tuple)):
-        return [_evaluate(v, epoch, step) for v in value]
-    if _hyper.is_schedule(value):
-        return float(keras.ops.convert_to_numpy(value(step)))
+        return [evaluate(v, epoch, step) for v in value]
+    if schedules.is_schedule(value):
+        return schedules.value_at(value, step)
     if callable(value):
         out = value(epoch)
         if isinstance(out, (list, tuple, np.ndarray)):
             return [float(v) for v in out]
         return float(out)
     return float(value)
-
-
-def _serialize(value):
-    if value is None or isinstance(value, float):
-        return value
-    if isinstance(value, list):
-        return [_serialize(v) for v in value]
-    return keras.saving.serialize_keras_object(value)
-
-
-def _deserialize(value):
-    if isinstance(value, list):
-        return [_deserialize(v) for v in value]
-    if isinstance(value, dict):
-        return keras.saving.deserialize_keras_object(value)
-    return value
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -75,15 +60,7 @@ class HyperparameterScheduler(keras.callbacks.Callback):
       verbose: print the values at each epoch start.
 
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=2,
-      ...     temperatures=[0.01, 0.05], learning_rates=1e-3,
-      ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
-      >>> sampler.set_reference_data((x, y))
-      >>> sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      >>> sampler = toy_sampler(temperatures=[0.01, 0.05])
       >>> sched = HyperparameterScheduler(
       ...     temperatures=lambda e: [0.01 / 1.02 ** min(e, 300), 0.05 / 1.02 ** min(e, 300)],
       ...     correction=lambda e: 1.5e5 * 1.02 ** min(e, 300))
@@ -92,25 +69,28 @@ class HyperparameterScheduler(keras.callbacks.Callback):
       [0.01, 0.009804]
     """
 
-    def __init__(self, learning_rates=None, temperatures=None, correction=None, verbose=0):
+    def __init__(self, learning_rates: Any = None, temperatures: Any = None, correction: Any = None,
+                 verbose: int = 0):
         super().__init__()
         if learning_rates is None and temperatures is None and correction is None:
             raise ValueError("HyperparameterScheduler: give at least one of learning_rates, "
                              "temperatures, correction")
-        if isinstance(correction, (list, tuple)):
-            raise TypeError("correction: one F for the swap rule, not a list")
-        self.learning_rates = _check_value(learning_rates, "learning_rates")
-        self.temperatures = _check_value(temperatures, "temperatures")
-        self.correction = _check_value(correction, "correction")
+        # Without the sampler: no number of chains yet, and 0 is a temperature without swaps.
+        self.learning_rates, self.temperatures, self.correction = (
+            None if v is None else schedules.validated(name, v, swaps=False, epoch_callables=True)
+            for name, v in zip(NAMES, (learning_rates, temperatures, correction)))
         self.verbose = int(verbose)
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict | None = None) -> None:
         s = require_sampler(self.model, "HyperparameterScheduler")
-        for arg, values in (("learning_rates", s._learning_rate_values),
-                            ("temperatures", s._temperature_values)):
-            if getattr(self, arg) is not None and any(_hyper.is_schedule(v) for v in values):
+        for arg in ("learning_rates", "temperatures"):
+            if getattr(self, arg) is None:
+                continue
+            if any(schedules.is_schedule(v) for v in getattr(s, arg)):
                 raise ValueError(f"HyperparameterScheduler: {arg} is already a schedule of the sampler; "
                                  "set it in one place only")
+            schedules.validated(arg, getattr(self, arg), s.num_chains, swaps=s.swap_rule is not None,
+                                epoch_callables=True)  # a list of another length: refused now
         if self.correction is not None:
             if s.swap_rule is None:
                 raise ValueError("HyperparameterScheduler: correction needs a sampler with swaps")
@@ -118,19 +98,14 @@ class HyperparameterScheduler(keras.callbacks.Callback):
                 raise ValueError("HyperparameterScheduler: the swap rule's correction is already a "
                                  "schedule; set it in one place only")
 
-    def values(self, epoch, step=None):
+    def values(self, epoch: int, step: int | None = None) -> dict:
         """The values for ``epoch`` as a dict of floats / lists (``step`` for step schedules)."""
         step = 0 if step is None else step
-        out = {}
-        for name in ("learning_rates", "temperatures", "correction"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = _evaluate(value, epoch, step)
-        return out
+        return {name: evaluate(getattr(self, name), epoch, step) for name in NAMES if getattr(self, name) is not None}
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         s = self.model
-        vals = self.values(epoch, int(s.step_counter.numpy()))
+        vals = self.values(epoch, int(s.state.step.numpy()))
         if "learning_rates" in vals:
             s.set_learning_rates(vals["learning_rates"])
         if "temperatures" in vals:
@@ -140,16 +115,14 @@ class HyperparameterScheduler(keras.callbacks.Callback):
         if self.verbose:
             print(f"\nEpoch {epoch + 1}: HyperparameterScheduler set {vals}")
 
-    def get_config(self):
-        return {"learning_rates": _serialize(self.learning_rates),
-                "temperatures": _serialize(self.temperatures),
-                "correction": _serialize(self.correction), "verbose": self.verbose}
+    def get_config(self) -> dict:
+        return {**{name: schedules.serialize(getattr(self, name)) for name in NAMES}, "verbose": self.verbose}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> HyperparameterScheduler:
         config = dict(config)
-        for k in ("learning_rates", "temperatures", "correction"):
-            config[k] = _deserialize(config.get(k))
+        for name in NAMES:
+            config[name] = schedules.deserialize(config.get(name))
         return cls(**config)
 
 

@@ -73,7 +73,7 @@ class SwapLogger(keras.callbacks.Callback):
     """Logs every swap attempt and every sigma^2 / control-variate refresh.
 
     The sampler records each step's swap diagnostics in an in-graph ring buffer
-    (``sampler.swap_log``, no host copy inside the step); this callback drains it after
+    (``sampler.state.swap.log``, no host copy inside the step); this callback drains it after
     every ``train_function`` call, so it works with any ``steps_per_execution`` up to
     ``tf_vrre.sgmcmc.swap_record.CAPACITY``.  Files in ``log_dir``:
 
@@ -112,7 +112,7 @@ class SwapLogger(keras.callbacks.Callback):
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[SwapLogger("runs/swaps")])
       >>> import csv
       >>> rows = list(csv.DictReader(open("runs/swaps/swaps.csv")))
-      >>> len(rows) == int(sampler.attempt_count.numpy().sum())   # one row per attempted pair
+      >>> len(rows) == int(sampler.state.swap.attempt_count.numpy().sum())   # one row per attempted pair
       True
     """
 
@@ -147,7 +147,7 @@ class SwapLogger(keras.callbacks.Callback):
             "epochs": ["epoch", "steps", "attempts", "swaps", "accept_rate", "total_attempts", "total_swaps"],
             "offsets": ["epoch", "pair", "offset", "attempts", "swaps", "accept_rate", "mean_sigma2_used"],
         }
-        self._offsets = s.swap_state.offsets
+        self._offsets = s.state.swap.offsets
         self._run = ownership.run_identity(s)
         self._abandon()
         ownership.claim(self.log_dir, self, self.params, "SwapLogger")
@@ -176,7 +176,7 @@ class SwapLogger(keras.callbacks.Callback):
         """First epoch of this fit (after every callback's on_train_begin, i.e. after a
         BackupAndRestore restore): drop replayed rows, open the files."""
         s = self.model
-        step0 = int(s.step_counter.numpy())
+        step0 = int(s.state.step.numpy())
         for name, header in self._headers.items():
             path = os.path.join(self.log_dir, f"{name}.csv")
             if name in ("epochs", "offsets"):
@@ -199,19 +199,19 @@ class SwapLogger(keras.callbacks.Callback):
 
     def _totals(self):
         s = self.model
-        return int(s.attempt_count.numpy().sum()), int(s.swap_count.numpy().sum())
+        return int(s.state.swap.attempt_count.numpy().sum()), int(s.state.swap.swap_count.numpy().sum())
 
     # --- draining -------------------------------------------------------------------------
     def _drain(self):
         s = self.model
-        end = int(s.step_counter.numpy())
+        end = int(s.state.step.numpy())
         if end <= self._next_step:
             return
         if end - self._next_step > swap_record.CAPACITY:
             raise RuntimeError(f"SwapLogger: {end - self._next_step} steps since the last read exceed the "
                                f"record buffer ({swap_record.CAPACITY}); records would be lost")
-        buf = keras.ops.convert_to_numpy(s.swap_log)
-        temps = keras.ops.convert_to_numpy(s.temperature).astype(float)
+        buf = keras.ops.convert_to_numpy(s.state.swap.log)
+        temps = keras.ops.convert_to_numpy(s.state.ladder.temperature).astype(float)
         c = self._col
         P, K = s.num_chains - 1, s.num_chains
         tb = []

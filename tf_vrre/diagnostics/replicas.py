@@ -125,7 +125,7 @@ def pair_acceptance(log, blocks=20):
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
       >>> from tf_vrre.diagnostics import read_swap_log
-      >>> [p["attempts"] for p in pair_acceptance(read_swap_log("runs/toy/swaps"))] == [int(sampler.attempt_count.numpy()[0])]
+      >>> [p["attempts"] for p in pair_acceptance(read_swap_log("runs/toy/swaps"))] == [int(sampler.state.swap.attempt_count.numpy()[0])]
       True
     """
     if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 2:

@@ -115,7 +115,7 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
       ...     tf_vrre.SwapLogger("runs/toy/swaps"),
       ...     tf_vrre.SampleCollector("runs/toy/samples", every=2, validation_data=(x[:8], y[:8]))])
       >>> d = diagnose("runs/toy")
-      >>> d["replica_flow"][0]["pairs"][0]["attempts"] == int(sampler.attempt_count.numpy()[0])
+      >>> d["replica_flow"][0]["pairs"][0]["attempts"] == int(sampler.state.swap.attempt_count.numpy()[0])
       True
       >>> sorted(d["summaries"])
       ['cold_energy', 'predictive_0', 'predictive_1', 'predictive_2', 'predictive_3', 'sample_energy', 'weight_norm']

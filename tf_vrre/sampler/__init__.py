@@ -1,17 +1,16 @@
 """The Keras model that runs the chains under ``fit``: :class:`ReplicaExchangeSampler`.
 
-- :mod:`.replica_exchange` - the model and its ``train_step``; :mod:`.construction` - its state;
+- :mod:`.replica_exchange` - the model and its ``train_step``; :mod:`.construction` - its
+  argument checks, chains and saved variables (its state: :mod:`tf_vrre.sgmcmc.state`);
 - :mod:`.hyperparameters` - learning rates / temperatures in force; :mod:`.batch` - the batch
-  layout; :mod:`.input_checks` / :mod:`.datasets` - input checks and the indexed dataset;
+  layout; :mod:`.input_checks` / :mod:`.datasets` - input checks, reference data and the indexed dataset;
 - :mod:`.invariants` - in-graph runtime checks and :class:`SamplerError`;
-- :mod:`.chain_metrics`, :mod:`.saving`, :mod:`.xla`.
+- :mod:`.chain_metrics`, :mod:`.listeners`, :mod:`.saving`, :mod:`.xla`.
 """
 
 import keras  # noqa: F401  (first: the Keras classes register before a module here runs; see tf_vrre/__init__.py)
 
 from tf_vrre.sampler.batch import INDEX_KEY, unpack
-from tf_vrre.sampler.replica_exchange import SWAP_LOG_CAPACITY, ReplicaExchangeSampler, require_sampler
-from tf_vrre.sgmcmc.swap_record import swap_log_columns
+from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler, require_sampler
 
-__all__ = ["ReplicaExchangeSampler", "require_sampler", "SWAP_LOG_CAPACITY", "swap_log_columns", "INDEX_KEY",
-           "unpack"]
+__all__ = ["ReplicaExchangeSampler", "require_sampler", "INDEX_KEY", "unpack"]

@@ -12,7 +12,10 @@ reference data behind ``U_hat``, so the control variate stays unbiased::
     (x_augmented, y, {"example_index": i, "energy_inputs": x_clean})
 """
 
+from __future__ import annotations
+
 import collections
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -37,7 +40,7 @@ class Batch(collections.namedtuple("Batch", ["x", "y", "sample_weight", "index",
     """
 
 
-def unpack(data):
+def unpack(data: Any) -> tuple[Any, Any, Any, Any]:
     """``(x, y, sample_weight, example_index)`` of a batch (see the module docstring)."""
     x, y, swt = keras.utils.unpack_x_y_sample_weight(data)
     index = None
@@ -47,7 +50,7 @@ def unpack(data):
     return x, y, swt, index
 
 
-def check(x, y, needs_labels):
+def check(x: Any, y: Any, needs_labels: bool) -> None:
     """``ValueError`` for a batch without inputs, or without labels where the loss needs them."""
     if x is None:
         raise ValueError("dataset: elements must be x, (x,), (x, y) or (x, y, sample_weight)")
@@ -56,7 +59,7 @@ def check(x, y, needs_labels):
                          "only; yield (x, y) or build the sampler with nll=callable(x, y, y_pred)")
 
 
-def from_data(data):
+def from_data(data: Any) -> Batch:
     """:class:`Batch` of a ``train_step`` argument; ``size`` is all-reduced."""
     x, y, swt, index = unpack(data)
     _, _, extra = keras.utils.unpack_x_y_sample_weight(data)

@@ -7,8 +7,8 @@ under ``loss_h``, ``accuracy_h``.  ``loss`` is the mean per-example NLL of the b
 
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
-import tf_vrre.sampler.batch as batch_lib
+from tf_vrre import _keras_compat
+from tf_vrre.sampler import batch
 
 
 class ChainMetrics:
@@ -18,11 +18,11 @@ class ChainMetrics:
     def _compile_chain_metrics(self, metrics, weighted_metrics):
         """One ``CompileMetrics`` per non-cold chain (a re-compile replaces and untracks them)."""
         for old in getattr(self, "_chain_metrics", []):
-            if old in kc.tracked_metrics(self):
-                kc.tracked_metrics(self).remove(old)
+            if old in _keras_compat.tracked_metrics(self):
+                _keras_compat.tracked_metrics(self).remove(old)
         self._chain_metrics = []
         if metrics is not None or weighted_metrics is not None:
-            self._chain_metrics = [kc.compile_metrics(metrics, weighted_metrics, f"chain_{h}_metrics")
+            self._chain_metrics = [_keras_compat.compile_metrics(metrics, weighted_metrics, f"chain_{h}_metrics")
                                    for h in range(1, len(self.chains))]
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
@@ -33,24 +33,24 @@ class ChainMetrics:
                 m.build(y, y_pred)
         return super().compute_metrics(x, y, y_pred, sample_weight)
 
-    def _update_metrics(self, batch, forward):
+    def _update_metrics(self, minibatch, forward):
         """Adds one step (``forward``: per-chain NLLs and predictions) to every chain's metrics."""
-        nlls, preds, y, swt = forward.nlls, forward.preds, batch.y, batch.sample_weight
-        kc.loss_tracker(self).update_state(tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32))
+        nlls, preds, y, swt = forward.nlls, forward.preds, minibatch.y, minibatch.sample_weight
+        _keras_compat.loss_tracker(self).update_state(tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32))
         for tracker, nll in zip(self._chain_loss, nlls[1:]):
             tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
-        if kc.compiled_metrics(self) is not None and y is not None:
-            kc.compiled_metrics(self).update_state(y, preds[0], swt)
+        if _keras_compat.compiled_metrics(self) is not None and y is not None:
+            _keras_compat.compiled_metrics(self).update_state(y, preds[0], swt)
             for m, p in zip(self._chain_metrics, preds[1:]):
                 m.update_state(y, p, swt)
 
     def _metric_logs(self):
         """``loss``, ``loss_h`` and the compiled metrics of every chain."""
-        logs = {"loss": kc.loss_tracker(self).result()}
+        logs = {"loss": _keras_compat.loss_tracker(self).result()}
         for h, tracker in enumerate(self._chain_loss, 1):
             logs[f"loss_{h}"] = tracker.result()
-        if kc.compiled_metrics(self) is not None:
-            logs.update(kc.compiled_metrics(self).result())
+        if _keras_compat.compiled_metrics(self) is not None:
+            logs.update(_keras_compat.compiled_metrics(self).result())
             for h, m in enumerate(self._chain_metrics, 1):
                 if m.built:
                     logs.update({f"{k}_{h}": v for k, v in m.result().items()})
@@ -58,20 +58,20 @@ class ChainMetrics:
 
     def test_step(self, data):
         """Loss and metrics of the cold chain in inference mode (``evaluate``)."""
-        x, y, sample_weight, _ = batch_lib.unpack(data)
+        x, y, sample_weight, _ = batch.unpack(data)
         self._check_batch(x, y)
         y_pred = self.chains[0](x, training=False)
         nll = self._per_example_nll(x, y, y_pred, sample_weight)
-        kc.loss_tracker(self).update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
-        logs = {"loss": kc.loss_tracker(self).result()}
-        if kc.compiled_metrics(self) is not None and y is not None:
-            kc.compiled_metrics(self).update_state(y, y_pred, sample_weight)
-            logs.update(kc.compiled_metrics(self).result())
+        _keras_compat.loss_tracker(self).update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
+        logs = {"loss": _keras_compat.loss_tracker(self).result()}
+        if _keras_compat.compiled_metrics(self) is not None and y is not None:
+            _keras_compat.compiled_metrics(self).update_state(y, y_pred, sample_weight)
+            logs.update(_keras_compat.compiled_metrics(self).result())
         return logs
 
     def predict_step(self, data):
         """The cold chain's output in inference mode (``predict``)."""
-        x, _, _, _ = batch_lib.unpack(data)
+        x, _, _, _ = batch.unpack(data)
         return self.chains[0](x, training=False)
 
     def _step_logs(self, lrs, temps):
@@ -81,8 +81,8 @@ class ChainMetrics:
             logs[f"temperature_{h}"] = temps[h]
             logs[f"lr_{h}"] = lrs[h]
         if self.swap_rule is not None:
-            logs.update(self.swap_state.logs())
+            logs.update(self.state.swap.logs())
         if self.variance_reduction is not None:
             for h in range(self.num_chains):
-                logs[f"c_{h}"] = self.coefficient[h]
+                logs[f"c_{h}"] = self.state.control_variates.coefficient[h]
         return logs

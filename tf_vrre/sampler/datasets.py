@@ -1,18 +1,26 @@
-"""Training batches that carry their example indices, in an order that survives restarts.
+"""The sampler's data: the reference data of the full pass, and training batches that carry
+their example indices, in an order that survives restarts.
 
 Data epoch ``e`` is the stateless permutation ``shuffle(fold(key, e))`` of ``0..N-1``; a stream
 starts at the sampler's step counter (read when the iterator yields its first batch), so a run
 resumed from a checkpoint sees exactly the batches the uninterrupted run would have seen.
-Used by :meth:`tf_vrre.ReplicaExchangeSampler.make_dataset`.
+:func:`reference` and :func:`from_reference` are the bodies of the sampler's
+``set_reference_data`` and ``make_dataset``.
 """
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
 
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import seeds
+from tf_vrre.sampler import input_checks
 from tf_vrre.sampler.batch import INDEX_KEY
+from tf_vrre.sgmcmc import control_variates, seeds
 
 
-def epoch_order(key, epoch, num_examples, shuffle=True):
+def epoch_order(key: tf.Tensor, epoch: Any, num_examples: int, shuffle: bool = True) -> tf.Tensor:
     """Example order of data epoch ``epoch``: a stateless permutation (or ``0..N-1``)."""
     order = tf.range(num_examples, dtype=tf.int64)
     if shuffle:
@@ -20,7 +28,8 @@ def epoch_order(key, epoch, num_examples, shuffle=True):
     return order
 
 
-def indexed_dataset(arrays, counter, batch_size, key, shuffle=True, repeat=False, drop_remainder=False):
+def indexed_dataset(arrays: list, counter: Any, batch_size: int, key: tf.Tensor, shuffle: bool = True,
+                    repeat: bool = False, drop_remainder: bool = False) -> tf.data.Dataset:
     """``(x, y, {"example_index": i})`` batches of ``arrays`` starting at batch ``counter``.
 
     Args:
@@ -62,3 +71,36 @@ def indexed_dataset(arrays, counter, batch_size, key, shuffle=True, repeat=False
     options = tf.data.Options()
     options.autotune.enabled = False  # autotuning stalled short fit() calls in benchmarks
     return ds.with_options(options)
+
+
+
+def reference(sampler: Any, data: Any, batch_size: int | None) -> control_variates.Reference:
+    """:meth:`tf_vrre.ReplicaExchangeSampler.set_reference_data`'s data, checked (structure, dtypes,
+    lengths, finite values, labels) and wrapped as a :class:`tf_vrre.sgmcmc.control_variates.Reference`."""
+    if sampler.variance_reduction is None:
+        raise ValueError("set_reference_data: the sampler has no variance_reduction")
+    batch_size = sampler.variance_reduction.batch_size if batch_size is None else batch_size
+    input_checks.check_batch_size("set_reference_data", batch_size)
+    if not isinstance(data, tf.data.Dataset):
+        data = input_checks.check_reference(sampler, data)
+    return control_variates.make_reference(data, batch_size, sampler.data_size)
+
+
+def from_reference(sampler: Any, batch_size: int, shuffle: bool = True, seed: int | None = None,
+                   repeat: bool = False, drop_remainder: bool = False) -> tf.data.Dataset:
+    """:meth:`tf_vrre.ReplicaExchangeSampler.make_dataset`: :func:`indexed_dataset` of the sampler's
+    in-memory reference data, its order keyed by ``seed`` (default the sampler's), starting at
+    the sampler's step."""
+    ref = sampler._reference
+    if ref is None or isinstance(ref.source, tf.data.Dataset):
+        raise ValueError("make_dataset: call set_reference_data with in-memory arrays first")
+    input_checks.check_batch_size("make_dataset", batch_size, sampler.data_size)
+    for name, value in (("shuffle", shuffle), ("repeat", repeat), ("drop_remainder", drop_remainder)):
+        if not isinstance(value, bool):
+            raise TypeError(f"make_dataset: {name} must be True or False, got {value!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"make_dataset: seed must be an integer or None, got {seed!r}")
+    parts = list(ref.source) if isinstance(ref.source, (tuple, list)) else [ref.source]
+    key = seeds.fold(seeds.base_key(sampler.seed if seed is None else seed), seeds.DATA)
+    return indexed_dataset(parts, sampler.state.step, batch_size, key, shuffle=shuffle, repeat=repeat,
+                           drop_remainder=drop_remainder)

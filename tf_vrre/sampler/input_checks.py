@@ -203,7 +203,8 @@ def check_reference(sampler, data):
 
 
 def check_fit(sampler, args):
-    """``fit``'s arguments (``args``: name -> value, Keras' signature) before any graph runs."""
+    """``fit``'s arguments (``args``: name -> value, Keras' signature) before any graph runs;
+    returns what the reference data's labels are now checked against (:func:`recheck_reference`)."""
     where = "fit"
     check_batch_size(where, args["batch_size"], sampler.data_size, allow_none=True)
     for name in ("epochs", "initial_epoch"):
@@ -217,10 +218,10 @@ def check_fit(sampler, args):
     if sampler.variance_reduction is not None and sampler._reference is None:
         raise ValueError("fit: variance_reduction needs the full training data: call "
                          "sampler.set_reference_data((x_train, y_train)) before fit")
-    recheck_reference(sampler)
+    checked = recheck_reference(sampler)
     x = args["x"]
     if x is None or not (_is_array(x) or isinstance(x, (list, tuple, dict))):
-        return  # a tf.data.Dataset, generator or PyDataset: checked inside the train step
+        return checked  # a tf.data.Dataset, generator or PyDataset: checked inside the train step
     loss, classes = _loss_and_classes(sampler)
     if loss is not None and args["y"] is None:
         raise ValueError(f"{where}: y is required: the compiled loss needs labels (or build the sampler with "
@@ -238,6 +239,7 @@ def check_fit(sampler, args):
     if isinstance(vd, (tuple, list)) and vd and all(_is_array(v) or v is None for v in vd):
         check_arrays(where, *vd, loss=loss, classes=classes,
                      names=("validation_data x", "validation_data y", "validation_data sample_weight"))
+    return checked
 
 
 def loss_key(sampler):
@@ -246,17 +248,19 @@ def loss_key(sampler):
 
 
 def recheck_reference(sampler):
-    """Checks the in-memory reference data's labels against the loss compiled since it was set."""
+    """Checks the in-memory reference data's labels against the loss compiled since it was set;
+    returns the :func:`loss_key` they are now checked against (the sampler keeps it)."""
     ref = sampler._reference
+    checked = getattr(sampler, "_reference_checked", None)
     if ref is None or not isinstance(ref.source, (tuple, list)) and not _is_array(ref.source):
-        return
-    if getattr(sampler, "_reference_checked", None) == loss_key(sampler):
-        return
+        return checked
+    if checked == loss_key(sampler):
+        return checked
     source = ref.source
     arrays = tuple(keras.ops.convert_to_numpy(t) for t in source) if isinstance(source, (tuple, list)) \
         else keras.ops.convert_to_numpy(source)
     check_reference(sampler, arrays)
-    sampler._reference_checked = loss_key(sampler)
+    return loss_key(sampler)
 
 
 def check_distinct_models(models):

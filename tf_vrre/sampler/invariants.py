@@ -14,13 +14,17 @@ check of a step, in :class:`Fault` order; the register is a float64 ``[5]`` vect
 ``(code, step, chain, value, extra)`` that is not part of the saved state.
 """
 
+from __future__ import annotations
+
 import enum
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import errors
+from tf_vrre import errors, numerics
 from tf_vrre.sgmcmc import distribute
 
 
@@ -43,12 +47,14 @@ KINDS = {
                   "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)"),
     Fault.GRADIENT: ("gradient", "the gradient of chain {chain} is not finite (diverged, or a non-finite input / label)"),
     Fault.WEIGHTS: ("weights", "the updated weights of chain {chain} are not finite; the update was not applied"),
-    Fault.TEMPERATURE: ("temperature", "temperatures: chain {chain} has temperature {value}; it must be > 0 with swaps "
-                       "(>= 0 without)"),
+    Fault.TEMPERATURE: ("temperature", f"{numerics.TEMPERATURES.label}: chain {{chain}} has temperature {{value}}; "
+                                       f"it must be {numerics.TEMPERATURES.allowed()}"),
     Fault.TEMPERATURE_ORDER: ("temperature", "temperatures must stay strictly increasing across chains: chain {chain} has "
                        "{value}, not above chain {prev}'s"),
-    Fault.LEARNING_RATE: ("learning_rate", "learning_rates: chain {chain} has learning rate {value}; it must be > 0"),
-    Fault.CORRECTION: ("correction", "correction (F) is {value}; it must be a finite number > 0"),
+    Fault.LEARNING_RATE: ("learning_rate", f"{numerics.LEARNING_RATES.label}: chain {{chain}} has learning rate "
+                                           f"{{value}}; it must be {numerics.LEARNING_RATES.allowed()}"),
+    Fault.CORRECTION: ("correction", f"{numerics.CORRECTION.label} is {{value}}; it must be a finite number "
+                                     f"{numerics.CORRECTION.allowed()}"),
     Fault.NLL_LENGTH: ("nll", "nll returned {value} values for a batch of {extra}; it must return one negative "
                "log-likelihood per example (shape [batch], no reduction)"),
 }
@@ -61,7 +67,7 @@ class SamplerError(errors.TfVrreError, tf.errors.InvalidArgumentError):
     Attributes: ``kind`` (e.g. ``"temperature"``), ``step``, ``chain`` (slot), ``value``.
     """
 
-    def __init__(self, message, kind, step, chain, value):
+    def __init__(self, message: str, kind: str, step: int, chain: int, value: float):
         super().__init__(None, None, message)
         self.kind, self.step, self.chain, self.value = kind, step, chain, value
 
@@ -74,31 +80,38 @@ class InvariantError(SamplerError):
     """A hyperparameter in force or the likelihood's shape broke an invariant."""
 
 
-def check(ok, code, chain, value, extra=0.0):
+def check(ok: Any, code: Fault, chain: Any, value: Any, extra: Any = 0.0) -> tuple:
     """One in-graph check: ``(ok, code, chain, value, extra)`` with ``ok`` a bool scalar."""
     return (tf.convert_to_tensor(ok), code, tf.cast(chain, tf.float64), tf.cast(value, tf.float64),
             tf.cast(extra, tf.float64))
 
 
-def per_chain(ok, code, values):
+def per_chain(ok: Any, code: Fault, values: Any) -> list[tuple]:
     """Checks of a ``[K]`` bool vector ``ok`` with ``values`` ``[K]``: one check per chain."""
     ok, values = tf.convert_to_tensor(ok), tf.convert_to_tensor(values)
     return [check(ok[h], code, h, values[h]) for h in range(ok.shape[0])]
 
 
-def hyperparameter_checks(learning_rates, temperatures, swaps):
-    """Learning rates > 0; temperatures > 0 with swaps (>= 0 without), strictly increasing."""
+def in_range(values: tf.Tensor, rule: numerics.HyperparameterRule, swaps: bool) -> tf.Tensor:
+    """Bool tensor: ``values`` finite and above ``rule.MINIMUM`` (or at it, where the
+    :class:`tf_vrre.numerics.HyperparameterRule` allows 0 for a sampler that swaps when ``swaps``)."""
+    above = values >= rule.MINIMUM if rule.allows_zero(swaps) else values > rule.MINIMUM
+    return tf.math.logical_and(above, tf.math.is_finite(values))
+
+
+def hyperparameter_checks(learning_rates: Any, temperatures: Any, swaps: bool) -> list[tuple]:
+    """The rules of :mod:`tf_vrre.numerics` on the values in force: learning rates > 0;
+    temperatures > 0 with swaps (>= 0 without), strictly increasing."""
     lrs, temps = tf.cast(learning_rates, tf.float64), tf.cast(temperatures, tf.float64)
-    checks = per_chain(tf.math.logical_and(lrs > 0, tf.math.is_finite(lrs)), Fault.LEARNING_RATE, lrs)
-    positive = temps > 0 if swaps else temps >= 0
-    checks += per_chain(tf.math.logical_and(positive, tf.math.is_finite(temps)), Fault.TEMPERATURE, temps)
+    checks = per_chain(in_range(lrs, numerics.LEARNING_RATES, swaps), Fault.LEARNING_RATE, lrs)
+    checks += per_chain(in_range(temps, numerics.TEMPERATURES, swaps), Fault.TEMPERATURE, temps)
     if temps.shape[0] > 1:
         checks += [check(temps[h] > temps[h - 1], Fault.TEMPERATURE_ORDER, h, temps[h])
                    for h in range(1, temps.shape[0])]
     return checks
 
 
-def nll_length_check(nll, x):
+def nll_length_check(nll: tf.Tensor, x: Any) -> tuple:
     """The per-example NLL has one value per example: ``ValueError`` at trace time when both
     lengths are static, else an in-graph check."""
     n = distribute.batch_size(x)
@@ -109,7 +122,8 @@ def nll_length_check(nll, x):
     return check(tf.equal(tf.shape(nll)[0], n), Fault.NLL_LENGTH, 0, tf.shape(nll)[0], n)
 
 
-def step_checks(lrs, temps, forward, x, nll_sums, overflow, updated, correction=None):
+def step_checks(lrs: tf.Tensor, temps: tf.Tensor, forward: Any, x: Any, nll_sums: tf.Tensor, overflow: tf.Tensor,
+                updated: tf.Tensor, correction: tf.Tensor | None = None) -> list[tuple]:
     """Every invariant of one train step, in :class:`Fault` order: the hyperparameters in force
     (a sampler that swaps passes its swap's ``correction``), the NLL's length, per chain a finite energy (``nll_sums``:
     all-reduced ``[K]``, so every replica sees the same) and finite gradients (unless a float16
@@ -121,13 +135,12 @@ def step_checks(lrs, temps, forward, x, nll_sums, overflow, updated, correction=
         checks.append(check(tf.math.is_finite(nll_sums[h]), Fault.ENERGY, h, nll_sums[h]))
         checks.append(check(tf.logical_or(all_finite(grads), overflow), Fault.GRADIENT, h, 0.0))
     if correction is not None:
-        checks.append(check(tf.logical_and(correction > 0, tf.math.is_finite(correction)), Fault.CORRECTION, 0,
-                            correction))
+        checks.append(check(in_range(correction, numerics.CORRECTION, True), Fault.CORRECTION, 0, correction))
     checks += per_chain(tf.logical_or(updated, overflow), Fault.WEIGHTS, tf.zeros([len(forward.grads)]))
     return checks
 
 
-def all_finite(tensors):
+def all_finite(tensors: Sequence[Any]) -> tf.Tensor:
     """True if every tensor of the list is finite."""
     return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors]) if tensors else tf.constant(True)
 
@@ -142,7 +155,7 @@ class FaultRegister:
     def __init__(self):
         self.variable = keras.Variable(np.zeros(5), dtype="float64", trainable=False, name="fault_register")
 
-    def record(self, step, checks):
+    def record(self, step: tf.Tensor, checks: Sequence[tuple]) -> None:
         """Keeps the first failing check of ``checks`` (in order) unless a fault is already held."""
         if not checks:
             return
@@ -155,10 +168,10 @@ class FaultRegister:
         held = tf.convert_to_tensor(self.variable)
         self.variable.assign(tf.where(held[0] > 0, held, new))
 
-    def clear(self):
+    def clear(self) -> None:
         self.variable.assign(np.zeros(5))
 
-    def raise_if_set(self, learning_rates, temperatures):
+    def raise_if_set(self, learning_rates: Sequence[float], temperatures: Sequence[float]) -> None:
         """Raises the :class:`SamplerError` of the held fault (host side), then clears it."""
         code, step, chain, value, extra = (float(v) for v in np.asarray(self.variable.numpy()))
         if code == 0:
@@ -179,16 +192,18 @@ def _fmt(value):
     return f"{value:.6g}" if np.isfinite(value) else str(value)
 
 
-def checked(sampler, train_function):
+def checked(sampler: Any, train_function: Callable) -> Callable:
     """``train_function`` followed by :meth:`FaultRegister.raise_if_set` of ``sampler._faults``
-    (wrapped once; the learning rates and temperatures in force name the chain's state)."""
+    (wrapped once; the learning rates and temperatures in force, ``sampler.state.ladder``, name
+    the chain's state)."""
     if getattr(train_function, "_tf_vrre_checked", False):
         return train_function
 
     def run(iterator):
         logs = train_function(iterator)
         try:
-            sampler._faults.raise_if_set(sampler.learning_rate.numpy(), sampler.temperature.numpy())
+            ladder = sampler.state.ladder
+            sampler._faults.raise_if_set(ladder.learning_rate.numpy(), ladder.temperature.numpy())
         except DivergenceError as err:  # the collectors flag the samples of the explosion
             sampler.listeners.divergence(err)
             raise

@@ -3,60 +3,52 @@
 ``train_step`` is the algorithm's recipe, one call per step into the module that owns it:
 
 1. *Refresh* (VR only, ``step % m == 0``): snapshots <- chains, ``U_hat`` by a full pass
-   (:func:`tf_vrre.control_variates.refresh`).
-2. *Forward + gradient* of every chain on ``B_k`` (:func:`tf_vrre.gradients.forward_and_gradients`).
+   (:func:`tf_vrre.sgmcmc.control_variates.refresh`).
+2. *Forward + gradient* of every chain on ``B_k`` (:func:`tf_vrre.sgmcmc.gradients.forward_and_gradients`).
 3. *Swap energies* ``U~_h`` on ``B_k`` at the current weights, read off step 2's forward where
-   possible (:class:`tf_vrre.swap_energy.SwapEnergyEstimator`).
+   possible (:class:`tf_vrre.sgmcmc.swap_energy.SwapEnergyEstimator`).
 4. *Swap*: pairs proposed and decided with the corrected rule (:meth:`tf_vrre.CorrectedSwap.attempt`);
-   accepted swaps move whole chain states (:mod:`tf_vrre.state`) and the gradients just computed.
+   accepted swaps move whole chain states (:func:`tf_vrre.sgmcmc.state.exchange_forward`) and the
+   gradients just computed.
 5. *Update*: SGLD / SGHMC / M-SGD with each slot's current lr and temperature
-   (:class:`tf_vrre.dynamics.Diffusion`).
+   (:class:`tf_vrre.sgmcmc.dynamics.Diffusion`).
 6. *Bookkeeping*: the sigma2 window (:meth:`tf_vrre.CorrectedSwap.update_sigma2`), the adaptive
-   coefficient (:func:`tf_vrre.control_variates.update_coefficient`), the per-step record
-   (:mod:`tf_vrre.record`).
+   coefficient (:func:`tf_vrre.sgmcmc.control_variates.update_coefficient`), the per-step record
+   (:mod:`tf_vrre.sgmcmc.swap_record`).
 
-Slot 0 always holds the coldest temperature: **``sampler.cold_model`` is the sampled chain**
-(states are exchanged, temperatures stay with their slots).  Velocities that move to a slot
-with another ``(lr, tau)`` are rescaled by ``sqrt(lr_new tau_new / (lr_old tau_old))``, which maps
-the stationary velocity law ``N(0, lr tau)`` of one slot onto the other's.
+Everything the sampler remembers between steps is one record, ``sampler.state``
+(:class:`tf_vrre.sgmcmc.state.SamplerState`), created in the constructor.  Slot 0 always holds the
+coldest temperature: **``sampler.cold_model`` is the sampled chain** (states are exchanged,
+temperatures stay with their slots).  Velocities that move to a slot with another ``(lr, tau)``
+are rescaled by ``sqrt(lr_new tau_new / (lr_old tau_old))``, which maps the stationary velocity
+law ``N(0, lr tau)`` of one slot onto the other's.
 """
 
+from __future__ import annotations
+
+import functools
 import inspect
-import numbers
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
-import tf_vrre.sampler.hyperparameters as _hyper
-import tf_vrre.sampler.batch as bt
-import tf_vrre.sampler.construction as construction
-from tf_vrre.sgmcmc import control_variates as cvs
-import tf_vrre.sampler.input_checks as data_checks
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import dynamics as dyn
-from tf_vrre.sgmcmc import energy as en
-import tf_vrre.sampler.invariants as faults
-from tf_vrre.sgmcmc import gradients
-import tf_vrre.sampler.datasets as indexed_data
-from tf_vrre.sgmcmc import swap_record as record
-import tf_vrre.sampler.saving as saving
-from tf_vrre.sgmcmc import seeds
-from tf_vrre.sgmcmc import swaps as sw
-import tf_vrre.sampler.xla as xla
-from tf_vrre.sampler.batch import INDEX_KEY, unpack  # noqa: F401  (public names of this module)
+from tf_vrre import _keras_compat
+from tf_vrre.sampler import batch, construction, datasets, hyperparameters, input_checks, invariants, saving, xla
 from tf_vrre.sampler.chain_metrics import ChainMetrics
 from tf_vrre.sampler.listeners import SamplerListeners
-from tf_vrre.sgmcmc.swap_record import swap_log_columns  # noqa: F401
-from tf_vrre.sgmcmc.state import exchange, exchange_forward
+from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
+from tf_vrre.sgmcmc.dynamics import Diffusion
+from tf_vrre.sgmcmc.state import (ChainState, ControlVariateState, Ladder, LossScale, SamplerState, SwapState,
+                                  exchange_forward)
+from tf_vrre.sgmcmc.swap_energy import SwapEnergyEstimator
 
 _FIT_SIGNATURE = inspect.signature(keras.Model.fit)
-SWAP_LOG_CAPACITY = record.CAPACITY
-"""Rows (steps) of the in-graph swap record ring buffer read by ``tf_vrre.SwapLogger``."""
 
 
-def require_sampler(model, who):
+def require_sampler(model: Any, who: str) -> ReplicaExchangeSampler:
     """``model`` if it is a :class:`ReplicaExchangeSampler`, else a ``TypeError`` naming ``who``."""
     if not isinstance(model, ReplicaExchangeSampler):
         raise TypeError(f"{who} works with a tf_vrre.ReplicaExchangeSampler, got {type(model).__name__}")
@@ -104,12 +96,15 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         initial weights; ``None`` draws one.
       independent_init: if False (default) every chain starts from chain 0's initial weights.
 
+    State (``sampler.state``, a :class:`tf_vrre.sgmcmc.state.SamplerState`; every variable is
+    saved with the sampler): ``state.step``; ``state.ladder.temperature`` / ``.learning_rate``
+    in force; ``state.chains.velocities``; ``state.swap.sigma2``, ``.swap_count``,
+    ``.attempt_count``, ``.correction``, ``.log`` (the per-step swap record);
+    ``state.control_variates.snapshot_energy``, ``.coefficient``; ``state.batch_energy``.
+    The chain models are ``sampler.chains`` (``sampler.snapshots`` with control variates).
+
     Example:
-      >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
-      >>> y = (x[:, 0] > 0).astype("int64")
-      >>> def build_net():
-      ...     return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
-      >>> sampler = ReplicaExchangeSampler(build_net, data_size=64, num_chains=2,
+      >>> sampler = ReplicaExchangeSampler(net, data_size=64, num_chains=2,
       ...     temperatures=[0.01, 0.05], learning_rates=[1e-3, 1.5e-3], weight_decay=1.0,
       ...     swap=tf_vrre.CorrectedSwap(correction=2.0),
       ...     variance_reduction=tf_vrre.ControlVariates(period=4), seed=1)
@@ -119,30 +114,28 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0)
       >>> sampler.cold_model.predict(x[:3], verbose=0).shape
       (3, 2)
+      >>> int(sampler.state.step.numpy()), sampler.state.ladder.temperature.numpy()
+      (8, array([0.01, 0.05], dtype=float32))
     """
 
-    def __init__(self, model_fn, data_size=None, num_chains=2, temperatures=None,
-                 learning_rates=1e-6, dynamics="sghmc", momentum=0.9, weight_decay=0.0,
-                 swap="auto", variance_reduction=None, energy_mode="auto", nll=None,
-                 seed=None, independent_init=False, **kwargs):
+    def __init__(self, model_fn: Callable[[], keras.Model], data_size: int | None = None, num_chains: int = 2,
+                 temperatures: Any = None, learning_rates: Any = 1e-6, dynamics: str = "sghmc",
+                 momentum: float = 0.9, weight_decay: float = 0.0, swap: Any = "auto",
+                 variance_reduction: control_variates.ControlVariates | None = None, energy_mode: str = "auto",
+                 nll: Callable | None = None, seed: int | None = None, independent_init: bool = False, **kwargs):
         super().__init__(**kwargs)
         construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
-        if energy_mode not in en.ENERGY_MODES:
-            raise ValueError(f"energy_mode must be one of {en.ENERGY_MODES}, got {energy_mode!r}")
-        if nll is not None:
-            en.check_nll_callable(nll)
+        seed = construction.check_options(energy_mode, nll, seed)
         num_chains = int(num_chains)
-        swap_rule = sw.resolve(swap, num_chains)
-        cvs.check(variance_reduction, swap_rule)
-        temps, lrs = _hyper.validated(temperatures, learning_rates, num_chains, dynamics, swap_rule is not None)
-        if seed is None:
-            seed = int(np.random.randint(0, 2 ** 31 - 1))
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise TypeError(f"seed must be an integer or None, got {seed!r}")
+        swap_rule = swaps.resolve(swap, num_chains)
+        control_variates.check(variance_reduction, swap_rule)
+        temps, lrs = hyperparameters.resolve(temperatures, learning_rates, num_chains, dynamics, swap_rule is not None)
 
         self.model_fn = model_fn
         self.data_size = int(data_size)
         self.num_chains = num_chains
+        self.temperatures = temps  # K entries as given (numbers or schedules); in force: state.ladder
+        self.learning_rates = lrs
         self.dynamics = dynamics
         self.momentum = float(momentum)
         self.weight_decay = float(weight_decay)
@@ -153,28 +146,30 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self.nll = nll
         self.independent_init = bool(independent_init)
         self.seed = int(seed)
-        self._temperature_values = temps
-        self._learning_rate_values = lrs
-        self._diffusion = dyn.Diffusion(dynamics, momentum)
+        self._diffusion = Diffusion(dynamics, momentum)
+        vr = variance_reduction
+        # sigma2 window (steps) and the number of per-offset sigma2 estimates (steps since the refresh)
+        self._window_period = (swap_rule.period or (vr.period if vr is not None else 1)) if swap_rule else None
+        self._offsets = vr.period if vr is not None else self._window_period
 
         keras.utils.set_random_seed(self.seed)
         self.chains = [construction.build_chain(model_fn) for _ in range(num_chains)]
-        data_checks.check_distinct_models(self.chains)
+        input_checks.check_distinct_models(self.chains)
         construction.tie_initial_weights(self.chains, self.independent_init)
-        ref = self.chains[0]
-        self.energy_mode = energy_mode
-        if energy_mode == "auto":
-            self.energy_mode = "inference" if en.has_training_dependent_layers(ref) else "train"
-        # Cached per-example snapshot NLLs equal a snapshot forward only if energies do not
-        # depend on the rest of the batch (inference mode, or no BN/Dropout-like layers).
-        self._cache_exact = bool(variance_reduction is not None and variance_reduction.cache and (
-            self.energy_mode == "inference" or not en.has_training_dependent_layers(ref)))
-        construction.create_state(self, _hyper.initial_values(temps), _hyper.initial_values(lrs))
-        object.__setattr__(self, "_faults", faults.FaultRegister())  # not a saved weight (see faults.py)
-        object.__setattr__(self, "listeners", SamplerListeners())  # divergence / checkpoint-commit listeners
-        if variance_reduction is not None:
-            data_checks.check_distinct_models(self.chains + self.snapshots)
-        self._reference = None  # a tf_vrre.control_variates.Reference
+        self.energy_mode = energy.resolve_mode(energy_mode, self.chains[0])
+        self._cache_exact = vr is not None and vr.cache and energy.batch_independent(self.energy_mode, self.chains[0])
+        if vr is not None:
+            self.snapshots = [construction.build_chain(model_fn) for _ in range(num_chains)]
+            input_checks.check_distinct_models(self.chains + self.snapshots)
+        self.state = self._create_state([schedules.value_at(t) for t in temps], [schedules.value_at(v) for v in lrs])
+        self._swap_energy = None
+        if swap_rule is not None:
+            self._swap_energy = SwapEnergyEstimator(self.chains, self.state.control_variates, self._per_example_nll,
+                                                    self.energy_mode, self._cache_exact, self.data_size)
+        # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
+        self._faults = invariants.FaultRegister()  # the first runtime fault of a step (not saved)
+        self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
+        self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
         self._chain_metrics = []
         self._nll_fn = nll
@@ -182,52 +177,74 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         if nll is not None:
             self.compile()
 
+    def _create_state(self, temperatures: list[float], learning_rates: list[float]) -> SamplerState:
+        """The :class:`SamplerState`, its variables created eagerly (``fit`` does not build
+        subclassed models) in the order of the fields: that order is the layout of saved files."""
+        K, new, vr = self.num_chains, functools.partial(construction.new_variable, self), self.variance_reduction
+        step = new("step", (), "int64")
+        ladder = Ladder.create(new, temperatures, learning_rates)
+        chains = ChainState.create(self.chains, new, self._diffusion.has_velocity)
+        swap = None
+        if self._swap is not None:
+            log_shape = (swap_record.CAPACITY, len(swap_record.swap_log_columns(K)))
+            swap = SwapState.create(new, K, self._swap, log_shape, self._offsets)
+        batch_energy = new("batch_energy", (K,), "float64")
+        cv_state = None if vr is None else ControlVariateState.create(self.snapshots, new, vr, self.data_size)
+        loss_scale = None
+        if energy.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
+            loss_scale = LossScale.create(new, initial=2.0 ** 15 / self.data_size)
+        return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale)
+
     @property
-    def swap_penalty(self):
+    def swap_penalty(self) -> str | None:
         """The swap penalty in force (``CorrectedSwap(penalty="auto")`` resolved), or ``None``."""
         return None if self._swap is None else self._swap.penalty
 
     @property
-    def cold_model(self):
+    def cold_model(self) -> keras.Model:
         """The sampled (coldest, slot 0) chain: a plain ``keras.Model``."""
         return self.chains[0]
 
-    def call(self, inputs, training=False):
+    def call(self, inputs: Any, training: bool = False) -> Any:
         """Prediction of the cold chain."""
         return self.chains[0](inputs, training=training)
 
-    # ---- public state (documented names; the variables live in the state containers) ------
-    velocities = property(lambda self: self.chain_state.velocities)
-    sigma2 = property(lambda self: self.swap_state.sigma2)
-    sigma2_ready = property(lambda self: self.swap_state.sigma2_ready)
-    swap_count = property(lambda self: self.swap_state.swap_count)
-    attempt_count = property(lambda self: self.swap_state.attempt_count)
-    attempt_index = property(lambda self: self.swap_state.attempt_index)
-    last_swap_step = property(lambda self: self.swap_state.last_swap_step)
-    last_energy = property(lambda self: self.swap_state.last_energy)
-    last_log_ratio = property(lambda self: self.swap_state.last_log_ratio)
-    correction = property(lambda self: self.swap_state.correction)
-    swap_log = property(lambda self: self.swap_state.log)
-    snapshot_energy = property(lambda self: self.vr_state.snapshot_energy)
-    coefficient = property(lambda self: self.vr_state.coefficient)
-    snapshot_nll = property(lambda self: self.vr_state.snapshot_nll)
+    # ---- user-facing setters (checked as the constructor's arguments) --------------------
+    def set_temperatures(self, temperatures: Any) -> None:
+        """Assigns new per-chain temperatures in force (``state.ladder.temperature``).
 
-    # ---- user-facing setters ------------------------------------------------------------
-    def set_temperatures(self, temperatures):
-        """Assigns new per-chain temperatures (strictly increasing, validated)."""
-        t = _hyper.checked_temperatures(temperatures, self.num_chains, self.swap_rule is not None)
-        self.temperature.assign(np.asarray(t, np.float32))
+        Args:
+          temperatures: a number or a list of K (a schedule counts with its value at step 0):
+            finite, ``> 0`` with swaps (``>= 0`` without), strictly increasing in float32.
+        """
+        values = schedules.validated("temperatures", temperatures, self.num_chains, swaps=self.swap_rule is not None)
+        self.state.ladder.temperature.assign(np.asarray([schedules.value_at(v) for v in values], np.float32))
 
-    def set_learning_rates(self, learning_rates):
-        """Assigns new per-chain learning rates (> 0)."""
-        v = _hyper.checked_learning_rates(learning_rates, self.num_chains)
-        self.learning_rate.assign(np.asarray(v, np.float32))
+    def set_learning_rates(self, learning_rates: Any) -> None:
+        """Assigns new per-chain learning rates in force (``state.ladder.learning_rate``).
 
-    def set_correction(self, correction):
-        """Assigns a new correction factor ``F > 0`` (not with a scheduled ``F``)."""
-        self.correction.assign(_hyper.checked_correction(correction, self.swap_rule))
+        Args:
+          learning_rates: a number or a list of K, each finite and ``> 0`` in float32.
+        """
+        values = schedules.validated("learning_rates", learning_rates, self.num_chains)
+        self.state.ladder.learning_rate.assign(np.asarray([schedules.value_at(v) for v in values], np.float32))
 
-    def set_reference_data(self, data, batch_size=None):
+    def set_correction(self, correction: float) -> None:
+        """Assigns a new correction factor ``F`` in force (``state.swap.correction``).
+
+        Args:
+          correction: a finite number ``> 0``; not for a swap rule whose ``F`` is a schedule.
+        """
+        if self.swap_rule is None:
+            raise ValueError("set_correction: the sampler has no swap rule")
+        if self.swap_rule.scheduled_correction:
+            raise ValueError("set_correction: F follows the swap rule's schedule; build the "
+                             "CorrectedSwap with a number to set F from a callback")
+        if schedules.is_schedule(correction):
+            raise TypeError(f"correction (F) must be a finite number > 0 here, got the schedule {correction!r}")
+        self.state.swap.correction.assign(schedules.validated("correction", correction))
+
+    def set_reference_data(self, data: Any, batch_size: int | None = None) -> None:
         """Sets the full training data used for the snapshot energies ``U_hat`` (VR only).
 
         Args:
@@ -237,17 +254,12 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             (normally: no augmentation).
           batch_size: full-pass batch size (default ``variance_reduction.batch_size``).
         """
-        if self.variance_reduction is None:
-            raise ValueError("set_reference_data: the sampler has no variance_reduction")
-        batch_size = self.variance_reduction.batch_size if batch_size is None else batch_size
-        data_checks.check_batch_size("set_reference_data", batch_size)
-        if not isinstance(data, tf.data.Dataset):
-            data = data_checks.check_reference(self, data)  # structure, dtypes, lengths, finite, labels
-        self._reference = cvs.make_reference(data, batch_size, self.data_size)
-        self._reference_checked = data_checks.loss_key(self)
+        self._reference = datasets.reference(self, data, batch_size)
+        self._reference_checked = input_checks.loss_key(self)  # its labels were checked against this loss
         self.train_function = None  # retrace with the new dataset
 
-    def make_dataset(self, batch_size, shuffle=True, seed=None, repeat=False, drop_remainder=False):
+    def make_dataset(self, batch_size: int, shuffle: bool = True, seed: int | None = None, repeat: bool = False,
+                     drop_remainder: bool = False) -> tf.data.Dataset:
         """Training batches drawn from the reference data, each carrying its example indices.
 
         Elements are ``(x, y, {"example_index": i})`` (``y`` is zeros for unlabeled data; a
@@ -256,50 +268,38 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         per-example table of the last full pass, so VR costs no snapshot forward per step.
         Do not add random augmentation to these batches (the cache would no longer match).
 
-        The order is a pure function of the seed and the step counter (:mod:`tf_vrre.indexed_data`):
-        a resumed run sees exactly the batches of the uninterrupted one, and a second ``fit``
-        continues the stream instead of restarting it.
+        The order is a pure function of the seed and the step counter
+        (:func:`tf_vrre.sampler.datasets.indexed_dataset`): a resumed run sees exactly the batches of
+        the uninterrupted one, and a second ``fit`` continues the stream instead of restarting it.
 
         Args:
           batch_size: mini-batch size ``n``.
           shuffle: a new permutation every data epoch (seeded by ``seed``, default the
             sampler's seed); ``False``: the reference order.
           repeat: an endless stream (then pass ``steps_per_epoch`` to ``fit``), starting at
-            batch ``step_counter``; otherwise each iterator yields one whole data epoch, number
-            ``ceil(step_counter / batches_per_epoch)``.
+            batch ``state.step``; otherwise each iterator yields one whole data epoch, number
+            ``ceil(state.step / batches_per_epoch)``.
           drop_remainder: drop the last partial batch of every data epoch.
         """
-        if self._reference is None or isinstance(self._reference.source, tf.data.Dataset):
-            raise ValueError("make_dataset: call set_reference_data with in-memory arrays first")
-        data_checks.check_batch_size("make_dataset", batch_size, self.data_size)
-        for name, value in (("shuffle", shuffle), ("repeat", repeat), ("drop_remainder", drop_remainder)):
-            if not isinstance(value, bool):
-                raise TypeError(f"make_dataset: {name} must be True or False, got {value!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-            raise TypeError(f"make_dataset: seed must be an integer or None, got {seed!r}")
-        source = self._reference.source
-        parts = list(source) if isinstance(source, (tuple, list)) else [source]
-        key = seeds.fold(seeds.base_key(self.seed if seed is None else seed), seeds.DATA)
-        return indexed_data.indexed_dataset(parts, self.step_counter, batch_size, key, shuffle=shuffle,
-                                            repeat=repeat, drop_remainder=drop_remainder)
+        return datasets.from_reference(self, batch_size, shuffle, seed, repeat, drop_remainder)
 
-    def fit(self, *args, **kwargs):
+    def fit(self, *args: Any, **kwargs: Any) -> keras.callbacks.History:
         """``keras.Model.fit`` after host-side checks of array inputs and the reference data
-        (:func:`tf_vrre.data_checks.check_fit`: lengths, dtypes, finite values, labels within the
+        (:func:`tf_vrre.sampler.input_checks.check_fit`: lengths, dtypes, finite values, labels within the
         model's classes, sample weights, ``batch_size <= data_size``; a warning if the training
         arrays do not hold ``data_size`` examples): bad data fails before any graph runs, with an
         error naming the argument."""
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        data_checks.check_fit(self, bound.arguments)
+        self._reference_checked = input_checks.check_fit(self, bound.arguments)
         try:
             return super().fit(*args, **kwargs)
         finally:  # the callbacks of this fit registered them in on_train_begin
             self.listeners.clear()
 
     # ---- compile / metrics ------------------------------------------------------------------
-    def compile(self, loss=None, metrics=None, weighted_metrics=None, run_eagerly=False,
-                steps_per_execution=1, jit_compile=None, **kwargs):
+    def compile(self, loss: Any = None, metrics: Any = None, weighted_metrics: Any = None, run_eagerly: bool = False,
+                steps_per_execution: int = 1, jit_compile: bool | str | None = None, **kwargs: Any) -> None:
         """Configures the energy and metrics (there is no optimizer: the sampler updates weights).
 
         Args:
@@ -307,7 +307,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
           metrics, weighted_metrics: as in ``keras.Model.compile``; evaluated on the cold chain
             (plain names) and on every other chain ``h`` (names suffixed ``_h``).
           jit_compile: ``True``, ``False`` or ``"auto"``: XLA on TPU and GPU, and on a single CPU
-            device for models without convolutions (see :mod:`tf_vrre.xla`, where the
+            device for models without convolutions (see :mod:`tf_vrre.sampler.xla`, where the
             measurements behind the rule are); ``None`` (default): ``$TF_VRRE_JIT_COMPILE``, else
             ``"auto"``.  ``self.jit_compile`` holds the choice.
         """
@@ -327,69 +327,66 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
                         steps_per_execution=steps_per_execution, jit_compile=use_xla, **kwargs)
         self._compile_args = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics,
                               "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
-        self._nll_fn = self.nll if self.nll is not None else en.resolve_nll(loss)
+        self._nll_fn = self.nll if self.nll is not None else energy.resolve_nll(loss)
         self._compile_chain_metrics(metrics, weighted_metrics)
         self.train_function = None
 
-    def get_compile_config(self):
+    def get_compile_config(self) -> dict:
         """Serialized ``compile`` arguments (loss, metrics, steps_per_execution, jit_compile)."""
         if not getattr(self, "_compile_args", None):
             return {}
         return {k: keras.saving.serialize_keras_object(v) for k, v in self._compile_args.items()}
 
-    def compile_from_config(self, config):
+    def compile_from_config(self, config: dict) -> None:
         """Re-compiles from :meth:`get_compile_config` output (used by ``keras.saving``)."""
         if config:
             self.compile(**{k: keras.saving.deserialize_keras_object(v) for k, v in config.items()})
 
     # ---- energy helpers -----------------------------------------------------------------
     def _per_example_nll(self, x, y, y_pred, sample_weight):
-        return en.weighted_nll(self._nll_fn, x, y, y_pred, sample_weight)
+        return energy.weighted_nll(self._nll_fn, x, y, y_pred, sample_weight)
 
     def _energy_fn(self, model, x, y, sample_weight):
         """Per-example NLLs of ``model`` in the sampler's energy mode (snapshots, full pass)."""
         return self._per_example_nll(x, y, model(x, training=self.energy_mode == "train"), sample_weight)
 
     def _check_batch(self, x, y):
-        bt.check(x, y, needs_labels=self.nll is None)
+        batch.check(x, y, needs_labels=self.nll is None)
 
-    # ---- swaps --------------------------------------------------------------------------
-    def _permute(self, perm, lrs, temps, tensors):
-        """Moves chain states by ``perm`` (slot j <- slot perm[j]); returns permuted ``tensors``."""
-        return exchange(self.chain_state, self.vr_state, perm, (lrs, temps), tensors)
-
+    # ---- the train step -------------------------------------------------------------------
     def _bookkeeping(self, step, possible, results, energies, refreshed):
         """Step 6: sigma2 and adaptive-c windows (steps where a swap was possible count), then
         the per-step record."""
         weight = tf.cast(possible, tf.float64)
-        rule, vr = self._swap, self.variance_reduction
-        updated = rule.update_sigma2(self.swap_state, energies.variance, weight, step, self._window_period)
+        rule, vr, state = self._swap, self.variance_reduction, self.state
+        updated = rule.update_sigma2(state.swap, energies.variance, weight, step, self._window_period)
         if rule.penalty == "offset":
-            rule.update_offsets(self.swap_state, energies.variance, weight, step)
+            rule.update_offsets(state.swap, energies.variance, weight, step)
         if energies.cross_moments is not None:
-            cvs.update_coefficient(self.vr_state, energies.cross_moments, weight, step, vr)
-        coefs = (tf.convert_to_tensor(self.vr_state.coefficient) if vr is not None
+            control_variates.update_coefficient(state.control_variates, energies.cross_moments, weight, step, vr)
+        coefs = (tf.convert_to_tensor(state.control_variates.coefficient) if vr is not None
                  else tf.zeros([self.num_chains], tf.float64))
-        record.write(self.swap_state.log, record.StepRecord(
-            step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(self.swap_state.sigma2), coefs))
+        swap_record.write(state.swap.log, swap_record.StepRecord(
+            step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(state.swap.sigma2), coefs))
 
-    # ---- the train step -------------------------------------------------------------------
-    def train_step(self, data):
-        batch = bt.from_data(data)
-        self._check_batch(batch.x, batch.y)
-        step = tf.convert_to_tensor(self.step_counter)
+    def train_step(self, data: Any) -> dict:
+        """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""
+        minibatch = batch.from_data(data)
+        self._check_batch(minibatch.x, minibatch.y)
+        state = self.state
+        step = tf.convert_to_tensor(state.step)
         key = seeds.step_key(seeds.base_key(self.seed), step)
-        lrs = _hyper.current(self._learning_rate_values, self.learning_rate, step)
-        temps = _hyper.current(self._temperature_values, self.temperature, step)
+        lrs = hyperparameters.current(self.learning_rates, state.ladder.learning_rate, step)
+        temps = hyperparameters.current(self.temperatures, state.ladder.temperature, step)
         refreshed = tf.constant(False)
         if self.variance_reduction is not None:                                          # 1. refresh
             if self._reference is None:
                 raise ValueError("variance_reduction needs the full training data: call "
                                  "sampler.set_reference_data((x_train, y_train)) before fit")
-            refreshed = cvs.refresh(self.vr_state, self.chains, self._reference, self._energy_fn, step,
-                                    self.variance_reduction.period)
-        scale = None if self.loss_scale is None else tf.convert_to_tensor(self.loss_scale.scale)
-        forward = gradients.forward_and_gradients(self.chains, batch, self._per_example_nll,  # 2. gradients
+            refreshed = control_variates.refresh(state.control_variates, self.chains, self._reference,
+                                                 self._energy_fn, step, self.variance_reduction.period)
+        scale = None if state.loss_scale is None else tf.convert_to_tensor(state.loss_scale.scale)
+        forward = gradients.forward_and_gradients(self.chains, minibatch, self._per_example_nll,  # 2. gradients
                                                   self.weight_decay, self.data_size, scale)
         if self.swap_rule is not None:
             # Why the swap reads this step's batch and the pre-update weights: Algorithm 1 of the
@@ -399,101 +396,79 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             # shifted, and in energy_mode="train" its energies are the gradient's forward pass
             # (no extra forward). The swapped states then take this step's update, gradients
             # moved with them (exchange_forward) - see tf_vrre.sgmcmc.swap_energy.
-            possible = self._swap.possible(step, self.swap_state)
+            possible = self._swap.possible(step, state.swap)
             adaptive = self.variance_reduction is not None and self.variance_reduction.adaptive
-            energies = self._swap_energy(batch, forward, possible, adaptive)               # 3. energies
-            results = self._swap.attempt(self.swap_state, energies, temps, step, key)  # 4. swap
-            forward = exchange_forward(self.chain_state, self.vr_state, results, (lrs, temps), forward)
-            self._swap.count(self.swap_state, results, step, energies.energy)
+            energies = self._swap_energy(minibatch, forward, possible, adaptive)            # 3. energies
+            results = self._swap.attempt(state.swap, energies, temps, step, key)            # 4. swap
+            forward = exchange_forward(state.chains, state.control_variates, results, (lrs, temps), forward)
+            self._swap.count(state.swap, results, step, energies.energy)
         sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
-        self.batch_energy.assign(en.minibatch_energy(sums, batch.size, self.data_size, tf.stack(forward.priors)))
+        state.batch_energy.assign(energy.minibatch_energy(sums, minibatch.size, self.data_size,
+                                                          tf.stack(forward.priors)))
         overflow = tf.constant(False)
-        if self.loss_scale is not None:  # float16: non-finite gradients lower the scale, skip the update
-            overflow = tf.logical_not(faults.all_finite([g for gs in forward.grads for g in gs]))
-            self.loss_scale.update(tf.logical_not(overflow))
-        updated = self._diffusion.step(self.chain_state, forward.grads, lrs, temps, key)  # 5. update
+        if state.loss_scale is not None:  # float16: non-finite gradients lower the scale, skip the update
+            overflow = tf.logical_not(invariants.all_finite([g for gs in forward.grads for g in gs]))
+            state.loss_scale.update(tf.logical_not(overflow))
+        updated = self._diffusion.step(state.chains, forward.grads, lrs, temps, key)       # 5. update
         if self.swap_rule is not None:
             self._bookkeeping(step, possible, results, energies, refreshed)                # 6. bookkeeping
-        self._faults.record(step, faults.step_checks(
-            lrs, temps, forward, batch.x, sums, overflow, updated,
+        self._faults.record(step, invariants.step_checks(
+            lrs, temps, forward, minibatch.x, sums, overflow, updated,
             None if self.swap_rule is None else results.correction))
-        self._update_metrics(batch, forward)
+        self._update_metrics(minibatch, forward)
         logs = self._step_logs(lrs, temps)
         if self.swap_rule is not None:
             logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(self.num_chains - 1)})
         # After the batch is consumed (make_dataset reads the counter when its iterator starts;
         # without the data dependency the increment may run before get_next).
         with tf.control_dependencies([sums]):  # sums of this batch's NLLs: data-dependent
-            self.step_counter.assign_add(1)
+            state.step.assign_add(1)
         return distribute.reducible_logs(logs)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """As Keras, but from the first replica's batch (:func:`tf_vrre.distribute.symbolic_build`);
+        """As Keras, but from the first replica's batch (:func:`tf_vrre.sgmcmc.distribute.symbolic_build`);
         overrides a private Keras method (:data:`tf_vrre._keras_compat.SYMBOLIC_BUILD_HOOK`)."""
-        if not kc.has_distribute_strategy(self) or iterator is None:
+        if not _keras_compat.has_distribute_strategy(self) or iterator is None:
             return super()._maybe_symbolic_build(iterator, data_batch)
         distribute.symbolic_build(self, iterator)
 
-    def make_train_function(self, force=False):
+    def make_train_function(self, force: bool = False) -> Callable:
         """Keras' train function, followed by the host check of the in-graph fault register
-        (:func:`tf_vrre.faults.checked`): a broken invariant raises a ``SamplerError``."""
+        (:func:`tf_vrre.sampler.invariants.checked`): a broken invariant raises a ``SamplerError``."""
         super().make_train_function(force)
-        self.train_function = faults.checked(self, self.train_function)
+        self.train_function = invariants.checked(self, self.train_function)
         return self.train_function
 
     # ---- config ----------------------------------------------------------------------
-    def get_config(self):
-        """The constructor arguments, serialized; ``ValueError`` if they cannot be restored
-        (e.g. an unregistered ``model_fn``), so a save fails now instead of a later load."""
+    def get_config(self) -> dict:
+        """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
+        ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
+        fails now instead of a later load."""
         config = self._config()
         saving.check_restorable(self, config)
         return config
 
-    def _config(self):
-        ser = keras.saving.serialize_keras_object
-        return {
-            "name": self.name,
-            "model_fn": ser(self.model_fn),
-            "data_size": self.data_size,
-            "num_chains": self.num_chains,
-            "temperatures": _hyper.serialize(self._temperature_values),
-            "learning_rates": _hyper.serialize(self._learning_rate_values),
-            "dynamics": self.dynamics,
-            "momentum": self.momentum,
-            "weight_decay": self.weight_decay,
-            "swap": ser(self.swap_rule) if self.swap_rule is not None else None,
-            "variance_reduction": ser(self.variance_reduction) if self.variance_reduction is not None else None,
-            "energy_mode": self.energy_mode_arg,
-            "nll": ser(self.nll) if self.nll is not None else None,
-            "seed": self.seed,
-            "independent_init": self.independent_init,
-        }
+    def _config(self) -> dict:
+        """The serialized constructor arguments, unchecked: what a run's identity records
+        (:func:`tf_vrre.runs.ownership.run_identity`), also for a sampler that would not load."""
+        return saving.constructor_config(self)
 
-    def save(self, filepath, *args, **kwargs):
+    def save(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """``keras.Model.save`` after checking that the config can be restored (nothing is written
-        otherwise; see :func:`tf_vrre.saving.check_restorable`)."""
+        otherwise; see :func:`tf_vrre.sampler.saving.check_restorable`)."""
         self.get_config()
         return super().save(filepath, *args, **kwargs)
 
-    def load_own_variables(self, store):
+    def load_own_variables(self, store: Any) -> None:
         saving.check_own_variables(self, store)  # names another num_chains / architecture
         super().load_own_variables(store)
 
-    def load_weights(self, filepath, *args, **kwargs):
+    def load_weights(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """``keras.Model.load_weights`` after checking that the file's chains match this sampler
         (``ValueError`` naming another ``num_chains`` or architecture)."""
         saving.check_weights_file(self, filepath)
         return super().load_weights(filepath, *args, **kwargs)
 
     @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        des = keras.saving.deserialize_keras_object
-        for k in ("model_fn", "nll", "swap", "variance_reduction"):
-            if config.get(k) is not None:
-                config[k] = des(config[k])
-        if config.get("swap") is None:
-            config["swap"] = None
-        config["temperatures"] = _hyper.deserialize(config["temperatures"])
-        config["learning_rates"] = _hyper.deserialize(config["learning_rates"])
-        return cls(**config)
+    def from_config(cls, config: dict) -> ReplicaExchangeSampler:
+        return cls(**saving.constructor_arguments(config))

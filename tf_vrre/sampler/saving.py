@@ -1,5 +1,7 @@
 """Saving and loading a sampler: fail at save time, and name what does not match on load.
 
+- :func:`constructor_config` / :func:`constructor_arguments`: the sampler's ``get_config`` and
+  ``from_config`` (its constructor arguments, hyperparameters by :func:`tf_vrre.sgmcmc.schedules.serialize`).
 - :func:`check_restorable`: ``sampler.get_config()`` (so ``save``, ``to_json``,
   ``ModelCheckpoint``) raises a ``ValueError`` naming the fix when a part of the config cannot be
   rebuilt by ``keras.saving.load_model`` (an unregistered ``model_fn`` or ``nll``, a lambda, an
@@ -12,14 +14,18 @@
   Keras' "expected 24 variables, but received 20".
 """
 
+from __future__ import annotations
+
 import io
 import json
 import os
 import zipfile
+from typing import Any
 
 import keras
 
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
+from tf_vrre.sgmcmc import schedules
 
 _FIX = ("decorate it with @keras.saving.register_keras_serializable() (a named, module-level "
         "function) so that keras.saving.load_model can rebuild the sampler; or save the state only "
@@ -42,7 +48,43 @@ def _check_one(name, original, serialized):
                          f"registered under its name; {_FIX}")
 
 
-def check_restorable(sampler, config):
+def constructor_config(sampler: Any) -> dict:
+    """``sampler``'s constructor arguments, serialized (its ``get_config``; inverse:
+    :func:`constructor_arguments`)."""
+    ser = keras.saving.serialize_keras_object
+    return {
+        "name": sampler.name,
+        "model_fn": ser(sampler.model_fn),
+        "data_size": sampler.data_size,
+        "num_chains": sampler.num_chains,
+        "temperatures": schedules.serialize(sampler.temperatures),
+        "learning_rates": schedules.serialize(sampler.learning_rates),
+        "dynamics": sampler.dynamics,
+        "momentum": sampler.momentum,
+        "weight_decay": sampler.weight_decay,
+        "swap": ser(sampler.swap_rule) if sampler.swap_rule is not None else None,
+        "variance_reduction": ser(sampler.variance_reduction) if sampler.variance_reduction is not None else None,
+        "energy_mode": sampler.energy_mode_arg,
+        "nll": ser(sampler.nll) if sampler.nll is not None else None,
+        "seed": sampler.seed,
+        "independent_init": sampler.independent_init,
+    }
+
+
+def constructor_arguments(config: dict) -> dict:
+    """The constructor's keyword arguments from a :func:`constructor_config` (its ``from_config``)."""
+    config = dict(config)
+    for k in ("model_fn", "nll", "swap", "variance_reduction"):
+        if config.get(k) is not None:
+            config[k] = keras.saving.deserialize_keras_object(config[k])
+    if config.get("swap") is None:
+        config["swap"] = None
+    config["temperatures"] = schedules.deserialize(config["temperatures"])
+    config["learning_rates"] = schedules.deserialize(config["learning_rates"])
+    return config
+
+
+def check_restorable(sampler: Any, config: dict) -> None:
     """``ValueError`` naming the first constructor argument of ``config`` that would not load.
 
     Args:
@@ -121,7 +163,7 @@ def _summary(shapes, limit=6):
 
 def own_variables(layer):
     """The variables Keras saves for ``layer`` itself (``vars/0, vars/1, ...``), in that order."""
-    return kc.own_variables(layer)
+    return _keras_compat.own_variables(layer)
 
 
 def check_own_variables(sampler, store):

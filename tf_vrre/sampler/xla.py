@@ -16,7 +16,7 @@ import os
 import keras
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
 
 JIT_CHOICES = (True, False, "auto")
 ENV = "TF_VRRE_JIT_COMPILE"
@@ -41,7 +41,7 @@ def is_tpu_strategy(strategy=None):
 def has_convolutions(model):
     """True if ``model`` contains a convolution layer (any rank, incl. depthwise / transposed)."""
     return any(isinstance(layer, keras.layers.Layer) and "Conv" in type(layer).__name__
-               for layer in kc.flatten_layers(model))
+               for layer in _keras_compat.flatten_layers(model))
 
 
 def resolve_jit_compile(jit_compile, model):

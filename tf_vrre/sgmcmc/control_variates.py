@@ -10,14 +10,19 @@ The pass is sharded across replicas (batch ``i`` on replica ``i mod R``) and all
 coefficient of Algorithm 2 is updated by :func:`update_coefficient`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import collections
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.distribute as distribute
-import tf_vrre.sgmcmc.estimators as stats
+from tf_vrre.sgmcmc import distribute
+from tf_vrre.sgmcmc import estimators
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -47,8 +52,8 @@ class ControlVariates:
       >>> vr = ControlVariates(period=392, coefficient="adaptive", batch_size=1000)
     """
 
-    def __init__(self, period, coefficient=-1.0, smoothing=0.3, initial_coefficient=-1.0,
-                 batch_size=1024, cache=True):
+    def __init__(self, period: int, coefficient: float | str = -1.0, smoothing: float = 0.3,
+                 initial_coefficient: float = -1.0, batch_size: int = 1024, cache: bool = True):
         if isinstance(period, bool) or not isinstance(period, int) or period < 1:
             raise ValueError(f"period (m) must be an integer >= 1, got {period!r}")
         if coefficient != "adaptive" and (isinstance(coefficient, bool)
@@ -71,16 +76,17 @@ class ControlVariates:
         self.cache = cache
 
     @property
-    def adaptive(self):
+    def adaptive(self) -> bool:
+        """True with ``coefficient="adaptive"`` (Algorithm 2)."""
         return self.coefficient == "adaptive"
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"period": self.period, "coefficient": self.coefficient,
                 "smoothing": self.smoothing, "initial_coefficient": self.initial_coefficient,
                 "batch_size": self.batch_size, "cache": self.cache}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> ControlVariates:
         return cls(**config)
 
     def __repr__(self):
@@ -99,7 +105,7 @@ class Reference(collections.namedtuple("Reference", ["source", "num_batches", "c
     """
 
 
-def make_reference(data, batch_size, data_size):
+def make_reference(data: Any, batch_size: int, data_size: int) -> Reference:
     """Checks ``data`` and wraps it as a :class:`Reference` (``ValueError`` if it is not N examples)."""
     if isinstance(data, tf.data.Dataset):
         source = data.unbatch().batch(batch_size)
@@ -119,7 +125,8 @@ def make_reference(data, batch_size, data_size):
     return Reference(source, batches, count, int(batch_size))
 
 
-def full_pass(reference, snapshots, energy_fn, cache):
+def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn: Callable, cache: bool
+              ) -> tuple[tf.Tensor, tf.Tensor | None]:
     """This replica's share of the snapshot NLL sums over the reference data.
 
     Args:
@@ -164,11 +171,13 @@ def full_pass(reference, snapshots, energy_fn, cache):
     return total, (tf.transpose(table) if cache else None)
 
 
-def refresh(state, chains, reference, energy_fn, step, period):
+def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, energy_fn: Callable, step: tf.Tensor,
+            period: int) -> tf.Tensor:
     """Step 1 of the train step: on ``step % period == 0`` snapshots <- chains, recompute ``U_hat``.
 
     Args:
-      state: :class:`tf_vrre.state.VRState` (snapshots, ``snapshot_energy``, ``snapshot_nll``).
+      state: the sampler's :class:`tf_vrre.sgmcmc.state.ControlVariateState` (snapshots,
+        ``snapshot_energy``, ``snapshot_nll``).
       chains: the K chain models (copied into the snapshots).
       reference: :class:`Reference`; energy_fn: as in :func:`full_pass`.
       step: int64 step; period: ``m``.
@@ -207,25 +216,26 @@ def refresh(state, chains, reference, energy_fn, step, period):
     return due
 
 
-def update_coefficient(state, cross_moments, weight, step, control_variates):
+def update_coefficient(state: Any, cross_moments: tf.Tensor, weight: tf.Tensor, step: tf.Tensor,
+                       control_variates: ControlVariates) -> None:
     """Step 6 (adaptive ``c``, Algorithm 2): ``c <- (1 - gamma) c + gamma (-Cov / Var)`` per chain.
 
     ``Cov(l(beta), l(beta_hat))`` and ``Var(l(beta_hat))`` are within-batch estimates
-    (``cross_moments``: ``[K, 5]`` from :func:`tf_vrre.stats.cross_moments`), summed over each
+    (``cross_moments``: ``[K, 5]`` from :func:`tf_vrre.sgmcmc.estimators.cross_moments`), summed over each
     window of ``m`` steps with ``weight`` (1.0 where the step counts).
     """
-    cov, var = stats.covariance_and_variance(cross_moments)
+    cov, var = estimators.covariance_and_variance(cross_moments)
     cov_total = state.window_cov + weight * cov
     var_total = state.window_var + weight * var
-    reset = stats.window_ends(step, control_variates.period)
-    c, _ = stats.windowed_estimate(state.coefficient, -cov_total, var_total, control_variates.smoothing,
+    reset = estimators.window_ends(step, control_variates.period)
+    c, _ = estimators.windowed_estimate(state.coefficient, -cov_total, var_total, control_variates.smoothing,
                                    reset, True)
     state.coefficient.assign(c)
     state.window_cov.assign(tf.where(reset, tf.zeros_like(cov_total), cov_total))
     state.window_var.assign(tf.where(reset, tf.zeros_like(var_total), var_total))
 
 
-def check(variance_reduction, swap_rule):
+def check(variance_reduction: Any, swap_rule: Any) -> None:
     """Validates a sampler's ``variance_reduction`` argument against its swap rule."""
     if variance_reduction is None:
         return

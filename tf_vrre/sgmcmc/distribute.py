@@ -5,12 +5,16 @@ pass) is summed with :func:`all_reduce`; outside a strategy (or with one replica
 identity, so the same train step runs on one device and under ``MirroredStrategy``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
 
 
-def all_reduce(value):
+def all_reduce(value: Any) -> Any:
     """Sum of ``value`` (any nest of tensors) over the replicas in sync."""
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
@@ -18,7 +22,7 @@ def all_reduce(value):
     return ctx.all_reduce("sum", value)
 
 
-def replicas():
+def replicas() -> tuple[int, tf.Tensor]:
     """``(number of replicas in sync, this replica's id as int64)``; ``(1, 0)`` outside a strategy."""
     ctx = tf.distribute.get_replica_context()
     num = 1 if ctx is None else ctx.num_replicas_in_sync
@@ -26,19 +30,19 @@ def replicas():
     return num, rid
 
 
-def batch_size(x):
+def batch_size(x: Any) -> tf.Tensor:
     """Local batch size of ``x`` (the first tensor of any nest)."""
     return tf.shape(tf.nest.flatten(x)[0])[0]
 
 
-def multi_worker():
+def multi_worker() -> bool:
     """True under ``MultiWorkerMirroredStrategy`` with more than one worker."""
     strategy = tf.distribute.get_strategy()
     return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-            and kc.in_multi_worker_mode(strategy))
+            and _keras_compat.in_multi_worker_mode(strategy))
 
 
-def reducible_logs(logs):
+def reducible_logs(logs: dict) -> dict:
     """Logs that Keras can reduce across workers: Keras reduces multi-worker logs with
     ``strategy.reduce("MEAN", v, axis=0)``, which rejects scalars, so each becomes a ``[1]``
     vector (identical on every replica: the mean is the value)."""
@@ -47,15 +51,15 @@ def reducible_logs(logs):
     return {k: tf.reshape(v, [1]) for k, v in logs.items()}
 
 
-def symbolic_build(model, iterator):
+def symbolic_build(model: Any, iterator: Any) -> None:
     """Keras' symbolic build of ``model`` from the first replica's first batch, instead of the
     cross-replica MEAN Keras takes (which fails under ``MultiWorkerMirroredStrategy`` for
     integer batches: the example indices)."""
     local = model.distribute_strategy.experimental_local_results
     data_batch = None
-    it = kc.first_batch_iterator(iterator)
+    it = _keras_compat.first_batch_iterator(iterator)
     if it is not None:
         data_batch = tf.nest.map_structure(
             lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it))
     with model.distribute_strategy.scope():
-        kc.symbolic_build(model, data_batch)
+        _keras_compat.symbolic_build(model, data_batch)

@@ -16,21 +16,28 @@ beta), which is why a velocity that moves to a chain with another ``(lr, tau)`` 
 by :func:`velocity_scale`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.seeds as seeds
+from tf_vrre.sgmcmc import seeds
 
 DYNAMICS = ("sgld", "sghmc", "msgd")
 
 
-def sgld_update(param, grad, lr, temperature, noise):
+def sgld_update(param: tf.Tensor, grad: tf.Tensor, lr: tf.Tensor, temperature: tf.Tensor,
+                noise: tf.Tensor) -> tf.Tensor:
     """One SGLD step: ``param - lr * grad + sqrt(2 lr tau) * noise``."""
     scale = tf.sqrt(2.0 * lr * temperature)
     return param - lr * grad + scale * noise
 
 
-def sghmc_update(param, velocity, grad, lr, temperature, friction, noise=None):
+def sghmc_update(param: tf.Tensor, velocity: tf.Tensor, grad: tf.Tensor, lr: tf.Tensor, temperature: tf.Tensor,
+                 friction: float, noise: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
     """One SGHMC step in momentum form; returns ``(new_param, new_velocity)``.
 
     ``noise=None`` gives M-SGD (temperature 0, no draw).
@@ -41,7 +48,8 @@ def sghmc_update(param, velocity, grad, lr, temperature, friction, noise=None):
     return param + v, v
 
 
-def velocity_scale(lr_from, temperature_from, lr_to, temperature_to):
+def velocity_scale(lr_from: tf.Tensor, temperature_from: tf.Tensor, lr_to: tf.Tensor,
+                   temperature_to: tf.Tensor) -> tf.Tensor:
     """Factor that maps a stationary velocity ``N(0, lr*tau)`` of one chain to another's.
 
     ``sqrt(lr_to * tau_to / (lr_from * tau_from))``; 1 where the source scale is 0.
@@ -51,7 +59,7 @@ def velocity_scale(lr_from, temperature_from, lr_to, temperature_to):
     return tf.where(den > 0, tf.sqrt(tf.math.divide_no_nan(num, den)), tf.ones_like(den))
 
 
-def langevin_noise(weights, key):
+def langevin_noise(weights: Sequence[Any], key: tf.Tensor) -> list[tf.Tensor]:
     """Standard normal draws ``xi`` shaped like ``weights``: one stateless draw of
     :func:`tf_vrre.sgmcmc.seeds.normal` with the step's key, split per weight (the same draws on one
     device, on every replica of a strategy and under XLA)."""
@@ -72,15 +80,18 @@ class Diffusion:
       momentum: SGHMC momentum in ``[0, 1)``.
     """
 
-    def __init__(self, name, momentum):
+    def __init__(self, name: str, momentum: float):
         self.name, self.momentum = name, float(momentum)
 
     @property
-    def has_velocity(self):
+    def has_velocity(self) -> bool:
+        """True for SGHMC and M-SGD (a velocity per weight)."""
         return self.name in ("sghmc", "msgd")
 
-    def step(self, chain_state, grads, learning_rates, temperatures, key):
-        """Updates ``chain_state`` (weights and velocities) in place from ``grads`` (per chain).
+    def step(self, chains: Any, grads: Sequence[Sequence[tf.Tensor]], learning_rates: tf.Tensor,
+             temperatures: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+        """Updates ``chains`` (a :class:`tf_vrre.sgmcmc.state.ChainState`: weights and velocities) in
+        place from ``grads`` (per chain).
 
         A chain whose new weights or velocities would not be finite keeps its old ones; returns
         the bool ``[K]`` "updated" (a ``False`` is a fault the sampler reports).
@@ -88,7 +99,7 @@ class Diffusion:
         friction = 1.0 - self.momentum
         key = seeds.fold(key, seeds.NOISE)
         updated = []
-        for h, weights in enumerate(chain_state.trainable):
+        for h, weights in enumerate(chains.trainable):
             lr, tau = learning_rates[h], temperatures[h]
             noises = None if self.name == "msgd" else langevin_noise(weights, seeds.fold(key, h))
             new = []  # (variable, value)
@@ -98,7 +109,7 @@ class Diffusion:
                 if self.name == "sgld":
                     new.append((w, sgld_update(w, g, lr_i, tau_i, z)))
                 else:
-                    v = chain_state.velocities[h][i]
+                    v = chains.velocities[h][i]
                     new_w, new_v = sghmc_update(w, v, g, lr_i, tau_i, friction, z)
                     new += [(v, new_v), (w, new_w)]
             ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(value)) for _, value in new])

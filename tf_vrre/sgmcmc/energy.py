@@ -15,14 +15,18 @@ prior ``wd/2 ||beta||^2``: deterministic, so it enters every estimator exactly.
 ``nll(x, y, y_pred) -> [batch]``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import inspect
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import _keras_compat as kc
-from tf_vrre.sgmcmc.control_variates import ControlVariates  # noqa: F401  (its earlier home: tf_vrre.energy)
+from tf_vrre import _keras_compat
 
 ENERGY_MODES = ("auto", "train", "inference")
 
@@ -33,12 +37,26 @@ _TRAINING_DEPENDENT = tuple(getattr(keras.layers, name) for name in (
     "ActivityRegularization") if hasattr(keras.layers, name))
 
 
-def has_training_dependent_layers(model):
+def has_training_dependent_layers(model: keras.Model) -> bool:
     """True if ``model`` contains a layer whose output depends on ``training``."""
-    return any(isinstance(layer, _TRAINING_DEPENDENT) for layer in kc.flatten_layers(model))
+    return any(isinstance(layer, _TRAINING_DEPENDENT) for layer in _keras_compat.flatten_layers(model))
 
 
-def resolve_nll(loss):
+def resolve_mode(energy_mode: str, model: keras.Model) -> str:
+    """``"train"`` or ``"inference"``: ``energy_mode`` with ``"auto"`` resolved (inference iff
+    ``model`` has layers whose output depends on ``training``)."""
+    if energy_mode != "auto":
+        return energy_mode
+    return "inference" if has_training_dependent_layers(model) else "train"
+
+
+def batch_independent(energy_mode: str, model: keras.Model) -> bool:
+    """True if a per-example energy does not depend on the rest of the batch (inference mode, or
+    no BatchNorm / Dropout-like layers): then cached snapshot NLLs equal a snapshot forward."""
+    return energy_mode == "inference" or not has_training_dependent_layers(model)
+
+
+def resolve_nll(loss: Any) -> Callable:
     """Turns a Keras loss identifier into ``nll(x, y, y_pred) -> [batch]`` (needs labels).
 
     Losses are evaluated without reduction and summed over any trailing axes so the result
@@ -64,7 +82,7 @@ def resolve_nll(loss):
     return nll
 
 
-def per_example(values, name="nll"):
+def per_example(values: Any, name: str = "nll") -> tf.Tensor:
     """Checks that ``values`` has one entry per example (trailing axes are summed)."""
     values = tf.convert_to_tensor(values)
     if values.shape.rank is None:
@@ -78,12 +96,12 @@ def per_example(values, name="nll"):
     return values
 
 
-def computes_in_float16(model):
+def computes_in_float16(model: keras.Model) -> bool:
     """True if a layer of ``model`` computes in float16 (``mixed_float16``: loss scaling needed)."""
-    return any(getattr(layer, "compute_dtype", None) == "float16" for layer in kc.flatten_layers(model))
+    return any(getattr(layer, "compute_dtype", None) == "float16" for layer in _keras_compat.flatten_layers(model))
 
 
-def to_float32(y_pred):
+def to_float32(y_pred: Any) -> Any:
     """Low-precision (float16 / bfloat16) outputs cast to float32: under a mixed-precision policy
     the network computes in low precision, the energies and everything after them do not."""
     def cast(t):
@@ -91,7 +109,7 @@ def to_float32(y_pred):
     return tf.nest.map_structure(cast, y_pred)
 
 
-def weighted_nll(nll_fn, x, y, y_pred, sample_weight=None):
+def weighted_nll(nll_fn: Callable, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> tf.Tensor:
     """``nll_fn(x, y, y_pred)`` as float32 ``[batch]`` (checked by :func:`per_example`), times
     the per-example ``sample_weight`` if given; low-precision outputs are cast to float32 first."""
     nll = tf.cast(per_example(nll_fn(x, y, to_float32(y_pred))), tf.float32)
@@ -101,7 +119,7 @@ def weighted_nll(nll_fn, x, y, y_pred, sample_weight=None):
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
-def gaussian_nll(x, y, y_pred, scale=1.0):
+def gaussian_nll(x: Any, y: Any, y_pred: tf.Tensor, scale: float = 1.0) -> tf.Tensor:
     """Gaussian regression NLL per example: ``sum (y - f)^2 / (2 s^2) + log(s sqrt(2 pi))``."""
     del x
     y = tf.cast(y, y_pred.dtype)
@@ -111,7 +129,7 @@ def gaussian_nll(x, y, y_pred, scale=1.0):
     return tf.reduce_sum(tf.reshape(per, [tf.shape(per)[0], -1]), axis=1)
 
 
-def prior_energy(weights, weight_decay):
+def prior_energy(weights: Sequence[Any], weight_decay: float) -> tf.Tensor:
     """Gaussian prior energy ``wd/2 * sum ||w||^2`` in float64."""
     if weight_decay == 0.0 or not weights:
         return tf.constant(0.0, tf.float64)
@@ -119,14 +137,14 @@ def prior_energy(weights, weight_decay):
     return 0.5 * tf.cast(weight_decay, tf.float64) * total
 
 
-def minibatch_energy(nll_sum, batch_size, data_size, prior=0.0):
+def minibatch_energy(nll_sum: Any, batch_size: Any, data_size: int, prior: Any = 0.0) -> tf.Tensor:
     """``(N/n) * sum_B l + prior`` in float64 (``nll_sum`` already all-reduced)."""
     scale = tf.cast(data_size, tf.float64) / tf.cast(batch_size, tf.float64)
     return scale * tf.cast(nll_sum, tf.float64) + prior
 
 
-def control_variate_energy(nll_sum, snapshot_nll_sum, snapshot_energy, coefficient,
-                           batch_size, data_size, prior=0.0):
+def control_variate_energy(nll_sum: Any, snapshot_nll_sum: Any, snapshot_energy: Any, coefficient: Any,
+                           batch_size: Any, data_size: int, prior: Any = 0.0) -> tf.Tensor:
     """``U_B(beta) + c * (U_B(beta_hat) - U_hat)``; with ``c = -1``:
     ``(N/n) sum_B [l(beta) - l(beta_hat)] + U_hat``."""
     c = tf.cast(coefficient, tf.float64)
@@ -135,7 +153,7 @@ def control_variate_energy(nll_sum, snapshot_nll_sum, snapshot_energy, coefficie
     return cur + c * (snap - tf.cast(snapshot_energy, tf.float64)) + prior
 
 
-def check_nll_callable(fn, name="nll"):
+def check_nll_callable(fn: Any, name: str = "nll") -> None:
     """Raises ``TypeError`` unless ``fn`` is callable as ``fn(x, y, y_pred)``."""
     if not callable(fn):
         raise TypeError(f"{name} must be callable(x, y, y_pred) -> [batch], got {fn!r}")

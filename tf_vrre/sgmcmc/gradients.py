@@ -3,15 +3,21 @@
 For chain ``h`` on batch ``B`` (size ``n`` of ``N``): per-example NLLs ``l(x_i | beta_h)``
 from a ``training=True`` forward, the gradient of ``(N/n) sum_B l`` all-reduced across
 replicas, plus the prior's gradient ``wd * beta``.  The per-example NLLs are kept: in
-``energy_mode="train"`` they are the swap energies' (:mod:`tf_vrre.swap_energy`).
+``energy_mode="train"`` they are the swap energies' (:mod:`tf_vrre.sgmcmc.swap_energy`).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import collections
 
+import keras
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.distribute as distribute
-import tf_vrre.sgmcmc.energy as en
+from tf_vrre.sgmcmc import distribute
+from tf_vrre.sgmcmc import energy
 
 
 class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):
@@ -19,10 +25,11 @@ class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "prio
     prior included, all-reduced) and the prior energy (float64) of the pre-update weights."""
 
 
-def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_size, loss_scale=None):
-    """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.batch.Batch`).
+def forward_and_gradients(models: Sequence[keras.Model], batch: Any, per_example_nll: Callable, weight_decay: float,
+                          data_size: int, loss_scale: tf.Tensor | None = None) -> Forward:
+    """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.sampler.batch.Batch`).
 
-    ``loss_scale`` (float16 policies, :class:`tf_vrre.state.LossScale`): the gradient is taken of
+    ``loss_scale`` (float16 policies, :class:`tf_vrre.sgmcmc.state.LossScale`): the gradient is taken of
     ``s * (N/n) sum_B l`` and divided by ``s``, so float16 backpropagation neither under- nor
     overflows (a non-finite result lowers ``s`` and the step's update is skipped).
     """
@@ -44,7 +51,7 @@ def forward_and_gradients(models, batch, per_example_nll, weight_decay, data_siz
         grads.append(g)
         nlls.append(nll)
         preds.append(y_pred)
-        priors.append(en.prior_energy(weights, weight_decay))
+        priors.append(energy.prior_energy(weights, weight_decay))
     grads = distribute.all_reduce(grads)
     if weight_decay:
         grads = [[gi + tf.cast(weight_decay, gi.dtype) * w for gi, w in zip(g, m.trainable_weights)]

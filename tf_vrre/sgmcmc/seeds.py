@@ -15,6 +15,10 @@ exact integer-to-float arithmetic (uniforms: bit-identical everywhere) and a Box
 (normals: bit-identical between graph replicas, XLA and graph agree to the last float32 ulp).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 
@@ -25,17 +29,17 @@ SWAP_PAIR = 3
 DATA = 4  # data order of ReplicaExchangeSampler.make_dataset (folded with the data epoch)
 
 
-def base_key(seed):
+def base_key(seed: int) -> tf.Tensor:
     """Returns the ``[2]`` int64 key for an integer ``seed``."""
     return tf.constant([int(seed), 0x5EED], dtype=tf.int64)
 
 
-def fold(key, data):
+def fold(key: tf.Tensor, data: int | tf.Tensor) -> tf.Tensor:
     """Folds an integer (or int tensor) into ``key``: a new independent key."""
     return tf.random.experimental.stateless_fold_in(key, tf.cast(data, tf.int64), alg="philox")
 
 
-def step_key(key, step):
+def step_key(key: tf.Tensor, step: int | tf.Tensor) -> tf.Tensor:
     """The key of step ``step``: split once per step, then by purpose with :func:`fold`."""
     return fold(key, step)
 
@@ -46,7 +50,7 @@ def _bits(shape, key, dtype):
                                        dtype=dtype, alg="philox")
 
 
-def uniform(shape, key, dtype=tf.float64):
+def uniform(shape: Any, key: tf.Tensor, dtype: tf.DType = tf.float64) -> tf.Tensor:
     """Uniform draws in the open interval ``(0, 1)`` (float64: 53 random bits, float32: 24),
     computed exactly from Philox bits: identical under XLA, in the plain graph and on every
     replica (see the module docstring)."""
@@ -62,7 +66,7 @@ def uniform(shape, key, dtype=tf.float64):
     return tf.cast(top, dtype) * (2.0 ** -mantissa) + 2.0 ** -(mantissa + 1)
 
 
-def normal(num, key):
+def normal(num: int, key: tf.Tensor) -> tf.Tensor:
     """``num`` float32 standard normal draws (Box-Muller on :func:`uniform` pairs): a pure
     function of ``key``, the same on every replica and, to the last ulp, with and without XLA."""
     half = (int(num) + 1) // 2

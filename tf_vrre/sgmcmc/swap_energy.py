@@ -8,13 +8,19 @@ swap may be attempted.  Besides the energies it returns the within-batch moments
 ``sigma2`` (and the adaptive coefficient) are estimated; everything is all-reduced in one call.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import collections
 
+import keras
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.distribute as distribute
-import tf_vrre.sgmcmc.energy as en
-import tf_vrre.sgmcmc.estimators as stats
+from tf_vrre.sgmcmc import distribute
+from tf_vrre.sgmcmc import energy
+from tf_vrre.sgmcmc import estimators
 
 
 class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",
@@ -28,7 +34,7 @@ class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_momen
       cross_moments: float64 ``[K, 5]`` of (current, snapshot) NLLs for the adaptive coefficient,
         else ``None``.
       variance: float64 ``[P]``, this batch's estimate of ``Var(U~_p - U~_{p+1})`` at the
-        current weights (:func:`tf_vrre.stats.estimator_variance` of ``pair_moments``).
+        current weights (:func:`tf_vrre.sgmcmc.estimators.estimator_variance` of ``pair_moments``).
     """
 
 
@@ -39,22 +45,24 @@ class SwapEnergyEstimator:
     ``U_B = (N/n) sum_B l + prior``.
 
     Args:
-      chains: the K chain models; vr_state: :class:`tf_vrre.state.VRState` or ``None``.
+      chains: the K chain models.
+      control_variates: the sampler's :class:`tf_vrre.sgmcmc.state.ControlVariateState` or ``None``.
       per_example_nll: ``(x, y, y_pred, sample_weight) -> [n]``.
       energy_mode: ``"train"`` or ``"inference"`` (the ``training`` flag of energy forwards).
-      use_cache: read snapshot NLLs of indexed batches from ``vr_state.snapshot_nll``.
+      use_cache: read snapshot NLLs of indexed batches from ``control_variates.snapshot_nll``.
       data_size: ``N``.
 
-    A batch with ``energy_x`` (un-augmented inputs, see :mod:`tf_vrre.batch`) gets its current
+    A batch with ``energy_x`` (un-augmented inputs, see :mod:`tf_vrre.sampler.batch`) gets its current
     and snapshot energies from forwards on ``energy_x`` (the cached snapshot NLLs, computed on
     the un-augmented reference data, still apply).
     """
 
-    def __init__(self, chains, vr_state, per_example_nll, energy_mode, use_cache, data_size):
-        self.chains, self.vr = chains, vr_state
+    def __init__(self, chains: Sequence[keras.Model], control_variates: Any, per_example_nll: Callable,
+                 energy_mode: str, use_cache: bool, data_size: int):
+        self.chains, self.vr = chains, control_variates
         self.nll, self.mode = per_example_nll, energy_mode
         self.use_cache, self.data_size = use_cache, data_size
-        self.batch_dependent = en.has_training_dependent_layers(chains[0])
+        self.batch_dependent = energy.has_training_dependent_layers(chains[0])
 
     def _forwards(self, batch, nlls, need_snapshots):
         """Per-example current and snapshot NLLs that need a forward pass (on the un-augmented
@@ -70,7 +78,7 @@ class SwapEnergyEstimator:
             snap = [self.nll(x, y, s(x, training=training), swt) for s in self.vr.snapshots]
         return cur, snap
 
-    def __call__(self, batch, forward, possible, adaptive):
+    def __call__(self, batch: Any, forward: Any, possible: tf.Tensor, adaptive: bool) -> SwapEnergies:
         """:class:`SwapEnergies` of ``batch`` (``forward``: the gradient pass's nlls and priors)."""
         K, vr, nlls = len(self.chains), self.vr, forward.nlls
         if batch.energy_x is not None and self.mode == "train" and self.batch_dependent:
@@ -102,19 +110,19 @@ class SwapEnergyEstimator:
         pieces = [tf.stack([tf.reduce_sum(c) for c in cur64])]                      # [K]
         if vr is not None:
             pieces += [tf.stack([tf.reduce_sum(sn) for sn in snap64])]              # [K]
-        pieces += [stats.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]       # P x [3]
+        pieces += [estimators.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]   # P x [3]
         if adaptive:
-            pieces += [stats.cross_moments(cur64[h], snap64[h]) for h in range(K)]   # K x [5]
+            pieces += [estimators.cross_moments(cur64[h], snap64[h]) for h in range(K)]  # K x [5]
         flat = distribute.all_reduce(tf.concat(pieces, 0))
         prior = tf.stack(priors)
         if vr is not None:
-            energy = en.control_variate_energy(flat[:K], flat[K:2 * K], vr.snapshot_energy, tf.stack(coef),
-                                               n, self.data_size, prior)
+            total = energy.control_variate_energy(flat[:K], flat[K:2 * K], vr.snapshot_energy, tf.stack(coef),
+                                                  n, self.data_size, prior)
             flat = flat[2 * K:]
         else:
-            energy = en.minibatch_energy(flat[:K], n, self.data_size, prior)
+            total = energy.minibatch_energy(flat[:K], n, self.data_size, prior)
             flat = flat[K:]
         pm = tf.reshape(flat[:3 * P], [P, 3])
         cross = tf.reshape(flat[3 * P:], [K, 5]) if adaptive else None
-        variance = stats.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
-        return SwapEnergies(energy, pm, cross, variance)
+        variance = estimators.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
+        return SwapEnergies(total, pm, cross, variance)

@@ -1,10 +1,14 @@
 """The per-step swap record: an in-graph ring buffer drained by :class:`tf_vrre.SwapLogger`.
 
-Row ``step % CAPACITY`` of ``SwapState.log`` holds step ``step`` (columns:
+Row ``step % CAPACITY`` of ``sampler.state.swap.log`` holds step ``step`` (columns:
 :func:`swap_log_columns`).  Writing it costs no host copy inside the train step; the logger
 reads the buffer after every ``train_function`` call, so ``steps_per_execution`` may be up to
 ``CAPACITY``.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 import collections
 
@@ -14,7 +18,7 @@ CAPACITY = 1024
 """Rows (steps) of the ring buffer."""
 
 
-def swap_log_columns(num_chains):
+def swap_log_columns(num_chains: int) -> list[str]:
     """Column names of the record rows.
 
     ``step, sigma2_updated, refreshed`` then, per adjacent pair ``p``: ``proposed_p,
@@ -37,14 +41,14 @@ class StepRecord(collections.namedtuple("StepRecord", ["step", "sigma2_updated",
     Fields:
       step: int64 step.
       sigma2_updated, refreshed: bool flags (end of a sigma2 window; snapshot refresh).
-      results: the step's :class:`tf_vrre.swaps.SwapResults` (with ``sigma2`` and ``correction`` used).
+      results: the step's :class:`tf_vrre.sgmcmc.swaps.SwapResults` (with ``sigma2`` and ``correction`` used).
       energy: float64 ``[K]`` swap energies.
       sigma2_new: float64 ``[P]`` sigma2 after the window update.
       coefficients: float64 ``[K]`` control-variate coefficients (zeros without VR).
     """
 
 
-def row(record):
+def row(record: StepRecord) -> tf.Tensor:
     """The float64 row of a :class:`StepRecord`, laid out as :func:`swap_log_columns`."""
     f64 = lambda t: tf.cast(t, tf.float64)  # noqa: E731
     res, energy = record.results, record.energy
@@ -54,7 +58,7 @@ def row(record):
     return tf.concat([head, tf.reshape(per_pair, [-1]), record.coefficients, res.correction[None]], 0)
 
 
-def write(buffer, record):
+def write(buffer: Any, record: StepRecord) -> None:
     """Writes ``record`` into row ``step % CAPACITY`` of the ``buffer`` variable."""
     slot = tf.math.floormod(record.step, CAPACITY)
     buffer.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(buffer), slot[None, None],

@@ -16,13 +16,13 @@ Pair proposals share one signature ``propose(num_chains, attempt, seed) -> bool 
 """
 
 import collections
-import math
 
 import keras
 import tensorflow as tf
 
 import tf_vrre.sgmcmc.seeds as seeds
 import tf_vrre.sgmcmc.estimators as stats
+from tf_vrre.sgmcmc import schedules
 
 PAIR_SCHEDULES = ("random", "deo")
 PENALTIES = ("auto", "batch", "offset", "window")
@@ -104,7 +104,7 @@ class CorrectedSwap:
 
     Args:
       correction: ``F > 0``, a number or a ``keras.optimizers.schedules.LearningRateSchedule``
-        of the step (e.g. ``tf_vrre.schedules.EpochExponential(1.5e5, 1.02, ...)`` for the
+        of the step (e.g. ``tf_vrre.EpochExponential(1.5e5, 1.02, ...)`` for the
         paper's ``F_k = F_0 1.02^k``).  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian
         energy noise; larger ``F`` swaps more at the price of bias.
       smoothing: ``gamma`` in ``(0, 1]``.
@@ -130,15 +130,7 @@ class CorrectedSwap:
 
     def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
                  cooling_steps=0, penalty="auto", attempt_every=1):
-        if isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
-            first = float(keras.ops.convert_to_numpy(correction(0)))
-            if not first > 0 or not first < float("inf"):
-                raise ValueError(f"correction (F) schedule must give values > 0, got {first} at step 0")
-        elif isinstance(correction, bool) or not isinstance(correction, (int, float)) or not (
-                correction > 0 and math.isfinite(correction)):
-            raise ValueError(f"correction (F) must be a finite number > 0 or a LearningRateSchedule, got {correction!r}")
-        else:
-            correction = float(correction)
+        correction = schedules.validated("correction", correction)  # a float or a schedule
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
             raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
         if period is not None and (isinstance(period, bool) or not isinstance(period, int) or period < 1):
@@ -194,9 +186,9 @@ class CorrectedSwap:
         """Proposes pairs and decides them with the corrected rule (step 4 of the train step).
 
         Args:
-          state: the sampler's :class:`tf_vrre.state.SwapState` (``sigma2``, ``F``, counters);
+          state: the sampler's :class:`tf_vrre.sgmcmc.state.SwapState` (``sigma2``, ``F``, counters);
             a scheduled ``F`` is evaluated at ``step`` and stored in ``state.correction``.
-          energies: the step's :class:`tf_vrre.swap_energy.SwapEnergies` (``energy``: float64
+          energies: the step's :class:`tf_vrre.sgmcmc.swap_energy.SwapEnergies` (``energy``: float64
             ``[K]`` swap energies ``U~`` of the states in the K slots; ``variance``).
           temperatures: ``[K]`` temperatures of the slots.
           step: int64 step; key: the step's seed (split here by purpose).
@@ -264,17 +256,14 @@ class CorrectedSwap:
     @property
     def scheduled_correction(self):
         """True when ``correction`` is a schedule of the step."""
-        return isinstance(self.correction, keras.optimizers.schedules.LearningRateSchedule)
+        return schedules.is_schedule(self.correction)
 
     def initial_correction(self):
         """``F`` at step 0, a float."""
-        if self.scheduled_correction:
-            return float(keras.ops.convert_to_numpy(self.correction(0)))
-        return self.correction
+        return schedules.value_at(self.correction)
 
     def get_config(self):
-        correction = (keras.saving.serialize_keras_object(self.correction)
-                      if self.scheduled_correction else self.correction)
+        correction = schedules.serialize(self.correction)
         return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
                 "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every}
@@ -284,8 +273,8 @@ class CorrectedSwap:
         config = dict(config)
         # Files written before the option existed used the paper's rule: keep it for them.
         config.setdefault("penalty", "window")
-        if isinstance(config.get("correction"), dict):
-            config["correction"] = keras.saving.deserialize_keras_object(config["correction"])
+        if "correction" in config:
+            config["correction"] = schedules.deserialize(config["correction"])
         return cls(**config)
 
     def __repr__(self):

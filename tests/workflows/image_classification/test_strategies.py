@@ -268,7 +268,7 @@ def test_train_with_xla_and_steps_per_execution_records_both(image_data_dir, tmp
         "xla_forced_by_tpu": False, "steps_per_execution": 2}
     sampler = result["sampler"]
     assert sampler.jit_compile is True and sampler.steps_per_execution == 2
-    assert int(sampler.step_counter.numpy()) == 4  # 2 epochs x 2 steps, in executions of 2
+    assert int(sampler.state.step.numpy()) == 4  # 2 epochs x 2 steps, in executions of 2
     samples = load_samples(out / "samples")
     assert samples.steps == [2, 4] and all(np.isfinite(w).all() for w in samples.weights(1))
     assert np.isfinite(result["history"]["loss"]).all()

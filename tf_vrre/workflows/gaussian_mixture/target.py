@@ -321,7 +321,7 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
         def on_train_batch_end(self, batch, logs=None):
             beta.append(float(weight.numpy()))
             if method != "sgld":
-                sig.append(float(sampler.sigma2.numpy()[0]))
+                sig.append(float(sampler.state.swap.sigma2.numpy()[0]))
 
     start = time.perf_counter()
     sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, shuffle=False,
@@ -330,9 +330,9 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
     out = {"method": method, "beta": np.asarray(beta), "sigma2": np.asarray(sig), "seconds": seconds,
            "steps": int(steps), "record_every": record_every}
     if method != "sgld":
-        out["swaps"] = int(sampler.swap_count.numpy().sum())
-        out["attempts"] = int(sampler.attempt_count.numpy().sum())
-        out["pair_swaps"] = [int(v) for v in sampler.swap_count.numpy()]
-        out["pair_attempts"] = [int(v) for v in sampler.attempt_count.numpy()]
-        out["temperatures"] = [float(t) for t in sampler.temperature.numpy()]
+        out["swaps"] = int(sampler.state.swap.swap_count.numpy().sum())
+        out["attempts"] = int(sampler.state.swap.attempt_count.numpy().sum())
+        out["pair_swaps"] = [int(v) for v in sampler.state.swap.swap_count.numpy()]
+        out["pair_attempts"] = [int(v) for v in sampler.state.swap.attempt_count.numpy()]
+        out["temperatures"] = [float(t) for t in sampler.state.ladder.temperature.numpy()]
     return out

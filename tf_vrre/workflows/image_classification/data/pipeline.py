@@ -243,7 +243,7 @@ class TrainingData:
       >>> from tf_vrre import Augmentation
       >>> data = TrainingData(x, y, Preprocessing.from_images(x), 10)
       >>> sampler.set_reference_data(data.reference)
-      >>> _ = sampler.fit(data.dataset(16, seed=0, counter=sampler.step_counter,
+      >>> _ = sampler.fit(data.dataset(16, seed=0, counter=sampler.state.step,
       ...                              augmentation=Augmentation()), epochs=2, verbose=0)
     """
 
