@@ -6,6 +6,7 @@ a kill is dropped.  Undecodable, deeply nested or non-object ``run.json`` files 
 one line by the readers of evaluate / export / diagnose.
 """
 
+import json
 import os
 import re
 import shutil
@@ -83,6 +84,17 @@ def test_unreadable_run_json_is_one_line(tmp_path, content, message):
         run_json.read_run(str(tmp_path))
     with pytest.raises(ValueError, match=message):
         diag_runs_module.read_run_json(str(tmp_path))
+
+
+@pytest.mark.parametrize("status", [[1], "done", None])
+def test_a_run_json_with_a_wrongly_typed_status_is_refused(tmp_path, status):
+    """A status other than running / complete (a resume took [1] for an unfinished run and trained
+    over it) is named with the file."""
+    run = {"format": run_json.FORMAT, "method": "sghmc", "config": {}, "model": {}, "data": {},
+           "preprocessing": {}, "seed": 0, "status": status}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    with pytest.raises(run_json.RunDirError, match=r"run.json: key status must be one of 'running', 'complete', got "):
+        run_json.read_run(str(tmp_path))
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe garbage", b"[" * 100000 + b"]" * 100000, b'{"format": 1'])

@@ -56,6 +56,7 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 # the top-level entries every run.json has, with their JSON types
+STATUSES = ("running", "complete")
 REQUIRED = {"method": str, "config": dict, "model": dict, "data": dict, "preprocessing": dict, "seed": int}
 _JSON_NAMES = {str: "a string", dict: "an object", int: "an integer", list: "a list", float: "a number",
                bool: "true or false"}
@@ -65,7 +66,8 @@ def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
     """The parsed ``RUN/run.json`` (``None`` if absent and not ``required``).
 
     Checked: the format tag, and that ``method``, ``config``, ``model``, ``data``,
-    ``preprocessing`` and ``seed`` exist with their JSON types (:data:`REQUIRED`).
+    ``preprocessing`` and ``seed`` exist with their JSON types (:data:`REQUIRED`), and that
+    ``status``, where present, is one of :data:`STATUSES`.
 
     Raises:
       RunDirError: naming the missing directory / file, a file that is not a run manifest, or the
@@ -100,6 +102,9 @@ def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
         raise RunDirError(f"{path}: expected format {FORMAT!r}, got {found!r}"[:400])
     for key, kind in REQUIRED.items():
         field(run, key, kind, path)
+    if run.get("status", "running") not in STATUSES:  # absent: a run that has not finished
+        raise RunDirError(f"{path}: key status must be one of {', '.join(map(repr, STATUSES))}, got "
+                          f"{run['status']!r}"[:400])
     return run
 
 
