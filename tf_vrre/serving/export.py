@@ -371,7 +371,7 @@ def _write(archive, out, version, record, start):
         record["bytes"] = _dir_bytes(tmp)
         record["export_seconds"] = round(time.perf_counter() - start, 3)
         atomic.write_json(os.path.join(tmp, EXPORT_JSON), record, indent=1)
-        if os.path.exists(final):  # created meanwhile by someone else: never overwrite
+        if os.path.lexists(final):  # created meanwhile by someone else: never overwrite
             raise ValueError(f"version {version} appeared in {out} during the export; not overwritten")
         os.rename(tmp, final)
     finally:
