@@ -29,7 +29,7 @@ PUBLIC = {
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "Checkpoint", "CSVLogger", "EpochCSVLogger",
     "EpochProgress", "SampleSet", "load_samples", "RunMismatchError", "export_ensemble",
-    "SamplerError", "DivergenceError", "InvariantError", "to_inference_data",
+    "SamplerError", "DivergenceError", "InvariantError", "TfVrreError", "to_inference_data",
     "Augmentation", "Preprocessing", "TrainingData", "train", "evaluate",
 }
 """The public API: classes and functions only (sub-packages are imported by their own path)."""

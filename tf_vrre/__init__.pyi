@@ -9,6 +9,7 @@ from .callbacks import HyperparameterScheduler as HyperparameterScheduler
 from .callbacks import SampleCollector as SampleCollector
 from .callbacks import SwapLogger as SwapLogger
 from .diagnostics import to_inference_data as to_inference_data
+from .errors import TfVrreError as TfVrreError
 from .runs.ownership import RunMismatchError as RunMismatchError
 from .runs.samples import SampleSet as SampleSet
 from .runs.samples import load_samples as load_samples

@@ -10,6 +10,7 @@ kills at every instrumented point, many occurrences each (minutes; see docs/benc
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 
 import tf_vrre
 from tf_vrre import _keras_compat as kc
-from tf_vrre.callbacks.checkpoint import Checkpoint
+from tf_vrre.callbacks.checkpoint import Checkpoint, CheckpointError
 
 from _small_sampler import make_sampler, small_net
 from _paths import HELPERS
@@ -168,3 +169,59 @@ def test_config_round_trip_and_argument_errors(tmp_path):
     model.compile(loss="mse")
     with pytest.raises(TypeError, match="Checkpoint works with a tf_vrre.ReplicaExchangeSampler"):
         model.fit(np.zeros((4, 4)), np.zeros((4, 3)), verbose=0, callbacks=[Checkpoint(str(tmp_path / "m"))])
+
+
+def test_a_directory_that_is_a_file_is_named(tmp_path):
+    (tmp_path / "ckpt").write_text("not a directory")
+    with pytest.raises(CheckpointError, match=re.escape(f"Checkpoint: directory {str(tmp_path / 'ckpt')!r} is a file, "
+                                                        "not a directory")):
+        Checkpoint(str(tmp_path / "ckpt"))  # was a raw FileExistsError when fit started
+
+
+@pytest.mark.parametrize("index,what", [
+    (None, "is missing"),
+    ('model_checkpoint_path: "ckpt-9"\nall_model_checkpoint_paths: "ckpt-9"\n',
+     "names no readable checkpoint ({dir}/ckpt-9: its files are missing)"),
+    ('all_model_checkpoint_paths: "ckpt-2"\n', "is not a readable checkpoint index (Invalid checkpoint state loaded from"),
+], ids=["deleted", "names-a-missing-checkpoint", "no-latest"])
+def test_an_index_that_cannot_be_trusted_is_refused_with_the_remedy(index, what, tmp_path):
+    """A deleted index used to restart the run from epoch 0 without a word (redoing it, replacing its
+    samples); an index naming a missing checkpoint gave TensorFlow's "Invalid checkpoint state" or
+    "no readable checkpoint ... ()".  Now: refused, naming the files found and the two ways on; the
+    first (recreate the index) resumes.  (A missing newest checkpoint with an older one the index
+    names falls back to the older one with a warning, like a damaged one.)"""
+    s, _, _ = make_sampler(vr=True)
+    _fit(s, tmp_path, epochs=2)
+    path = tmp_path / "checkpoint"
+    path.unlink()
+    if index is not None:
+        path.write_text(index)
+    files = sorted(os.listdir(tmp_path))
+    again, _, _ = make_sampler(vr=True)
+    with pytest.raises(CheckpointError) as exc:
+        _fit(again, tmp_path, epochs=3)
+    message = str(exc.value)
+    assert message.startswith(f"Checkpoint: {path} {what.format(dir=tmp_path)}") and "(checkpoint files: ckpt-1, ckpt-2)" in message
+    remedy = (f"restarting from epoch 0 would redo the run and replace its samples and logs: recreate the index to "
+              f"resume from the newest one, python -c \"import tensorflow as tf; "
+              f"tf.compat.v1.train.update_checkpoint_state({str(tmp_path)!r}, 'ckpt-2')\", or remove {tmp_path} to "
+              "restart")
+    assert remedy in message and sorted(os.listdir(tmp_path)) == files  # refused: nothing changed
+    import tensorflow as tf
+
+    tf.compat.v1.train.update_checkpoint_state(str(tmp_path), "ckpt-2")  # the remedy
+    ckpt, hist = _fit(again, tmp_path, epochs=3)
+    assert ckpt.restored_epoch == 2 and len(hist.history["loss"]) == 1
+
+
+def test_a_missing_newest_checkpoint_falls_back_to_the_previous_with_a_warning(tmp_path):
+    s, _, _ = make_sampler(vr=True)
+    _fit(s, tmp_path, epochs=2)
+    for name in os.listdir(tmp_path):
+        if name.startswith("ckpt-2."):
+            os.remove(tmp_path / name)
+    again, _, _ = make_sampler(vr=True)
+    with pytest.warns(UserWarning, match=re.escape(f"damaged checkpoint skipped ({tmp_path}/ckpt-2: its files are "
+                                                   f"missing); resuming from {tmp_path}/ckpt-1")):
+        ckpt, _ = _fit(again, tmp_path, epochs=2)
+    assert ckpt.restored_epoch == 1

@@ -114,3 +114,45 @@ def test_diagnose_function_matches_replica_flow(diag_runs):
         dg.diagnose(diag_runs[0], burn_in=1.0)
     with pytest.raises(ValueError, match="at least one run"):
         dg.diagnose([])
+
+
+def test_a_manifest_without_energies_is_diagnosed_without_that_summary(diag_runs, tmp_path, capsys):
+    """A manifest whose entries record no ``energy`` (as ``tf-vrre repair`` rebuilds it from the
+    sample files) used to end diagnose with ``KeyError: 'energy'``; a value that is no number is
+    damage, named in one line."""
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    path = run / "samples" / "manifest.json"
+    manifest = json.load(open(path))
+    for entry in manifest["entries"]:
+        del entry["energy"], entry["temperature"], entry["lr"]
+    path.write_text(json.dumps(manifest))
+    assert cli.main(["diagnose", "--run", str(run), "--no-figures"]) == 0
+    out = capsys.readouterr().out
+    assert (f"sample_energy: not in the manifest of {run} (its entries record no energy, as after 'tf-vrre repair' "
+            "rebuilt it from the sample files)") in out
+    d = json.load(open(run / "diagnostics.json"))
+    assert "sample_energy" not in d["summaries"] and d["energy_not_recorded"] == [str(run)]
+    assert d["summaries"]["weight_norm"]["draws"] > 8 and "cold_energy" in d["summaries"]
+    idata = dg.to_inference_data(str(run))
+    assert "energy" not in idata.posterior and "lp" not in idata.sample_stats and "weight_norm" in idata.posterior
+
+    manifest["entries"][3]["energy"] = "12.5"
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert err[0].endswith(f"{run}/samples/manifest.json: the entry of {manifest['entries'][3]['file']} has "
+                           "energy = '12.5', not a number"), err
+
+
+def test_a_run_json_that_is_a_directory_is_named_not_reported_missing(diag_runs, tmp_path, capsys):
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    if (run / "run.json").exists():
+        os.remove(run / "run.json")
+    (run / "run.json").mkdir()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and err == [f"tf-vrre: error: --run: {run}/run.json is not a readable run.json: not a "
+                                           "regular file (a directory?); move it away"]

@@ -6,7 +6,9 @@ a kill is dropped.  Undecodable, deeply nested or non-object ``run.json`` files 
 one line by the readers of evaluate / export / diagnose.
 """
 
+import json
 import os
+import re
 import shutil
 
 import pytest
@@ -84,6 +86,17 @@ def test_unreadable_run_json_is_one_line(tmp_path, content, message):
         diag_runs_module.read_run_json(str(tmp_path))
 
 
+@pytest.mark.parametrize("status", [[1], "done", None])
+def test_a_run_json_with_a_wrongly_typed_status_is_refused(tmp_path, status):
+    """A status other than running / complete (a resume took [1] for an unfinished run and trained
+    over it) is named with the file."""
+    run = {"format": run_json.FORMAT, "method": "sghmc", "config": {}, "model": {}, "data": {},
+           "preprocessing": {}, "seed": 0, "status": status}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    with pytest.raises(run_json.RunDirError, match=r"run.json: key status must be one of 'running', 'complete', got "):
+        run_json.read_run(str(tmp_path))
+
+
 @pytest.mark.parametrize("content", [b"\xff\xfe garbage", b"[" * 100000 + b"]" * 100000, b'{"format": 1'])
 def test_unreadable_manifest_is_one_error_naming_it(tmp_path, content):
     (tmp_path / "manifest.json").write_bytes(content)
@@ -137,12 +150,55 @@ def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsy
     assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]
 
 
+_HEADER = "step,epoch,pair,temperature_lo,temperature_hi,energy_lo,energy_hi,log_ratio,accept_prob,accepted,sigma2\n"
+
+
+def _row(step, accepted=1, epoch=0):
+    return f"{step},{epoch},0,1.0,2.0,3.0,3.5,0.5,0.6,{accepted},0.1\n"
+
+
 def test_evaluate_swap_summary_refuses_an_impossible_swap(tmp_path):
     from tf_vrre.workflows.image_classification import evaluate
 
     (tmp_path / "swaps").mkdir()
-    (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,7\n")
-    with pytest.raises(run_files.RunFileError, match="swaps.csv, row 2: accepted = '7', must be 0 or 1"):
+    (tmp_path / "swaps" / "swaps.csv").write_text(_HEADER + _row(1) + _row(2, accepted=7))
+    with pytest.raises(run_files.RunFileError, match="swaps.csv, line 3: accepted = 7.0, must be 0 or 1"):
         evaluate.swap_summary(str(tmp_path))
-    (tmp_path / "swaps" / "swaps.csv").write_text("step,pair,accepted\n1,0,1\n2,0,0\n3,0")
+    (tmp_path / "swaps" / "swaps.csv").write_text(_HEADER + _row(1) + _row(2, accepted=0) + "3,0")
     assert evaluate.swap_summary(str(tmp_path))["swaps"] == 1
+
+
+@pytest.mark.parametrize("where", ["run.json", "epochs.csv", "order"])
+def test_a_swap_row_beyond_the_run_is_refused_by_diagnose_and_evaluate(where, tmp_path):
+    """A row at step 10**12 in a 4-step run used to count as a swap (evaluate) and stretch the run
+    to 10**12 steps (diagnose: 2e-09 round trips per 1000 steps); now it is damage naming the line.
+    The bound: run.json's step count, else the steps epochs.csv counts plus an epoch in progress;
+    and the steps of a log never decrease."""
+    from tf_vrre.workflows.image_classification import evaluate
+
+    swaps = tmp_path / "swaps"
+    swaps.mkdir()
+    rows = [_row(0), _row(1), _row(2, epoch=1), _row(3, epoch=1)]
+    if where == "run.json":
+        run_json.write_json(tmp_path / "run.json", {"schedule": {"total_steps": 4}})
+        rows.append(_row(10 ** 12, epoch=1))
+        message = ("swaps.csv, line 6: step 1000000000000 lies beyond the run, whose steps end before 4 (run.json "
+                   "schedule.total_steps; a damaged row)")
+    elif where == "epochs.csv":
+        (swaps / "epochs.csv").write_text("epoch,steps\n0,2\n")
+        rows.insert(2, _row(10 ** 12, epoch=1))
+        message = ("swaps.csv, line 4: step 1000000000000 lies beyond the run, whose steps end before 4 (the first "
+                   "step logged plus the 2 steps epochs.csv counts and at most one epoch of 2 in progress")
+    else:
+        rows.insert(0, _row(10 ** 12))
+        message = "swaps.csv, line 3: step 0 after step 1000000000000 on line 2; the steps of a log never decrease"
+    (swaps / "swaps.csv").write_text(_HEADER + "".join(rows))
+    with pytest.raises(run_files.RunFileError, match=re.escape(message)):
+        diag_runs_module.read_swap_log(swaps, diag_runs_module.run_steps(diag_runs_module.read_run_json(tmp_path)))
+    with pytest.raises(run_files.RunFileError, match=re.escape(message)):
+        evaluate.swap_summary(str(tmp_path))
+    rows = [r for r in rows if not r.startswith(str(10 ** 12))]
+    (swaps / "swaps.csv").write_text(_HEADER + "".join(rows))
+    assert evaluate.swap_summary(str(tmp_path))["attempts"] == 4
+    log = diag_runs_module.read_swap_log(swaps, diag_runs_module.run_steps(diag_runs_module.read_run_json(tmp_path)))
+    assert (log.start_step, log.end_step) == (0, 4)

@@ -207,3 +207,23 @@ def test_tensorflow_full_disk_errors_are_recognised():
     assert cli._tensorflow_write_error(err) == "runs/a/backup/ckpt-3_temp/part-0.data; No space left on device"
     assert cli._tensorflow_write_error(tf.errors.InvalidArgumentError(None, None, "shape mismatch")) is None
     assert cli._tensorflow_write_error(ValueError("No space left on device")) is None
+
+
+def test_a_rebuilt_manifest_adopts_no_stray_copy(tmp_path):
+    """Files named like samples that cannot be samples of the run (a copy at step 99 in an 8-step run,
+    a byte-for-byte copy of a lower step's sample) are dropped, not adopted as extra samples."""
+    import shutil
+
+    samples = make_run(tmp_path / "run", steps=(2, 4, 6))
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    run["schedule"] = {"total_steps": 8}
+    (tmp_path / "run" / "run.json").write_text(json.dumps(run))
+    (samples / "manifest.json").write_text("{")  # torn: rebuilt from the files
+    shutil.copy(samples / "sample-000000004.npz", samples / "sample-000000099.npz")
+    shutil.copy(samples / "sample-000000002.npz", samples / "sample-000000007.npz")
+    result = repair.repair(str(samples))
+    reasons = dict(result["dropped"])
+    assert reasons == {"sample-000000007.npz": "a copy of sample-000000002.npz (same SHA-256): a stray file",
+                       "sample-000000099.npz": "step 99 is outside the run's steps 1..8 (run.json): a stray file"}
+    assert run_files.load_samples(str(samples)).steps == [2, 4, 6]
+    assert os.path.exists(samples / "damaged-sample-000000099.npz")

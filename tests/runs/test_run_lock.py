@@ -10,6 +10,7 @@ nothing.  The first process here is a tiny Python process holding the lock.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -211,6 +212,27 @@ def test_a_planted_link_at_the_run_lock_is_refused(tmp_path):
         locks.lock_run(tmp_path / "r")
     assert locks.share_run(tmp_path / "r") is None  # a reader reads on, through no link
     assert target.read_text() == "keep"
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_directory_or_fifo_at_a_lock_name_is_refused_by_name_without_blocking(kind, tmp_path):
+    """A FIFO at ``.lock`` used to end as "File or stream is not seekable" (writers), and a reader's
+    read-only open of a FIFO waits for a writer; a directory was a raw ``IsADirectoryError``."""
+    from tf_vrre.runs import atomic
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (os.mkdir if kind == "directory" else os.mkfifo)(run / run_json.LOCK)
+    what = "a directory" if kind == "directory" else "a FIFO (named pipe)"
+    with pytest.raises(atomic.SpecialFileError, match=re.escape(f"lock file {run}/.lock is {what}, not a regular file; "
+                                                                "tf_vrre locks regular files only: remove it and run again")):
+        locks.lock_run(run)
+    assert locks.share_run(run) is None  # a reader reads on, and does not wait
+    locks.check_run_free(run)
+    log = run / "log.csv"
+    (os.mkdir if kind == "directory" else os.mkfifo)(log)
+    with pytest.raises(atomic.SpecialFileError, match=re.escape(f"log file {log} is {what}, not a regular file")):
+        atomic.open_append(log)
 
 
 def test_overwrite_clears_derived_outputs_but_keeps_the_lock(tmp_path):

@@ -95,7 +95,7 @@ def test_fresh_process_without_tf_vrre_matches_bma(tiny, tmp_path):
         _check({k[:-3]: v for k, v in outputs.items() if k.endswith("/b1")}, first, sig + "/")
     assert outputs["members/member_probabilities"].shape == (64, 6, 10)
     assert set(k.split("/")[1] for k in outputs if k.startswith("serving_default/")) == {
-        "probabilities", "predictive_entropy", "predicted_class"}
+        "probabilities", "predictive_entropy", "predicted_class", "input_in_unit_range"}
     assert outputs["members/mutual_information"].max() > 1e-4  # the members do differ
 
 
@@ -397,3 +397,22 @@ def test_temperature_checked_in_float32_and_a_small_one_serves_no_nan(tiny, tmp_
     members = got["member_probabilities"].numpy()
     assert np.all(np.isfinite(members)) and np.all(np.isfinite(got["probabilities"].numpy()))
     assert np.allclose(members.max(-1), 1.0) and np.allclose(members.sum(-1), 1.0)  # one-hot per member
+
+
+def test_image_signatures_refuse_values_outside_the_pixel_range_and_flag_unit_scaled_images(tiny):
+    """Raw pixels are 0..255: negated images and values near float32's maximum are refused
+    (InvalidArgument naming the range, were served as confident answers); images scaled to 0..1 are
+    served with ``input_in_unit_range`` true (false for the raw images), recorded in export.json."""
+    loaded = tf.saved_model.load(tiny["info"]["path"])
+    x = tiny["x"][:8]
+    for sig in ("serving_default", "members"):
+        assert not loaded.signatures[sig](images=tf.constant(x))["input_in_unit_range"].numpy().any()
+    for sig in ("serving_float32", "members_float32"):
+        fn = loaded.signatures[sig]
+        assert not fn(images=tf.constant(x.astype(np.float32)))["input_in_unit_range"].numpy().any()
+        assert fn(images=tf.constant(x.astype(np.float32) / 255.0))["input_in_unit_range"].numpy().all()
+        for bad in (-x.astype(np.float32), np.full(x.shape, 3e38, np.float32)):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"pixel values must be in \[0, 255\]"):
+                fn(images=tf.constant(bad))
+    record = json.load(open(os.path.join(tiny["info"]["path"], "export.json")))
+    assert all("input_in_unit_range" in outputs for outputs in record["signatures"].values())

@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import _keras_compat
+from tf_vrre import _keras_compat, errors
 from tf_vrre.runs import fault_points
 from tf_vrre.runs import ownership
 from tf_vrre.runs.run_json import RunDirError
@@ -35,11 +35,16 @@ class CheckpointError(RunDirError):
     """The checkpoint directory cannot be resumed from (an unreadable index, damaged checkpoints)."""
 
 
-class EpochsError(ValueError):
+class EpochsError(errors.TfVrreError, ValueError):
     """``fit(epochs=...)`` ends before the epoch a checkpoint already holds."""
 
 
 FORMAT = "tf_vrre.checkpoint/1"
+
+
+def _first_line(err):
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def state_layout(sampler):
@@ -94,22 +99,33 @@ class Checkpoint(keras.callbacks.Callback):
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
         self.directory = str(directory)
+        self._check_directory()
         self.every_epochs = int(every_epochs)
         self.max_to_keep = int(max_to_keep)
         self.overwrite = overwrite
         self._manager = None
 
     # --- set-up and restore ----------------------------------------------------------------
+    def _check_directory(self):
+        """``CheckpointError`` if ``directory`` names something other than a directory."""
+        if os.path.lexists(self.directory) and not os.path.isdir(self.directory):
+            raise CheckpointError(f"Checkpoint: directory {self.directory!r} is a file, not a directory; pass the "
+                                  "directory the checkpoints go to (it is created)")
+
     def on_train_begin(self, logs=None):
         s = require_sampler(self.model, "Checkpoint")
         run = ownership.run_identity(s, state=state_layout(s))
+        self._check_directory()
         ownership.claim(self.directory, self, self.params, "Checkpoint")
         try:
             self._adopt(run)
             self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
             state = {f"{i:04d}_{v.name}": v.value for i, v in enumerate(s.weights)}
             self._ckpt = tf.train.Checkpoint(epoch=self._epoch, state=state)
-            self._manager = tf.train.CheckpointManager(self._ckpt, self.directory, max_to_keep=self.max_to_keep)
+            try:  # TensorFlow reads the index here: "Invalid checkpoint state" for one without a latest checkpoint
+                self._manager = tf.train.CheckpointManager(self._ckpt, self.directory, max_to_keep=self.max_to_keep)
+            except (ValueError, tf.errors.OpError) as err:
+                raise CheckpointError(self._index_problem(f"is not a readable checkpoint index ({_first_line(err)})"))
             self.restored_epoch = self._restore()
         except Exception:
             ownership.release(self)
@@ -140,25 +156,45 @@ class Checkpoint(keras.callbacks.Callback):
                               f"fit(epochs={epochs}): fit would train nothing and leave the sampler at epoch {stored}. "
                               f"Pass epochs >= {stored} to continue that run, or use another directory")
 
+    def _found(self):
+        """The complete checkpoints on disk (``ckpt-<epoch>`` with its ``.index``), oldest first."""
+        names = [n[:-len(".index")] for n in os.listdir(self.directory) if n.startswith("ckpt-") and n.endswith(".index")]
+        return sorted(names, key=lambda n: int(n[5:]) if n[5:].isdigit() else -1)
+
+    def _index_problem(self, what):
+        """The message for a checkpoint index (``DIR/checkpoint``) that cannot be trusted: what, the
+        files found, and the two ways on (resume from the newest file found, or restart)."""
+        index, found = os.path.join(self.directory, "checkpoint"), self._found()
+        resume = (f"recreate the index to resume from the newest one, python -c \"import tensorflow as tf; "
+                  f"tf.compat.v1.train.update_checkpoint_state({self.directory!r}, {found[-1]!r})\", or " if found else "")
+        return (f"Checkpoint: {index} {what} (checkpoint files: {', '.join(found) or 'none'}); restarting from "
+                f"epoch 0 would redo the run and replace its samples and logs: {resume}remove {self.directory} to "
+                "restart the run from epoch 0")
+
     def _restore(self):
         """Restores the newest readable checkpoint; returns its epoch (0 without one).
 
-        A damaged newest checkpoint falls back to an older one (the other writers reconcile with
-        the restored step; a warning names the file); an unreadable index, or no readable
-        checkpoint, is a :class:`CheckpointError` naming the file and the remedy.
+        A damaged or missing newest checkpoint falls back to an older one the index names (the
+        other writers reconcile with the restored step; a warning names the file).  An unreadable
+        index, an index naming no readable checkpoint while others are on disk, a missing index
+        beside checkpoint files (deleted by hand: a silent restart from epoch 0 would redo the
+        run), or no readable checkpoint at all, is a :class:`CheckpointError` naming the file and
+        the remedy.
         """
         index = os.path.join(self.directory, "checkpoint")
-        found = sorted(n[:-len(".index")] for n in os.listdir(self.directory)
-                       if n.startswith("ckpt-") and n.endswith(".index"))
         if self._manager.latest_checkpoint is None:
             if os.path.exists(index):
-                raise CheckpointError(
-                    f"Checkpoint: {index} is not a readable checkpoint index (checkpoint files: "
-                    f"{', '.join(found) or 'none'}); restore the file, or remove {self.directory} to restart the run "
-                    "from epoch 0 (its samples and logs are then written again)")
+                raise CheckpointError(self._index_problem("is not a readable checkpoint index"))
+            if self._found():
+                raise CheckpointError(self._index_problem("is missing"))
             return 0
-        errors = []
-        for path in reversed(self._manager.checkpoints):  # newest first
+        latest = self._manager.latest_checkpoint
+        candidates = [latest] + [p for p in reversed(self._manager.checkpoints) if p != latest]  # newest first
+        failures = []
+        for path in candidates:
+            if not tf.io.gfile.exists(path + ".index"):
+                failures.append(f"{path}: its files are missing")
+                continue
             try:
                 self._check_epochs(int(tf.train.load_checkpoint(path).get_tensor("epoch/.ATTRIBUTES/VARIABLE_VALUE")))
                 self._ckpt.restore(path).assert_consumed()
@@ -166,14 +202,16 @@ class Checkpoint(keras.callbacks.Callback):
             except EpochsError:
                 raise
             except Exception as err:  # noqa: BLE001  (TensorFlow's many errors for damaged files)
-                errors.append(f"{path}: {type(err).__name__}: {str(err).strip().splitlines()[0][:160]}"
-                              if str(err).strip() else f"{path}: {type(err).__name__}")
+                failures.append(f"{path}: {type(err).__name__}: {_first_line(err)[:160]}")
         else:
-            raise CheckpointError(f"Checkpoint: no readable checkpoint in {self.directory} ({'; '.join(errors)}); "
+            tried = {os.path.basename(p) for p in candidates}
+            if [name for name in self._found() if name not in tried]:  # complete files the index does not name
+                raise CheckpointError(self._index_problem(f"names no readable checkpoint ({'; '.join(failures)})"))
+            raise CheckpointError(f"Checkpoint: no readable checkpoint in {self.directory} ({'; '.join(failures)}); "
                                   f"remove {self.directory} to restart the run from epoch 0 (its samples and logs "
                                   "are then written again)")
-        if errors:
-            warnings.warn(f"Checkpoint: damaged checkpoint skipped ({'; '.join(errors)}); resuming from {path}",
+        if failures:
+            warnings.warn(f"Checkpoint: damaged checkpoint skipped ({'; '.join(failures)}); resuming from {path}",
                           stacklevel=2)
         epoch = int(self._epoch.numpy())
         if epoch > 0:

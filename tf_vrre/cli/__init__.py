@@ -27,6 +27,7 @@ import types
 from collections.abc import Sequence
 from typing import NoReturn
 
+from tf_vrre import errors
 from tf_vrre.cli._args import die
 
 SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose", "repair")
@@ -60,20 +61,29 @@ INTERRUPTED = 130  # 128 + SIGINT, the shell's status for a job stopped by Ctrl-
 def main(argv: Sequence[str] | None = None) -> int:
     """Parses and checks the flags, then runs the subcommand; returns the exit status.
 
-    Exit status: 0 done, 2 bad flag (one line on stderr, nothing written), 1 a file could not be
-    written (a full disk, no permission: one line naming the file; every file replaced so far is
-    whole), 130 interrupted (Ctrl-C; parts already finished stay on disk).
+    Exit status: 0 done; 2 bad flag or input refused before the command started (one line on
+    stderr, nothing written); 1 the command failed while it ran: a file could not be written (a
+    full disk, no permission: one line naming the file; every file replaced so far is whole), or
+    one of tf_vrre's own errors (:class:`tf_vrre.errors.TfVrreError`: a damaged or foreign run file
+    met on resume, a lock lost or held by another process, a diverged chain; one line naming it;
+    what finished before stays on disk); 130 interrupted (Ctrl-C; parts already finished stay on
+    disk).  Any other exception is a bug and keeps its traceback.
     """
     args = parser().parse_args(argv)
     mod = _module(args.command)
-    if hasattr(mod, "check"):
-        mod.check(args)
+    try:
+        if hasattr(mod, "check"):
+            mod.check(args)
+    except errors.TfVrreError as err:
+        return _own_error(args.command, err, 2)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         return mod.run(args)
     except KeyboardInterrupt:
         sys.stderr.write(f"\ntf-vrre: interrupted ({args.command}); results finished so far are on disk\n")
         return INTERRUPTED
+    except errors.TfVrreError as err:
+        return _own_error(args.command, err, 1)
     except OSError as err:
         if err.errno not in WRITE_ERRORS:
             raise
@@ -88,6 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"tf-vrre: error: {args.command}: {message}; free space or fix permissions and run the "
                          "same command again\n")
         return 1
+
+
+def _own_error(command: str, err: errors.TfVrreError, status: int) -> int:
+    """Writes one of tf_vrre's own errors as one line (``tf-vrre: error: <command>: <message>``) and
+    returns ``status``."""
+    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
+    sys.stderr.write(f"tf-vrre: error: {command}: {text}\n")
+    return status
 
 
 def _tensorflow_write_error(err: Exception) -> str | None:

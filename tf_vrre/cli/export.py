@@ -16,8 +16,10 @@ DESCRIPTION = (
     "serving_default (probabilities, predictive_entropy, predicted_class) and members (also "
     "member_probabilities, expected_entropy, mutual_information); runs with run.json take raw uint8 "
     "images (serving_float32 / members_float32: float32) with the training normalisation inside the "
-    "graph. Every signature checks its input: another rank, size, channel count or dtype, and NaN or Inf "
-    "in a float input, get an InvalidArgument error; an empty batch gets empty outputs. Versions are "
+    "graph; they take raw pixels (0..255) and also return input_in_unit_range (true for an image whose pixels "
+    "are all within [0, 1]: scaled to 0..1 by mistake). Every signature checks its input: another rank, size, "
+    "channel count or dtype, NaN or Inf in a float input, and float pixels outside [0, 255] get an "
+    "InvalidArgument error; an empty batch gets empty outputs. Versions are "
     "never overwritten; a failed or killed export leaves no version behind.")
 
 

@@ -52,13 +52,17 @@ def _draws(loaded, burn_in, classes):
     log, s = loaded["swap_log"], loaded["samples"]
     if s is not None:
         keep = s["step"] >= cut
-        post = {"energy": s["energy"][keep], "weight_norm": s["weight_norm"][keep]}
+        post = {"weight_norm": s["weight_norm"][keep]}
+        if "energy" in s["recorded"]:  # a manifest rebuilt by tf-vrre repair records no energies
+            post["energy"] = s["energy"][keep]
         if classes is not None and "predictive" in s:
             pred = s["predictive"][keep]
             post["predictive"] = np.stack([pred[:, j, c] for j, c in enumerate(classes[:pred.shape[1]])], 1)
         steps = s["step"][keep]
-        stats = {"lp": -s["energy"][keep] / s["temperature"][keep], "temperature": s["temperature"][keep],
-                 "lr": s["lr"][keep], "step": steps}
+        stats = {k: s[k][keep] for k in ("temperature", "lr") if k in s["recorded"]}
+        stats["step"] = steps
+        if "energy" in s["recorded"] and "temperature" in s["recorded"]:
+            stats["lp"] = -s["energy"][keep] / s["temperature"][keep]
         if log is not None:  # a sample at counter s is the state after step s - 1
             stats["cold_state"], stats["swaps"] = _cold_state_at(log, steps - 1, cut)
         return post, stats

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from tf_vrre.diagnostics import chains, replicas
-from tf_vrre.diagnostics.runs import locate, read_run_json, read_samples, read_swap_log
+from tf_vrre.diagnostics.runs import locate, read_run_json, read_samples, read_swap_log, run_steps
 
 FORMAT = "tf_vrre.diagnostics/1"
 DESCRIPTIONS = {
@@ -27,11 +27,12 @@ def load_run(run, points=4):
     (``swap_log`` a :class:`SwapLog` or ``None``, ``samples`` from :func:`read_samples` or
     ``None``, ``run`` the run.json dict)."""
     swaps_dir, samples_dir = locate(run)
-    log = read_swap_log(swaps_dir) if swaps_dir else None
+    run_dict = read_run_json(run)
+    log = read_swap_log(swaps_dir, run_steps(run_dict)) if swaps_dir else None
     samples = read_samples(samples_dir, points) if samples_dir else None
     if samples is not None and not samples["step"].size:
         samples = None
-    return {"path": os.fspath(run), "swap_log": log, "samples": samples, "run": read_run_json(run)}
+    return {"path": os.fspath(run), "swap_log": log, "samples": samples, "run": run_dict}
 
 
 def _step_range(loaded):
@@ -54,7 +55,8 @@ def series(loaded, burn_in=0.1, classes=None):
     s = loaded["samples"]
     if s is not None:
         keep = s["step"] >= cut
-        out["sample_energy"] = s["energy"][keep]
+        if "energy" in s["recorded"]:  # else a manifest rebuilt by tf-vrre repair: no energies to summarise
+            out["sample_energy"] = s["energy"][keep]
         out["weight_norm"] = s["weight_norm"][keep]
         if "predictive" in s and classes is not None:
             pred = s["predictive"][keep]
@@ -103,7 +105,8 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
 
     Returns:
       dict: ``{"format", "runs", "burn_in", "split", "replica_flow": [per run or None],
-      "summaries": {name: {...}}, "classes"}``; each replica flow keeps ``"_paths"`` for the
+      "summaries": {name: {...}}, "classes", "energy_not_recorded": [runs whose manifest records
+      no sample energies: no ``sample_energy`` summary]}``; each replica flow keeps ``"_paths"`` for the
       figures (drop it before writing JSON: :func:`to_json`).
 
     Example:
@@ -136,8 +139,9 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
             continue
         x = np.stack([s[name][:draws] for s in per_run])
         summaries[name] = info | chains.chain_summary(x, split=split)
+    unrecorded = [r["path"] for r in loaded if r["samples"] is not None and "energy" not in r["samples"]["recorded"]]
     return {"format": FORMAT, "runs": paths, "burn_in": burn_in, "split": split, "blocks": blocks,
-            "replica_flow": flows, "summaries": summaries, "classes": classes}
+            "replica_flow": flows, "summaries": summaries, "classes": classes, "energy_not_recorded": unrecorded}
 
 
 def to_json(diag):
@@ -186,4 +190,7 @@ def format_table(diag):
                      f"{_f(s['ess'], '.1f'):>9}{_f(s['rhat'], '.3f'):>8}{_f(s['mcse'], '.3g'):>11}")
     if not diag["summaries"]:
         lines.append("  (no summary common to every run)")
+    for path in diag.get("energy_not_recorded", []):
+        lines.append(f"  sample_energy: not in the manifest of {path} (its entries record no energy, as after "
+                     "'tf-vrre repair' rebuilt it from the sample files)")
     return "\n".join(lines)

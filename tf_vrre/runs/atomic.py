@@ -11,6 +11,9 @@ never follow a symbolic link (no TensorFlow).
 - :func:`open_append`: opens a log for appending with ``O_NOFOLLOW``; a symbolic link at the
   name is an error, never written through.
 - :func:`open_lock`: opens a lock file with ``O_NOFOLLOW`` (same refusal).
+- a log or lock file name that is a directory, a FIFO, a socket or a device is refused
+  (:class:`SpecialFileError`), never opened in a way that could block: such names are opened
+  with ``O_NONBLOCK`` and their type checked.
 
 Temporary files are named ``.<target name>.<random>.tmp``; writers that clean their directory
 remove names ending in ``.tmp``.  An ``OSError`` while writing (``ENOSPC``, ``EACCES``, ...)
@@ -19,23 +22,35 @@ propagates with the target's path as its ``filename``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from typing import IO, Any, TextIO
 
+from tf_vrre import errors
 from tf_vrre.runs import fault_points
 
 __all__ = ["write", "write_text", "write_json", "savez", "save_figure", "open_append", "open_lock",
-           "SymlinkError", "TMP_SUFFIX"]
+           "open_regular", "SymlinkError", "SpecialFileError", "TMP_SUFFIX"]
 
 TMP_SUFFIX = ".tmp"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opened without it waits for its other end; no effect on regular files
 
 
-class SymlinkError(OSError):
+class SymlinkError(errors.TfVrreError, OSError):
     """A log or lock file name is a symbolic link (planted or left behind); tf_vrre does not write through it."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class SpecialFileError(errors.TfVrreError, OSError):
+    """A log or lock file name is a directory, FIFO, socket or device; tf_vrre reads and writes
+    regular files there only."""
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -116,15 +131,54 @@ def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> str:
     return write(path, lambda f: fig.savefig(f, format="png", **kwargs))
 
 
-def _open_nofollow(path: str | os.PathLike[str], flags: int, what: str) -> int:
+def _kind(mode: int) -> str | None:
+    """What a file of ``mode`` is, if not a regular file (``None`` for a regular file)."""
+    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "special file"
+
+
+def _special(path: str, what: str, mode: int) -> SpecialFileError:
+    return SpecialFileError(errno.EINVAL, f"{what} {path} is a {_kind(mode)}, not a regular file; tf_vrre "
+                                          f"{'locks' if what == 'lock file' else 'writes'} regular files only: "
+                                          "remove it and run again", path)
+
+
+def open_regular(path: str | os.PathLike[str], flags: int, what: str, mode: int | None = None) -> int:
+    """``os.open`` of ``path`` with ``flags`` that never follows a symbolic link and never blocks
+    on a FIFO: the name must be a regular file (or absent, with ``O_CREAT``).
+
+    Args:
+      path: the file.
+      flags: ``os.O_*`` flags (``O_NOFOLLOW``, ``O_NONBLOCK`` and ``O_CLOEXEC`` are added).
+      what: the file's role for messages (``"lock file"``, ``"log file"``).
+      mode: permissions of a created file (default: what ``open(path, "w")`` gives).
+
+    Raises:
+      SymlinkError: ``path`` is a symbolic link.
+      SpecialFileError: ``path`` is a directory, FIFO, socket or device.
+    """
     path = os.fspath(path)
     try:
-        return os.open(path, flags | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), _MODE)
+        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0), _MODE if mode is None else mode)
     except OSError as err:
         if os.path.islink(path):
             raise SymlinkError(err.errno, f"{what} {path} is a symbolic link; tf_vrre does not write through "
                                           "links (remove it)", path) from None
+        try:
+            st = os.lstat(path)
+        except OSError:
+            raise err from None
+        if _kind(st.st_mode) is not None:
+            raise _special(path, what, st.st_mode) from None
         raise
+    st = os.fstat(fd)
+    if _kind(st.st_mode) is not None:
+        os.close(fd)
+        raise _special(path, what, st.st_mode)
+    return fd
 
 
 def open_append(path: str | os.PathLike[str], newline: str = "") -> TextIO:
@@ -133,7 +187,7 @@ def open_append(path: str | os.PathLike[str], newline: str = "") -> TextIO:
     Raises:
       SymlinkError: ``path`` is a symbolic link.
     """
-    fd = _open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "log file")
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "log file")
     return os.fdopen(fd, "a", encoding="utf-8", newline=newline)
 
 
@@ -143,5 +197,5 @@ def open_lock(path: str | os.PathLike[str]) -> TextIO:
     Raises:
       SymlinkError: ``path`` is a symbolic link.
     """
-    fd = _open_nofollow(path, os.O_RDWR | os.O_CREAT, "lock file")
+    fd = open_regular(path, os.O_RDWR | os.O_CREAT, "lock file")
     return os.fdopen(fd, "r+", encoding="utf-8")

@@ -12,7 +12,8 @@ What a holder can rely on:
 
 - a second writer is refused at once (``LOCK_NB``), naming the holder's pid, or that readers hold it;
 - the lock file is opened with ``O_NOFOLLOW``: a symbolic link planted at its name is refused,
-  never written through;
+  never written through; a directory, FIFO or other special file there is refused too
+  (:class:`tf_vrre.runs.atomic.SpecialFileError`, naming it), without blocking;
 - only an exclusive holder writes the file: its pid, when it starts writing the directory
   (:meth:`Lock.mark`; a command that is refused, before or after taking the lock, changes
   nothing); :meth:`Lock.release` empties it again, so a finished run keeps no stale pid.  The file itself stays: it is the lock, and a
@@ -39,6 +40,7 @@ import os
 from typing import IO
 
 import tf_vrre.runs.atomic as atomic
+from tf_vrre import errors
 from tf_vrre.runs import run_json
 
 try:
@@ -54,7 +56,7 @@ __all__ = ["LOCK", "Lock", "Busy", "RunLockedError", "acquire", "check_free", "l
 _RETRIES = 5  # a lock file replaced between its open and its flock is opened again
 
 
-class Busy(OSError):
+class Busy(errors.TfVrreError, OSError):
     """Another process holds the lock: ``pid`` (text, ``None`` if unknown) of an exclusive holder,
     or ``readers`` when only shared holders (readers) have it."""
 
@@ -150,14 +152,9 @@ def _open(path: str, shared: bool):
     shared lock on a missing file (readers never create it)."""
     if shared:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = atomic.open_regular(path, os.O_RDONLY, "lock file")
         except FileNotFoundError:
             return None, False
-        except OSError as err:
-            if os.path.islink(path):
-                raise atomic.SymlinkError(err.errno, f"lock file {path} is a symbolic link; tf_vrre does not "
-                                                     "follow links (remove it)", path) from None
-            raise
         return os.fdopen(fd, "r", encoding="utf-8"), False
     created = not os.path.lexists(path)
     return atomic.open_lock(path), created
@@ -173,6 +170,7 @@ def acquire(path: str | os.PathLike, shared: bool = False, mark: bool = True) ->
     Raises:
       Busy: another process holds it (exclusive: any holder; shared: a writer).
       SymlinkError: ``path`` is a symbolic link.
+      SpecialFileError: ``path`` is a directory, FIFO or other special file.
     """
     path = os.fspath(path)
     for _ in range(_RETRIES):
@@ -283,8 +281,8 @@ def check_free(path: str | os.PathLike) -> None:
     if fcntl is None:
         return
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:  # absent (nobody holds it), or a link / unreadable: acquire says so when it is taken
+        fd = atomic.open_regular(path, os.O_RDONLY, "lock file")
+    except OSError:  # absent (nobody holds it), or a link / FIFO / unreadable: acquire says so when it is taken
         return
     with os.fdopen(fd, "r", encoding="utf-8") as f:
         try:
@@ -322,11 +320,11 @@ def share_run(run_dir: str | os.PathLike) -> Lock | None:
     """A reader's shared lock of ``run_dir`` (held until the process ends or it is released), so
     that no ``tf-vrre train`` / ``repair`` starts writing the run while it is read.
 
-    Returns ``None``, touching nothing, when the run has no lock file (or a symbolic link in its
-    place) or a writer holds it: a run being trained is read as it is (every file in it is replaced
+    Returns ``None``, touching nothing, when the run has no lock file (or a symbolic link, a
+    directory or a FIFO in its place) or a writer holds it: a run being trained is read as it is (every file in it is replaced
     atomically, so each file read is whole).  Never creates or writes a file.
     """
     try:
         return acquire(os.path.join(os.fspath(run_dir), LOCK), shared=True)
-    except (Busy, atomic.SymlinkError):
+    except (Busy, atomic.SymlinkError, atomic.SpecialFileError):
         return None

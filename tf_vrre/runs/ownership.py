@@ -23,12 +23,13 @@ import os
 import warnings
 from typing import Any
 
+from tf_vrre import errors
 from tf_vrre.runs import locks
 
 LOCK = locks.LOCK
 
 
-class RunMismatchError(ValueError):
+class RunMismatchError(errors.TfVrreError, ValueError):
     """A directory holds files of another run (or of a run with no recorded identity)."""
 
 
@@ -127,8 +128,8 @@ def claim(target: str, owner: Any, token: Any, label: str, lock: str | None = No
       lock: the lock file for a file ``target``.
 
     Raises:
-      ValueError: another callback of this fit, or another process, writes ``target`` (naming
-        its pid), or reads it.
+      RunLockedError: another callback of this fit, or another process, writes ``target`` (naming
+        its pid), or reads it (a ``ValueError``).
     """
     if lock is None:
         os.makedirs(target, exist_ok=True)
@@ -141,7 +142,7 @@ def claim(target: str, owner: Any, token: Any, label: str, lock: str | None = No
         return
     if held is not None and held[0] is not owner:
         if token is not None and held[1] is token:
-            raise ValueError(f"{label}: two callbacks write to {target} in one fit; give each its own "
+            raise locks.RunLockedError(f"{label}: two callbacks write to {target} in one fit; give each its own "
                              f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}")
         release(held[0])  # left by an earlier fit that did not reach on_train_end
         getattr(held[0], "_abandon", lambda: None)()
@@ -151,7 +152,7 @@ def claim(target: str, owner: Any, token: Any, label: str, lock: str | None = No
         _held[real] = (owner, token, locks.acquire(lock))
     except locks.Busy as busy:
         who = "readers" if busy.readers else f"another process (pid {busy.pid or '?'})"
-        raise ValueError(f"{label}: {target} is in use by {who}; one writer at a time") from None
+        raise locks.RunLockedError(f"{label}: {target} is in use by {who}; one writer at a time") from None
 
 
 def release(owner: Any) -> None:
@@ -164,12 +165,13 @@ def release(owner: Any) -> None:
 
 def stored_run(path: str, who: str) -> dict | None:
     """The run identity recorded in the JSON file ``path`` (``None`` if there is none);
-    ``ValueError`` naming ``who`` and the way out if the file is corrupt."""
+    :class:`tf_vrre.runs.samples.RunFileError` (a ``ValueError``) naming ``who`` and the way out
+    if the file is corrupt."""
     if not os.path.exists(path):
         return None
-    from tf_vrre.runs.samples import read_json
+    from tf_vrre.runs import samples
 
     try:
-        return read_json(path).get("run")
+        return samples.read_json(path).get("run")
     except (OSError, ValueError, AttributeError) as err:
-        raise ValueError(f"{who}: {path} is corrupt ({err}); move it away or pass overwrite=True") from None
+        raise samples.RunFileError(f"{who}: {path} is corrupt ({err}); move it away or pass overwrite=True") from None

@@ -11,7 +11,9 @@ A deleted or truncated sample file, or a truncated / corrupt ``manifest.json``, 
 - with an unreadable manifest: every ``sample-<step>.npz`` file that is a complete, readable
   ``.npz`` is listed again (step from its name, size and SHA-256 computed); the metadata and the
   run identity are lost, so a resume cannot check that the samples belong to it (it refuses
-  them; ``evaluate`` and ``export`` work);
+  them; ``evaluate`` and ``export`` work); a file named like a sample that cannot be one is not
+  adopted: a byte-for-byte copy of a lower step's sample, or (in ``RUN/samples``) a step beyond
+  the run's last step;
 - samples whose arrays differ from the majority's (another model) are dropped.
 
 A dropped file that exists is renamed ``damaged-<name>`` (kept for inspection, never read).
@@ -89,8 +91,9 @@ def plan(directory: str | os.PathLike[str]) -> dict[str, Any]:
                                 "sha256": sha256(path)}, False))
     kept: list[dict[str, Any]] = []
     dropped: list[tuple[str, str]] = []
+    strays = {} if old is not None else _strays(directory, [e for e, _ in candidates])
     for entry, listed in candidates:
-        why = _check(directory, entry, listed)
+        why = strays.get(entry["file"]) or _check(directory, entry, listed)
         (kept.append(entry) if why is None else dropped.append((entry["file"], why)))
     kept, other = _majority(directory, kept)
     dropped += other
@@ -106,6 +109,29 @@ def plan(directory: str | os.PathLike[str]) -> dict[str, Any]:
         "dropped": [f for f, _ in dropped], "manifest_rebuilt": old is None}]
     return {"manifest_problem": problem, "kept": manifest["entries"], "dropped": dropped, "manifest": manifest,
             "changed": bool(dropped) or problem is not None}
+
+
+def _strays(directory: str, entries: list[dict[str, Any]]) -> dict[str, str]:
+    """``{file: why}`` of the sample files a rebuilt manifest must not adopt: a step beyond the
+    run's last (``RUN/run.json``'s ``schedule.total_steps``, for ``RUN/samples``) and a byte-for-byte
+    copy of a sample of a lower step (two draws of a chain never have equal weights)."""
+    why: dict[str, str] = {}
+    run = run_of(directory)
+    total = None
+    if run is not None:
+        try:
+            total = run_json.read_run(run)["schedule"]["total_steps"]
+        except (ValueError, KeyError, TypeError):
+            total = None
+    seen: dict[str, str] = {}
+    for e in sorted(entries, key=lambda e: e["step"]):
+        if isinstance(total, int) and not isinstance(total, bool) and not 0 < e["step"] <= total:
+            why[e["file"]] = f"step {e['step']} is outside the run's steps 1..{total} (run.json): a stray file"
+        elif e["sha256"] in seen:
+            why[e["file"]] = f"a copy of {seen[e['sha256']]} (same SHA-256): a stray file"
+        else:
+            seen[e["sha256"]] = e["file"]
+    return why
 
 
 def _majority(directory: str, entries: list[dict[str, Any]]

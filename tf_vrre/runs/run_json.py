@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 import tf_vrre.runs.atomic as atomic
+from tf_vrre import errors
 
 FORMAT = "tf_vrre.run/1"
 RUN_JSON = "run.json"
@@ -45,7 +46,7 @@ __all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOA
            "MODEL_JSON", "LOCK", "write_json", "read_run", "field", "config_difference", "RunDirError"]
 
 
-class RunDirError(ValueError):
+class RunDirError(errors.TfVrreError, ValueError):
     """A run directory is missing, incomplete, or holds a different run (the message says which)."""
 
 
@@ -55,6 +56,7 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 # the top-level entries every run.json has, with their JSON types
+STATUSES = ("running", "complete")
 REQUIRED = {"method": str, "config": dict, "model": dict, "data": dict, "preprocessing": dict, "seed": int}
 _JSON_NAMES = {str: "a string", dict: "an object", int: "an integer", list: "a list", float: "a number",
                bool: "true or false"}
@@ -64,7 +66,8 @@ def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
     """The parsed ``RUN/run.json`` (``None`` if absent and not ``required``).
 
     Checked: the format tag, and that ``method``, ``config``, ``model``, ``data``,
-    ``preprocessing`` and ``seed`` exist with their JSON types (:data:`REQUIRED`).
+    ``preprocessing`` and ``seed`` exist with their JSON types (:data:`REQUIRED`), and that
+    ``status``, where present, is one of :data:`STATUSES`.
 
     Raises:
       RunDirError: naming the missing directory / file, a file that is not a run manifest, or the
@@ -99,6 +102,9 @@ def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
         raise RunDirError(f"{path}: expected format {FORMAT!r}, got {found!r}"[:400])
     for key, kind in REQUIRED.items():
         field(run, key, kind, path)
+    if run.get("status", "running") not in STATUSES:  # absent: a run that has not finished
+        raise RunDirError(f"{path}: key status must be one of {', '.join(map(repr, STATUSES))}, got "
+                          f"{run['status']!r}"[:400])
     return run
 
 

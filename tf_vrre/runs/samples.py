@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from tf_vrre import errors
 from tf_vrre.runs import atomic
 
 MANIFEST = "manifest.json"
@@ -35,7 +36,7 @@ _ENTRY_FIELDS = {"file": str, "step": int, "bytes": int, "sha256": str}
 MAX_LOG_BYTES = 1 << 31  # 2 GiB: a larger log or JSON file is not one tf_vrre wrote
 
 
-class RunFileError(ValueError):
+class RunFileError(errors.TfVrreError, ValueError):
     """A run file (sample manifest, sample file, CSV log) is missing, damaged or not a tf_vrre file;
     the message names the file (and line)."""
 

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre import numerics
+from tf_vrre import errors, numerics
 from tf_vrre.sgmcmc import distribute
 
 
@@ -36,6 +36,7 @@ class Fault(enum.IntEnum):
     TEMPERATURE = 4
     TEMPERATURE_ORDER = 5
     NLL_LENGTH = 8
+    INPUT = 9
     ENERGY = 1
     GRADIENT = 2
     CORRECTION = 7
@@ -55,13 +56,15 @@ KINDS = {
                                            f"{{value}}; it must be {numerics.LEARNING_RATES.allowed()}"),
     Fault.CORRECTION: ("correction", f"{numerics.CORRECTION.label} is {{value}}; it must be a finite number "
                                      f"{numerics.CORRECTION.allowed()}"),
+    Fault.INPUT: ("input", "the mini-batch holds {value} non-finite input value(s) (NaN or inf in x); this is the "
+                           "data, not a divergence: clean or impute the inputs (e.g. np.isfinite(x).all(axis=...))"),
     Fault.NLL_LENGTH: ("nll", "nll returned {value} values for a batch of {extra}; it must return one negative "
                "log-likelihood per example (shape [batch], no reduction)"),
 }
 DIVERGENCE = (Fault.ENERGY, Fault.GRADIENT, Fault.WEIGHTS)
 
 
-class SamplerError(tf.errors.InvalidArgumentError):
+class SamplerError(errors.TfVrreError, tf.errors.InvalidArgumentError):
     """A runtime invariant of the sampler failed (see :data:`KINDS`).
 
     Attributes: ``kind`` (e.g. ``"temperature"``), ``step``, ``chain`` (slot), ``value``.
@@ -123,15 +126,26 @@ def nll_length_check(nll: tf.Tensor, x: Any) -> tuple:
     return check(tf.equal(tf.shape(nll)[0], n), Fault.NLL_LENGTH, 0, tf.shape(nll)[0], n)
 
 
+def input_check(x: Any) -> tuple:
+    """The floating inputs of the mini-batch are finite (a NaN feature is named as the data's,
+    before the energy it makes non-finite is taken for a divergence); the count is all-reduced."""
+    floats = [t for t in tf.nest.flatten(x) if t.dtype.is_floating]
+    bad = tf.add_n([tf.reduce_sum(tf.cast(~tf.math.is_finite(t), tf.float64)) for t in floats]) if floats \
+        else tf.constant(0.0, tf.float64)
+    bad = distribute.all_reduce(bad)
+    return check(tf.equal(bad, 0.0), Fault.INPUT, 0, bad)
+
+
 def step_checks(lrs: tf.Tensor, temps: tf.Tensor, forward: Any, x: Any, nll_sums: tf.Tensor, overflow: tf.Tensor,
                 updated: tf.Tensor, correction: tf.Tensor | None = None) -> list[tuple]:
     """Every invariant of one train step, in :class:`Fault` order: the hyperparameters in force
     (a sampler that swaps passes its swap's ``correction``), the NLL's length, per chain a finite energy (``nll_sums``:
-    all-reduced ``[K]``, so every replica sees the same) and finite gradients (unless a float16
+    all-reduced ``[K]``, so every replica sees the same) after finite inputs ``x`` and finite gradients (unless a float16
     ``overflow`` of the loss-scaled gradients explains them), the swap's ``correction`` (with
     swaps) and the ``updated`` ``[K]`` flags of finite new weights."""
     checks = hyperparameter_checks(lrs, temps, correction is not None)
     checks.append(nll_length_check(forward.nlls[0], x))
+    checks.append(input_check(x))
     for h, grads in enumerate(forward.grads):
         checks.append(check(tf.math.is_finite(nll_sums[h]), Fault.ENERGY, h, nll_sums[h]))
         checks.append(check(tf.logical_or(all_finite(grads), overflow), Fault.GRADIENT, h, 0.0))

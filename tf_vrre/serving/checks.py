@@ -68,13 +68,19 @@ def versions(out):
 
 
 def choose_version(out, version):
-    """The version to write: ``version`` (an integer >= 1 not in ``out`` yet) or the highest + 1."""
+    """The version to write: ``version`` (an integer >= 1 whose name is free in ``out``) or one above
+    every digit-named entry of ``out`` (a file or link named ``3`` is passed over, never taken for
+    a version to write into)."""
     existing = versions(out)
+    taken = sorted(int(n) for n in (os.listdir(out) if os.path.isdir(out) else []) if n.isascii() and n.isdigit())
     if version is None:
-        return existing[-1] + 1 if existing else 1
+        return taken[-1] + 1 if taken else 1
     version = check_int(version, "version")
-    if os.path.exists(os.path.join(out, str(version))):
-        raise ValueError(f"version {version} already exists in {out} (versions there: {existing}); "
+    path = os.path.join(out, str(version))
+    if os.path.lexists(path):
+        what = "" if os.path.isdir(path) and not os.path.islink(path) else \
+            f" (as a {'symbolic link' if os.path.islink(path) else 'file'}, not an exported version)"
+        raise ValueError(f"version {version} already exists in {out}{what} (versions there: {existing}); "
                          f"an exported version is never overwritten: pick a new version, e.g. "
-                         f"{(existing[-1] if existing else 0) + 1}")
+                         f"{(taken[-1] if taken else 0) + 1}")
     return version

@@ -39,6 +39,10 @@ EXPORT_FORMAT = "tf_vrre.export/1"
 TMP_PREFIX = ".tmp-export-"
 SUMMARY_OUTPUTS = ("probabilities", "predictive_entropy", "predicted_class")
 MEMBER_OUTPUTS = SUMMARY_OUTPUTS + ("member_probabilities", "expected_entropy", "mutual_information")
+IMAGE_OUTPUTS = ("input_in_unit_range",)
+"""Outputs of the image signatures besides the above: ``input_in_unit_range`` ``[B]`` bool, true
+where every pixel of an image is within [0, 1] -- an image scaled to 0..1 by mistake (the
+signatures take raw pixels, 0..255); a true for a nearly black image is expected."""
 
 
 def export_ensemble(source, out, model=None, version=None, max_members=None, temperature=1.0):
@@ -295,6 +299,14 @@ def _checked_input(tf, x, shape, name):
     return x
 
 
+def _in_pixel_range(tf, pixels, top):
+    """``pixels`` after an ``InvalidArgument`` check that every value is a raw pixel, in ``[0, top]``."""
+    ok = tf.logical_and(tf.reduce_min(pixels) >= 0.0, tf.reduce_max(pixels) <= top)
+    message = f"images: pixel values must be in [0, {top:g}] (the raw pixels of training, as uint8 holds them)"
+    with tf.control_dependencies([tf.debugging.Assert(tf.logical_or(tf.size(pixels) == 0, ok), [message])]):
+        return tf.identity(pixels)
+
+
 def _summaries(tf, p_members, with_members):
     entropy = lambda p: -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)  # noqa: E731
     p = tf.reduce_mean(p_members, axis=1)
@@ -327,11 +339,18 @@ def _archive(tf, model, stacked, image, temperature, output):
     scale = tf.constant(pre["scale"], tf.float32)
     mean, std = (tf.constant(pre[k], tf.float32) for k in ("mean", "std"))
 
+    top = 1.0 / pre["scale"]  # the largest raw pixel value (255 for 8-bit images)
+
     def endpoint(with_members):
         def serve(images):  # the training normalisation, in float32
             images = _checked_input(tf, images, [None, *image["shape"]], "images")
-            x = (tf.cast(images, tf.float32) * scale - mean) / std
-            return _summaries(tf, members(tf.cast(x, spec.dtype)), with_members)
+            pixels = tf.cast(images, tf.float32)
+            if images.dtype.is_floating:  # negated, or values near float32's maximum: not pixels
+                pixels = _in_pixel_range(tf, pixels, top)
+            x = (pixels * scale - mean) / std
+            out = _summaries(tf, members(tf.cast(x, spec.dtype)), with_members)
+            out[IMAGE_OUTPUTS[0]] = tf.reduce_all(pixels <= 1.0, axis=list(range(1, 1 + len(image["shape"]))))
+            return out
         return serve
     for dtype, suffix in ((tf.uint8, ""), (tf.float32, "_float32")):
         sig = [tf.TensorSpec([None, *image["shape"]], dtype, name="images")]
@@ -351,7 +370,9 @@ def _input_record(spec, image):
 def _signature_record(image):
     names = {"serving_default": list(SUMMARY_OUTPUTS), "members": list(MEMBER_OUTPUTS)}
     if image is not None:
-        names.update(serving_float32=list(SUMMARY_OUTPUTS), members_float32=list(MEMBER_OUTPUTS))
+        names = {"serving_default": list(SUMMARY_OUTPUTS + IMAGE_OUTPUTS),
+                 "members": list(MEMBER_OUTPUTS + IMAGE_OUTPUTS)}
+        names.update(serving_float32=names["serving_default"], members_float32=names["members"])
     return names
 
 
@@ -371,7 +392,7 @@ def _write(archive, out, version, record, start):
         record["bytes"] = _dir_bytes(tmp)
         record["export_seconds"] = round(time.perf_counter() - start, 3)
         atomic.write_json(os.path.join(tmp, EXPORT_JSON), record, indent=1)
-        if os.path.exists(final):  # created meanwhile by someone else: never overwrite
+        if os.path.lexists(final):  # created meanwhile by someone else: never overwrite
             raise ValueError(f"version {version} appeared in {out} during the export; not overwritten")
         os.rename(tmp, final)
     finally:

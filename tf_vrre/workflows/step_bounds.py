@@ -27,13 +27,14 @@ from __future__ import annotations
 import decimal
 import math
 
+from tf_vrre import errors
 from tf_vrre.numerics import F32_MAX, F32_TINY
 
 __all__ = ["BoundError", "F32_MAX", "F32_TINY", "within", "prior_stability_limit", "noise_variance_limit",
            "log_or_inf"]
 
 
-class BoundError(ValueError):
+class BoundError(errors.TfVrreError, ValueError):
     """A hyperparameter outside the interval the step's numbers allow; ``key`` names it."""
 
     def __init__(self, key: str, message: str) -> None:

@@ -79,6 +79,40 @@ def test_preprocessing_statistics_and_round_trip(image_data_dir):
         D.Preprocessing([0.5], [0.0])
 
 
+def test_preprocessing_errors_name_the_source_the_key_and_the_channels(image_data_dir, tmp_path, capsys):
+    """Each used to be a raw error (KeyError 'std', a NumPy broadcast error) or a line that did not
+    say which file (std = 0 in run.json, images with a constant channel)."""
+    prep = D.Preprocessing([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])
+    with pytest.raises(ValueError, match=r"^preprocessing: 'std' is missing; expected \{'kind': 'normalize'"):
+        D.Preprocessing.from_dict({"kind": "normalize", "scale": 1 / 255, "mean": [0.5]})
+    with pytest.raises(ValueError, match=r"^runs/a/run.json: preprocessing: mean must be finite and std > 0 in every "
+                                         r"channel, got mean \[0.5, 0.5\] and std \[0.2, 0.0\] \(channel 1\)"):
+        D.Preprocessing.from_dict({"kind": "normalize", "scale": 1, "mean": [0.5, 0.5], "std": [0.2, 0]},
+                                  where="runs/a/run.json: preprocessing")
+    four = np.zeros((2, 4, 4, 4), np.uint8)
+    message = (r"Preprocessing.apply: the images have 4 channels \(shape \(2, 4, 4, 4\)\), this preprocessing "
+               r"normalises 3 \(one mean and std per channel")
+    with pytest.raises(ValueError, match=message):
+        prep.apply(four)
+    with pytest.raises(ValueError, match=message.replace("apply", "apply_tf")):
+        prep.apply_tf(tf.constant(four))
+    flat = np.random.default_rng(0).integers(0, 256, (10, 4, 4, 3), dtype=np.uint8)
+    flat[..., 2] = 7
+    with pytest.raises(ValueError, match=r"^my images: channel 2 has the same value \(7\) in every pixel of all 10 "
+                                         r"images, so there is no variance to normalise by \(std = 0\)"):
+        D.Preprocessing.from_images(flat, where="my images")
+    # the training data of a run: the files are named
+    data = tmp_path / "data"
+    (data / "cifar10").mkdir(parents=True)
+    x, y, _ = D.load_split("cifar10", "train", "npz", image_data_dir)
+    x = x.copy()
+    x[..., 1] = 200
+    np.savez(data / "cifar10" / "cifar10_train.npz", x=x, y=y)
+    with pytest.raises(ValueError, match=rf"^the cifar10 training images in {data}/cifar10 \(cifar10_train\*.npz\): "
+                                         r"channel 1 has the same value \(200\)"):
+        D.load_training_data("cifar10", "npz", str(data))
+
+
 def test_split_indices_are_balanced_disjoint_and_seeded():
     y = np.repeat(np.arange(10), 50)
     train, held = D.split_indices(y, subset=200, holdout=0.1, seed=3)

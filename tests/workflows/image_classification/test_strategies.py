@@ -2,6 +2,8 @@
 --steps-per-execution`): names, clear errors, XLA and steps per execution recorded in run.json, and a
 2-worker `tf-vrre train --strategy multiworker` in which only the chief writes the run directory."""
 
+import contextlib
+import glob
 import json
 import os
 import socket
@@ -11,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+import _fake_tpu
 from _image_runs import cli_flags, tiny_config
 from tf_vrre.workflows.image_classification import strategies, train as training
 from tf_vrre.callbacks.sample_collector import load_samples
@@ -77,13 +80,31 @@ def test_tpu_detection(monkeypatch):
         with pytest.raises(ValueError, match=rf"no TPU detected \(\$COLAB_TPU_ADDR = '{stale}' \(not reachable: "
                                              r"no TCP connection within 3 s: ConnectionRefusedError\)"):
             strategies.check("tpu")
-    with socket.socket() as server:  # a live address counts
-        server.bind(("127.0.0.1", 0))
-        server.listen(64)
-        live = f"127.0.0.1:{server.getsockname()[1]}"
-        monkeypatch.setenv("COLAB_TPU_ADDR", live)
-        assert strategies.tpu_present() and strategies.tpu_reachable("grpc://" + live) is None
+    with _fake_tpu.worker_service() as node:  # a TPU node's worker service counts
+        monkeypatch.setenv("COLAB_TPU_ADDR", node)
+        assert strategies.tpu_present() and strategies.tpu_reachable("grpc://" + node) is None
         strategies.check("tpu")
+
+
+def test_an_address_that_accepts_tcp_is_no_tpu_unless_its_worker_service_lists_one(monkeypatch):
+    """TCP alone is no TPU: TensorFlow's connection to such an address has no deadline (it waited
+    for ever); the worker service must list a TPU device, asked in a child process with deadlines."""
+    monkeypatch.setattr(strategies, "TPU_STATUS_SECONDS", 0.5)
+    with _fake_tpu.tcp_only() as address:
+        assert strategies.tpu_reachable(address) == ("accepts TCP, but no TensorFlow server answered within 0.5 s "
+                                                      "(DEADLINE_EXCEEDED: Deadline Exceeded)")
+        monkeypatch.setenv("COLAB_TPU_ADDR", address)
+        local = bool(glob.glob("/dev/accel*") or strategies._vfio_tpu())
+        assert strategies.tpu_present() == local
+        if not local:
+            with pytest.raises(ValueError, match=r"no TPU detected \(\$COLAB_TPU_ADDR = '127.0.0.1:\d+' \(not "
+                                                 r"reachable: accepts TCP, but no TensorFlow server answered"):
+                strategies.check("tpu")
+    with _fake_tpu.worker_service(("CPU",)) as address:  # a TensorFlow server, but no TPU
+        assert strategies.tpu_reachable(address) == "a TensorFlow server without a TPU device (devices: CPU)"
+    monkeypatch.setattr(strategies, "STATUS_PROCESS_SECONDS", 0.01)  # the child is killed, whatever it does
+    with _fake_tpu.worker_service() as address:
+        assert strategies.tpu_reachable(address) == "accepts TCP, but asking its devices did not end within 0.01 s"
 
 
 def test_vfio_alone_is_no_tpu(monkeypatch):
@@ -114,28 +135,58 @@ def test_vfio_alone_is_no_tpu(monkeypatch):
     assert strategies.tpu_present()
 
 
-@pytest.mark.parametrize("strategy", ["default", "auto", "tpu"])
-def test_stale_tpu_address_never_hangs_train(strategy, image_data_dir, tmp_path):
-    """``tf-vrre train`` with ``$COLAB_TPU_ADDR`` of a closed port: default and auto train on the
-    CPU (auto with a warning), tpu fails at once with one line (it used to block forever)."""
+@contextlib.contextmanager
+def _address(kind):
+    """``$COLAB_TPU_ADDR`` of a kind: a closed port, a port that only accepts TCP, or a worker
+    service that looks like a TPU node but refuses the connection (fails fast)."""
+    if kind == "closed":
+        yield f"127.0.0.1:{_closed_port()}"
+    else:
+        with (_fake_tpu.tcp_only() if kind == "tcp-only" else _fake_tpu.worker_service()) as address:
+            yield address
+
+
+_REASONS = {"closed": "no TCP connection within 3 s: ConnectionRefusedError",
+            "tcp-only": "accepts TCP, but no TensorFlow server answered within 5 s (DEADLINE_EXCEEDED"}
+
+
+@pytest.mark.parametrize("strategy,kind", [("default", "closed"), ("auto", "closed"), ("auto", "tcp-only"),
+                                           ("auto", "tpu-node"), ("tpu", "closed"), ("tpu", "tcp-only"),
+                                           ("tpu", "tpu-node")])
+def test_stale_tpu_address_never_hangs_train(strategy, kind, image_data_dir, tmp_path):
+    """``tf-vrre train`` with ``$COLAB_TPU_ADDR`` of a closed port, of a port that accepts TCP but
+    never answers (TensorFlow's connection used to wait for it for ever), or of a TPU node whose
+    connection fails: default and auto train on the CPU (auto with a warning naming why; after a
+    failed connection too, which used to leave TensorFlow's context unusable), tpu fails with one
+    line, within seconds (the run's time bounded by the subprocess timeout)."""
     if strategies.tpu_present():
         pytest.skip("a TPU is present")
-    env = dict(os.environ, COLAB_TPU_ADDR=f"127.0.0.1:{_closed_port()}", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     out = tmp_path / "run"
     flags = cli_flags("msgd", out, image_data_dir, epochs=1) + ["--strategy", strategy]
-    proc = subprocess.run([sys.executable, "-m", "tf_vrre.cli", *flags], capture_output=True, text=True,
-                          timeout=240, env=env, cwd=ROOT)
+    with _address(kind) as address:
+        env = dict(os.environ, COLAB_TPU_ADDR=address, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+        proc = subprocess.run([sys.executable, "-m", "tf_vrre.cli", *flags], capture_output=True, text=True,
+                              timeout=240, env=env, cwd=ROOT)
+    tried = (f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
+             f"TPUClusterResolver(tpu='grpc://{address}'), experimental_connect_to_cluster, initialize_tpu_system: "
+             "UnimplementedError")
     if strategy == "tpu":
-        assert proc.returncode == 2
+        assert proc.returncode == 2, proc.stderr[-3000:]
         lines = [line for line in proc.stderr.splitlines() if line.startswith("tf-vrre")]  # not TF's own logs
         assert "Traceback" not in proc.stderr and proc.stderr.rstrip().endswith(lines[-1])
-        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: --strategy tpu: strategy 'tpu': no TPU "
-                                                       "detected ($COLAB_TPU_ADDR = '127.0.0.1:"), proc.stderr
-        assert "not reachable" in lines[0] and not out.exists()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"tf-vrre: error: --strategy tpu: {tried}" if kind == "tpu-node" else
+            f"tf-vrre: error: --strategy tpu: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR = '{address}' "
+            f"(not reachable: {_REASONS[kind]}"), proc.stderr
+        assert not out.exists() or kind == "tpu-node"  # found before TensorFlow starts, else after the lock
         return
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.load(open(out / "run.json"))["execution"]["strategy"] == "default"
-    assert ("is not reachable; using the GPUs / CPU" in proc.stderr) == (strategy == "auto")
+    assert len(load_samples(out / "samples")) >= 1
+    warning = (f"strategy 'auto': {tried}" if kind == "tpu-node" else
+               f"strategy 'auto': no TPU at '{address}' ($COLAB_TPU_ADDR): {_REASONS[kind]}")
+    assert (warning in proc.stderr) == (strategy == "auto"), proc.stderr[-3000:]
+    assert "; using the GPUs / CPU" in proc.stderr or strategy == "default"
 
 
 # ---- strategies made (TensorFlow) -----------------------------------------------------------------
@@ -186,8 +237,8 @@ def test_tpu_unavailable_is_a_clear_value_error(monkeypatch):
     with pytest.raises(ValueError, match=r"no TPU reachable at 'grpc://127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
                                          r"connection within 3 s: ConnectionRefusedError\."):
         strategies.make_strategy("tpu")
-    with pytest.warns(UserWarning, match=r"strategy 'auto': TPU address '127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\) is not "
-                                         "reachable; using the GPUs / CPU"):
+    with pytest.warns(UserWarning, match=r"strategy 'auto': no TPU at '127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
+                                         "connection within 3 s: ConnectionRefusedError; using the GPUs / CPU"):
         assert strategies.name_of(strategies.make_strategy("auto")) == "default"
     assert err.value.__cause__ is None and err.value.__suppress_context__  # not a raw TensorFlow traceback
 

@@ -221,3 +221,40 @@ def test_packages_tfds_imports_to_prepare_data_are_declared():
         assert dists & (tfds_reqs | ours | {"tensorflow", "tf-nightly", "numpy", "absl-py", "protobuf"}), (
             f"tensorflow-datasets imports {module} (distribution {sorted(dists)}): declare it in pyproject.toml")
     assert "importlib-resources" in ours
+
+
+def test_a_proxy_that_accepts_tcp_but_never_answers_is_no_connection(monkeypatch):
+    """A proxy listening on a local port that never answers (where tensorflow-datasets retries for
+    minutes): the probe says so within its bound, in total; a proxy refusing with 502 is no
+    connection either."""
+    import http.server
+    import socket
+    import threading
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{silent.getsockname()[1]}")
+    start = time.monotonic()
+    reason = tfds_source.probe(tfds_source.DOWNLOAD_URLS["cifar10"], seconds=1.0)
+    assert time.monotonic() - start < 10
+    assert reason is not None and reason.startswith(f"127.0.0.1:{silent.getsockname()[1]}: ")
+    silent.close()
+
+    class BadGateway(http.server.BaseHTTPRequestHandler):
+        def do_CONNECT(self):  # noqa: N802 (the HTTP method's name)
+            self.send_error(502)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), BadGateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{server.server_port}")
+        reason = tfds_source.probe(tfds_source.DOWNLOAD_URLS["cifar10"], seconds=3.0)
+    finally:
+        server.shutdown()
+    assert reason is not None and "127.0.0.1" in reason

@@ -38,6 +38,7 @@ import os
 import types
 from typing import Any, Mapping
 
+from tf_vrre import errors
 from tf_vrre.workflows.image_classification import config_values, hyperparameters
 
 try:
@@ -61,7 +62,7 @@ __all__ = ["ConfigError", "METHODS", "REPLICA", "VARIANCE_REDUCED", "CYCLICAL", 
            "applies", "schedule_values", "available", "config_path"]
 
 
-class ConfigError(ValueError):
+class ConfigError(errors.TfVrreError, ValueError):
     """A config key is unknown, does not apply, or has a bad value (the message names it)."""
 
 

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from tf_vrre.diagnostics import runs
 from tf_vrre.runs import atomic, run_json
-from tf_vrre.runs.samples import RunFileError, read_log
+from tf_vrre.runs.samples import read_log
 from tf_vrre.workflows.image_classification import evaluation_checks, metrics, models, plots
 from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
                                                          num_classes, pixels_digest, split_indices)
@@ -50,20 +51,22 @@ def swap_summary(run_dir: str | os.PathLike, late_fraction: float = 0.2) -> dict
     """Swap counts and sigma^2 of a run's swap log (``None`` for single-chain runs).
 
     ``sigma2_late`` is the mean of ``sigma2_0`` over the last ``late_fraction`` of its updates.
+    The log is read as ``tf-vrre diagnose`` reads it (:func:`tf_vrre.diagnostics.read_swap_log`,
+    bounded by the run's steps): a damaged row, an impossible value or a step beyond the run is a
+    ``RunFileError`` naming the file and line, never counted.
     """
     d = os.path.join(str(run_dir), run_json.SWAPS)
     if not os.path.isdir(d):
         return None
-    path = os.path.join(d, "swaps.csv")
-    rows = _read_csv(path)
-    refresh = _read_csv(os.path.join(d, "refresh.csv"))
-    bad = next((i for i, r in enumerate(rows) if r.get("accepted") not in ("0", "1")), None)
-    if bad is not None:
-        raise RunFileError(f"{path}, row {bad + 1}: accepted = {rows[bad].get('accepted')!r}, must be 0 or 1")
-    accepted = sum(int(r["accepted"]) for r in rows)
-    upd = [float(r["sigma2_0"]) for r in refresh if r.get("sigma2_updated") in ("1", "True") and r.get("sigma2_0")]
+    if not os.path.isfile(os.path.join(d, "swaps.csv")):
+        return {"attempts": 0, "swaps": 0, "accept_rate": None, "sigma2_final": None, "sigma2_late": None,
+                "sigma2_updates": 0}
+    log = runs.read_swap_log(d, runs.run_steps(runs.read_run_json(run_dir)))
+    attempts, accepted = int(log.swaps["step"].size), int(log.swaps["accepted"].sum())
+    refresh = log.refresh or {}
+    upd = [float(v) for v in refresh["sigma2_0"][refresh["sigma2_updated"] == 1]] if "sigma2_0" in refresh else []
     late = upd[int(len(upd) * (1 - late_fraction)):] if upd else []
-    return {"attempts": len(rows), "swaps": accepted, "accept_rate": accepted / len(rows) if rows else None,
+    return {"attempts": attempts, "swaps": accepted, "accept_rate": accepted / attempts if attempts else None,
             "sigma2_final": upd[-1] if upd else None, "sigma2_late": float(np.mean(late)) if late else None,
             "sigma2_updates": len(upd)}
 
@@ -138,12 +141,12 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
     run, samples = evaluation_checks.check_run(run_dir)
     data = run["data"]
     data_dir, source, ood_name = evaluation_checks.data_sources(run, ood, data_dir, source)
-    prep = Preprocessing.from_dict(run["preprocessing"])
+    run_path = os.path.join(str(run_dir), run_json.RUN_JSON)
+    prep = Preprocessing.from_dict(run["preprocessing"], where=f"{run_path}: preprocessing")
     x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
     ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None
     held = _heldout(run, source, data_dir, fit_size) if fit_size else None
 
-    run_path = os.path.join(str(run_dir), run_json.RUN_JSON)
     m = run["model"]
     model = models.build(m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"])
     say = (lambda s: print(s, flush=True)) if verbose else (lambda s: None)

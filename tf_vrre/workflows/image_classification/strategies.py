@@ -10,12 +10,17 @@ Names (:data:`STRATEGIES`):
 - ``"tpu"``: ``TPUClusterResolver(tpu=T)`` with ``T = "grpc://" + address`` for an address given
   (``tpu_address`` or ``$COLAB_TPU_ADDR``, a Colab TPU node), else ``"local"`` (a TPU VM), then
   ``experimental_connect_to_cluster``, ``initialize_tpu_system`` and ``TPUStrategy``.  An address
-  is first probed with a TCP connection (:data:`TPU_PROBE_SECONDS` timeout): a dead address is a
-  ``ValueError`` at once instead of a connection attempt that never returns;
-- ``"auto"``: ``"tpu"`` when :func:`tpu_present` (or ``tpu_address`` accepts a connection), falling
+  is first asked, in bounded time, whether it is a TPU node (:func:`tpu_reachable`: a TCP
+  connection within :data:`TPU_PROBE_SECONDS`, then TensorFlow's worker service there must list a
+  TPU device within :data:`TPU_STATUS_SECONDS`, asked by a child process).  TensorFlow's own
+  connection has no deadline: to an address that accepts TCP but is no TPU it would wait for
+  ever; here such an address is a ``ValueError`` within seconds;
+- ``"auto"``: ``"tpu"`` when :func:`tpu_present` (or ``tpu_address`` answers as a TPU node), falling
   back, with a warning, to the rules below if the TPU cannot be initialized or the address
-  (``tpu_address`` / ``$COLAB_TPU_ADDR``) is not reachable; else ``"mirrored"`` with several GPUs,
-  else ``"default"``.  ``"default"`` and ``"mirrored"`` never look for a TPU.
+  (``tpu_address`` / ``$COLAB_TPU_ADDR``) is no TPU node; else ``"mirrored"`` with several GPUs,
+  else ``"default"``.  A failed connection is undone first (TensorFlow's eager context would
+  otherwise still point at the remote cluster), so the fallback trains.  ``"default"`` and
+  ``"mirrored"`` never look for a TPU.
 
 Under ``MultiWorkerMirroredStrategy`` every worker runs the same steps (and the same callbacks:
 collecting a sample evaluates the model under the strategy, a collective op), but only the chief
@@ -33,6 +38,8 @@ import glob
 import json
 import os
 import socket
+import subprocess
+import sys
 import warnings
 
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
@@ -42,19 +49,29 @@ the per-step swap record ring buffer that ``SwapLogger`` drains after every exec
 TASK_TYPES = ("chief", "worker")
 TPU_PROBE_SECONDS = 3.0
 """Timeout of the TCP probe of a TPU node's address (:func:`tpu_reachable`)."""
+TPU_STATUS_SECONDS = 5.0
+"""Deadline of the second question :func:`tpu_reachable` asks an address that accepts TCP: which
+devices TensorFlow's worker service there serves (its ``GetStatus`` call, answered in
+milliseconds by a TPU node)."""
+STATUS_PROCESS_SECONDS = 60.0
+"""The child process that asks ``GetStatus`` is killed after this many seconds (its interpreter
+start-up included), whatever the network does."""
 GOOGLE_PCI_VENDOR = "0x1ae0"
+_MODULE = "tf_vrre.workflows.image_classification.strategies"  # run as the child process of _device_types
 
-__all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "TPU_PROBE_SECONDS", "tpu_present", "tpu_reachable", "tf_config", "check", "make_strategy",
+__all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "TPU_PROBE_SECONDS", "TPU_STATUS_SECONDS", "STATUS_PROCESS_SECONDS",
+           "tpu_present", "tpu_reachable", "tf_config", "check", "make_strategy",
            "check_options", "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
 _tpu_strategies = {}  # target -> TPUStrategy: a TPU system is initialized once per process
 
 
 def tpu_present():
-    """True if a TPU is detectable without TensorFlow and without blocking (:data:`TPU_PROBE_SECONDS`
-    at most): a TPU VM's devices ``/dev/accel*`` (v2-v4); ``/dev/vfio/<n>`` (v5e and later) together
-    with a Google PCI device (vendor ``0x1ae0``: ``/dev/vfio`` alone is any passed-through PCI
-    device); or ``$COLAB_TPU_ADDR`` (a TPU node) that accepts a TCP connection (:func:`tpu_reachable`).
-    A stale ``$COLAB_TPU_ADDR`` therefore does not count."""
+    """True if a TPU is detectable without TensorFlow and in bounded time: a TPU VM's devices
+    ``/dev/accel*`` (v2-v4); ``/dev/vfio/<n>`` (v5e and later) together with a Google PCI device
+    (vendor ``0x1ae0``: ``/dev/vfio`` alone is any passed-through PCI device); or ``$COLAB_TPU_ADDR``
+    (a TPU node) that answers as a TPU node (:func:`tpu_reachable`, at most
+    :data:`TPU_PROBE_SECONDS` + :data:`STATUS_PROCESS_SECONDS`).  A stale ``$COLAB_TPU_ADDR``, or
+    one that accepts TCP but is no TPU, therefore does not count."""
     if glob.glob("/dev/accel*") or _vfio_tpu():
         return True
     address = os.environ.get("COLAB_TPU_ADDR")
@@ -62,8 +79,17 @@ def tpu_present():
 
 
 def tpu_reachable(address, timeout=None):
-    """``None`` if ``address`` (``host:port`` or ``grpc://host:port``) accepts a TCP connection within
-    ``timeout`` seconds (default :data:`TPU_PROBE_SECONDS`), else the reason (a short string)."""
+    """``None`` if a TPU node answers at ``address`` (``host:port`` or ``grpc://host:port``), else
+    the reason (a short string).  Two questions, each with a deadline:
+
+    1. does it accept a TCP connection within ``timeout`` seconds (default :data:`TPU_PROBE_SECONDS`)?
+    2. does TensorFlow's worker service there list a TPU device within :data:`TPU_STATUS_SECONDS`?
+       (``tensorflow.WorkerService/GetStatus``, asked by a child process killed after
+       :data:`STATUS_PROCESS_SECONDS`: no TensorFlow is loaded or connected in this process.)
+
+    TensorFlow's ``experimental_connect_to_cluster`` has no deadline: an address that accepts TCP
+    but never answers it (a proxy, another service on the port) would block it for ever.
+    """
     text = address[len("grpc://"):] if address.startswith("grpc://") else address
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -72,7 +98,78 @@ def tpu_reachable(address, timeout=None):
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or TPU_PROBE_SECONDS).close()
     except OSError as err:
         return f"no TCP connection within {timeout or TPU_PROBE_SECONDS:g} s: {type(err).__name__}"
+    return _no_tpu_devices(text)
+
+
+def _no_tpu_devices(target):
+    """``None`` if TensorFlow's worker service at ``target`` lists a TPU device, else why not (asked
+    by a child process, :func:`_device_types`, killed after :data:`STATUS_PROCESS_SECONDS`)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["tf_vrre"].__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    try:
+        proc = subprocess.run([sys.executable, "-m", _MODULE, target, repr(TPU_STATUS_SECONDS)], capture_output=True,
+                              text=True, timeout=STATUS_PROCESS_SECONDS, env=env, stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return f"accepts TCP, but asking its devices did not end within {STATUS_PROCESS_SECONDS:g} s"
+    lines = proc.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        err = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return f"accepts TCP, but its devices could not be asked: {err[:200]}"
+    if "error" in answer:
+        return (f"accepts TCP, but no TensorFlow server answered within {TPU_STATUS_SECONDS:g} s "
+                f"({answer['error'][:200]})")
+    if not any(kind.startswith("TPU") for kind in answer["devices"]):
+        return f"a TensorFlow server without a TPU device (devices: {', '.join(answer['devices']) or 'none'})"
     return None
+
+
+def _device_types(target, seconds):
+    """The device types (``"CPU"``, ``"TPU"``, ...) TensorFlow's worker service at ``target``
+    (``host:port``) serves: its ``GetStatus`` call, with a deadline of ``seconds``; a
+    ``grpc.RpcError`` if it does not answer.  Uses grpcio and protobuf (TensorFlow's own
+    dependencies), not TensorFlow."""
+    import grpc
+
+    with grpc.insecure_channel(target) as channel:  # an empty GetStatusRequest is b""
+        reply = channel.unary_unary("/tensorflow.WorkerService/GetStatus")(b"", timeout=seconds)
+    return sorted({d.device_type for d in status_response_class().FromString(reply).device_attributes})
+
+
+def status_response_class():
+    """TensorFlow's ``GetStatusResponse`` message, with the two fields tf_vrre reads (other fields
+    are skipped when parsed): ``worker.proto``'s ``repeated DeviceAttributes device_attributes = 1``
+    and ``device_attributes.proto``'s ``string name = 1``, ``string device_type = 2``.  Built with
+    protobuf's descriptor pool, so that no TensorFlow is imported to read a worker's answer."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="tf_vrre_worker_status.proto", package="tf_vrre_worker_status")
+    device = proto.message_type.add(name="DeviceAttributes")
+    device.field.add(name="name", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    device.field.add(name="device_type", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    status = proto.message_type.add(name="GetStatusResponse")
+    status.field.add(name="device_attributes", number=1, type=field.TYPE_MESSAGE, label=field.LABEL_REPEATED,
+                     type_name=".tf_vrre_worker_status.DeviceAttributes")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    descriptor = pool.FindMessageTypeByName("tf_vrre_worker_status.GetStatusResponse")
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22 (GetPrototype is gone in 5.x)
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
+
+
+def _ask_devices(argv):
+    """The child process of :func:`_no_tpu_devices`: prints ``{"devices": [...]}`` or ``{"error": "..."}``."""
+    import grpc
+
+    target, seconds = argv
+    try:
+        answer = {"devices": _device_types(target, float(seconds))}
+    except grpc.RpcError as err:
+        answer = {"error": f"{err.code().name}: {err.details()}"}
+    print(json.dumps(answer), flush=True)
 
 
 def _vfio_tpu():
@@ -89,9 +186,11 @@ def _vfio_tpu():
     return False
 
 
-def _tpu_probe():
+def _tpu_probe(reason=None):
+    """What the TPU detection found, for an error message (``reason``: :func:`tpu_reachable` of
+    ``$COLAB_TPU_ADDR`` if already asked)."""
     address = os.environ.get("COLAB_TPU_ADDR")
-    reason = address and tpu_reachable(address)
+    reason = address and (reason or tpu_reachable(address))
     colab = (f"$COLAB_TPU_ADDR = {address!r} ({'not reachable: ' + reason if reason else 'reachable'})"
              if address else "$COLAB_TPU_ADDR unset")
     vfio = glob.glob("/dev/vfio/[0-9]*")
@@ -151,9 +250,12 @@ def check(name, tpu_address=None, detect_tpu=True):
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
     if name == "multiworker":
         tf_config()
-    if name == "tpu" and detect_tpu and not tpu_address and not tpu_present():
-        raise ValueError(f"strategy 'tpu': no TPU detected ({_tpu_probe()}); on Colab choose a TPU runtime, "
-                         "elsewhere set COLAB_TPU_ADDR=host:port of the TPU")
+    if name == "tpu" and detect_tpu and not tpu_address and not (glob.glob("/dev/accel*") or _vfio_tpu()):
+        address = os.environ.get("COLAB_TPU_ADDR")
+        reason = tpu_reachable(address) if address else "unset"
+        if reason:  # tpu_present() is False: one probe, reported as found
+            raise ValueError(f"strategy 'tpu': no TPU detected ({_tpu_probe(reason)}); on Colab choose a TPU runtime, "
+                             "elsewhere set COLAB_TPU_ADDR=host:port of the TPU")
 
 
 def make_strategy(name="auto", tpu_address=None):
@@ -172,17 +274,23 @@ def make_strategy(name="auto", tpu_address=None):
 
     check(name, tpu_address, detect_tpu=False)  # a TPU is looked for below, and what was tried is reported
     address = tpu_address or os.environ.get("COLAB_TPU_ADDR")
-    found = name == "auto" and (tpu_reachable(tpu_address) is None if tpu_address else tpu_present())
+    where = "tpu_address" if tpu_address else "$COLAB_TPU_ADDR"
+    found = local = False
+    reason = None
+    if name == "auto":
+        local = found = not tpu_address and bool(glob.glob("/dev/accel*") or _vfio_tpu())
+        if not found and address:
+            reason = tpu_reachable(address)
+            found = reason is None
     if name == "tpu" or found:
         try:
-            return _tpu_strategy(tpu_address)
+            return _tpu_strategy(tpu_address, asked=found and reason is None and not local)
         except ValueError as err:
             if name == "tpu":
                 raise
             warnings.warn(f"strategy 'auto': {err}; using the GPUs / CPU", stacklevel=2)
     elif name == "auto" and address:
-        warnings.warn(f"strategy 'auto': TPU address {address!r} "
-                      f"({'tpu_address' if tpu_address else '$COLAB_TPU_ADDR'}) is not reachable; using the GPUs / CPU",
+        warnings.warn(f"strategy 'auto': no TPU at {address!r} ({where}): {reason}; using the GPUs / CPU",
                       stacklevel=2)
     if name == "multiworker":
         cfg = tf_config()
@@ -198,32 +306,50 @@ def make_strategy(name="auto", tpu_address=None):
     return tf.distribute.get_strategy()
 
 
-def _tpu_strategy(tpu_address):
+def _tpu_strategy(tpu_address, asked=False):
+    """``TPUStrategy`` of ``tpu_address`` / ``$COLAB_TPU_ADDR`` / the local TPU (``asked``: the
+    address was just found to be a TPU node by :func:`tpu_reachable`)."""
     import tensorflow as tf
 
     address = tpu_address or os.environ.get("COLAB_TPU_ADDR")
     target = "local" if not address else (address if address.startswith("grpc://") else f"grpc://{address}")
     if target in _tpu_strategies:
         return _tpu_strategies[target]
-    reason = address and tpu_reachable(address)
-    if reason:  # connecting to a dead address would block forever: probed first, with a timeout
+    reason = address and not asked and tpu_reachable(address)
+    if reason:  # connecting to an address that is no TPU node would block for ever: asked first, with deadlines
         raise ValueError(f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable at {target!r} "
                          f"({'tpu_address' if tpu_address else '$COLAB_TPU_ADDR'}): {reason}. On Colab choose a TPU "
                          "runtime; for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR) of a running TPU")
+    from tensorflow.python.eager import context
+
+    before = context.get_server_def()
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=target)
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         strategy = tf.distribute.TPUStrategy(resolver)
     except (ValueError, RuntimeError, tf.errors.OpError) as err:
+        _forget_cluster(before)
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise ValueError(
             f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
             f"TPUClusterResolver(tpu={target!r}), experimental_connect_to_cluster, initialize_tpu_system: "
-            f"{type(err).__name__}: {first[:300]}. Detected: {_tpu_probe()}. On Colab choose a TPU runtime; for a "
-            "TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR)") from None
+            f"{type(err).__name__}: {first[:300]}. Detected: {_tpu_probe(reason)}. On Colab choose a TPU runtime; "
+            "for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR)") from None
     _tpu_strategies[target] = strategy
     return strategy
+
+
+def _forget_cluster(before):
+    """Undoes a failed ``experimental_connect_to_cluster``: TensorFlow's eager context keeps the
+    remote cluster it was given (``before``: the server definition it held until then), and every
+    later op then fails (``UnimplementedError``), the GPUs / CPU fallback of ``"auto"`` too.
+    TensorFlow has no public call to disconnect; ``context._reset_context`` (what its own tests
+    use) makes a new context.  Only done when the failed connection changed the context."""
+    from tensorflow.python.eager import context
+
+    if context.get_server_def() != before:
+        context._reset_context()
 
 
 def check_options(strategy, jit_compile=None, steps_per_execution=None):
@@ -309,3 +435,7 @@ def _num_workers(strategy):
         return 1
     spec = strategy.cluster_resolver.cluster_spec().as_dict()
     return sum(len(tasks) for job, tasks in spec.items() if job in TASK_TYPES)
+
+
+if __name__ == "__main__":  # the child process of tpu_reachable (no TensorFlow)
+    _ask_devices(sys.argv[1:])

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre.sampler.batch import ENERGY_INPUTS_KEY, INDEX_KEY  # the sampler's batch keys, defined once
-from tf_vrre.workflows.image_classification.data import sources
+from tf_vrre.workflows.image_classification.data import sources, tfds_source
 from tf_vrre.workflows.image_classification.data.augment import augment, example_key
 
 ORDER_SALT = 0x0D7A
@@ -60,21 +60,36 @@ class Preprocessing:
         if len(mean) != len(std) or not mean:
             raise ValueError(f"mean and std need one value per channel, got {mean} and {std}")
         if not all(np.isfinite(mean)) or not all(np.isfinite(s) and s > 0 for s in std):
-            raise ValueError(f"mean must be finite and std > 0, got {mean} and {std}")
+            bad = next(c for c in range(len(std)) if not (np.isfinite(mean[c]) and np.isfinite(std[c]) and std[c] > 0))
+            raise ValueError(f"mean must be finite and std > 0 in every channel, got mean {mean} and std {std} "
+                             f"(channel {bad})")
         if not (isinstance(scale, numbers.Real) and np.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be a number > 0, got {scale!r}")
         self.mean, self.std, self.scale = mean, std, float(scale)
 
     @classmethod
-    def from_images(cls, x, scale=1.0 / 255.0):
-        """Statistics of ``x * scale`` per channel (exact sums in float64, in chunks)."""
+    def from_images(cls, x, scale=1.0 / 255.0, where="the images"):
+        """Statistics of ``x * scale`` per channel (exact sums in float64, in chunks).
+
+        Raises:
+          ValueError: naming ``where`` (the images' source) when a channel has one value in every
+            pixel of every image: nothing to normalise by (``std = 0``).
+        """
         x = np.asarray(x)
         total = np.zeros(x.shape[-1])
         squares = np.zeros(x.shape[-1])
+        low, high = np.full(x.shape[-1], np.inf), np.full(x.shape[-1], -np.inf)
         for start in range(0, len(x), _CHUNK):
             chunk = x[start:start + _CHUNK].astype(np.float64) * scale
             total += chunk.sum(axis=(0, 1, 2))
             squares += np.square(chunk).sum(axis=(0, 1, 2))
+            low, high = np.minimum(low, chunk.min(axis=(0, 1, 2))), np.maximum(high, chunk.max(axis=(0, 1, 2)))
+        flat = np.flatnonzero(low == high)
+        if flat.size:
+            c = int(flat[0])
+            raise ValueError(f"{where}: channel {c} has the same value ({low[c] / scale:g}) in every pixel of all "
+                             f"{len(x)} images, so there is no variance to normalise by (std = 0); use images "
+                             "that vary in every channel")
         count = float(np.prod(x.shape[:-1]))
         mean = total / count
         return cls(mean, np.sqrt(np.maximum(squares / count - mean ** 2, 0.0)), scale)
@@ -84,15 +99,44 @@ class Preprocessing:
         return {"kind": self.kind, "scale": self.scale, "mean": list(self.mean), "std": list(self.std)}
 
     @classmethod
-    def from_dict(cls, d):
-        """Inverse of :meth:`to_dict` (checks ``kind``)."""
+    def from_dict(cls, d, where="preprocessing"):
+        """Inverse of :meth:`to_dict` (checks ``kind`` and that ``scale``, ``mean`` and ``std`` are
+        there); errors name ``where`` (e.g. the ``run.json`` the entry comes from).
+
+        Example:
+          >>> tf_vrre.Preprocessing.from_dict({"kind": "normalize", "scale": 1 / 255, "mean": [0.5]})
+          Traceback (most recent call last):
+          ...
+          ValueError: preprocessing: 'std' is missing; expected {'kind': 'normalize', 'scale': ..., 'mean': [...], 'std': [...]}
+        """
+        expected = "{'kind': 'normalize', 'scale': ..., 'mean': [...], 'std': [...]}"
         if not isinstance(d, dict) or d.get("kind") != cls.kind:
-            raise ValueError(f"preprocessing: expected kind 'normalize', got {d!r}")
-        return cls(d["mean"], d["std"], d["scale"])
+            raise ValueError(f"{where}: expected {expected}, got {d!r}"[:400])
+        missing = [key for key in ("scale", "mean", "std") if key not in d]
+        if missing:
+            raise ValueError(f"{where}: {' and '.join(map(repr, missing))} {'is' if len(missing) == 1 else 'are'} "
+                             f"missing; expected {expected}")
+        try:
+            return cls(d["mean"], d["std"], d["scale"])
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}"[:400]) from None
+
+    def _check_channels(self, shape, what):
+        if not len(shape) or shape[-1] is None:
+            return
+        if shape[-1] != len(self.mean):
+            raise ValueError(f"{what}: the images have {shape[-1]} channels (shape {tuple(shape)}), this "
+                             f"preprocessing normalises {len(self.mean)} (one mean and std per channel: channels "
+                             "last, NHWC)")
 
     def apply(self, x):
-        """Normalised float32 copy of numpy images ``x`` (in chunks: bounded temporaries)."""
+        """Normalised float32 copy of numpy images ``x`` (in chunks: bounded temporaries).
+
+        Raises:
+          ValueError: ``x``'s last axis is not one channel per ``mean`` / ``std`` value.
+        """
         x = np.asarray(x)
+        self._check_channels(x.shape, "Preprocessing.apply")
         out = np.empty(x.shape, np.float32)
         scale, mean, std = (np.float32(self.scale), np.asarray(self.mean, np.float32),
                             np.asarray(self.std, np.float32))
@@ -103,6 +147,7 @@ class Preprocessing:
     def apply_tf(self, x, raw=True):
         """The same normalisation in TensorFlow; ``raw=False`` if ``x`` is already ``x * scale``."""
         x = tf.cast(x, tf.float32)
+        self._check_channels(x.shape.as_list() if x.shape.rank is not None else [], "Preprocessing.apply_tf")
         if raw:
             x = x * tf.constant(self.scale, tf.float32)
         return (x - tf.constant(self.mean, tf.float32)) / tf.constant(self.std, tf.float32)
@@ -301,7 +346,9 @@ def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdo
     x, y, used = sources.load_split(name, "train", source, data_dir, download)
     train_idx, held_idx = split_indices(y, subset, holdout, split_seed)
     x_train, y_train = x[train_idx], y[train_idx]
-    prep = Preprocessing.from_images(x_train)
+    where = (f"the {name} training images in {os.path.join(absolute_data_dir(data_dir), name)} ({name}_train*.npz)"
+             if used == "npz" else f"the {name} training images (tfds {name}:train in {tfds_source.data_root(data_dir)})")
+    prep = Preprocessing.from_images(x_train, where=where)
     info = {"dataset": name, "source": used, "data_dir": absolute_data_dir(data_dir),
             "train_size": int(len(train_idx)), "subset": subset, "holdout": int(len(held_idx)),
             "split_seed": int(split_seed), "train_digest": indices_digest(train_idx),

@@ -2,8 +2,9 @@
 
 tensorflow-datasets downloads a missing data set on first use and, without a connection,
 retries for minutes before it fails.  Here a missing data set is only handed to it for
-download after its download host answered a TCP connection within :data:`PROBE_SECONDS`
-(through the ``https_proxy`` / ``http_proxy`` of the environment when one is set); otherwise
+download after its download host answered an HTTP request within :data:`PROBE_SECONDS` in total
+(through the ``https_proxy`` / ``http_proxy`` of the environment when one is set: a proxy that
+accepts the connection but never answers counts as no connection); otherwise
 :class:`OfflineError` says in one line how to work offline.  Only :func:`load` imports
 tensorflow-datasets (and so TensorFlow): the command line runs the other checks before.
 
@@ -20,10 +21,12 @@ Without ``download=False``, a missing data set on a machine with no connection g
 """
 
 import os
-import socket
 import threading
+import urllib.error
 import urllib.parse
 import urllib.request
+
+from tf_vrre import errors
 
 # Where tensorflow-datasets 4.9 downloads each data set from (tests/workflows/image_classification/test_tfds_source.py checks
 # these against the installed builders).
@@ -38,7 +41,7 @@ __all__ = ["OfflineError", "DOWNLOAD_URLS", "PROBE_SECONDS", "data_root", "prepa
            "load"]
 
 
-class OfflineError(FileNotFoundError):
+class OfflineError(errors.TfVrreError, FileNotFoundError):
     """tfds data are neither prepared nor downloadable (no connection, or downloads disabled)."""
 
 
@@ -71,20 +74,29 @@ def _endpoint(url):
 
 
 def probe(url, seconds=PROBE_SECONDS):
-    """``None`` if a TCP connection to ``url``'s host (or proxy) opens within ``seconds``, else why not.
+    """``None`` if ``url``'s host (or the proxy of the environment) answers an HTTP ``HEAD`` request
+    for it within ``seconds`` in total, else why not.
 
-    Name resolution runs in a daemon thread, so a hanging resolver cannot block longer either.
+    An answer is required, not only an open TCP connection: a proxy or host that accepts the
+    connection and then says nothing (where tensorflow-datasets would retry for minutes) is no
+    connection.  A proxy's own refusal (HTTP 407, 502, 503, 504) is none either; any other HTTP
+    status means the host answered.  The request runs in a daemon thread, so a hanging resolver or
+    TLS handshake cannot block longer either.
     """
     host, port = _endpoint(url)
     outcome = {}
 
-    def connect():
+    def ask():
         try:
-            socket.create_connection((host, port), timeout=seconds).close()
-        except OSError as err:
-            outcome["error"] = f"{host}:{port}: {err}"
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=seconds).close()
+        except urllib.error.HTTPError as err:
+            if err.code in (407, 502, 503, 504):
+                outcome["error"] = f"{host}:{port}: answered HTTP {err.code} ({err.reason})"
+        except (OSError, ValueError) as err:  # URLError, timeouts, TLS errors
+            reason = getattr(err, "reason", err)
+            outcome["error"] = f"{host}:{port}: {reason or type(err).__name__}"
 
-    thread = threading.Thread(target=connect, daemon=True)
+    thread = threading.Thread(target=ask, daemon=True)
     thread.start()
     thread.join(seconds + 0.5)
     if thread.is_alive():
