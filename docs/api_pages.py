@@ -177,3 +177,36 @@ def write(app=None):
         stale.discard(f"{name}.rst")
     for page in stale:  # pages of modules that no longer exist (a source tree built before)
         os.remove(os.path.join(OUT, page))
+
+
+def class_signature(app, what, name, obj, options, signature, return_annotation):
+    """``autodoc-process-signature``: a tf_vrre class built on Keras, whose signature autodoc reads
+    as ``(*args, **kwargs)`` (Keras' ``__new__``, which every Keras class inherits), gets its
+    ``__init__``'s parameters (names and defaults; their types are listed below the header)."""
+    if what != "class" or signature not in ("(*args, **kwargs)", None) or not inspect.isclass(obj):
+        return None
+    mro = inspect.getmro(obj)
+    init = next((cls for cls in mro if "__init__" in vars(cls)), object)
+    if not init.__module__.startswith("tf_vrre") or not any(c.__module__.startswith("keras") for c in mro):
+        return None
+    from sphinx.util import inspect as sphinx_inspect
+
+    sig = sphinx_inspect.signature(obj.__init__, bound_method=True)
+    return sphinx_inspect.stringify_signature(sig, show_annotation=False), return_annotation
+
+
+def rtype_before_examples(app, what, name, obj, options, lines):
+    """``autodoc-process-docstring``, after sphinx-autodoc-typehints: it puts the ``:rtype:`` field
+    after napoleon's ``.. rubric:: Example`` line, which ends the field list and breaks the
+    example's markup; the field goes back before the rubric."""
+    for i, line in enumerate(lines):
+        if not line.startswith(":rtype:"):
+            continue
+        before = [j for j in range(i) if lines[j].strip()]
+        if before and lines[before[-1]].startswith(".. rubric::"):
+            rubric = before[-1]
+            field = lines.pop(i)
+            while i < len(lines) and lines[i].strip() == "" and i > rubric + 1 and lines[i - 1].strip() == "":
+                lines.pop(i)
+            lines[rubric:rubric] = [field, ""]
+        return
