@@ -152,7 +152,7 @@ def cli_page():
 
     from tf_vrre import cli
 
-    os.environ["COLUMNS"] = "100"  # argparse wraps help at the terminal width
+    os.environ["COLUMNS"] = "90"  # argparse wraps help at the terminal width: 88 columns fit the page
     lines = _heading("Command line", "=") + [
         "``tf-vrre <command> --help`` of every subcommand (the same text the console prints;",
         "``python -m tf_vrre.cli`` is the same command).", ""]
