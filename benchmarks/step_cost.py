@@ -60,11 +60,9 @@ labelled so).
 Run (from the repository root)::
 
     python benchmarks/step_cost.py --force              # ResNet-8: ~3 min on 2 idle CPU cores
-    python benchmarks/step_cost.py --paper-ratio --force
+    python benchmarks/step_cost.py --paper-ratio --force  # -> benchmarks/results/step-cost-paper-ratio.json
     python benchmarks/step_cost.py --m 392 --data-size 2560 --results runs/step-cost-m392.json
-
-Results: ``benchmarks/results/step-cost.json`` (``--paper-ratio``: ``step-cost-paper-ratio.json``),
-shown in ``docs/benchmarks/step-cost.md`` and the README by ``python benchmarks/render_docs.py``.
+(``benchmarks/results/step-cost.json`` by default; ``python benchmarks/render_docs.py`` shows it.)
 """
 
 import argparse
@@ -96,15 +94,9 @@ warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz"
 
-CONFIGS = {
-    "sghmc": "(a) SGHMC, 1 chain",
-    "indep": "(a2) 2 chains, no swaps",
-    "resghmc": "(b) reSGHMC, 2 chains",
-    "vr": "(c) VR-reSGHMC, energy_mode=train",
-    "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
-    "vr_thin4": "(e) (d) + attempt_every=4",
-    "vr_thin8": "(f) (d) + attempt_every=8",
-}
+CONFIGS = {"sghmc": "(a) SGHMC, 1 chain", "indep": "(a2) 2 chains, no swaps", "resghmc": "(b) reSGHMC, 2 chains",
+           "vr": "(c) VR-reSGHMC, energy_mode=train", "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
+           "vr_thin4": "(e) (d) + attempt_every=4", "vr_thin8": "(f) (d) + attempt_every=8"}
 LABELS = {"sghmc": "SGHMC, 1 chain", "indep": "2 chains, no swaps", "resghmc": "reSGHMC",
           "vr": 'VR-reSGHMC, `energy_mode="train"`', "vr_inf": 'VR-reSGHMC, `"inference"` (cached snapshot NLLs)',
           "vr_thin4": "same + `CorrectedSwap(attempt_every=4)`", "vr_thin8": "same + `attempt_every=8`"}
@@ -163,8 +155,7 @@ def parse_args(argv=None):
                    help="tf.config.threading inter-op threads (0: TensorFlow's default)")
     p.add_argument("--intra-op-threads", type=int, default=0,
                    help="tf.config.threading intra-op threads (0: TensorFlow's default)")
-    p.add_argument("--results", default=None, help="results file (default benchmarks/results/step-cost.json, "
-                   "with --paper-ratio step-cost-paper-ratio.json)")
+    p.add_argument("--results", help="results file (default benchmarks/results/step-cost[-paper-ratio].json)")
     p.add_argument("--force", action="store_true", help="replace an existing results file")
     args = p.parse_args(argv)
     args.results = str(results.check_target(
