@@ -195,18 +195,27 @@ def class_signature(app, what, name, obj, options, signature, return_annotation)
     return sphinx_inspect.stringify_signature(sig, show_annotation=False), return_annotation
 
 
-def rtype_before_examples(app, what, name, obj, options, lines):
-    """``autodoc-process-docstring``, after sphinx-autodoc-typehints: it puts the ``:rtype:`` field
-    after napoleon's ``.. rubric:: Example`` line, which ends the field list and breaks the
-    example's markup; the field goes back before the rubric."""
-    for i, line in enumerate(lines):
-        if not line.startswith(":rtype:"):
-            continue
-        before = [j for j in range(i) if lines[j].strip()]
-        if before and lines[before[-1]].startswith(".. rubric::"):
-            rubric = before[-1]
-            field = lines.pop(i)
-            while i < len(lines) and lines[i].strip() == "" and i > rubric + 1 and lines[i - 1].strip() == "":
-                lines.pop(i)
-            lines[rubric:rubric] = [field, ""]
+def fields_before_examples(app, what, name, obj, options, lines):
+    """``autodoc-process-docstring``, after sphinx-autodoc-typehints: it appends the ``:param:``,
+    ``:type:`` and ``:rtype:`` fields it adds after napoleon's ``.. rubric:: Example`` (which
+    would show a parameter's type below the example and end the field list); they go back
+    before the rubric, with the docstring's own fields."""
+    rubric = next((i for i, line in enumerate(lines) if line.startswith(".. rubric::")), None)
+    if rubric is None:
         return
+    moved, rest, i = [], lines[:rubric], rubric
+    while i < len(lines):
+        if lines[i].startswith((":param ", ":type ", ":rtype:")):
+            moved.append(lines[i])
+            i += 1
+            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+                moved.append(lines[i])  # the field's continuation lines
+                i += 1
+        else:
+            rest.append(lines[i])
+            i += 1
+    if moved:
+        while rest[rubric - 1:rubric] == [""] and rubric > 0:  # the fields join the field list above
+            rest.pop(rubric - 1)
+            rubric -= 1
+        lines[:] = rest[:rubric] + ([""] if rubric else []) + moved + [""] + rest[rubric:]

@@ -64,7 +64,7 @@ autodoc_inherit_docstrings = False
 # keeps the names and defaults
 typehints_document_rtype = True
 typehints_use_signature = False
-always_document_param_types = False
+always_document_param_types = True  # a hinted parameter gets its type even where the docstring does not list it
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 # the docstrings list the fields of state containers and named tuples under "Fields:"
@@ -109,4 +109,4 @@ api_pages.write()  # before autosummary looks for its stubs
 def setup(app):
     # Keras' Model.__new__(*args, **kwargs) would be the header of every Keras class: show __init__'s
     app.connect("autodoc-process-signature", api_pages.class_signature, priority=400)
-    app.connect("autodoc-process-docstring", api_pages.rtype_before_examples, priority=900)
+    app.connect("autodoc-process-docstring", api_pages.fields_before_examples, priority=900)
