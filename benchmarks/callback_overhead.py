@@ -12,8 +12,8 @@ ratios to ``bare``.  The default network is a small MLP, so that the per-step wo
 and the callbacks' host-side cost shows at its largest; ``--model resnet8`` uses a
 CIFAR-shaped ResNet-8 (batch 128) where it is a much smaller fraction.
 
-    python benchmarks/callback_overhead.py            # ~1 minute
-    python benchmarks/callback_overhead.py --model resnet8 --steps 40
+    python benchmarks/callback_overhead.py --force    # ~1 minute; benchmarks/results/callback-overhead.json
+    python benchmarks/callback_overhead.py --model resnet8 --steps 40 --results runs/callback-overhead-resnet8.json
 """
 
 import argparse
@@ -25,13 +25,17 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+import results  # noqa: E402  (benchmarks/results.py)
 import tf_vrre  # noqa: E402
 
 CONFIGS = ("bare", "swaplog", "collect", "both")
+LABELS = {"bare": "none", "swaplog": "`SwapLogger` (drains the in-graph record after every call)",
+          "collect": "`SampleCollector(every={every})` (one `.npz` + manifest per sample)", "both": "both"}
 
 
 def mlp():
@@ -53,9 +57,11 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--every", type=int, default=16, help="collector thinning T")
     p.add_argument("--json", action="store_true")
+    results.add_arguments(p, "callback-overhead")
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.every < 1:
         p.error("--steps, --repeats and --every must be >= 1")
+    target = results.check_target(args.results, args.force)
 
     build = mlp if args.model == "mlp" else resnet8
     rng = np.random.default_rng(0)
@@ -107,6 +113,12 @@ def main(argv=None):
         print(f"{args.model}, batch {batch}, {args.steps} steps x {args.repeats} rounds (median), collector every {args.every}")
         for k in CONFIGS:
             print(f"  {k:<8} {1e3 * med[k]:8.2f} ms/step   x{med[k] / med['bare']:.3f}")
+    rows = [[LABELS[k].format(every=args.every), [1e3 * t for t in times[k]], 1e3 * med[k], med[k] / med["bare"]]
+            for k in CONFIGS]
+    table = results.table(["callbacks", "ms/step (per round)", "median ms/step", "vs. none"],
+                          ["{}", ", ".join(["{:.1f}"] * args.repeats), "{:.1f}", "{:.2f}"], rows, keys=CONFIGS)
+    results.write(target, {"main": table}, settings={k: v for k, v in vars(args).items()
+                                                     if k not in ("json", "results", "force")} | {"batch": batch})
     return out
 
 

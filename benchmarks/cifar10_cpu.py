@@ -15,7 +15,10 @@ run resumes from its last epoch, missing evaluations are redone.
 
 Usage (what the table in docs/benchmarks/cifar10-cpu.md was measured with)::
 
-    python benchmarks/cifar10_cpu.py --out runs/cifar10_cpu
+    python benchmarks/cifar10_cpu.py --out runs/cifar10_cpu --force
+
+The table goes to ``benchmarks/results/cifar10-cpu.json`` (``--results``), which
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/cifar10-cpu.md``.
 
 Reported per method (mean and spread over seeds): BMA test accuracy, NLL, Brier, ECE (T = 1
 and the fitted T), OOD (CIFAR-100 test) mean entropy, fraction > 1.5 and AUROC, swaps / attempts,
@@ -35,8 +38,11 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import numpy as np  # noqa: E402
+
+import results as results_file  # noqa: E402  (benchmarks/results.py; "results" is this script's list of runs)
 
 from tf_vrre.workflows.image_classification import config as C  # noqa: E402
 from tf_vrre.workflows.image_classification import evaluate as evaluation, train as training  # noqa: E402
@@ -64,6 +70,7 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default=DATA_DIR)
     p.add_argument("--set", action="append", default=[], help="extra section.key=value for every method")
     p.add_argument("--figure", default="docs/cifar10-cpu-entropy.png", help="entropy CDF of every method")
+    results_file.add_arguments(p, "cifar10-cpu")
     return p.parse_args(argv)
 
 
@@ -168,9 +175,41 @@ def _fmt(pair, spec, scale=1.0):
     return format(mean * scale, spec) + ("" if spread is None else " +- " + format(spread * scale, spec))
 
 
+HEAD = ("method", "BMA acc %", "NLL", "Brier", "ECE", "ECE (fitted T)", "T", "OOD entropy", ">1.5 (T=2)",
+        "AUROC", "swaps/attempts", "sigma2 late", "sigma2 reduction", "s/epoch vs SGHMC")
+
+
+def _cell(pair, spec, scale=1.0):
+    """A results-file cell of ``(mean, half-range)``: ``[mean, half-range]``, the mean alone in its own
+    format when there is one seed, ``"-"`` when there is no value."""
+    mean, spread = pair
+    if mean is None:
+        return "-"
+    if spread is None:
+        return {"value": mean * scale, "format": "{:" + spec + "}"}
+    return [mean * scale, spread * scale]
+
+
+def results_table(rows):
+    """The table of ``docs/benchmarks/cifar10-cpu.md`` (mean +- half the range over seeds)."""
+    specs = (".1f", ".3f", ".3f", ".3f", ".3f", ".2f", ".3f", ".3f", ".3f")
+    cells = []
+    for r in rows:
+        swaps = "-"
+        if r["swaps"][0] is not None:
+            swaps = [r["swaps"][0], r["swaps"][1] or 0.0, r["attempts"][0], r["attempts"][1] or 0.0]
+        cells.append([r["method"], _cell(r["acc"], ".1f", 100),
+                      *[_cell(r[k], spec) for k, spec in zip(("nll", "brier", "ece", "ece_T", "T", "ood_entropy",
+                                                               "ood_gt15_T2", "auroc"), specs[1:])],
+                      swaps, _cell(r["sigma2_late"], ".3g"), _cell(r["sigma2_reduction"], ".2f"),
+                      _cell(r["epoch_time_ratio"], ".2f")])
+    formats = ["{}", *[f"{{:{s}}} +- {{:{s}}}" for s in specs], "{:.0f} +- {:.0f} / {:.0f} +- {:.0f}",
+               "{:.3g} +- {:.3g}", "{:.2f} +- {:.2f}", "{:.2f} +- {:.2f}"]
+    return results_file.table(HEAD, formats, cells, keys=[r["method"] for r in rows])
+
+
 def print_table(rows):
-    head = ("method", "BMA acc %", "NLL", "Brier", "ECE", "ECE (fitted T)", "T", "OOD entropy", ">1.5 (T=2)",
-            "AUROC", "swaps/attempts", "sigma2 late", "sigma2 reduction", "s/epoch vs SGHMC")
+    head = HEAD
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -235,6 +274,7 @@ def main(argv=None):
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise SystemExit(f"--methods: unknown {bad}; choose from {', '.join(METHODS)}")
+    target = results_file.check_target(args.results, args.force)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "results.json")
     results = json.load(open(path))["results"] if os.path.exists(path) else []
@@ -259,6 +299,8 @@ def main(argv=None):
     entropy_figure(results, methods, seeds, args.figure)
     sigma2_figure(results, seeds, args.figure.replace("entropy", "sigma2"))
     print_table(rows)
+    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "data_dir")}
+    results_file.write(target, {"main": results_table(rows)}, settings=settings, rows=rows)
     return rows
 
 

@@ -1,8 +1,11 @@
 """What serving the posterior costs: export time, SavedModel size and latency per call of the
 K-member model average (K = 1, 8, 32) beside one plain member, ResNet-20 on CIFAR-10.
 
-    python benchmarks/export_latency.py                 # ~5 minutes on 2 CPU cores
-    python benchmarks/export_latency.py --rounds 3 --ks 1,8
+    python benchmarks/export_latency.py --force         # ~5 minutes on 2 CPU cores
+    python benchmarks/export_latency.py --rounds 3 --ks 1,8 --results runs/export-latency.json
+
+The table goes to ``benchmarks/results/export-latency.json`` (``--results``), which
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/export-latency.md``.
 
 Samples: a short VR-reSGHMC run of ResNet-20 (``models.resnet20``) on real CIFAR-10 training
 images with ``SampleCollector(every=1)`` (the weights' values do not change the cost), written
@@ -24,6 +27,9 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import results  # noqa: E402  (benchmarks/results.py)
 
 # real CIFAR-10 .npz files: $TF_VRRE_DATA_DIR, else ../shared/data beside the repository
 DATA = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
@@ -82,7 +88,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5, help="timed calls per configuration (default 5)")
     ap.add_argument("--train-size", type=int, default=512)
     ap.add_argument("--out", default=None, help="keep the run and exports here (default: temporary)")
+    results.add_arguments(ap, "export-latency")
     args = ap.parse_args()
+    target = results.check_target(args.results, args.force)
     ks = [int(k) for k in args.ks.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
 
@@ -151,6 +159,16 @@ def main():
         cells = [f"{med[(f'K={k}', b)]:.1f} ({med[(f'K={k}', b)] / med[('plain', b)]:.1f}x)" for b in batches]
         print(f"| {k} | {exports[k]['export_seconds']:.1f} | {exports[k]['bytes'] / 2 ** 20:.2f} | "
               + " | ".join(cells) + " |")
+    rows = [["1, plain `model.export`", plain_seconds, dir_mib(plain),
+             *[{"value": med[("plain", b)], "format": "{:.1f}"} for b in batches]]]
+    for k in ks:
+        rows.append([str(k), exports[k]["export_seconds"], exports[k]["bytes"] / 2 ** 20,
+                     *[[med[(f"K={k}", b)], med[(f"K={k}", b)] / med[("plain", b)]] for b in batches]])
+    table = results.table(["members", "export s", "SavedModel MiB", *[f"batch {b} ms (ratio)" for b in batches]],
+                          ["{}", "{:.1f}", "{:.2f}", *["{:.1f} ({:.1f}x)"] * len(batches)], rows,
+                          keys=["plain", *[f"K={k}" for k in ks]])
+    results.write(target, {"main": table}, settings={k: v for k, v in vars(args).items()
+                                                     if k not in ("out", "results", "force")})
     if args.out is None:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -12,8 +12,11 @@ torn mid-write (``torn``), sample file written / manifest written (``sample.file
 inside the checkpoint write before its commit (``checkpoint.data``) and after it
 (``checkpoint.committed``).
 
-    python benchmarks/kill_sweep.py                    # 41 kills over 9 points, ~30 minutes on 2 CPU cores
-    python benchmarks/kill_sweep.py --points checkpoint.data,torn --occurrences 1,2,3,5,8
+    python benchmarks/kill_sweep.py --force            # 41 kills over 9 points, ~30 minutes on 2 CPU cores
+    python benchmarks/kill_sweep.py --points checkpoint.data,torn --occurrences 1,2,3,5,8 --results runs/kills.json
+
+The table goes to ``benchmarks/results/kill-sweep.json`` (``--results``), which
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/kill-sweep.md``.
 """
 
 import argparse
@@ -25,11 +28,14 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "callbacks"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from test_reliability_resume import assert_same_run, job  # noqa: E402
+import results  # noqa: E402  (benchmarks/results.py)
+from test_checkpoint_resume import assert_same_run, job  # noqa: E402
 
 POINTS = ("batch", "epoch_end", "torn", "sample.file", "sample.manifest", "swaps.drained", "csv.row",
           "checkpoint.data", "checkpoint.committed")
@@ -38,6 +44,9 @@ OCCURRENCES = {"batch": (1, 7, 14, 22, 31), "torn": (1, 7, 14, 22, 31), "swaps.d
                "sample.file": (1, 4, 8, 11, 14), "sample.manifest": (1, 4, 8, 11, 14),
                "epoch_end": (1, 3, 5, 8), "csv.row": (1, 3, 5, 8), "checkpoint.data": (1, 3, 5, 8),
                "checkpoint.committed": (1, 3, 5, 8)}
+LABELS = {"batch": "`batch` (between writers after a step)", "epoch_end": "`epoch_end` (between callbacks' epoch ends)",
+          "torn": "`torn` (rows torn mid-write)", "checkpoint.data": "`checkpoint.data` (inside the write, before the "
+          "commit)"}
 
 
 def main():
@@ -46,7 +55,9 @@ def main():
     p.add_argument("--occurrences", default=None,
                    help="comma-separated n: kill at the n-th pass (default: spread over the run, per point)")
     p.add_argument("--keep", action="store_true", help="keep the run directories")
+    results.add_arguments(p, "kill-sweep")
     a = p.parse_args()
+    target = results.check_target(a.results, a.force)
     points = [t for t in a.points.split(",") if t]
     bad = [t for t in points if t not in POINTS]
     if bad:
@@ -80,6 +91,15 @@ def main():
           f"one, {failures} different, {len(rows) - killed} points not reached; {time.perf_counter() - t0:.0f} s")
     if not a.keep:
         shutil.rmtree(root)
+    table = []
+    for point in points:
+        done = [r for r in rows if r[0] == point and r[2] == "killed"]
+        table.append([LABELS.get(point, f"`{point}`"), ", ".join(str(r[1]) for r in done) or "-",
+                      [sum(r[3] == "identical" for r in done), len(done)]])
+    main_table = results.table(["point", "occurrences killed", "resumed runs identical"], ["{}", "{}", "{} / {}"],
+                               table, keys=points)
+    results.write(target, {"main": main_table}, seconds=time.perf_counter() - t0,
+                  settings={"points": points, "occurrences": chosen, "steps": 32, "epochs": 8})
     return 1 if failures else 0
 
 

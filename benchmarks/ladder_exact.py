@@ -7,8 +7,12 @@ with three chains on ``target.ladder(10, 3000, 3)``, N = 100, full batches, 6e4 
 them starting in each mode, at each learning rate given; if the residual were discretisation
 it would shrink as eta halves, if it were the swap rule it would not.
 
-    python benchmarks/ladder_exact.py                               # ~20 min on 2 cores
-    python benchmarks/ladder_exact.py --lrs 3e-3 --seeds 2 --steps 10000   # a quick look
+    python benchmarks/ladder_exact.py --force                       # ~20 min on 2 cores
+    python benchmarks/ladder_exact.py --lrs 3e-3 --seeds 2 --steps 10000 --results runs/ladder-exact.json
+                                                                    # a quick look
+
+The table goes to ``benchmarks/results/ladder-exact.json`` (shown in ``docs/benchmarks/swap-bias.md``
+by ``python benchmarks/render_docs.py``).
 """
 
 import argparse
@@ -18,8 +22,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
+
+import results  # noqa: E402  (benchmarks/results.py)
 
 from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
 
@@ -30,11 +37,14 @@ def main(argv=None):
     p.add_argument("--lrs", default="3e-3,1.5e-3", help="comma-separated learning rates")
     p.add_argument("--seeds", type=int, default=8, help="seeds per starting mode")
     p.add_argument("--data-size", type=int, default=100)
+    results.add_arguments(p, "ladder-exact")
     args = p.parse_args(argv)
+    out = results.check_target(args.results, args.force)
     data = mx.make_data(args.data_size, seed=0)
     temps = mx.ladder(10.0, 3000.0, 3)
     exact = mx.mode_weights(data, 10.0)[0]
     print(f"tau {np.round(temps, 1).tolist()}, N = n = {args.data_size}, exact left weight {exact:.4f}", flush=True)
+    rows = []
     for lr in (float(v) for v in args.lrs.split(",")):
         weights, t0 = [], time.time()
         for seed in range(args.seeds):
@@ -48,6 +58,11 @@ def main(argv=None):
         se = w.std(ddof=1) / np.sqrt(len(w))
         print(f"eta {lr:g}: left {w.mean():.4f} +- {se:.4f} ({len(w)} runs), bias {w.mean() - exact:+.4f} "
               f"= {(w.mean() - exact) / se:+.1f} SE, {time.time() - t0:.0f} s", flush=True)
+        rows.append([lr, len(w), [float(w.mean()), float(se)], float((w.mean() - exact) / se)])
+    table = results.table(["eta", "runs", "cold left-mode weight", "bias"],
+                          ["{:g}", "{}", "{:.4f} +- {:.4f}", "{:+.1f} SE"], rows)
+    results.write(out, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")},
+                  exact_left_weight=float(exact), temperatures=[float(t) for t in temps])
 
 
 if __name__ == "__main__":

@@ -6,10 +6,15 @@ Prints the largest difference of the two on the data and on a grid of beta, then
 fits (2 chains, N = 1000, n = 100, m = 4) with each NLL, interleaved, and prints the ratio of
 the medians.  The issue says: use the TFP form only if it is not slower.
 
-    python benchmarks/mixture_nll_tfp.py            # ~2 minutes on 2 CPU cores
+    python benchmarks/mixture_nll_tfp.py --force    # ~2 minutes on 2 CPU cores
+
+The table goes to ``benchmarks/results/mixture-nll-tfp.json`` (``--results``), which
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/mixture-nll-tfp.md``.
 """
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
@@ -18,6 +23,9 @@ import tensorflow_probability as tfp
 
 import tf_vrre
 from tf_vrre.workflows.gaussian_mixture import target as mx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402  (benchmarks/results.py)
 
 tfd = tfp.distributions
 
@@ -50,11 +58,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--repeats", type=int, default=5)
+    results.add_arguments(p, "mixture-nll-tfp")
     args = p.parse_args()
+    target = results.check_target(args.results, args.force)
     data = mx.make_data(1000, seed=0)
+    largest = 0.0
     for beta in (-5.0, 10.0, 25.0, 30.0):
         pred = tf.fill([len(data), 1], beta)
         d = np.max(np.abs(mx.nll(data, None, pred).numpy() - tfp_nll(data, None, pred).numpy()))
+        largest = max(largest, float(d))
         print(f"beta={beta:6.1f}: max |hand - tfp| over the data = {d:.2e}")
     times = {"hand": [], "tfp": []}
     final = {}
@@ -67,6 +79,14 @@ def main():
     print(f"{args.steps} steps, median of {args.repeats} interleaved fits: hand {1e3 * med['hand'] / args.steps:.2f} "
           f"ms/step, tfp {1e3 * med['tfp'] / args.steps:.2f} ms/step, tfp / hand = {med['tfp'] / med['hand']:.2f}")
     print(f"final cold beta (same seed): hand {final['hand']:.6f}, tfp {final['tfp']:.6f}")
+    table = results.table(
+        ["NLL", "ms / step (median of interleaved fits)", "vs. by hand", "final cold beta (same seed)",
+         "largest difference to the hand-written NLL (nats per example)"],
+        ["{}", "{:.2f}", "{:.2f}x", "{:.6f}", "{:.0e}"],
+        [["by hand (logsumexp)", 1e3 * med["hand"] / args.steps, 1.0, final["hand"], "-"],
+         ["`tfd.MixtureSameFamily`", 1e3 * med["tfp"] / args.steps, med["tfp"] / med["hand"], final["tfp"], largest]],
+        keys=["hand", "tfp"])
+    results.write(target, {"main": table}, settings={"steps": args.steps, "repeats": args.repeats})
 
 
 if __name__ == "__main__":

@@ -6,13 +6,14 @@ beta_0 = 30.  For each pair schedule and chain seed: a SwapLogger run, then
 ``tf_vrre.diagnostics``: per-pair acceptance, round trips per 1000 steps, mean first-passage
 time cold -> hot, and ESS / R-hat of the cold chain's beta (seeds as chains, split halves).
 
-    python benchmarks/replica_flow.py                      # K = 4, 3e4 steps, 2 seeds (~6 min, 2 cores)
-    python benchmarks/replica_flow.py --steps 5000 --seeds 1
+    python benchmarks/replica_flow.py --force              # K = 4, 3e4 steps, 3 seeds (~4-6 min, 2 cores)
+    python benchmarks/replica_flow.py --steps 5000 --seeds 1 --results runs/replica-flow.json
     tf-vrre diagnose --run runs/replica-flow/deo-seed0 --run runs/replica-flow/random-seed0 --out runs/replica-flow
 """
 
 import argparse
 import os
+import sys
 import time
 
 import keras
@@ -22,6 +23,9 @@ import tensorflow as tf
 import tf_vrre
 from tf_vrre import diagnostics as dg
 from tf_vrre.workflows.gaussian_mixture import target as mx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402  (benchmarks/results.py: the table goes to benchmarks/results/replica-flow.json)
 
 
 def run(out, pairs, seed, steps, chains, record_every=10):
@@ -51,23 +55,26 @@ def run(out, pairs, seed, steps, chains, record_every=10):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=30000)
-    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--out", default="runs/replica-flow")
+    results.add_arguments(p, "replica-flow")
     args = p.parse_args()
-    results = {}
+    target = results.check_target(args.results, args.force)
+    runs = {}
     for pairs in ("random", "deo"):
         for seed in range(args.seeds):  # interleaved would not change the per-step numbers; none are timings
             d = os.path.join(args.out, f"{pairs}-seed{seed}")
             beta, secs = run(d, pairs, seed, args.steps, args.chains)
             flow = dg.replica_flow(dg.read_swap_log(os.path.join(d, "swaps")))
-            results.setdefault(pairs, []).append((beta, flow, secs))
+            runs.setdefault(pairs, []).append((beta, flow, secs))
             print(f"{pairs} seed {seed}: {secs:.0f}s", flush=True)
     print(f"\nK={args.chains}, tau 10..3000 geometric, {args.steps} steps, seeds 0..{args.seeds - 1}; "
           "mean over seeds")
     print(f"{'pairs':<8}{'acceptance per pair':>24}{'trips/1000':>12}{'first passage':>15}{'ESS(beta)':>11}"
           f"{'R-hat':>7}{'left weight':>13}   per seed: trips/1000; left weight")
-    for pairs, rs in results.items():
+    rows = []
+    for pairs, rs in runs.items():
         acc = np.mean([[q["acceptance"] for q in f["pairs"]] for _, f, _ in rs], 0)
         trips = [f["round_trips_per_1000_steps"] for _, f, _ in rs]
         fp = [f["mean_first_passage_cold_to_hot"] for _, f, _ in rs if f["mean_first_passage_cold_to_hot"]]
@@ -78,8 +85,20 @@ def main():
               f"{(np.mean(fp) if fp else float('nan')):>15.1f}{s['ess'] or float('nan'):>11.0f}"
               f"{s['rhat'] or float('nan'):>7.2f}{np.mean(left):>13.3f}   "
               f"{', '.join(f'{t:.2f}' for t in trips)}; {', '.join(f'{v:.2f}' for v in left)}")
+        rows.append([{"random": "random", "deo": "DEO"}[pairs], [float(a) for a in acc],
+                     [float(np.mean(trips)), *map(float, trips)], float(np.mean(fp)) if fp else None,
+                     float(s["ess"]) if s["ess"] else None, float(s["rhat"]) if s["rhat"] else None,
+                     [float(np.mean(left)), *left]])
     exact = mx.mode_weights(mx.make_data(1000, seed=0), 10.0)[0]
     print(f"exact left-mode weight at tau = 10: {exact:.3f}")
+    per_seed = ", ".join(["{:.1f}"] * args.seeds)
+    rows.append(["exact", None, None, None, None, None, {"value": float(exact), "format": "{:.3f}"}])
+    table = results.table(
+        ["pairs", "acceptance per pair", "round trips / 1000 steps (per seed)", "first passage cold -> hot",
+         "ESS(beta)", "R-hat", "left weight (per seed)"],
+        ["{}", " / ".join(["{:.3f}"] * (args.chains - 1)), "{:.1f} (" + per_seed + ")", "{:.1f} steps", "{:.0f}",
+         "{:.2f}", "{:.3f} (" + per_seed.replace(".1f", ".2f") + ")"], rows, keys=["random", "deo", "exact"])
+    results.write(target, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")})
 
 
 if __name__ == "__main__":

@@ -43,11 +43,9 @@ How the timing is made honest
   cache instead of a snapshot forward; ``--batches plain`` feeds plain ``(x, y)`` batches
   (snapshot forward every step).  The other samplers get plain batches from an identical
   pipeline (shuffled indices, gather from in-memory tensors), so input costs match.
-* tf.data autotuning is switched off on every timed dataset (``--tf-data-autotune`` turns
-  it back on).  With it on, ``fit`` windows on this CPU machine intermittently ended on a
-  ~10.24 s grid (the window's wall time rounded up to a multiple of 10.24 s while its CPU
-  time did not change: idle waiting, plausibly on the autotuning thread of ``fit``'s
-  iterator).  Raw ``tf.function`` loops and pipelines without autotuning do not show it.
+* tf.data autotuning is off on every timed dataset (``--tf-data-autotune``: on).  With it on,
+  ``fit`` windows on this CPU intermittently ended on a ~10.24 s grid (wall time rounded up to
+  a multiple of 10.24 s, CPU time unchanged: idle waiting, plausibly on the autotuning thread).
 
 Refresh proportion
 ------------------
@@ -61,15 +59,14 @@ labelled so).
 
 Run (from the repository root)::
 
-    python benchmarks/step_cost.py                      # ResNet-8: ~3 min on 2 idle CPU cores
-    python benchmarks/step_cost.py --m 392 --data-size 2560 --json step_cost.json
-    python benchmarks/step_cost.py --depth 20 --repeats 3
+    python benchmarks/step_cost.py --force              # ResNet-8: ~3 min on 2 idle CPU cores
+    python benchmarks/step_cost.py --paper-ratio --force  # -> benchmarks/results/step-cost-paper-ratio.json
+    python benchmarks/step_cost.py --m 392 --data-size 2560 --results runs/step-cost-m392.json
+(``benchmarks/results/step-cost.json`` by default; ``python benchmarks/render_docs.py`` shows it.)
 """
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -82,10 +79,13 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+import results  # noqa: E402  (benchmarks/results.py)
 
 from tf_vrre.workflows.image_classification import models  # noqa: E402
 import tf_vrre  # noqa: E402
@@ -94,15 +94,12 @@ warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz"
 
-CONFIGS = {
-    "sghmc": "(a) SGHMC, 1 chain",
-    "indep": "(a2) 2 chains, no swaps",
-    "resghmc": "(b) reSGHMC, 2 chains",
-    "vr": "(c) VR-reSGHMC, energy_mode=train",
-    "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
-    "vr_thin4": "(e) (d) + attempt_every=4",
-    "vr_thin8": "(f) (d) + attempt_every=8",
-}
+CONFIGS = {"sghmc": "(a) SGHMC, 1 chain", "indep": "(a2) 2 chains, no swaps", "resghmc": "(b) reSGHMC, 2 chains",
+           "vr": "(c) VR-reSGHMC, energy_mode=train", "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
+           "vr_thin4": "(e) (d) + attempt_every=4", "vr_thin8": "(f) (d) + attempt_every=8"}
+LABELS = {"sghmc": "SGHMC, 1 chain", "indep": "2 chains, no swaps", "resghmc": "reSGHMC",
+          "vr": 'VR-reSGHMC, `energy_mode="train"`', "vr_inf": 'VR-reSGHMC, `"inference"` (cached snapshot NLLs)',
+          "vr_thin4": "same + `CorrectedSwap(attempt_every=4)`", "vr_thin8": "same + `attempt_every=8`"}
 VR_CONFIGS = ("vr", "vr_inf", "vr_thin4", "vr_thin8")
 ATTEMPT_EVERY = {"vr_thin4": 4, "vr_thin8": 8}
 RATIOS = {  # name: (numerator, denominator, target, paper)
@@ -158,8 +155,11 @@ def parse_args(argv=None):
                    help="tf.config.threading inter-op threads (0: TensorFlow's default)")
     p.add_argument("--intra-op-threads", type=int, default=0,
                    help="tf.config.threading intra-op threads (0: TensorFlow's default)")
-    p.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON")
+    p.add_argument("--results", help="results file (default benchmarks/results/step-cost[-paper-ratio].json)")
+    p.add_argument("--force", action="store_true", help="replace an existing results file")
     args = p.parse_args(argv)
+    args.results = str(results.check_target(
+        args.results or results.path_of("step-cost-paper-ratio" if args.paper_ratio else "step-cost"), args.force))
     if args.paper_ratio:
         args.data_size = args.m * args.batch // 2
     if args.steps is None:
@@ -436,6 +436,22 @@ def _print_tables(args, per_step, med, ratios, full, extrapolated):
                   f"{args.paper_data_size / args.paper_m:.1f} images/step/chain)")
 
 
+def results_table(args, med, parts):
+    """The page's table: wall ms per step, the ratio to reSGHMC (wall, cpu), each part of a step
+    (ms) and the accepted swaps per epoch (parts only when the 2-chain and reSGHMC steps ran)."""
+    rows, parts = [], parts or {}
+    for c in args.configs:
+        ratio = [med[k][c] / med[k]["resghmc"] for k in CLOCKS] if "resghmc" in med["wall"] else None
+        p = parts.get(c)
+        cells = [p[k] * 1e3 for k in ("chains", "swap", "energies", "full_pass")] + [p["swaps_per_epoch"]] if p else \
+            [1e3 * med["wall"][c] if c == "indep" else None] + [None] * 4
+        rows.append([LABELS[c], 1e3 * med["wall"][c], None if c in ("sghmc", "indep") else ratio, *cells])
+    return results.table(["configuration", "wall ms/step", "/ reSGHMC (wall, cpu)", "chains", "swap", "swap energies",
+                          "full pass", "swaps / epoch"],
+                         ["{}", "{:.1f}", "{:.2f}, {:.2f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}"], rows,
+                         keys=args.configs)
+
+
 def main(argv=None):
     args = parse_args(argv)
     wall_start = time.perf_counter()
@@ -465,28 +481,13 @@ def main(argv=None):
     wall_total = time.perf_counter() - wall_start
     print(f"\nwall time {wall_total:.1f} s", flush=True)
 
-    if args.json:
-        result = {
-            "settings": {k: v for k, v in vars(args).items() if k not in ("json", "data_xy", "ds")},
-            "model": {"depth": args.depth, "width": args.width, "parameters": params},
-            "data_source": source,
-            "batches": batches,
-            "environment": {"tensorflow": tf.__version__, "keras": keras.__version__,
-                            "python": platform.python_version(), "cpus": os.cpu_count(),
-                            "devices": [d.name for d in tf.config.list_logical_devices()]},
-            "seconds_per_step": {clock: {c: {"median": med[clock][c], "rounds": per_step[clock][c]}
-                                         for c in args.configs} for clock in CLOCKS},
-            "ratios": ratios,
-            "targets": {name: t for name, (_, _, t, _) in RATIOS.items() if t is not None},
-            "paper": {name: p for name, (_, _, _, p) in RATIOS.items() if p is not None},
-            "full_pass_seconds": full,
-            "extrapolated_ratios": extrapolated,
-            "parts_ms_per_step": parts,
-            "last_logs": last_logs,
-            "wall_seconds": wall_total,
-        }
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.json}")
+    results.write(args.results, {"main": results_table(args, med, parts)},
+                  settings={k: v for k, v in vars(args).items() if k not in ("data_xy", "ds", "results", "force")},
+                  model={"depth": args.depth, "width": args.width, "parameters": params}, data_source=source,
+                  batches=batches, seconds_per_step={clock: {c: {"median": med[clock][c], "rounds": per_step[clock][c]}
+                                                             for c in args.configs} for clock in CLOCKS},
+                  ratios=ratios, full_pass_seconds=full, extrapolated_ratios=extrapolated, parts_ms_per_step=parts,
+                  last_logs=last_logs, wall_seconds=wall_total)
     return {"median_seconds_per_step": med, "ratios": ratios}
 
 

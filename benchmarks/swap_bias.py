@@ -16,10 +16,13 @@ Configurations:
   exact       exact energies (n = N, sigma2 = 0): the swap rule is plain Metropolis
 
 Results are appended to ``--out`` (JSON lines) as each seed finishes, so an interrupted run keeps
-what it did; ``--table`` reprints the table from that file.
+what it did; ``--table`` reprints the table from that file. The table goes to
+``benchmarks/results/swap-bias.json`` (``--results``; ``--force`` replaces it), which
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/swap-bias.md`` and the README.
 
     python benchmarks/swap_bias.py                        # ~2-3 min per seed and configuration on 2 cores
-    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch   # the table in docs/benchmarks/swap-bias.md, ~85 min
+    python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch --out runs/swap_bias.jsonl --force
+                                                          # the table in docs/benchmarks/swap-bias.md, ~85 min
     python benchmarks/swap_bias.py --seeds 8 --steps 20000 --configs vr-window,vr-batch
 """
 
@@ -31,8 +34,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
+
+import results  # noqa: E402  (benchmarks/results.py)
 
 CONFIGS = {
     "vr-window": ("vr-resgld", {"penalty": "window"}, None),
@@ -41,6 +47,11 @@ CONFIGS = {
     "re-window": ("resgld", {"penalty": "window"}, None),
     "exact": ("resgld", {"penalty": "window"}, "full"),
 }
+LABELS = {"vr-window": '`"window"` (the paper\'s one sigma2 per window)',
+          "vr-offset": '`"offset"` (one sigma2 per offset step mod m)',
+          "vr-batch": '`"batch"` (this step\'s own variance; the default with VR)',
+          "re-window": 'reSGLD (no control variates), `"window"`',
+          "exact": "exact energies (n = N, sigma2 = 0)"}
 
 
 def _args(argv):
@@ -59,7 +70,8 @@ def _args(argv):
     p.add_argument("--correction", type=float, default=2.0)
     p.add_argument("--burn-in", type=float, default=0.1)
     p.add_argument("--out", default="runs/swap_bias.jsonl")
-    p.add_argument("--table", action="store_true", help="only print the table of --out")
+    p.add_argument("--table", action="store_true", help="only print the table of --out (and write the results file)")
+    results.add_arguments(p, "swap-bias")
     args = p.parse_args(argv)
     bad = [c for c in args.configs.split(",") if c not in CONFIGS]
     if bad:
@@ -83,9 +95,11 @@ def _one(args, target, data, name, seed):
 
 
 def _table(path, exact):
+    """Prints the table of the JSON lines ``path`` and returns it as a results table."""
     rows = [json.loads(line) for line in open(path)]
     print(f"exact left-mode weight {exact:.4f}")
     print(f"{'configuration':<12}{'seeds':>6}{'swaps/seed':>12}{'left-mode weight':>20}{'bias':>9}{'bias/SE':>9}")
+    cells, keys = [], []
     for name in CONFIGS:
         w = np.array([r["left"] for r in rows if r["config"] == name])
         if w.size < 2:
@@ -94,6 +108,11 @@ def _table(path, exact):
         se = w.std(ddof=1) / np.sqrt(w.size)
         print(f"{name:<12}{w.size:>6}{sw:>12.0f}{w.mean():>12.4f} +- {se:.4f}{w.mean() - exact:>+9.4f}"
               f"{(w.mean() - exact) / se:>+9.1f}")
+        cells.append([LABELS[name], int(w.size), float(sw), [float(w.mean()), float(se)], float(w.mean() - exact),
+                      float((w.mean() - exact) / se)])
+        keys.append(name)
+    return results.table(["swap penalty", "seeds", "swaps / seed", "cold left-mode weight", "bias", "bias / SE"],
+                         ["{}", "{}", "{:.0f}", "{:.4f} +- {:.4f}", "{:+.3f}", "{:+.1f}"], cells, keys)
 
 
 def main(argv=None):
@@ -103,6 +122,7 @@ def main(argv=None):
     target = mx.Mixture(args.phi, args.sigma, args.prior_sd).check()
     data = mx.make_data(args.data_size, seed=0, target=target)
     exact = mx.mode_weights(data, args.tau[0], target=target)[0]
+    out = results.check_target(args.results, args.force)
     if not args.table:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         done = set()
@@ -118,7 +138,8 @@ def main(argv=None):
                     f.write(json.dumps(row) + "\n")
                 print(f"{name} seed {seed}: left {row['left']:.3f}, {row['mode_changes']} mode changes, "
                       f"{row['swaps']} swaps, {time.perf_counter() - t0:.0f} s", flush=True)
-    _table(args.out, exact)
+    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "table")}
+    results.write(out, {"main": _table(args.out, exact)}, settings=settings, exact_left_weight=float(exact))
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ The last two swap the one other difference between step_cost's reSGHMC and VR sa
 ``CorrectedSwap(period=None)`` updates sigma^2 every step without control variates (swaps may
 start at step 1) but every ``m`` steps with them (no swap before step ``m``).
 
-Usage: ``python benchmarks/swap_energies.py [--steps 300] [--configs ...] [--json out.json]``
-(about 3-5 minutes per configuration on 2 CPU cores).
+Usage: ``python benchmarks/swap_energies.py [--steps 300] [--configs ...] [--json out.json] --force``
+(about 3-5 minutes per configuration on 2 CPU cores). The table goes to
+``benchmarks/results/swap-energies.json`` (``--results``), which ``python benchmarks/render_docs.py``
+puts into ``docs/benchmarks/swap-energies.md``.
 """
 
 import argparse
@@ -48,10 +50,13 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+import results  # noqa: E402  (benchmarks/results.py)
 
 from tf_vrre.workflows.image_classification import models  # noqa: E402
 import tf_vrre  # noqa: E402
@@ -61,6 +66,13 @@ from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingD
 DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])
                      if (d / "shared" / "data").is_dir()), REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz")
 CONFIGS = ("resghmc", "resghmc_inf", "vr_train", "vr_train_n", "vr_inf", "vr_inf_adaptive", "resghmc_m", "vr_inf_1")
+LABELS = {"resghmc": "reSGHMC (as step_cost)", "resghmc_inf": "reSGHMC, inference-mode energies",
+          "vr_train": "VR-reSGHMC (as step_cost: train mode, full pass in batches of 1000)",
+          "vr_train_n": "VR-reSGHMC, train mode, full pass in batches of 128",
+          "vr_inf": "VR-reSGHMC, inference mode (cached snapshot energies)",
+          "vr_inf_adaptive": "VR-reSGHMC, inference, adaptive c",
+          "resghmc_m": "**reSGHMC with VR's sigma^2 window (m = 98)**",
+          "vr_inf_1": "**VR-reSGHMC (inference) with reSGHMC's window (1 step)**"}
 
 
 def parse_args(argv=None):
@@ -76,6 +88,7 @@ def parse_args(argv=None):
     p.add_argument("--data", default=str(DEFAULT_DATA))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None)
+    results.add_arguments(p, "swap-energies")
     return p.parse_args(argv)
 
 
@@ -144,7 +157,7 @@ def analyse(swap_rows, exact, temps):
     half = len(rows) // 2
     exact_accept = np.minimum(1.0, np.exp(np.minimum(delta * true, 0.0)))
     return {
-        "attempts": len(rows), "accepted": int(acc.sum()),
+        "attempts": len(rows), "accepted": int(acc.sum()), "first_attempt": int(rows[0]["step"]),
         "sigma2_mean": float(sigma2.mean()), "sigma2_median": float(np.median(sigma2)),
         "error_var": float(err.var(ddof=1)), "bias": float(err.mean()), "bias_se": float(err.std(ddof=1) / np.sqrt(len(err))),
         "bias_first_half": float(err[:half].mean()), "bias_second_half": float(err[half:].mean()),
@@ -161,6 +174,7 @@ def analyse(swap_rows, exact, temps):
 
 def main(argv=None):
     args = parse_args(argv)
+    target = results.check_target(args.results, args.force)
     with np.load(args.data) as z:
         x, y = z["x"][:args.data_size], z["y"][:args.data_size].astype(np.int64)
     data = TrainingData(x, y, Preprocessing.from_images(x), 10)
@@ -169,7 +183,7 @@ def main(argv=None):
     print(f"swap_energies: ResNet-8, N={args.data_size} real CIFAR-10 images, batch {args.batch}, eta={args.lr:g}, "
           f"tau={tuple(args.temperatures)}, F={args.correction:g}, m={args.m}, {epochs * spe} steps per config",
           flush=True)
-    results = {}
+    found = {}
     for config in args.configs.split(","):
         t0 = time.time()
         keras.utils.clear_session()
@@ -180,8 +194,8 @@ def main(argv=None):
               callbacks=[exact, tf_vrre.SwapLogger(out)])
         with open(os.path.join(out, "swaps.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
-        results[config] = analyse(rows, exact.rows, args.temperatures)
-        r = results[config]
+        found[config] = analyse(rows, exact.rows, args.temperatures)
+        r = found[config]
         print(f"  {config:<16s} {r.get('accepted', 0):>4d}/{r['attempts']:<4d} swaps; sigma2 {r.get('sigma2_mean', 0):9.3g} "
               f"(measured error var {r.get('error_var', 0):9.3g}); bias {r.get('bias', 0):+8.2f} +- {r.get('bias_se', 0):.2f} "
               f"(1st half {r.get('bias_first_half', 0):+.2f}, 2nd {r.get('bias_second_half', 0):+.2f}); "
@@ -189,9 +203,24 @@ def main(argv=None):
               f"{r.get('exact_diff_max', 0):+.1f}], estimated {r.get('est_diff_mean', 0):+.2f}; penalty "
               f"{r.get('penalty_mean', 0):.3g}; exact-energy accept {r.get('exact_accept_rate', 0):.3f}; accepted with "
               f"delta*dU < -10: {r.get('accepted_while_exact_impossible', 0)}  ({time.time() - t0:.0f} s)", flush=True)
+    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "json")}
     if args.json:
-        Path(args.json).write_text(json.dumps({"settings": vars(args), "results": results}, indent=2) + "\n")
-    return results
+        Path(args.json).write_text(json.dumps({"settings": settings, "results": found}, indent=2) + "\n")
+    results.write(target, {"main": table(found)}, settings=settings, measured=found)
+    return found
+
+
+def table(found):
+    """The page's table: one row per configuration that attempted a swap."""
+    rows = [[LABELS[c], r["first_attempt"], [r["accepted"], r["attempts"]], r["sigma2_mean"], r["error_var"],
+             [r["bias"], r["bias_se"]], [r["exact_diff_mean"], r["exact_diff_min"], r["exact_diff_max"]],
+             r["exact_accept_rate"], r["accepted_while_exact_impossible"]] for c, r in found.items() if r["attempts"]]
+    return results.table(
+        ["configuration", "first attempt", "swaps / attempts", "sigma^2 (sampler)", "var of the error of U~_lo - U~_hi",
+         "bias of U~_lo - U~_hi", "exact U_lo - U_hi: mean [min, max]", "exact-energy acceptance",
+         "accepted with delta (U_lo - U_hi) < -10"],
+        ["{}", "step {}", "{} / {}", "{:.3g}", "{:.3g}", "{:+.2f} +- {:.2f}", "{:.1f} [{:.0f}, {:+.0f}]", "{:.3f}", "{}"],
+        rows, keys=[c for c, r in found.items() if r["attempts"]])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ built, compiled and warmed up (tracing and XLA compilation excluded), then the t
 timed in interleaved rounds; medians over ``--repeats`` rounds.  What ``jit_compile="auto"``
 picks for each model is printed beside the numbers (``tf_vrre/xla.py``).
 
-    python benchmarks/xla_speed.py             # ~5 minutes on 2 cores
+    python benchmarks/xla_speed.py --force     # ~3-5 minutes on 2 cores
+
+The table goes to ``benchmarks/results/xla-speed.json`` (``--results``), which
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/xla-speed.md``.
 """
 
 import argparse
@@ -17,10 +20,12 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+import results  # noqa: E402  (benchmarks/results.py)
 import tf_vrre  # noqa: E402
 from tf_vrre.workflows.image_classification.models import resnet  # noqa: E402
 from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
@@ -47,11 +52,11 @@ def _problems(data_path):
         xi, yi = rng.integers(0, 256, (640, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, 640)
     xi = ((xi / 255.0 - 0.47) / 0.25).astype("float32")
     return {
-        "mixture (1 parameter, batch 100)": (mx.build_default_model, (mix,), 100, 500,
+        "1-parameter mixture (`tf_vrre.workflows.gaussian_mixture.target`, batch 100)": (mx.build_default_model, (mix,), 100, 500,
                                               dict(nll=mx.nll, weight_decay=mx.weight_decay(), dynamics="sgld",
                                                    temperatures=[10.0, 3000.0], learning_rates=3e-4)),
-        "MLP 8-16-2 (batch 64)": (mlp, (x, (x[:, 0] > 0).astype("int64")), 64, 200, {}),
-        "ResNet-8 (batch 128)": (lambda: resnet(8), (xi, yi.astype("int64")), 128, 5, {}),
+        "MLP 8-16-2 (the ten-line example, batch 64)": (mlp, (x, (x[:, 0] > 0).astype("int64")), 64, 200, {}),
+        "ResNet-8 (batch 128, CIFAR images)": (lambda: resnet(8), (xi, yi.astype("int64")), 128, 5, {}),
     }
 
 
@@ -72,7 +77,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--data", default=DATA)
+    results.add_arguments(p, "xla-speed")
     args = p.parse_args(argv)
+    target = results.check_target(args.results, args.force)
     rows = []
     for name, (model_fn, data, batch, spe, kw) in _problems(args.data).items():
         samplers, times = {}, {False: [], True: []}
@@ -94,6 +101,11 @@ def main(argv=None):
     print(f"\n{'model (2 chains, VR)':<34}{'graph ms/step':>14}{'XLA ms/step':>13}{'XLA/graph':>11}  auto picks")
     for name, graph, fused, ratio, auto in rows:
         print(f"{name:<34}{graph:>14.3f}{fused:>13.3f}{ratio:>11.2f}  {auto}")
+    table = results.table(["model (2 chains, VR)", "graph ms/step", "XLA ms/step", '`"auto"` picks'],
+                          ["{}", "{:.3g}", "{:.3g} ({:.2f}x)", "{}"],
+                          [[name, float(graph), [float(fused), float(ratio)], auto] for name, graph, fused, ratio, auto in rows],
+                          keys=["mixture", "mlp", "resnet8"][:len(rows)])
+    results.write(target, {"main": table}, settings={"repeats": args.repeats})
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ def cli_page():
 
     from tf_vrre import cli
 
-    os.environ["COLUMNS"] = "100"  # argparse wraps help at the terminal width
+    os.environ["COLUMNS"] = "90"  # argparse wraps help at the terminal width: 88 columns fit the page
     lines = _heading("Command line", "=") + [
         "``tf-vrre <command> --help`` of every subcommand (the same text the console prints;",
         "``python -m tf_vrre.cli`` is the same command).", ""]
@@ -177,3 +177,45 @@ def write(app=None):
         stale.discard(f"{name}.rst")
     for page in stale:  # pages of modules that no longer exist (a source tree built before)
         os.remove(os.path.join(OUT, page))
+
+
+def class_signature(app, what, name, obj, options, signature, return_annotation):
+    """``autodoc-process-signature``: a tf_vrre class built on Keras, whose signature autodoc reads
+    as ``(*args, **kwargs)`` (Keras' ``__new__``, which every Keras class inherits), gets its
+    ``__init__``'s parameters (names and defaults; their types are listed below the header)."""
+    if what != "class" or signature not in ("(*args, **kwargs)", None) or not inspect.isclass(obj):
+        return None
+    mro = inspect.getmro(obj)
+    init = next((cls for cls in mro if "__init__" in vars(cls)), object)
+    if not init.__module__.startswith("tf_vrre") or not any(c.__module__.startswith("keras") for c in mro):
+        return None
+    from sphinx.util import inspect as sphinx_inspect
+
+    sig = sphinx_inspect.signature(obj.__init__, bound_method=True)
+    return sphinx_inspect.stringify_signature(sig, show_annotation=False), return_annotation
+
+
+def fields_before_examples(app, what, name, obj, options, lines):
+    """``autodoc-process-docstring``, after sphinx-autodoc-typehints: it appends the ``:param:``,
+    ``:type:`` and ``:rtype:`` fields it adds after napoleon's ``.. rubric:: Example`` (which
+    would show a parameter's type below the example and end the field list); they go back
+    before the rubric, with the docstring's own fields."""
+    rubric = next((i for i, line in enumerate(lines) if line.startswith(".. rubric::")), None)
+    if rubric is None:
+        return
+    moved, rest, i = [], lines[:rubric], rubric
+    while i < len(lines):
+        if lines[i].startswith((":param ", ":type ", ":rtype:")):
+            moved.append(lines[i])
+            i += 1
+            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+                moved.append(lines[i])  # the field's continuation lines
+                i += 1
+        else:
+            rest.append(lines[i])
+            i += 1
+    if moved:
+        while rest[rubric - 1:rubric] == [""] and rubric > 0:  # the fields join the field list above
+            rest.pop(rubric - 1)
+            rubric -= 1
+        lines[:] = rest[:rubric] + ([""] if rubric else []) + moved + [""] + rest[rubric:]

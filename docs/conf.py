@@ -7,6 +7,7 @@ No page fetches anything from the network: notebooks are rendered with the outpu
 
 import os
 import sys
+import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -15,6 +16,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import api_pages  # noqa: E402  (docs/api_pages.py: the API reference from tf_vrre.__all__)
+
+# sphinx-autodoc-typehints 3.x calls a Sphinx API that Sphinx 10 removes: not ours to fix, not a build warning
+warnings.filterwarnings("ignore", message=".*set_application.* is deprecated", module="sphinx_autodoc_typehints.*")
 
 project = "tf_vrre"
 author = "tf_vrre contributors"
@@ -26,7 +30,11 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
+    "sphinx_autodoc_typehints",  # after napoleon: parameter types from the type hints
+    "sphinx.ext.viewcode",  # a "[source]" link on every documented object, to a highlighted copy of its module
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax served from _static/mathjax: formulas render without a network
+    "sphinx_copybutton",
 ]
 
 # sources: Markdown (MyST) pages, notebooks (copied from colab/ into docs/notebooks at build time: a
@@ -43,13 +51,20 @@ suppress_warnings = ["myst.header"]  # notebooks start at "#" and may skip level
 nb_execution_mode = "off"
 nb_merge_streams = True
 
-# API reference: autodoc + napoleon (Google style "Args:"), pages written by api_pages.py
+# API reference: autodoc + napoleon (Google style "Args:"), pages written by api_pages.py. A class
+# page shows the class's own members (_templates/autosummary/class.rst); what it inherits from Keras
+# is behind the "Bases:" line, as on Keras' own pages.
+templates_path = ["_templates"]
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
-autodoc_typehints = "description"
 autodoc_inherit_docstrings = False
+# sphinx-autodoc-typehints: the types of the signature go into the parameter list, the header
+# keeps the names and defaults
+typehints_document_rtype = True
+typehints_use_signature = False
+always_document_param_types = True  # a hinted parameter gets its type even where the docstring does not list it
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 # the docstrings list the fields of state containers and named tuples under "Fields:"
@@ -58,7 +73,13 @@ add_module_names = False
 
 html_theme = "furo"
 html_title = f"tf_vrre {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]  # text blocks (command-line help, printed output) wrap at the page's edge
+
+# the copy button leaves out prompts and the output of ">>>" examples
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
 
 # External links are never fetched (the build runs offline); internal links and anchors are
 # checked by MyST while reading (a missing page or heading is a warning, an error under -W).
@@ -83,3 +104,9 @@ def _copy_notebooks():
 
 _copy_notebooks()
 api_pages.write()  # before autosummary looks for its stubs
+
+
+def setup(app):
+    # Keras' Model.__new__(*args, **kwargs) would be the header of every Keras class: show __init__'s
+    app.connect("autodoc-process-signature", api_pages.class_signature, priority=400)
+    app.connect("autodoc-process-docstring", api_pages.fields_before_examples, priority=900)

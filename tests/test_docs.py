@@ -1,5 +1,5 @@
-"""The documentation builds with warnings as errors, documents every public name, and its
-Python examples run.
+"""The documentation builds with warnings as errors, documents every public name, its Python
+examples run and print the output they show, and the code of the first pages fits the page.
 
 The build runs offline: notebooks are rendered from the outputs stored in them (never
 executed), external links are not fetched; MyST reports a link to a missing page or heading as
@@ -11,13 +11,18 @@ import re
 import subprocess
 import sys
 
+import _examples
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
 # pages whose ```python blocks build on each other, in this order, like a notebook
 EXAMPLE_PAGES = ["getting-started.md", "algorithm.md", "guides/recipes.md", "guides/serving.md",
-                 "guides/diagnostics.md", "guides/image-workflow.md"]
+                 "guides/diagnostics.md", "guides/image-workflow.md", "guides/tuning.md"]
+# the pages a new user reads first: no code line longer than the page is wide (88 characters in
+# the theme's content column; the stylesheet wraps longer ones on screen, _static/wrap.css)
+FIRST_PAGES = ["../README.md", "index.md", "getting-started.md", "guides/tuning.md"]
+CODE_WIDTH = 88
 
 
 def _build(out, builder="html"):
@@ -40,7 +45,7 @@ def built(tmp_path_factory):
 
 
 def test_docs_build_without_warnings(built):
-    for page in ["index", "getting-started", "algorithm", "architecture", "guides/recipes",
+    for page in ["index", "getting-started", "guides/tuning", "algorithm", "architecture", "guides/recipes",
                  "guides/image-workflow", "guides/serving", "guides/diagnostics", "guides/scale",
                  "guides/failing-loudly", "benchmarks/index", "api/index", "changelog",
                  "notebooks/01_quickstart", "notebooks/02_cifar10_vr_resghmc", "notebooks/03_serve_the_posterior"]:
@@ -74,12 +79,13 @@ def test_docs_python_examples_run(capsys, tmp_path, monkeypatch):
     # the image-workflow example reads .npz files from TF_VRRE_DATA_DIR: synthetic images here
     monkeypatch.setenv("TF_VRRE_DATA_DIR", write_dataset(tmp_path / "data", train=1280, test=500, ood=500))
     namespace = {"__name__": "__docs__"}
+    wrong = []
     for page in EXAMPLE_PAGES:
         text = open(os.path.join(DOCS, page)).read()
-        blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-        assert blocks, f"{page} has no python example"
-        for block in blocks:
-            exec(compile(block, page, "exec"), namespace)
+        assert _examples.examples(text), f"{page} has no python example"
+        wrong += [(page, shown, printed) for shown, printed in _examples.run_page(text, page, namespace)]
+    assert not wrong, "an example prints other than what its page shows:\n" + "\n".join(
+        f"{page}\nshown:   {shown.strip()}\nprinted: {printed.strip()}" for page, shown, printed in wrong)
     out = capsys.readouterr().out
     assert "swaps" in out and "BMA accuracy" in out and "members" in out
 
@@ -91,3 +97,12 @@ def test_readme_relative_links_resolve():
     assert links, "README links nothing"
     missing = [link for link in links if not os.path.exists(os.path.join(ROOT, link))]
     assert not missing, f"README links to missing files: {missing}"
+
+
+def test_first_pages_code_fits_the_page():
+    long = []
+    for page in FIRST_PAGES:
+        text = open(os.path.join(DOCS, page)).read()
+        for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M):
+            long += [f"{page}: {line}" for line in body.splitlines() if len(line) > CODE_WIDTH and lang != "bibtex"]
+    assert not long, "code lines wider than the page:\n" + "\n".join(long)

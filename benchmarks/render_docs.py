@@ -1,0 +1,286 @@
+"""Writes the docs' benchmark tables and the numbers the README and docs quote from the results
+files in ``benchmarks/results/`` (see ``benchmarks/results.py``).
+
+    python benchmarks/render_docs.py           # rewrite every table and quoted number
+    python benchmarks/render_docs.py --check   # list what differs from the results files; exit 1 if any
+
+Two things are generated, both edited here, never by hand in the Markdown:
+
+- **Tables**, between markers in a page::
+
+      <!-- results: swap-bias main -->
+      (the table of benchmarks/results/swap-bias.json, "tables" -> "main")
+      <!-- /results -->
+
+  ``<!-- results: NAME source -->`` renders where the numbers come from (command, date, commit).
+- **Quoted numbers** in prose (:data:`CLAIMS`): a sentence with ``{name.key:format}`` fields;
+  the sentence is found in its file (line breaks may fall anywhere) and its numbers replaced by
+  ``VALUES[name](results)[key]``. Rewording such a sentence means editing its template here.
+
+``tests/test_benchmark_results.py`` runs ``--check``: a page that disagrees with its results file
+fails the test suite.
+"""
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import results  # noqa: E402  (benchmarks/results.py)
+
+ROOT = results.ROOT
+PAGES = ["README.md", "docs/index.md", "docs/getting-started.md", "docs/algorithm.md", "docs/guides/tuning.md",
+         *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md"))]
+REGION = re.compile(r"(<!-- results: (?P<name>[\w-]+) (?P<part>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.DOTALL)
+FIELD = re.compile(r"\{(?P<name>[\w-]+)\.(?P<key>\w+)(?::(?P<fmt>[^{}]*))?\}")
+NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
+
+
+# ---------------------------------------------------------------------------------------------
+# values quoted in prose, computed from the results files' tables
+
+
+def _mixture(res):
+    v = {key: results.value(res, "main", label, "left-mode weight") for key, label in
+         (("vr", "vr-resgld"), ("re", "resgld"), ("exact", "exact"))}
+    (w, se), (w_re, se_re), exact = v["vr"], v["re"], v["exact"]
+    changes = {m: results.value(res, "main", key, "mode changes") for m, key in (("vr", "vr-resgld"),
+                                                                                ("re", "resgld"))}
+    seeds = res["tables"]["seeds"]
+    per_seed = {m: [r[3] for r in seeds["rows"] if r[0] == label] for m, label in (("vr", "VR-reSGLD"),
+                                                                                    ("re", "reSGLD"))}
+    left = [r[4] for r in seeds["rows"] if r[0] == "VR-reSGLD"]
+    chains = {f"{m}_{stat}": results.value(res, "main", key, column) for m, key in
+              (("vr", "vr-resgld"), ("re", "resgld"), ("sgld", "sgld"))
+              for stat, column in (("ess", "ESS(beta)"), ("rhat", "R-hat"))}
+    return {"vr_left": w, "vr_se": se, "exact_left": exact, "vr_z": abs(w - exact) / se, "re_left": w_re,
+            "re_se": se_re, "re_z": abs(w_re - exact) / se_re, "vr_changes": changes["vr"], "re_changes": changes["re"],
+            "vr_changes_min": min(per_seed["vr"]), "vr_changes_max": max(per_seed["vr"]),
+            "re_changes_min": min(per_seed["re"]), "re_changes_max": max(per_seed["re"]),
+            "vr_left_min": min(left), "vr_left_max": max(left), **chains,
+            "steps": res["config"]["steps"], "sigma2_factor": res["values"]["variance_reduction_factor"], "minutes": res["values"]["wall_seconds"] / 60}
+
+
+def _swap_bias(res):
+    return {"window_z": results.value(res, "main", "vr-window", "bias / SE"),
+            "batch_z": results.value(res, "main", "vr-batch", "bias / SE")}
+
+
+def _step_cost(res):
+    ratio = "/ reSGHMC (wall, cpu)"
+    return {"vr_over_re": results.value(res, "main", "vr_inf", ratio)[0],
+            "vr_over_re_every4": results.value(res, "main", "vr_thin4", ratio)[0]}
+
+
+FIDELITY_NAMES = {"sgld": "SGLD", "sghmc": "SGHMC", "resghmc": "two-chain reSGHMC", "vr-resghmc": "two-chain VR-reSGHMC",
+                  "resghmc-k4": "four-chain reSGHMC", "vr-resghmc-k4": "four-chain VR-reSGHMC"}
+
+
+def _posterior_fidelity(res):
+    """How much farther VR-reSGHMC ended from NUTS than reSGHMC on the same ladder, in percent, and
+    which method was closest, per problem."""
+    out, gaps = {}, []
+    for problem, key in (("digits", "total_variation"), ("diabetes", "wasserstein_1")):
+        rows = {r["method"]: r for r in res["tables"][problem]}
+        for k, suffix in ((2, ""), (4, "-k4")):
+            gap = 100 * (rows["vr-resghmc" + suffix][key]["mean"] / rows["resghmc" + suffix][key]["mean"] - 1)
+            out[f"{problem}_k{k}_gap"] = gap
+            gaps.append(gap)
+    out["gap_min"], out["gap_max"] = min(gaps), max(gaps)
+    for problem, key in (("digits", "total_variation"), ("diabetes", "wasserstein_1")):
+        rows = [r for r in res["tables"][problem] if r["method"] != "nuts"]
+        best = min(rows, key=lambda r: r[key]["mean"])["method"]
+        out[f"closest_{problem}"] = FIDELITY_NAMES.get(best, best)
+    far, close = [], []
+    for problem, key in (("digits", "total_variation"), ("diabetes", "wasserstein_1")):
+        rows = {r["method"]: r[key]["mean"] for r in res["tables"][problem]}
+        far += [rows[m] / rows["sghmc"] for m in ("cycsghmc", "ensemble")]
+        close.append(100 * (1 - min(v for m, v in rows.items() if m != "nuts") / rows["sghmc"]))
+    out["baselines_min"], out["baselines_max"] = min(far), max(far)
+    out["closest_gain_min"], out["closest_gain_max"] = min(close), max(close)
+    out["epochs"] = res["settings"]["budget"]
+    out["seeds"] = len(res["seeds"])
+    return out
+
+
+VALUES = {"mixture": _mixture, "swap-bias": _swap_bias, "step-cost-paper-ratio": _step_cost,
+          "posterior-fidelity": _posterior_fidelity}
+
+
+# ---------------------------------------------------------------------------------------------
+# quoted numbers: (file, sentence template)
+
+CLAIMS = [
+    ("README.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
+    ("README.md", "VR-reSGLD's cold chain visits both modes, with left-mode weight {mixture.vr_left:.3f} +-"
+                  " {mixture.vr_se:.3f} across 3 seeds against the exact {mixture.exact_left:.3f}"
+                  " ({mixture.vr_z:.1f} standard errors)"),
+    ("README.md", "[{swap-bias.window_z:.0f} standard errors with the paper's rule, {swap-bias.batch_z:+.1f} with"
+                  " ours]"),
+    ("README.md", "a VR-reSGHMC step costs {step-cost-paper-ratio.vr_over_re:.2f}x a reSGHMC step at the paper's"
+                  " refresh ratio"),
+    ("README.md", "{step-cost-paper-ratio.vr_over_re_every4:.2f}x when swaps are attempted every 4th step"),
+    ("README.md", "on the mixture, {mixture.sigma2_factor:.0f}x lower variance of the swap energies and"
+                  " {mixture.vr_changes:.0f} instead of {mixture.re_changes:.0f} mode changes per seed"),
+    ("README.md", "VR-reSGHMC ended {posterior-fidelity.gap_min:.0f}-{posterior-fidelity.gap_max:.0f}% farther from"
+                  " NUTS than reSGHMC on the same ladder"),
+    ("README.md", "closest to NUTS were {posterior-fidelity.closest_digits} on digits and"
+                  " {posterior-fidelity.closest_diabetes} on diabetes ({posterior-fidelity.closest_gain_min:.0f}-"
+                  "{posterior-fidelity.closest_gain_max:.0f}% closer than SGHMC), while cyclical SGHMC and a"
+                  " five-network deep ensemble ended {posterior-fidelity.baselines_min:.1f}-"
+                  "{posterior-fidelity.baselines_max:.1f}x as far as SGHMC"),
+    ("docs/index.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
+    ("docs/index.md", "left-mode weight {mixture.vr_left:.3f} +- {mixture.vr_se:.3f} against the exact"
+                      " {mixture.exact_left:.3f} ({mixture.vr_z:.1f} standard errors)"),
+    *[(page, claim) for page in ("docs/index.md", "docs/algorithm.md") for claim in (
+        "give {mixture.sigma2_factor:.0f}x lower variance of the swap energies",
+        "VR-reSGHMC ended {posterior-fidelity.gap_min:.0f}-{posterior-fidelity.gap_max:.0f}% farther from NUTS than"
+        " reSGHMC on the same ladder")],
+    ("docs/algorithm.md", "the cold chain changes mode {mixture.vr_changes:.0f} instead of {mixture.re_changes:.0f}"
+                          " times per seed"),
+    ("docs/algorithm.md", "A VR-reSGHMC step costs {step-cost-paper-ratio.vr_over_re:.2f}x a reSGHMC step"),
+    ("docs/algorithm.md", "(bias {swap-bias.window_z:.0f} standard errors on the held-out mixture)"),
+    ("docs/benchmarks/mixture.md", "VR-reSGLD's cold chain changes mode {mixture.vr_changes_min}-"
+                                   "{mixture.vr_changes_max} times per seed"),
+    ("docs/benchmarks/mixture.md", "its mean left weight, {mixture.vr_left:.3f} +- {mixture.vr_se:.3f}, is"
+                                   " {mixture.vr_z:.1f} standard errors from the exact {mixture.exact_left:.3f}, and"
+                                   " its seeds still spread from {mixture.vr_left_min:.2f} to"
+                                   " {mixture.vr_left_max:.2f} after {mixture.steps:,} iterations"),
+    ("docs/benchmarks/mixture.md", "With m = 4 it is {mixture.sigma2_factor:.0f}x below reSGLD's"),
+    ("docs/benchmarks/mixture.md", "whose swap energies are {mixture.sigma2_factor:.0f} times noisier, changes mode"
+                                   " {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
+    ("docs/benchmarks/mixture.md", "its mean, {mixture.re_left:.3f} +- {mixture.re_se:.3f}, is {mixture.re_z:.1f}"
+                                   " standard errors from the exact weight"),
+    ("docs/benchmarks/mixture.md", "the information of about {mixture.vr_ess:.0f} independent ones (R-hat"
+                                   " {mixture.vr_rhat:.2f}), reSGLD's about {mixture.re_ess:.0f} (R-hat"
+                                   " {mixture.re_rhat:.2f}: the seeds disagree). SGLD's ESS {mixture.sgld_ess:.0f}"
+                                   " and R-hat {mixture.sgld_rhat:.2f}"),
+]
+
+
+def _claim_regex(template, values):
+    """The regex of a claim: its text literally (any whitespace run matching any other), a number
+    for each numeric field, the shortest text up to the words that follow for a text field."""
+    parts, pos = [], 0
+    for m, value in zip(FIELD.finditer(template), values):
+        parts.append(r"\s+".join(re.escape(w) for w in re.split(r"\s+", template[pos:m.start()])))
+        parts.append(r"(.+?)" if isinstance(value, str) else NUMBER)
+        pos = m.end()
+    parts.append(r"\s+".join(re.escape(w) for w in re.split(r"\s+", template[pos:])))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _field_value(m, cache):
+    name, key = m["name"], m["key"]
+    if name not in cache:
+        res = results.load(name)
+        cache[name] = VALUES[name](res) if name in VALUES else res.get("values", {})
+    return cache[name][key]
+
+
+def render_claims(text, path, cache, problems):
+    for file, template in CLAIMS:
+        if file != path:
+            continue
+        fields = list(FIELD.finditer(template))
+        values = [_field_value(f, cache) for f in fields]
+        if fields and fields[0].start() == 0 and isinstance(values[0], str):
+            problems.append(f"{path}: the sentence {template!r} starts with a text field; start it with words")
+            continue
+        found = list(_claim_regex(template, values).finditer(text))
+        if len(found) != 1:
+            problems.append(f"{path}: the sentence {template!r} occurs {len(found)} times (expected once); "
+                            "edit the page or the template in benchmarks/render_docs.py")
+            continue
+        m = found[0]
+        for i in reversed(range(len(values))):  # from the end: earlier offsets stay valid
+            shown = format(values[i], fields[i]["fmt"] or "")
+            text = text[:m.start(i + 1)] + shown + text[m.end(i + 1):]
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# tables
+
+
+def source_line(name, res):
+    """Where the numbers of ``name`` come from."""
+    commit = (res.get("git_commit") or "unknown")[:7]
+    date = str(res["date"])[:10]
+    where = f"`benchmarks/results/{name}.json`"
+    if res.get("transcribed"):
+        return f"The numbers above are in {where}: measured {date}, {res['transcribed']}; recorded at commit {commit}."
+    return f"The numbers above are in {where}: `{res['command']}`, {date}, commit {commit}."
+
+
+def _posterior_fidelity_table(res, part):
+    import posterior_fidelity  # noqa: PLC0415  (imports TensorFlow: only when this page is rendered)
+
+    return posterior_fidelity.format_table(res["problems"][part]["kind"], res["tables"][part], res["settings"]["budget"])
+
+
+TABLES = {"posterior-fidelity": _posterior_fidelity_table}
+
+
+def render_region(name, part, cache_results):
+    if name not in cache_results:
+        cache_results[name] = results.load(name)
+    res = cache_results[name]
+    if part == "source":
+        return source_line(name, res)
+    if name in TABLES:
+        return TABLES[name](res, part)
+    return results.markdown(res["tables"][part])
+
+
+def render(text, path):
+    """``text`` of ``path`` (relative to the repository) with every region and claim rendered, and
+    the problems found (a missing results file, table or sentence)."""
+    problems, loaded, cache = [], {}, {}
+
+    def region(m):
+        try:
+            body = render_region(m["name"], m["part"], loaded)
+        except (OSError, KeyError) as e:
+            problems.append(f"{path}: results {m['name']} {m['part']}: {type(e).__name__} {e}")
+            return m[0]
+        return f"{m[1]}\n{body}\n\n{m[5]}"
+
+    text = REGION.sub(region, text)
+    try:
+        text = render_claims(text, path, cache, problems)
+    except (OSError, KeyError) as e:
+        problems.append(f"{path}: a quoted number: {type(e).__name__} {e}")
+    return text, problems
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page differs from its results")
+    args = p.parse_args(argv)
+    stale, problems = [], []
+    for rel in PAGES:
+        path = ROOT / rel
+        if not path.exists():
+            continue
+        old = path.read_text()
+        new, found = render(old, rel)
+        problems += found
+        if new != old:
+            stale.append(rel)
+            if not args.check:
+                path.write_text(new)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if args.check:
+        for rel in stale:
+            print(f"{rel}: differs from its results files; run `python benchmarks/render_docs.py`", file=sys.stderr)
+        return 1 if stale or problems else 0
+    print(f"rendered {len(stale)} file(s): {', '.join(stale) or 'none changed'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

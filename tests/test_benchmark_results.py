@@ -1,0 +1,100 @@
+"""The docs' benchmark tables and the README's numbers agree with the results files.
+
+Every benchmark writes ``benchmarks/results/<name>.json``; ``benchmarks/render_docs.py`` writes the
+tables between ``<!-- results: ... -->`` markers and the numbers of the sentences it lists
+(``CLAIMS``) from those files. A page edited by hand, or a results file re-measured without
+re-rendering, fails here: run ``python benchmarks/render_docs.py``.
+"""
+
+import json
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+sys.path.insert(0, BENCHMARKS)
+
+import render_docs  # noqa: E402
+import results  # noqa: E402
+
+
+def _text(rel):
+    with open(os.path.join(ROOT, rel)) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("page", [p for p in render_docs.PAGES if os.path.exists(os.path.join(ROOT, p))])
+def test_page_agrees_with_its_results_files(page):
+    text = _text(page)
+    rendered, problems = render_docs.render(text, page)
+    assert not problems, "\n".join(problems)
+    assert rendered == text, f"{page} differs from its results files: run `python benchmarks/render_docs.py`"
+
+
+def test_every_benchmark_page_shows_a_results_file_and_its_source():
+    folder = os.path.join(ROOT, "docs", "benchmarks")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".md") or name == "index.md":
+            continue
+        text = _text(os.path.join("docs", "benchmarks", name))
+        regions = render_docs.REGION.findall(text)
+        assert regions, f"{name}: no table from a results file"
+        tables = {r[1] for r in regions if r[2] != "source"}
+        assert tables <= {r[1] for r in regions if r[2] == "source"} | {"posterior-fidelity"}, \
+            f"{name}: a table without the line saying where its numbers come from"
+
+
+def test_every_results_file_says_how_when_and_where_it_was_measured():
+    for name in sorted(os.listdir(results.RESULTS)):
+        if not name.endswith(".json"):
+            continue
+        res = json.loads(open(os.path.join(results.RESULTS, name)).read())
+        for key in ("command", "date", "git_commit", "hardware", "tables"):
+            assert res.get(key), f"{name}: no {key}"
+        assert re.fullmatch(r"[0-9a-f]{40}", res["git_commit"]), name
+        assert re.match(r"\d{4}-\d\d-\d\d", res["date"]), name
+
+
+def test_every_benchmark_script_writes_its_results_file():
+    helpers = {"results.py", "render_docs.py", "posterior_fidelity_methods.py"}
+    for name in sorted(os.listdir(BENCHMARKS)):
+        if name.endswith(".py") and name not in helpers:
+            text = _text(os.path.join("benchmarks", name))
+            assert "results.write(" in text or "results_file.write(" in text or "benchmarks/results/" in text, \
+                f"benchmarks/{name} writes no results file"
+
+
+def test_a_changed_results_file_is_caught(tmp_path, monkeypatch):
+    # the check can fail: a re-measured number (here, one cell and one quoted value) makes the
+    # pages that show it differ, and rendering writes the new number
+    shutil.copytree(results.RESULTS, tmp_path / "results")
+    res = json.loads((tmp_path / "results" / "swap-bias.json").read_text())
+    res["tables"]["main"]["rows"][0][5] = -7.04
+    (tmp_path / "results" / "swap-bias.json").write_text(json.dumps(res))
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
+    for page, shown in (("docs/benchmarks/swap-bias.md", "| -7.0 |"),
+                        ("README.md", "[-7 standard errors with the paper's rule")):
+        text = _text(page)
+        rendered, problems = render_docs.render(text, page)
+        assert not problems and rendered != text
+        assert shown in rendered and shown not in text
+
+
+def test_a_reworded_claim_is_reported():
+    text = _text("README.md").replace("when swaps are attempted every 4th step", "with fewer swap attempts")
+    _, problems = render_docs.render(text, "README.md")
+    assert any("every 4th step" in p and "occurs 0 times" in p for p in problems), problems
+
+
+def test_table_cells():
+    tab = results.table(["a", "b", "c"], ["{}", "{:.3f} +- {:.3f}", "{:+.1f}"],
+                        [["x", [0.6491, 0.0503], -1.25], ["exact", {"value": 0.575, "format": "{:.3f}"}, None],
+                        ["y", "-", 2]])
+    assert results.markdown(tab).splitlines()[2:] == ["| x | 0.649 +- 0.050 | -1.2 |", "| exact | 0.575 |  |",
+                                                      "| y | - | +2.0 |"]
+    with pytest.raises(ValueError, match="3 columns"):
+        results.table(["a", "b", "c"], ["{}"] * 3, [["only", "two"]])
