@@ -67,7 +67,7 @@ def test_scheduler_errors():
 def test_scheduler_checks_its_arguments_by_the_samplers_rule():
     """The scheduler's numbers are checked when it is built (the sampler's rule, without knowing K),
     a per-chain list's length and the swap rule's bounds when fit starts: before any epoch runs."""
-    with pytest.raises(ValueError, match=r"temperatures must be strictly increasing in float32"):
+    with pytest.raises(ValueError, match=r"temperatures must not decrease in float32"):  # swaps not known yet
         HyperparameterScheduler(temperatures=[0.5, 0.1])
     with pytest.raises(ValueError, match=r"learning_rates must be finite and > 0, got -0.001"):
         HyperparameterScheduler(learning_rates=-1e-3)
@@ -75,7 +75,8 @@ def test_scheduler_checks_its_arguments_by_the_samplers_rule():
         HyperparameterScheduler(correction=0.0)
     s, x, y = make_sampler(vr=False)
     for bad, message in (({"temperatures": [0.1, 0.2, 0.3]}, r"temperatures must have one entry per chain \(2\)"),
-                         ({"temperatures": [0.0, 0.2]}, r"temperatures must be finite and > 0 with swaps")):
+                         ({"temperatures": [0.0, 0.2]}, r"temperatures must be finite and > 0 with swaps"),
+                         ({"temperatures": [0.2, 0.2]}, r"temperatures must be strictly increasing")):
         with pytest.raises(ValueError, match=message):
             s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[HyperparameterScheduler(**bad)])
     assert int(s.state.step.numpy()) == 0
