@@ -69,12 +69,12 @@ def test_corrected_swap_rejects_bad_arguments(kwargs, arg):
 def test_corrected_swap_config_round_trip():
     import keras
     rule = CorrectedSwap(correction=1.5e5, smoothing=0.1, period=7, pairs="deo", cooling_steps=390,
-                         penalty="offset", attempt_every=4)
+                         penalty="offset", attempt_every=4, deo_window=3)
     back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(rule))
     assert isinstance(back, CorrectedSwap)
     assert back.get_config() == rule.get_config()
     assert set(rule.get_config()) == {"correction", "smoothing", "period", "pairs", "cooling_steps", "penalty",
-                                      "attempt_every"}
+                                      "attempt_every", "deo_window"}
     # a config saved before `penalty` existed keeps the paper's rule
     old = {k: v for k, v in rule.get_config().items() if k != "penalty"}
     assert CorrectedSwap.from_config(old).penalty == "window"
