@@ -78,13 +78,21 @@ def format_table(doc):
     return "\n".join(lines)
 
 
+def _pair_means(barrier):
+    """Per pair: its ``b`` interval and mean local barrier (the pair's barrier over its width)."""
+    b = barrier.beta
+    return b[:-1], b[1:], barrier.pair_barrier[::-1] / np.diff(b)
+
+
 def plot_barrier(path, doc, title=None):
     """The local barrier over inverse temperature, and the ladder before and after tuning.
 
-    Top: the local barrier ``lambda(b)`` of every ended round (grey, later rounds darker; the
-    last one black), with the initial ladder's ``b`` (open circles) and the tuned one's (filled)
-    along the bottom.  Middle: the last round's cumulative barrier with the tuned ladder placed at
-    equal shares of ``Lambda`` (dashed levels).  Bottom: ``Lambda`` per round.
+    Top (log-log): the last round's local barrier, each pair's mean ``lambda`` over its interval
+    (steps) and the PCHIP derivative (line), the earlier rounds' in grey; along the bottom the
+    initial ladder's ``b`` (open circles) and the tuned one's (filled).  A barrier ``~ 1 / b`` is a
+    straight line of slope -1 there, and its optimal ladder is geometric.  Middle: the last round's
+    cumulative barrier with the tuned ladder placed at equal shares of ``Lambda`` (dashed).
+    Bottom: ``Lambda`` per round.
 
     Args:
       path: the PNG to write, or ``None``.
@@ -97,30 +105,37 @@ def plot_barrier(path, doc, title=None):
     done = ladder_file.completed(doc)
     if not done:
         raise ValueError("the tuning record has no ended round yet: nothing to plot")
-    fig = _figures.new(figsize=(7.5, 8.2))
-    top, mid, low = fig.subplots(3, 1, gridspec_kw={"height_ratios": [2.2, 2.0, 1.2]})
-    last = round_barrier(done[-1])
+    fig = _figures.new(figsize=(7.5, 8.4))
+    top, mid, low = fig.subplots(3, 1, gridspec_kw={"height_ratios": [2.4, 2.0, 1.1]})
+    means = np.concatenate([_pair_means(round_barrier(r))[2] for r in done])
+    ylo, yhi = 0.2 * np.min(means), 3.0 * np.max(means)
     for i, rec in enumerate(done):
         b = round_barrier(rec)
-        lo, hi = b.beta_range
-        grid = np.geomspace(lo, hi, 400)
-        shade = 0.85 - 0.6 * (i + 1) / len(done)
-        top.plot(grid, b.local(grid), color="k" if rec is done[-1] else str(shade), lw=1.6 if rec is done[-1] else 0.8,
-                 label="last round" if rec is done[-1] else ("earlier rounds" if i == 0 else None))
+        is_last = rec is done[-1]
+        color = "k" if is_last else str(0.85 - 0.5 * (i + 1) / len(done))
+        lo, hi, mean = _pair_means(b)
+        top.hlines(mean, lo, hi, color=color, lw=2.0 if is_last else 0.8,
+                   label="last round: mean over each pair" if is_last else ("earlier rounds" if i == 0 else None))
+        if is_last:
+            grid = np.geomspace(*b.beta_range, 400)
+            local = b.local(grid)
+            keep = local > ylo                  # PCHIP's end slopes may drop to 0 at the ladder's ends
+            top.plot(grid[keep], local[keep], color="k", lw=0.7, ls=":", label="interpolated (PCHIP)")
     first = np.asarray((doc.get("initial") or {}).get("temperatures") or done[0]["temperatures"], np.float64)
     final = np.asarray(done[-1]["new_temperatures"], np.float64)
-    ymax = top.get_ylim()[1]
-    top.plot(1.0 / first, np.full(first.size, 0.04 * ymax), "o", mfc="none", color="tab:blue", label="ladder before")
-    top.plot(1.0 / final, np.full(final.size, 0.1 * ymax), "o", color="tab:red", label="ladder after")
     top.set_xscale("log")
+    top.set_yscale("log")
+    top.set_ylim(ylo * 0.5, yhi)
+    top.plot(1.0 / first, np.full(first.size, ylo * 0.7), "o", mfc="none", color="tab:blue", label="ladder before")
+    top.plot(1.0 / final, np.full(final.size, ylo * 1.05), "o", color="tab:red", label="ladder after")
     top.set_xlabel("inverse temperature b = 1 / tau")
     top.set_ylabel("local barrier lambda(b)")
     top.legend(fontsize=7)
+    last = round_barrier(done[-1])
     lo, hi = last.beta_range
     grid = np.geomspace(lo, hi, 400)
     mid.plot(grid, last.cumulative(grid), color="k")
-    levels = last.cumulative(np.clip(1.0 / final, lo, hi))
-    for b, v in zip(1.0 / final, levels):
+    for b, v in zip(1.0 / final, last.cumulative(np.clip(1.0 / final, lo, hi))):
         mid.plot([lo, b, b], [v, v, 0], "--", color="tab:red", lw=0.7)
     mid.set_xscale("log")
     mid.set_xlabel("inverse temperature b")
@@ -128,6 +143,7 @@ def plot_barrier(path, doc, title=None):
     mid.set_title(f"last round: Lambda = {last.total:.3g} (sum of rejections {last.rejection_sum:.3g}), "
                   f"about {ladder.recommended_chains(last.total)} chains recommended", fontsize=8)
     low.plot([r["round"] for r in done], [r["barrier"] for r in done], "o-", color="k")
+    low.set_xticks([r["round"] for r in done])
     low.set_xlabel("round")
     low.set_ylabel("Lambda")
     fig.suptitle(title or f"Ladder tuning: K = {final.size}, tau {final[0]:.3g} .. {final[-1]:.3g}", fontsize=10)
