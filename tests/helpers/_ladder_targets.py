@@ -45,7 +45,7 @@ class PointModel:
         self.dim, self.start = int(dim), float(start)
 
     def __call__(self):
-        inp = keras.Input((1,))
+        inp = keras.Input((self.dim,))  # the inputs are ignored (mixture_data's a_i reach the NLL as x)
         model = keras.Model(inp, Point(self.dim, name="point")(inp))
         model.layers[-1].w.assign(np.full(self.dim, self.start, np.float32) * np.eye(self.dim)[0])
         return model
@@ -69,7 +69,7 @@ def gaussian_sampler(dim, temperatures, learning_rate, seed, pairs="deo", steps_
         learning_rates=learning_rate, dynamics="sgld", nll=gaussian_nll, seed=seed,
         swap=tf_vrre.CorrectedSwap(pairs=pairs, penalty="window", period=1), independent_init=False)
     s.compile(steps_per_execution=steps_per_execution, jit_compile=jit_compile)
-    return s, tf.data.Dataset.from_tensors(np.zeros((1, 1), np.float32)).repeat()
+    return s, tf.data.Dataset.from_tensors(np.zeros((1, dim), np.float32)).repeat()
 
 
 # ---- the unequal two-mode mixture -----------------------------------------------------------
