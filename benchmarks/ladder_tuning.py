@@ -32,6 +32,8 @@ control variates, ``ControlVariates(period=4)``).
     python benchmarks/ladder_tuning.py                    # the table of docs/guides/ladder.md
     python benchmarks/ladder_tuning.py --quick            # a smaller version (fewer steps and seeds)
     python benchmarks/ladder_tuning.py --targets gaussian --chains 8 --energies exact --seeds 2
+    python benchmarks/ladder_tuning.py --targets gaussian --chains 8 --energies exact --ladders tuned --seeds 1 \
+        --figure docs/ladder-barrier.png --out /tmp/ladder-figure.json      # the figure of the guide
 
 Writes ``benchmarks/results/ladder_tuning.json`` (``--out``): the command, git commit, date,
 hardware and every number (per seed too).
@@ -45,6 +47,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -58,6 +61,7 @@ import tensorflow as tf  # noqa: E402
 
 import _ladder_targets as lt  # noqa: E402
 from tf_vrre.callbacks.ladder_tuner import LadderTuner  # noqa: E402
+from tf_vrre.diagnostics import ladder as ladder_report  # noqa: E402
 from tf_vrre.diagnostics.replicas import round_trips, slot_paths  # noqa: E402
 from tf_vrre.sgmcmc import ladder  # noqa: E402
 from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns  # noqa: E402
@@ -95,16 +99,17 @@ def _ladder(kind, lo, hi, K):
     return np.geomspace(lo, hi, K).tolist() if kind == "geometric" else np.linspace(lo, hi, K).tolist()
 
 
-def run_one(target, energies, K, kind, seed, tune, fixed):
-    """One run; returns the post-tuning measurements."""
+def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None):
+    """One run; returns the post-tuning measurements (a tuned run's record goes to ``record_dir``)."""
     lo, hi = RANGES[target]
     temps = _ladder(kind, lo, hi, K)
     steps = tune + fixed
-    tuner = LadderTuner(tune, learning_rates=0.0) if kind == "tuned" else None
+    tuner = LadderTuner(tune, learning_rates=0.0, directory=record_dir, overwrite=True) if kind == "tuned" else None
     if target == "gaussian":
         drain = SwapDrain(lambda w: float(w[0] ** 2))
-        s, ds, _ = lt.mixture_sampler(temps, GAUSS_LR, seed, batch_size=GAUSS["data_size"] if energies == "exact" else 20,
-                                      vr=energies == "vr", steps_per_execution=SPE, target=GAUSS)
+        batch = GAUSS["data_size"] if energies == "exact" else 20
+        s, ds, _ = lt.mixture_sampler(temps, GAUSS_LR, seed, batch_size=batch, vr=energies == "vr",
+                                      steps_per_execution=SPE, target=GAUSS)
         s.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[c for c in (tuner, drain) if c])
     else:
         drain = SwapDrain(lambda w: float(w[0]))
@@ -182,7 +187,8 @@ def _provenance(argv):
     return {"command": "python benchmarks/ladder_tuning.py " + " ".join(argv), "git_commit": commit,
             "git_dirty": dirty, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "hardware": {"machine": platform.machine(), "processor": platform.processor() or None,
-                         "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                         "cpu_count": os.cpu_count(), "platform": platform.platform(),
+                         "python": platform.python_version(),
                          "tensorflow": tf.__version__,
                          "devices": [d.device_type for d in tf.config.list_physical_devices()]}}
 
@@ -199,16 +205,25 @@ def main(argv=None):
     p.add_argument("--fixed", type=int, default=24000, help="steps measured after the tuning phase")
     p.add_argument("--quick", action="store_true", help="--seeds 2 --tune 4000 --fixed 8000")
     p.add_argument("--out", default=os.path.join(HERE, "results", "ladder_tuning.json"))
+    p.add_argument("--figure", help="draw the tuning record of the first tuned run (seed 0) to this PNG")
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.tune, args.fixed = 2, 4000, 8000
     configs = [(t, e, int(k), kind) for t in args.targets.split(",") for e in args.energies.split(",")
                for k in args.chains.split(",") for kind in args.ladders.split(",")]
-    results, start = {}, time.time()
+    results, start, figure_done = {}, time.time(), False
     for i, key in enumerate(configs):
         runs = []
         for seed in range(args.seeds):
-            runs.append(run_one(*key, seed, args.tune, args.fixed))
+            record = None
+            if args.figure and key[3] == "tuned" and not figure_done:
+                record = tempfile.mkdtemp()
+            runs.append(run_one(*key, seed, args.tune, args.fixed, record))
+            if record:
+                ladder_report.plot_barrier(args.figure, ladder_report.read(record),
+                                           title=f"LadderTuner on the {key[0]} ({key[1]} energies), K = {key[2]}: "
+                                                 f"{args.tune} tuning steps from a linear ladder")
+                figure_done = True
         results[key] = {"summary": summarise(runs, key[0]), "runs": runs}
         print(f"[{i + 1}/{len(configs)}] {' '.join(map(str, key))}: {time.time() - start:.0f} s", file=sys.stderr,
               flush=True)
@@ -222,7 +237,8 @@ def main(argv=None):
     print(f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
           f"(SGLD at eta = {GAUSS_LR}: {1 / (1 - GAUSS_LR / 2):.4f}); mixture left-mode weight at tau = 10: "
           f"{_exact('mixture'):.4f}")
-    doc = {**_provenance(argv), "settings": vars(args), "exact": {"gaussian_barrier": exact_lambda,
+    settings = dict(vars(args), out=os.path.relpath(os.path.abspath(args.out), os.path.dirname(HERE)))
+    doc = {**_provenance(argv), "settings": settings, "exact": {"gaussian_barrier": exact_lambda,
                                                                   "mixture_left_weight": _exact("mixture")},
            "results": [{"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v}
                        for k, v in results.items()]}

@@ -65,12 +65,14 @@ def _fit(s, x, y, callbacks, epochs=3):
     ("two_chains", r"num_chains must be >= 3 to tune a ladder, got num_chains=2"),
     ("too_long", r"tuning_steps=13 is longer than the run, which ends at step 12 \(3 epochs of 4 steps\)"),
     ("bounds", r"bounds \(2\.0, 10\.0\) must contain the cold temperature 1\.0"),
+    ("rule", r"learning_rates must be > 0, the rule gave"),
 ])
 def test_refused_before_training_and_nothing_written(case, match, tmp_path):
     temps = (1.0, 4.0) if case == "two_chains" else TEMPS
     s, x, y = make_sampler(vr=False, temperatures=temps)
     tuner = LadderTuner(13 if case == "too_long" else 8, first_round_steps=2, directory=str(tmp_path / "ladder"),
-                        bounds=(2.0, 10.0) if case == "bounds" else None)
+                        bounds=(2.0, 10.0) if case == "bounds" else None,
+                        learning_rates=(lambda t: -t) if case == "rule" else 0.25)
     before = [keras.ops.convert_to_numpy(v) for v in s.weights]
     with pytest.raises(ValueError, match=match):
         _fit(s, x, y, [tuner])

@@ -25,7 +25,8 @@ def _record(tmp_path, rounds=3):
                               "temperatures": temps.tolist(), "learning_rates": [1e-3] * 6, "end_step": end,
                               "attempts": [100] * 5, "swaps": [int(100 * (1 - v)) for v in r],
                               "rejection": r.tolist(), "pair_barrier": b.pair_barrier.tolist(), "barrier": b.total,
-                              "rejection_sum": b.rejection_sum, "recommended_chains": ladder.recommended_chains(b.total),
+                              "rejection_sum": b.rejection_sum,
+                              "recommended_chains": ladder.recommended_chains(b.total),
                               "round_trip_rate": ladder.round_trip_rate(r), "new_temperatures": new.tolist(),
                               "new_learning_rates": [1e-3] * 6})
         temps, start = new, end

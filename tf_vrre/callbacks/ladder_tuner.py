@@ -170,6 +170,8 @@ class LadderTuner(keras.callbacks.Callback):
                              "or build the tuner with learning_rates=None")
         if self.bounds is not None:
             ladder.check_bounds(self.bounds, float(s.temperature.numpy()[0]))
+        if callable(self.learning_rates):  # a rule that fails should fail now, not at the first round's end
+            ladder.ladder_learning_rates(s.temperature.numpy(), float(s.learning_rate.numpy()[0]), self.learning_rates)
         epochs, steps = (self.params or {}).get("epochs"), (self.params or {}).get("steps")
         if epochs is not None and steps is not None:
             step0 = int(s.step_counter.numpy())
@@ -286,8 +288,12 @@ class LadderTuner(keras.callbacks.Callback):
         r = ladder.rejection_rates(n, k)
         barrier = ladder.Barrier(temps, r, attempts=n)
         hot = None if self.bounds is None else ladder.hot_temperature(barrier, self.bounds)
-        new_t = ladder.equal_share_ladder(barrier, hot)
-        s.set_temperatures([float(v) for v in new_t])
+        try:
+            new_t = ladder.equal_share_ladder(barrier, hot)
+            s.set_temperatures([float(v) for v in new_t])  # validated: strictly increasing in float32
+        except ValueError as err:
+            warnings.warn(f"LadderTuner: round {record['round']} keeps its ladder ({err})", stacklevel=2)
+            new_t = temps
         if self.learning_rates is not None:
             new_lr = ladder.ladder_learning_rates(new_t, float(s.learning_rate.numpy()[0]), self.learning_rates)
             s.set_learning_rates([float(v) for v in new_lr])

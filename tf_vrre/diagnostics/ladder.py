@@ -108,7 +108,8 @@ def plot_barrier(path, doc, title=None):
     fig = _figures.new(figsize=(7.5, 8.4))
     top, mid, low = fig.subplots(3, 1, gridspec_kw={"height_ratios": [2.4, 2.0, 1.1]})
     means = np.concatenate([_pair_means(round_barrier(r))[2] for r in done])
-    ylo, yhi = 0.2 * np.min(means), 3.0 * np.max(means)
+    means = means[means > 0]                     # a pair that never rejected has no place on a log axis
+    ylo, yhi = (0.2 * np.min(means), 3.0 * np.max(means)) if means.size else (1e-3, 1.0)
     for i, rec in enumerate(done):
         b = round_barrier(rec)
         is_last = rec is done[-1]

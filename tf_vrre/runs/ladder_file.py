@@ -48,8 +48,8 @@ def read(path):
     except ValueError as err:
         raise ValueError(f"{found}: unreadable tuning record ({err})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"{found}: not a tuning record (format {doc.get('format') if isinstance(doc, dict) else None!r}, "
-                         f"expected {FORMAT!r})")
+        found_format = doc.get("format") if isinstance(doc, dict) else None
+        raise ValueError(f"{found}: not a tuning record (format {found_format!r}, expected {FORMAT!r})")
     rounds = doc.get("rounds")
     if not isinstance(rounds, list) or not all(isinstance(r, dict) and "start_step" in r for r in rounds):
         raise ValueError(f"{found}: 'rounds' must be a list of round records")
