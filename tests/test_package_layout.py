@@ -19,7 +19,7 @@ PUBLIC = {
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
     "HyperparameterScheduler", "SwapLogger", "SampleCollector", "SampleSet", "load_samples", "export_ensemble",
-    "Checkpoint", "CSVLogger", "RunMismatchError", "checkpoint",
+    "Checkpoint", "CSVLogger", "LadderTuner", "RunMismatchError", "checkpoint",
     "SamplerError", "DivergenceError", "InvariantError", "faults", "xla",
     "to_inference_data", "callbacks", "collection", "control_variates", "diagnostics", "dynamics", "energy",
     "export", "record", "schedules", "seeds", "state", "stats", "swaps", "__version__",
@@ -88,6 +88,7 @@ def test_public_names_from_one_list():
         assert getattr(tf_vrre, name) is not None, name
     assert tf_vrre.schedules is importlib.import_module("tf_vrre.sgmcmc.schedules")
     assert tf_vrre.callbacks.SwapLogger is tf_vrre.SwapLogger
+    assert tf_vrre.callbacks.LadderTuner is tf_vrre.LadderTuner
     assert tf_vrre.faults.DivergenceError is tf_vrre.DivergenceError
 
 

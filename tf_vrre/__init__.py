@@ -9,8 +9,8 @@ Public API (the API reference of the documentation lists every name):
 - schedules (``tf_vrre.schedules``): :class:`EpochExponential`, :class:`Scaled`,
   :class:`CyclicalCosine`, :func:`paper_cifar_schedules`.
 - callbacks (``tf_vrre.callbacks``): :class:`HyperparameterScheduler`, :class:`SwapLogger`,
-  :class:`SampleCollector`, :class:`Checkpoint`, :class:`CSVLogger`; :func:`load_samples`
-  reads collected samples back.
+  :class:`SampleCollector`, :class:`Checkpoint`, :class:`CSVLogger`, :class:`LadderTuner`;
+  :func:`load_samples` reads collected samples back.
 - :func:`export_ensemble` - the samples' Bayesian model average as a TF Serving SavedModel.
 - runtime invariants (``tf_vrre.faults``): :class:`SamplerError`, :class:`DivergenceError`,
   :class:`InvariantError`; XLA rule (``tf_vrre.xla``).
@@ -56,6 +56,7 @@ _API = {
     "SampleCollector": "tf_vrre.callbacks:SampleCollector",
     "Checkpoint": "tf_vrre.callbacks:Checkpoint",
     "CSVLogger": "tf_vrre.callbacks:CSVLogger",
+    "LadderTuner": "tf_vrre.callbacks:LadderTuner",
     "EpochCSVLogger": "tf_vrre.callbacks:EpochCSVLogger",
     "EpochProgress": "tf_vrre.callbacks:EpochProgress",
     "SampleSet": "tf_vrre.runs.samples:SampleSet",

@@ -40,7 +40,7 @@ def summary(doc):
     Example:
       >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04])
       >>> _ = sampler.fit(sampler.make_dataset(16, repeat=True), steps_per_epoch=8, epochs=4, verbose=0,
-      ...     callbacks=[tf_vrre.callbacks.LadderTuner(28, first_round_steps=4, directory="runs/t")])
+      ...     callbacks=[tf_vrre.LadderTuner(28, first_round_steps=4, directory="runs/t")])
       >>> s = summary(read("runs/t"))
       >>> [r["end_step"] for r in s["rounds"]], s["finished"], s["final_temperatures"][0]
       ([4, 12, 28], True, 0.01)
