@@ -100,8 +100,9 @@ def _ladder(kind, lo, hi, K):
     return np.geomspace(lo, hi, K).tolist() if kind == "geometric" else np.linspace(lo, hi, K).tolist()
 
 
-def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None):
-    """One run; returns the post-tuning measurements (a tuned run's record goes to ``record_dir``)."""
+def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None, correction=2.0, swap_options=None):
+    """One run; returns the post-tuning measurements (a tuned run's record goes to ``record_dir``).
+    ``correction`` / ``swap_options``: the mixture's ``CorrectedSwap`` arguments besides ``pairs``."""
     lo, hi = RANGES[target]
     temps = _ladder(kind, lo, hi, K)
     steps = tune + fixed
@@ -116,9 +117,9 @@ def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None):
         drain = SwapDrain(lambda w: float(w[0]))
         data = mx.make_data(1000, seed=0)
         mx.run("resgld" if energies == "exact" else "vr-resgld", data, steps, learning_rate=MIX_LR,
-               batch_size=1000 if energies == "exact" else 100, period=4, temperatures=temps, correction=2.0,
+               batch_size=1000 if energies == "exact" else 100, period=4, temperatures=temps, correction=correction,
                seed=seed, record_every=SPE, callbacks=[c for c in (tuner, drain) if c],
-               swap_options={"pairs": "deo"}, initial=30.0 if seed % 2 == 0 else -5.0)
+               swap_options={"pairs": "deo", **(swap_options or {})}, initial=30.0 if seed % 2 == 0 else -5.0)
     return _measure(drain, tuner, K, tune, steps, target)
 
 
@@ -140,6 +141,7 @@ def _measure(drain, tuner, K, tune, steps, target):
     return {"temperatures": temps, "rejection": r.tolist(), "attempts": attempts.tolist(), "barrier": barrier.total,
             "tuner_barrier": tuner.record["rounds"][-1]["barrier"] if tuner else None,
             "trips_per_1000": 1000.0 * trips / (steps - tune), "theory_per_1000": theory, "cold": float(values.mean()),
+            "correction": float(drain.model.correction.numpy()),
             "cold_se": float(blocks.std(ddof=1) / math.sqrt(20))}
 
 

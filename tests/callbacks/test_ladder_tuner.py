@@ -187,10 +187,12 @@ def test_another_runs_record_refused(tmp_path):
 
 # ---- exact resume --------------------------------------------------------------------------------
 
-def _run(out, kill_at=None, epochs=12):
+def _run(out, kill_at=None, epochs=12, target=None):
     """A fresh sampler (what a new process builds) with a Checkpoint and a tuner in ``out``; killed
-    after step ``kill_at`` if given.  Rounds end at steps 3, 9 and 40; an epoch is 4 steps."""
-    s, x, y = make_sampler(vr=True, temperatures=TEMPS)
+    after step ``kill_at`` if given.  Rounds end at steps 3, 9 and 40; an epoch is 4 steps.
+    ``target``: F adapted to that swap acceptance rate (``correction="auto"``)."""
+    s, x, y = make_sampler(vr=True, temperatures=TEMPS, **(
+        {} if target is None else {"correction": "auto", "target_acceptance": target}))
     callbacks = [LadderTuner(40, first_round_steps=3, directory=os.path.join(out, "ladder")),
                  Checkpoint(os.path.join(out, "ckpt"))]
     if kill_at is not None:
@@ -202,12 +204,15 @@ def _run(out, kill_at=None, epochs=12):
     return s
 
 
-def test_killed_mid_round_resumes_to_the_same_ladder_and_samples(tmp_path):
-    ref = _run(str(tmp_path / "ref"))
+@pytest.mark.parametrize("target", [None, 0.6])
+def test_killed_mid_round_resumes_to_the_same_ladder_and_samples(target, tmp_path):
+    ref = _run(str(tmp_path / "ref"), target=target)
     out = str(tmp_path / "killed")
-    assert _run(out, kill_at=11) is None   # checkpoint at step 8, before round 2 started (step 9)
-    assert _run(out, kill_at=30) is None   # checkpoint at step 28, inside round 2 (steps 9-40)
-    s = _run(out)
+    assert _run(out, kill_at=11, target=target) is None   # checkpoint at step 8, before round 2 started (step 9)
+    assert _run(out, kill_at=30, target=target) is None   # checkpoint at step 28, inside round 2 (steps 9-40)
+    s = _run(out, target=target)
+    if target is not None:   # F adapted: it moved, and is part of the state compared below
+        assert float(ref.correction.numpy()) != 2.0
     for a, b in zip(ref.weights, s.weights):   # chains, velocities, snapshots, counters, ladder
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), err_msg=a.name)
     ra, rb = (json.load(open(os.path.join(d, "ladder", "ladder.json"))) for d in (str(tmp_path / "ref"), out))
@@ -228,3 +233,34 @@ def test_resume_without_a_record_warns_and_restarts_the_round(tmp_path):
     assert [(r["start_step"], r["end_step"]) for r in tuner.record["rounds"]] == [(28, 40)]
     assert math.isfinite(tuner.record["rounds"][0]["barrier"])
     assert ladder.recommended_chains(tuner.record["rounds"][0]["barrier"]) >= 2
+
+
+# ---- F adapted to a target acceptance rate ----------------------------------------------------------
+
+def test_auto_correction_adapts_f_during_tuning_only(tmp_path):
+    """A target below the rate at F = 2 lowers F, one above raises it; F moves only up to the end
+    of the tuning phase (step 14) and is recorded per round; the table shows it."""
+    finals = {}
+    for target in (0.02, 0.98):
+        s, x, y = make_sampler(vr=True, temperatures=TEMPS, correction="auto", target_acceptance=target)
+        tuner = LadderTuner(14, first_round_steps=2, directory=str(tmp_path / str(target)))
+        seen = []
+        watch = keras.callbacks.LambdaCallback(
+            on_train_batch_end=lambda b, logs: seen.append((int(s.step_counter.numpy()), float(s.correction.numpy()))))
+        _fit(s, x, y, [tuner, watch], epochs=6)
+        steps = dict(seen)
+        assert len({v for t, v in seen if t >= 14}) == 1 and len({v for t, v in seen if t <= 14}) > 2
+        doc = ladder_report.read(tmp_path / str(target))
+        assert doc["target_acceptance"] == target
+        assert [r["correction"] for r in doc["rounds"]] == [steps[2], steps[6], steps[14]]
+        assert ladder_report.summary(doc)["final_correction"] == steps[14]
+        assert ladder_report.format_table(doc).splitlines()[0].split()[:5] == ["round", "steps", "Lambda", "chains",
+                                                                              "F"]
+        finals[target] = steps[14]
+    assert finals[0.02] < 2.0 < finals[0.98]
+
+
+def test_auto_correction_and_a_scheduler_for_f_refused():
+    s, x, y = make_sampler(vr=False, temperatures=TEMPS, correction="auto", target_acceptance=0.3)
+    with pytest.raises(ValueError, match="correction is 'auto'"):
+        _fit(s, x, y, [tf_vrre.HyperparameterScheduler(correction=3.0)])

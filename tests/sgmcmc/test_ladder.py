@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 
 from tf_vrre.diagnostics.replicas import round_trips, slot_paths
 from tf_vrre.sgmcmc import ladder
@@ -214,3 +214,40 @@ def test_learning_rate_rules():
     with pytest.raises(TypeError, match="learning_rates"):
         ladder.check_learning_rate_rule("fast")
     assert math.isclose(special.erfinv(0.5) * 2 / math.sqrt(math.pi), ladder.pair_barriers([0.5])[0])
+
+
+def _noisy_acceptance(log_f, d, sigma):
+    """E min(1, e^X) for X = d + eps - sigma^2 / F, eps ~ N(0, sigma^2) (delta = 1): the corrected
+    rule's exact acceptance rate for a pair whose true energy term is d and whose noise is Gaussian."""
+    m = d - sigma ** 2 / math.exp(log_f)
+    return stats.norm.cdf(m / sigma) + math.exp(m + sigma ** 2 / 2) * stats.norm.cdf((-m - sigma ** 2) / sigma)
+
+
+@pytest.mark.parametrize("target", [0.3, 0.55])
+def test_correction_step_finds_the_f_of_the_target_rate(target):
+    """The stochastic approximation of log F on simulated corrected-rule decisions (two per step,
+    40,000 steps) ends at the F whose exact acceptance rate is the target: within 4 stationary
+    standard deviations of the linearised recursion, sqrt(c a (1 - a) / (2 g)), with c the final
+    gain per decision and g = da / dlog F at the solution."""
+    d, sigma, steps, per_step = -0.5, 1.0, 40_000, 2
+    rng = np.random.default_rng(7)
+    noise = rng.normal(0.0, sigma, size=(steps, per_step))
+    log_u = np.log(rng.uniform(size=(steps, per_step)))
+    log_f = math.log(2.0)
+    for t in range(steps):
+        log_s = d + noise[t] - sigma ** 2 / math.exp(log_f)
+        log_f = ladder.correction_step(log_f, target, per_step, int(np.sum(log_u[t] < log_s)), t + 1)
+    exact = optimize.brentq(lambda v: _noisy_acceptance(v, d, sigma) - target, -5.0, 10.0)
+    g = (_noisy_acceptance(exact + 1e-4, d, sigma) - _noisy_acceptance(exact - 1e-4, d, sigma)) / 2e-4
+    c = ladder.CORRECTION_GAIN * (1 + steps / ladder.CORRECTION_GAIN_STEPS) ** -0.6
+    sd = math.sqrt(c * target * (1 - target) / (2 * g))
+    assert abs(log_f - exact) < 4 * sd, (math.exp(log_f), math.exp(exact), sd)
+
+
+def test_correction_step_refuses_bad_input_and_stays_in_bounds():
+    with pytest.raises(ValueError, match="target"):
+        ladder.correction_step(0.0, 1.0, 4, 2, 0)
+    with pytest.raises(ValueError, match="swaps <= attempts"):
+        ladder.correction_step(0.0, 0.5, 4, 5, 0)
+    lo, hi = (math.log(v) for v in ladder.CORRECTION_BOUNDS)
+    assert ladder.correction_step(hi, 0.9, 1000, 0, 0) == hi and ladder.correction_step(lo, 0.1, 1000, 1000, 0) == lo

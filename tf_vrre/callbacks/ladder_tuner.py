@@ -55,7 +55,12 @@ class LadderTuner(keras.callbacks.Callback):
     4. sets the new ladder through ``sampler.set_temperatures`` and, unless ``learning_rates`` is
        ``None``, learning rates following it through ``sampler.set_learning_rates``.
 
-    After the last round the ladder stays fixed: from step ``tuning_steps`` on the sampler is a
+    5. with ``CorrectedSwap(correction="auto", target_acceptance=r)``: after every executed
+       block of the tuning phase, adapts ``log F`` towards the acceptance rate ``r`` over all
+       attempted pairs (:func:`tf_vrre.sgmcmc.ladder.correction_step`) and sets it through
+       ``sampler.set_correction``; each round records the ``F`` it ended with.
+
+    After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the sampler is a
     fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
     ladder.  Collect samples only after the tuning phase (``SampleCollector(burn_in_steps=
     tuning_steps)``): during it the ladder, so the chain's law, changes.
@@ -71,8 +76,9 @@ class LadderTuner(keras.callbacks.Callback):
     (:mod:`tf_vrre.runs.ladder_file`); :mod:`tf_vrre.diagnostics.ladder` reads it back and draws
     the local barrier with the ladder before and after tuning.
 
-    **Resume.**  The round schedule is a function of the step counter, and the ladder in force
-    lives in the sampler's variables (a :class:`tf_vrre.Checkpoint` restores it).  What a round
+    **Resume.**  The round schedule is a function of the step counter, and the ladder and ``F``
+    in force live in the sampler's variables (a :class:`tf_vrre.Checkpoint` restores them; ``F``
+    is adapted from the counters' change since the last block, read again at the restored step).  What a round
     also needs, the counters at its start, is recorded in ``ladder.json`` when the round
     starts; a resumed run reads it back (rounds that started after the restored step are
     dropped and replayed), so a run killed mid-round and resumed sets the same ladders and
@@ -207,6 +213,7 @@ class LadderTuner(keras.callbacks.Callback):
 
     def _new_doc(self, run):
         return {"format": ladder_file.FORMAT, "run": run, "tuner": self._settings(),
+                "target_acceptance": self.model.swap_rule.target_acceptance,
                 "tuning_steps": self.tuning_steps, "round_ends": list(self._ends), "initial": None, "rounds": []}
 
     # --- the rounds ----------------------------------------------------------------------------
@@ -226,6 +233,7 @@ class LadderTuner(keras.callbacks.Callback):
         :class:`tf_vrre.Checkpoint` restore): reconcile the record with the restored step."""
         step0 = int(self.model.step_counter.numpy())
         self._started = True
+        self._last_counts = self._counts()
         rounds = [dict(r) for r in self._doc["rounds"] if r["start_step"] <= step0]
         for r in rounds:
             if r.get("end_step", -1) > step0:
@@ -267,6 +275,7 @@ class LadderTuner(keras.callbacks.Callback):
         if not self._started or self._round is None:
             return
         step = int(self.model.step_counter.numpy())
+        self._adapt_correction(step)
         if step < self._ends[self._round]:
             return
         self._finish(self._doc["rounds"][-1], step)
@@ -277,6 +286,19 @@ class LadderTuner(keras.callbacks.Callback):
         else:
             self._round = None
         self._write()
+
+    def _adapt_correction(self, step):
+        """``correction="auto"``: one stochastic-approximation step of ``log F`` from this block's swaps."""
+        s = self.model
+        counts = self._counts()
+        attempts = sum(counts[0]) - sum(self._last_counts[0])
+        swaps = sum(counts[1]) - sum(self._last_counts[1])
+        self._last_counts = counts
+        if not s.swap_rule.adaptive_correction or attempts == 0:
+            return
+        log_f = ladder.correction_step(math.log(float(s.correction.numpy())), s.swap_rule.target_acceptance,
+                                       attempts, swaps, step)
+        s.set_correction(math.exp(log_f))
 
     def _finish(self, record, step):
         """Ends a round at ``step``: barrier from its counts, the new ladder set in the sampler."""
@@ -303,7 +325,7 @@ class LadderTuner(keras.callbacks.Callback):
             "pair_barrier": barrier.pair_barrier.tolist(), "barrier": barrier.total,
             "rejection_sum": barrier.rejection_sum, "recommended_chains": ladder.recommended_chains(barrier.total),
             "round_trip_rate": ladder.round_trip_rate(r), "new_temperatures": temps_now,
-            "new_learning_rates": lrs_now})
+            "new_learning_rates": lrs_now, "correction": float(s.correction.numpy())})
         if self.verbose:
             print(f"LadderTuner round {record['round']} (steps {record['start_step']}-{step}): Lambda = "
                   f"{barrier.total:.3g}, rejection {np.round(r, 3).tolist()}, temperatures "

@@ -32,7 +32,7 @@ def summary(doc):
     Returns:
       ``{"rounds": [{"round", "start_step", "end_step", "barrier", "rejection", "recommended_chains"}],
       "num_chains", "tuning_steps", "initial_temperatures", "final_temperatures",
-      "final_learning_rates", "barrier", "rejection_sum", "recommended_chains",
+      "final_learning_rates", "final_correction", "target_acceptance", "barrier", "rejection_sum", "recommended_chains",
       "round_trip_rate", "finished"}`` (``barrier`` and the rest from the last ended round;
       ``round_trip_rate``: NRPT's round trips per even/odd swap attempt for the last round's
       rejections, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`).
@@ -53,6 +53,8 @@ def summary(doc):
                                          "recommended_chains")} for r in done],
            "final_temperatures": done[-1]["new_temperatures"] if done else None,
            "final_learning_rates": done[-1]["new_learning_rates"] if done else None,
+           "final_correction": done[-1].get("correction") if done else None,
+           "target_acceptance": doc.get("target_acceptance"),
            "finished": bool(done) and done[-1]["end_step"] >= doc.get("tuning_steps", np.inf)}
     last = done[-1] if done else {}
     for key in ("barrier", "rejection_sum", "recommended_chains", "round_trip_rate"):
@@ -61,7 +63,8 @@ def summary(doc):
 
 
 def format_table(doc):
-    """The rounds of a tuning record as text: steps, ``Lambda``, recommended chains, rejection per pair.
+    """The rounds of a tuning record as text: steps, ``Lambda``, recommended chains, rejection per pair
+    (and the ``F`` each round ended with when ``F`` was adapted to a target acceptance rate).
 
     Example:
       >>> print(format_table({"format": "tf_vrre.ladder/1", "tuning_steps": 8, "initial": None, "rounds": [
@@ -70,10 +73,13 @@ def format_table(doc):
       round  steps        Lambda  chains  rejection per pair
           0  0-8           1.230       3  0.500 0.250
     """
-    lines = [f"{'round':>5}  {'steps':<11}{'Lambda':>8}{'chains':>8}  rejection per pair"]
+    adapted = doc.get("target_acceptance") is not None
+    lines = [f"{'round':>5}  {'steps':<11}{'Lambda':>8}{'chains':>8}" + (f"{'F':>11}" if adapted else "")
+             + "  rejection per pair"]
     for r in ladder_file.completed(doc):
         steps = f"{r['start_step']}-{r['end_step']}"
-        lines.append(f"{r['round']:>5}  {steps:<11}{r['barrier']:>8.3f}{r['recommended_chains']:>8}  "
+        f = f"{r.get('correction', float('nan')):>11.4g}" if adapted else ""
+        lines.append(f"{r['round']:>5}  {steps:<11}{r['barrier']:>8.3f}{r['recommended_chains']:>8}{f}  "
                      + " ".join(f"{v:.3f}" for v in r["rejection"]))
     return "\n".join(lines)
 

@@ -5,11 +5,12 @@ Layout::
 
     {"format": "tf_vrre.ladder/1", "run": identity, "tuner": the tuner's get_config,
      "tuning_steps": T, "round_ends": [steps], "initial": {"step", "temperatures", "learning_rates"},
+     "target_acceptance": r or null,                            # CorrectedSwap(correction="auto")
      "rounds": [{"round", "start_step", "start_attempts", "start_swaps", "temperatures",
                  "learning_rates",                              # written when the round starts
                  "end_step", "attempts", "swaps", "rejection", "pair_barrier", "barrier",
                  "rejection_sum", "recommended_chains", "round_trip_rate",
-                 "new_temperatures", "new_learning_rates"},     # added when it ends
+                 "new_temperatures", "new_learning_rates", "correction"},  # added when it ends
                 ...]}
 
 A round's ``temperatures`` are the ladder in force during it, its ``attempts`` / ``swaps`` the
@@ -25,7 +26,7 @@ from tf_vrre.runs.samples import read_json, write_json
 FILE = "ladder.json"
 FORMAT = "tf_vrre.ladder/1"
 END_FIELDS = ("end_step", "attempts", "swaps", "rejection", "pair_barrier", "barrier", "rejection_sum",
-              "recommended_chains", "round_trip_rate", "new_temperatures", "new_learning_rates")
+              "recommended_chains", "round_trip_rate", "new_temperatures", "new_learning_rates", "correction")
 
 
 def locate(run):

@@ -20,6 +20,8 @@ and ``U, U'`` independent energies of the chain at ``b``, the *local barrier* is
 - :func:`round_ends` - rounds of doubling length (Algorithm 4);
 - :func:`recommended_chains`, :func:`round_trip_rate` - how many chains, and NRPT's round-trip
   rate for a ladder;
+- :func:`correction_step` - the stochastic approximation of ``log F`` towards a swap acceptance
+  rate (``CorrectedSwap(correction="auto", target_acceptance=r)``);
 - :func:`gaussian_rejection`, :func:`gaussian_local_barrier`, :func:`gaussian_barrier` - exact
   answers for a tempered standard Gaussian (the tests' and the benchmark's reference).
 
@@ -373,6 +375,53 @@ def round_trip_rate(rejection):
     if np.any(r >= 1.0):
         return 0.0
     return float(1.0 / (2.0 + 2.0 * np.sum(r / (1.0 - r))))
+
+
+CORRECTION_GAIN = 0.05
+"""Gain of :func:`correction_step` per swap decision at step 0."""
+
+CORRECTION_GAIN_STEPS = 100
+"""Steps over which the gain of :func:`correction_step` starts to decay (as ``t^-0.6``)."""
+
+CORRECTION_BOUNDS = (1e-3, 1e12)
+"""``F`` is kept in this range while it adapts (a target the rule cannot reach would drive it
+without bound: with exact energies ``F`` has no effect at all)."""
+
+
+def correction_step(log_correction: float, target: float, attempts: int, swaps: int, step: int) -> float:
+    """``log F`` after a block of swap decisions, adapted towards the acceptance rate ``target``.
+
+    Update rule (Robbins-Monro on ``log F``, one term per attempted pair; a larger ``F`` shrinks
+    the noise penalty ``delta sigma2 / F`` and so accepts more)::
+
+        log F <- log F + c(t) (target * attempts - swaps),   c(t) = 0.05 (1 + t / 100)^-0.6
+
+    with ``t`` the step at the block's end, ``F`` clipped to :data:`CORRECTION_BOUNDS`.  The gain
+    decays so that ``sum c = inf`` and ``sum c^2 < inf``: ``F`` settles where the acceptance
+    rate over all attempted pairs is ``target``.
+
+    Args:
+      log_correction: ``log F`` in force.
+      target: the acceptance rate in ``(0, 1)``.
+      attempts: pair decisions in the block (all pairs together).
+      swaps: accepted ones among them.
+      step: the step at the block's end (``>= 0``).
+
+    Example:
+      >>> import math
+      >>> round(math.exp(correction_step(math.log(2.0), 0.3, attempts=10, swaps=0, step=0)), 3)  # too few: F up
+      2.324
+      >>> correction_step(math.log(2.0), 0.3, attempts=10, swaps=3, step=500) == math.log(2.0)     # on target
+      True
+    """
+    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
+        raise ValueError(f"target must be in (0, 1), got {target!r}")
+    if attempts < 0 or not 0 <= swaps <= attempts or step < 0:
+        raise ValueError(f"need 0 <= swaps <= attempts and step >= 0, got attempts={attempts}, swaps={swaps}, "
+                         f"step={step}")
+    gain = CORRECTION_GAIN * (1.0 + step / CORRECTION_GAIN_STEPS) ** -0.6
+    lo, hi = (math.log(v) for v in CORRECTION_BOUNDS)
+    return min(hi, max(lo, float(log_correction) + gain * (target * attempts - swaps)))
 
 
 # ---- exact answers: the standard Gaussian in d dimensions, tempered -------------------------------

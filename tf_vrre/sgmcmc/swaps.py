@@ -29,6 +29,9 @@ import tf_vrre.sgmcmc.estimators as stats
 
 PAIR_SCHEDULES = ("random", "deo")
 PENALTIES = ("auto", "batch", "offset", "window")
+AUTO_INITIAL_CORRECTION = 2.0
+"""``F`` at the start of a run with ``correction="auto"``: the value that makes ``exp(log S)``
+unbiased for Gaussian energy noise."""
 
 
 class SwapResults(collections.namedtuple(
@@ -151,7 +154,11 @@ class CorrectedSwap:
       correction: ``F > 0``, a number or a ``keras.optimizers.schedules.LearningRateSchedule``
         of the step (e.g. ``tf_vrre.schedules.EpochExponential(1.5e5, 1.02, ...)`` for the
         paper's ``F_k = F_0 1.02^k``).  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian
-        energy noise; larger ``F`` swaps more at the price of bias.
+        energy noise; larger ``F`` swaps more at the price of bias.  ``"auto"``: ``F`` starts at
+        2 and a :class:`tf_vrre.LadderTuner` adapts it during its tuning phase so that the
+        swaps are accepted at the rate ``target_acceptance``, by stochastic approximation on
+        ``log F`` (:func:`tf_vrre.sgmcmc.ladder.correction_step`), then keeps it fixed; without
+        a tuner ``F`` stays 2.
       smoothing: ``gamma`` in ``(0, 1]``.
       period: steps between ``sigma2`` updates; ``None`` uses the variance-reduction period
         ``m`` when control variates are on, else 1.
@@ -171,23 +178,33 @@ class CorrectedSwap:
         Algorithm 1).  The swap energies' extra forwards (snapshot or inference-mode) run only
         on attempt steps, so k > 1 trades swap attempts for cost; each attempt is still an
         exact corrected-rule decision.
+      target_acceptance: with ``correction="auto"`` (and only then), the swap acceptance rate
+        in ``(0, 1)`` that ``F`` is adapted to, over all attempted pairs.  Any ``F`` other than
+        the unbiased one biases the swaps (the guide "Choosing and tuning the ladder" measures
+        how much on the Gaussian mixture).
 
     Example:
       >>> swap = CorrectedSwap(correction=2.0, smoothing=0.3, pairs="deo")
       >>> windowed = CorrectedSwap(pairs="deo", deo_window=deo_window_rule(8, swap_rate=0.1))
       >>> windowed.deo_window
       27
+      >>> CorrectedSwap(correction="auto", target_acceptance=0.3).initial_correction()
+      2.0
     """
 
     def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
-                 cooling_steps=0, penalty="auto", attempt_every=1, deo_window=1):
-        if isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
+                 cooling_steps=0, penalty="auto", attempt_every=1, deo_window=1, target_acceptance=None):
+        self.target_acceptance = _checked_target(correction, target_acceptance)
+        if isinstance(correction, str) and correction == "auto":
+            pass
+        elif isinstance(correction, keras.optimizers.schedules.LearningRateSchedule):
             first = float(keras.ops.convert_to_numpy(correction(0)))
             if not first > 0 or not first < float("inf"):
                 raise ValueError(f"correction (F) schedule must give values > 0, got {first} at step 0")
         elif isinstance(correction, bool) or not isinstance(correction, (int, float)) or not (
                 correction > 0 and math.isfinite(correction)):
-            raise ValueError(f"correction (F) must be a finite number > 0 or a LearningRateSchedule, got {correction!r}")
+            raise ValueError(f"correction (F) must be a finite number > 0, a LearningRateSchedule or 'auto', "
+                             f"got {correction!r}")
         else:
             correction = float(correction)
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
@@ -321,6 +338,11 @@ class CorrectedSwap:
         return _PROPOSALS[self.pairs](num_chains, attempt, seed)
 
     @property
+    def adaptive_correction(self):
+        """True when ``correction="auto"``: ``F`` is adapted to ``target_acceptance`` by a tuner."""
+        return isinstance(self.correction, str)
+
+    @property
     def scheduled_correction(self):
         """True when ``correction`` is a schedule of the step."""
         return isinstance(self.correction, keras.optimizers.schedules.LearningRateSchedule)
@@ -329,6 +351,8 @@ class CorrectedSwap:
         """``F`` at step 0, a float."""
         if self.scheduled_correction:
             return float(keras.ops.convert_to_numpy(self.correction(0)))
+        if self.adaptive_correction:
+            return AUTO_INITIAL_CORRECTION
         return self.correction
 
     def get_config(self):
@@ -337,7 +361,7 @@ class CorrectedSwap:
         return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
                 "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every,
-                "deo_window": self.deo_window}
+                "deo_window": self.deo_window, "target_acceptance": self.target_acceptance}
 
     @classmethod
     def from_config(cls, config):
@@ -352,6 +376,23 @@ class CorrectedSwap:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"CorrectedSwap({args})"
+
+
+def _checked_target(correction, target):
+    """``target_acceptance``: a number in ``(0, 1)`` with ``correction="auto"``, else ``None``."""
+    auto = isinstance(correction, str) and correction == "auto"
+    if target is None:
+        if auto:
+            raise ValueError("target_acceptance: correction='auto' adapts F to a swap acceptance rate; give "
+                             "target_acceptance in (0, 1), e.g. 0.3")
+        return None
+    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
+        raise ValueError(f"target_acceptance must be a number in (0, 1) (the swap acceptance rate F is adapted "
+                         f"to), got {target!r}")
+    if not auto:
+        raise ValueError(f"target_acceptance={target!r} needs correction='auto' (F adapted to it); got "
+                         f"correction={correction!r}")
+    return float(target)
 
 
 def resolve(swap, num_chains):
