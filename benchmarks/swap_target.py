@@ -36,9 +36,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", default="0.3,0.7", help="target acceptance rates, comma-separated")
     p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--seeds", type=int, default=4)
-    p.add_argument("--tune", type=int, default=4000, help="tuning steps (F adapts during them)")
-    p.add_argument("--fixed", type=int, default=12000, help="steps measured after the tuning phase")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--tune", type=int, default=3000, help="tuning steps (F adapts during them)")
+    p.add_argument("--fixed", type=int, default=9000, help="steps measured after the tuning phase")
     p.add_argument("--out", default=os.path.join(HERE, "results", "swap_target.json"))
     args = p.parse_args(argv)
     configs = [("F = 2", 2.0, None)] + [(f"target {float(r):g}", "auto", float(r)) for r in args.targets.split(",")]
