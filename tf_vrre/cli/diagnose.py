@@ -6,6 +6,7 @@
 
 import os
 
+from tf_vrre.cli import _ladder
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import fraction as _fraction
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
@@ -20,7 +21,9 @@ DESCRIPTION = (
     "hot, the sigma2 trend, and ESS / R-hat (tfp.mcmc) of the cold chain's energy, the samples' "
     "energy and weight norm and the predictive probability of the first validation points. "
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
-    "several chains (e.g. seeds) for R-hat.")
+    "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
+    "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
+    "rejection per pair for each round) and ladder.png; a run with only that record gets only them.")
 
 
 def add_arguments(p):
@@ -45,7 +48,9 @@ def check(args):
 
     if args.blocks < 2:
         _die(f"--blocks must be >= 2, got {args.blocks}")
-    for run in args.run:
+    _ladder.check_records(args.run)
+    args.ladder_only = all(_ladder.record_only(run) for run in args.run)
+    for run in [] if args.ladder_only else args.run:
         try:
             _, samples = run_files.locate(run)
             if samples is not None:
@@ -72,6 +77,11 @@ def _write_json(path, obj):
 
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
+    if args.ladder_only:
+        os.makedirs(args.out, exist_ok=True)
+        _, written = _ladder.report(args.run, args.out, draw=not args.no_figures)
+        print(f"wrote {', '.join(written)} to {args.out}" if written else "")
+        return 0
     from tf_vrre import diagnostics as dg
     from tf_vrre.diagnostics import plots
 
@@ -89,6 +99,8 @@ def run(args):
         plots.replicas(os.path.join(args.out, "replicas.png"), flows, labels)
         plots.acceptance(os.path.join(args.out, "acceptance.png"), flows, labels)
         written += ["replicas.png", "acceptance.png"]
-    _write_json(os.path.join(args.out, "diagnostics.json"), dg.to_json(diag))
+    tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures)
+    written += figures
+    _write_json(os.path.join(args.out, "diagnostics.json"), {**dg.to_json(diag), **({"ladder": tuning} if tuning else {})})
     print(f"wrote {', '.join(written)} to {args.out}")
     return 0

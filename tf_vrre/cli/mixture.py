@@ -9,6 +9,7 @@
 import os
 import time
 
+from tf_vrre.cli import _ladder
 from tf_vrre.cli._args import bounded as _bounded
 from tf_vrre.cli._args import die as _die
 from tf_vrre.cli._args import fraction as _fraction
@@ -104,6 +105,7 @@ def add_arguments(m):
     m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>); results "
                    "are written as each method / seed finishes")
     m.add_argument("--overwrite", action="store_true", help="replace the results of an earlier study in --out")
+    _ladder.add_mixture_arguments(m)
 
 
 def _settings(args):
@@ -152,6 +154,7 @@ def _validate(args):
         _die(f"--iterations must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
     if args.sens_steps < 2 * args.m:
         _die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
+    _ladder.check_mixture(args)
 
 
 def _fmt(value, spec, none="-"):
@@ -207,4 +210,5 @@ def run(args):
     _print_table(study, results, factor, variance_m,
                  f"wall time {wall:.1f}s; wrote summary.json, traces.npz, traces.png, density.png, "
                  f"{'variance.png, ' if curves else ''}sensitivity.png to {args.out}")
+    _ladder.print_tables(_ladder.study_records(args.out), title=lambda p: os.path.basename(os.path.dirname(p)))
     return 0

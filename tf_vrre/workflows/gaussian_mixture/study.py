@@ -16,6 +16,7 @@ from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
 import tf_vrre.workflows.gaussian_mixture.plots as plots
 import tf_vrre.workflows.gaussian_mixture.target as mx
+import tf_vrre.workflows.gaussian_mixture.tuning as tuning
 
 
 class Progress:
@@ -96,6 +97,7 @@ class Study:
                   num_chains=a.ladder_chains, target=self.target, swap_options={"penalty": a.penalty})
         kw.update(over)
         callbacks = [Progress(label, steps).callback] if progress else []
+        callbacks += list(kw.pop("callbacks", ()))
         return self.mx.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
 
     def main_runs(self, runs, on_finished):
@@ -103,7 +105,8 @@ class Study:
         after each."""
         for method in self.args.methods:
             for seed in self.seeds:
-                runs.setdefault(method, []).append(self.run(method, seed, self.args.steps, f"{method} seed {seed}"))
+                runs.setdefault(method, []).append(self.run(method, seed, self.args.steps, f"{method} seed {seed}",
+                                                            **tuning.run_options(self.args, method, seed, self.out)))
                 on_finished(runs)
         return runs
 
