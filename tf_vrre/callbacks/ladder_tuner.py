@@ -8,6 +8,7 @@ chains) are in :mod:`tf_vrre.sgmcmc.ladder`; the record it writes is :mod:`tf_vr
 import math
 import os
 import warnings
+from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
@@ -124,8 +125,9 @@ class LadderTuner(keras.callbacks.Callback):
       (0.01, 0.04, True)
     """
 
-    def __init__(self, tuning_steps, first_round_steps=32, learning_rates=DEFAULT_EXPONENT, bounds=None,
-                 directory=None, overwrite=False, verbose=0):
+    def __init__(self, tuning_steps: int, first_round_steps: int = 32,
+                 learning_rates: float | Callable | None = DEFAULT_EXPONENT, bounds: Sequence[float] | None = None,
+                 directory: str | os.PathLike | None = None, overwrite: bool = False, verbose: int = 0) -> None:
         super().__init__()
         ladder.round_ends(tuning_steps, first_round_steps)  # the integer checks, naming the argument
         self.tuning_steps = int(tuning_steps)
@@ -361,7 +363,7 @@ class LadderTuner(keras.callbacks.Callback):
         outputs.release(self)
 
     @property
-    def record(self):
+    def record(self) -> dict | None:
         """The tuning record (the content of ``ladder.json``; kept in memory without ``directory``)."""
         return self._doc
 

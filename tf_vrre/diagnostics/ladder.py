@@ -5,6 +5,8 @@ Pure NumPy / SciPy and matplotlib (imported when a figure is drawn); no TensorFl
 is ``RUN/ladder.json`` or ``RUN/ladder/ladder.json`` (:mod:`tf_vrre.runs.ladder_file`).
 """
 
+import os
+
 import numpy as np
 
 from tf_vrre import _figures
@@ -12,7 +14,7 @@ from tf_vrre.runs import ladder_file
 from tf_vrre.sgmcmc import ladder
 
 
-def read(run):
+def read(run: str | os.PathLike) -> dict:
     """The tuning record of ``run`` (a run directory, its ``ladder/`` directory or the file).
 
     Raises:
@@ -21,12 +23,12 @@ def read(run):
     return ladder_file.read(run)
 
 
-def round_barrier(record):
+def round_barrier(record: dict) -> ladder.Barrier:
     """The :class:`tf_vrre.sgmcmc.ladder.Barrier` of one ended round of the record."""
     return ladder.Barrier(record["temperatures"], record["rejection"], attempts=record["attempts"])
 
 
-def summary(doc):
+def summary(doc: dict) -> dict:
     """A JSON-ready summary of a tuning record.
 
     Returns:
@@ -62,7 +64,7 @@ def summary(doc):
     return out
 
 
-def format_table(doc):
+def format_table(doc: dict) -> str:
     """The rounds of a tuning record as text: steps, ``Lambda``, recommended chains, rejection per pair
     (and the ``F`` each round ended with when ``F`` was adapted to a target acceptance rate).
 
@@ -90,7 +92,7 @@ def _pair_means(barrier):
     return b[:-1], b[1:], barrier.pair_barrier[::-1] / np.diff(b)
 
 
-def plot_barrier(path, doc, title=None):
+def plot_barrier(path: str | os.PathLike, doc: dict, title: str | None = None) -> None:
     """The local barrier over inverse temperature, and the ladder before and after tuning.
 
     Top (log-log): the last round's local barrier, each pair's mean ``lambda`` over its interval

@@ -29,7 +29,7 @@ END_FIELDS = ("end_step", "attempts", "swaps", "rejection", "pair_barrier", "bar
               "recommended_chains", "round_trip_rate", "new_temperatures", "new_learning_rates", "correction")
 
 
-def locate(run):
+def locate(run: str | os.PathLike) -> str | None:
     """The ``ladder.json`` of a run directory (``RUN/ladder.json`` or ``RUN/ladder/ladder.json``),
     or ``None``."""
     run = os.fspath(run)
@@ -38,7 +38,7 @@ def locate(run):
     return next((p for p in (os.path.join(run, FILE), os.path.join(run, "ladder", FILE)) if os.path.isfile(p)), None)
 
 
-def read(path):
+def read(path: str | os.PathLike) -> dict:
     """The record in ``path`` (a file or a run directory), checked; ``ValueError`` naming the file
     when it is not a tuning record."""
     found = locate(path)
@@ -57,11 +57,11 @@ def read(path):
     return doc
 
 
-def write(path, doc):
+def write(path: str | os.PathLike, doc: dict) -> None:
     """Writes ``doc`` to ``path`` atomically."""
     write_json(path, doc)
 
 
-def completed(doc):
+def completed(doc: dict) -> list[dict]:
     """The rounds of ``doc`` that ended."""
     return [r for r in doc.get("rounds", []) if "end_step" in r]

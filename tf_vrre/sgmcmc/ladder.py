@@ -39,8 +39,10 @@ Example:
 
 import math
 import numbers
+from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import interpolate, optimize, special
 
 NEUTRAL_REJECTION = 0.5
@@ -61,7 +63,7 @@ def _array(name, values, size=None):
     return a
 
 
-def rejection_rates(attempts, swaps, default=NEUTRAL_REJECTION):
+def rejection_rates(attempts: ArrayLike, swaps: ArrayLike, default: float = NEUTRAL_REJECTION) -> np.ndarray:
     """Per adjacent pair ``1 - swaps / attempts``; ``default`` for a pair with no attempt.
 
     Args:
@@ -83,7 +85,7 @@ def rejection_rates(attempts, swaps, default=NEUTRAL_REJECTION):
         return np.where(n > 0, (n - k) / np.maximum(n, 1.0), float(default))
 
 
-def pair_barriers(rejection, attempts=None):
+def pair_barriers(rejection: ArrayLike, attempts: ArrayLike | None = None) -> np.ndarray:
     """The barrier across each pair from its rejection rate: ``(2 / sqrt(pi)) erfinv(r)``.
 
     Why not ``r`` itself (Syed et al.'s estimator, exact as the ladder gets fine): ``r <= 1`` per
@@ -146,7 +148,7 @@ class Barrier:
       (0.0, True)
     """
 
-    def __init__(self, temperatures, rejection, attempts=None):
+    def __init__(self, temperatures: ArrayLike, rejection: ArrayLike, attempts: ArrayLike | None = None) -> None:
         t = _array("temperatures", temperatures)
         if t.size < 2 or np.any(t <= 0) or np.any(np.diff(t) <= 0):
             raise ValueError(f"temperatures must be > 0 and strictly increasing (at least 2), got {t.tolist()}")
@@ -164,7 +166,7 @@ class Barrier:
         self.rejection_sum = float(np.sum(self.rejection))
 
     @property
-    def beta_range(self):
+    def beta_range(self) -> tuple[float, float]:
         """``(b_hot, b_cold)``."""
         return float(self.beta[0]), float(self.beta[-1])
 
@@ -172,7 +174,7 @@ class Barrier:
         """Barrier per unit of ``log b`` across the hottest pair (used to extrapolate beyond it)."""
         return float(self._intensity[-1] / math.log(self.beta[1] / self.beta[0]))
 
-    def cumulative(self, beta):
+    def cumulative(self, beta: ArrayLike) -> np.ndarray:
         """``B(b)``: the barrier between the hottest chain and ``b`` (the knots' cumulated pair
         barriers, interpolated); below the hottest ``b`` it is extrapolated as
         ``-c log(b_hot / b)`` with ``c`` the hottest pair's barrier per unit of ``log b`` (a local
@@ -184,12 +186,12 @@ class Barrier:
         inside = self._spline(np.clip(b, lo, hi))
         return np.where(b < lo, -self._log_slope() * np.log(lo / np.maximum(b, 1e-300)), inside)
 
-    def local(self, beta):
+    def local(self, beta: ArrayLike) -> np.ndarray:
         """The local barrier ``lambda(b) = dB/db`` at ``b`` in the ladder's range."""
         lo, hi = self.beta_range
         return self._spline.derivative()(np.clip(np.asarray(beta, np.float64), lo, hi))
 
-    def beta_at(self, level):
+    def beta_at(self, level: ArrayLike) -> np.ndarray:
         """The ``b`` where ``B(b) = level`` (``level`` at most ``Lambda``; below 0 it lies beyond
         the hottest chain, on the extrapolation)."""
         level = float(level)
@@ -203,7 +205,7 @@ class Barrier:
                                      rtol=4 * np.finfo(float).eps))
 
 
-def equal_share_ladder(barrier, hot_temperature=None):
+def equal_share_ladder(barrier: Barrier, hot_temperature: float | None = None) -> np.ndarray:
     """New temperatures giving every adjacent pair the same share of the barrier.
 
     The cold temperature is kept exactly; the hottest is kept, or set to ``hot_temperature``
@@ -239,7 +241,7 @@ def equal_share_ladder(barrier, hot_temperature=None):
     return new
 
 
-def hot_temperature(barrier, bounds, max_factor=2.0):
+def hot_temperature(barrier: Barrier, bounds: Sequence[float], max_factor: float = 2.0) -> float:
     """The hottest temperature for ``K`` chains when it may move within ``bounds``.
 
     Rule: the hottest chain goes where the barrier from the cold chain is ``K / 2``, i.e. where
@@ -270,7 +272,7 @@ def hot_temperature(barrier, bounds, max_factor=2.0):
     return float(min(max(new, lower), float(high)))
 
 
-def check_bounds(bounds, cold_temperature):
+def check_bounds(bounds: Sequence[float], cold_temperature: float | None) -> tuple[float, float]:
     """``bounds`` as ``(low, high)`` floats: finite, ``0 < low <= cold < high``; else a
     ``ValueError`` naming ``bounds``."""
     try:
@@ -285,7 +287,7 @@ def check_bounds(bounds, cold_temperature):
     return low, high
 
 
-def check_learning_rate_rule(rule):
+def check_learning_rate_rule(rule: float | Callable | None) -> float | Callable | None:
     """``None``, a finite exponent ``a`` or a callable; else ``TypeError`` / ``ValueError`` naming
     ``learning_rates``."""
     if rule is None or callable(rule):
@@ -296,7 +298,8 @@ def check_learning_rate_rule(rule):
     return float(rule)
 
 
-def ladder_learning_rates(temperatures, cold_learning_rate, rule):
+def ladder_learning_rates(temperatures: ArrayLike, cold_learning_rate: float,
+                          rule: float | Callable) -> np.ndarray:
     """Per-chain learning rates for a new ladder.
 
     ``rule`` is an exponent ``a``: ``eta_h = eta_1 (tau_h / tau_1)^a`` (``eta_1`` the cold chain's,
@@ -319,7 +322,7 @@ def ladder_learning_rates(temperatures, cold_learning_rate, rule):
     return out
 
 
-def round_ends(tuning_steps, first_round_steps):
+def round_ends(tuning_steps: int, first_round_steps: int) -> list[int]:
     """Steps at which the tuning rounds end: lengths ``n, 2n, 4n, ...`` from step 0, the last
     round running to ``tuning_steps`` (it takes the remainder, so it is the longest: the final
     ladder is estimated from the most swaps).
@@ -341,7 +344,7 @@ def round_ends(tuning_steps, first_round_steps):
     return ends + [int(tuning_steps)]
 
 
-def recommended_chains(barrier):
+def recommended_chains(barrier: float) -> int:
     """The number of chains for a global barrier ``Lambda``: ``max(2, ceil(2 Lambda))``.
 
     Source: Syed et al. (2021, Section 5.4) and Pigeons.jl's documentation ("it is optimal to set
@@ -361,7 +364,7 @@ def recommended_chains(barrier):
     return max(2, int(math.ceil(2.0 * lam - 1e-9)))
 
 
-def round_trip_rate(rejection):
+def round_trip_rate(rejection: ArrayLike) -> float:
     """NRPT's round trips per swap attempt (all states together) for a ladder's rejection rates:
     ``1 / (2 + 2 sum_p r_p / (1 - r_p))`` (Syed et al. 2021, Theorem 3, even/odd swaps with
     efficient local exploration: independent energies between attempts).  SG-MCMC chains explore
@@ -426,7 +429,7 @@ def correction_step(log_correction: float, target: float, attempts: int, swaps: 
 
 # ---- exact answers: the standard Gaussian in d dimensions, tempered -------------------------------
 
-def gaussian_rejection(ratio, dim):
+def gaussian_rejection(ratio: ArrayLike, dim: int) -> np.ndarray:
     """Exact swap rejection rate of two chains on ``N(0, I_d / b)`` (energy ``|x|^2 / 2``, exact
     energies) with ``ratio = b_hot / b_cold`` in ``(0, 1]``: ``1 - 2 I_{ratio / (1 + ratio)}(d/2, d/2)``.
 
@@ -448,7 +451,7 @@ def gaussian_rejection(ratio, dim):
     return 1.0 - 2.0 * special.betainc(k, k, rho / (1.0 + rho))
 
 
-def gaussian_local_barrier(beta, dim):
+def gaussian_local_barrier(beta: ArrayLike, dim: int) -> np.ndarray:
     """Exact local barrier of ``N(0, I_d / b)``: ``Gamma((d+1)/2) / (sqrt(pi) Gamma(d/2) b)``.
 
     ``lambda(b) = E|U - U'| / 2 = E|G - G'| / (2 b)`` with ``G, G' ~ Gamma(d/2, 1)``; writing
@@ -469,7 +472,7 @@ def _gaussian_constant(dim):
     return math.exp(special.gammaln((dim + 1) / 2.0) - special.gammaln(dim / 2.0)) / math.sqrt(math.pi)
 
 
-def gaussian_barrier(dim, beta_min, beta_max=1.0):
+def gaussian_barrier(dim: int, beta_min: float, beta_max: float = 1.0) -> float:
     """Exact global barrier of ``N(0, I_d / b)`` for ``b`` in ``[beta_min, beta_max]``:
     ``Gamma((d+1)/2) / (sqrt(pi) Gamma(d/2)) log(beta_max / beta_min)``, which tends to
     ``sqrt(d / (2 pi)) log(beta_max / beta_min)``.  The local barrier ``~ 1 / b`` makes the

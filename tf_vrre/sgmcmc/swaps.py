@@ -69,7 +69,7 @@ def random_pair(num_chains, attempt, seed):
     return tf.equal(tf.range(num_pairs), p)
 
 
-def even_odd_pairs(num_chains, attempt, seed, window=1):
+def even_odd_pairs(num_chains: int, attempt: tf.Tensor, seed: tf.Tensor, window: int = 1) -> tf.Tensor:
     """Deterministic even/odd (DEO, non-reversible) schedule, optionally windowed.
 
     Attempt ``a`` has parity ``floor(a / W) mod 2`` (``W = window``): even parity proposes pairs
@@ -90,7 +90,7 @@ def even_odd_pairs(num_chains, attempt, seed, window=1):
     return tf.equal(tf.math.floormod(tf.range(num_chains - 1), 2), parity)
 
 
-def deo_window_rule(num_chains, swap_rate):
+def deo_window_rule(num_chains: int, swap_rate: float) -> int:
     """The DEO window of Deng et al. (2023): ``W = ceil((log P + log log P) / (-log(1 - r)))``.
 
     ``P`` is the number of chains and ``r`` the swap (acceptance) rate of a pair.  With ``W``
@@ -338,7 +338,7 @@ class CorrectedSwap:
         return _PROPOSALS[self.pairs](num_chains, attempt, seed)
 
     @property
-    def adaptive_correction(self):
+    def adaptive_correction(self) -> bool:
         """True when ``correction="auto"``: ``F`` is adapted to ``target_acceptance`` by a tuner."""
         return isinstance(self.correction, str)
 
@@ -378,7 +378,7 @@ class CorrectedSwap:
         return f"CorrectedSwap({args})"
 
 
-def _checked_target(correction, target):
+def _checked_target(correction: object, target: object) -> float | None:
     """``target_acceptance``: a number in ``(0, 1)`` with ``correction="auto"``, else ``None``."""
     auto = isinstance(correction, str) and correction == "auto"
     if target is None:
