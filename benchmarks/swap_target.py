@@ -62,7 +62,8 @@ def main(argv=None):
         z = "" if s["z"] is None else f" ({s['z']:+.1f} SE)"
         print(f"| {r['config']} | {' '.join(f'{v:.3g}' for v in r['final_correction'])} | {r['acceptance']:.3f} | "
               f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['error']:+.3f} +- {s['cold_se']:.3f}{z} |")
-    doc = {**lt._provenance(argv), "script": "benchmarks/swap_target.py", "settings": vars(args), "results": rows}
+    settings = dict(vars(args), out=os.path.relpath(os.path.abspath(args.out), os.path.dirname(HERE)))
+    doc = {**lt._provenance(argv), "script": "benchmarks/swap_target.py", "settings": settings, "results": rows}
     doc["command"] = "python benchmarks/swap_target.py " + " ".join(argv)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:

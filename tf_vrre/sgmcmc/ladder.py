@@ -191,7 +191,7 @@ class Barrier:
         lo, hi = self.beta_range
         return self._spline.derivative()(np.clip(np.asarray(beta, np.float64), lo, hi))
 
-    def beta_at(self, level: ArrayLike) -> np.ndarray:
+    def beta_at(self, level: float) -> float:
         """The ``b`` where ``B(b) = level`` (``level`` at most ``Lambda``; below 0 it lies beyond
         the hottest chain, on the extrapolation)."""
         level = float(level)

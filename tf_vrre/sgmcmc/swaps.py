@@ -386,7 +386,7 @@ def _checked_target(correction: object, target: object) -> float | None:
             raise ValueError("target_acceptance: correction='auto' adapts F to a swap acceptance rate; give "
                              "target_acceptance in (0, 1), e.g. 0.3")
         return None
-    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
+    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < float(target) < 1:
         raise ValueError(f"target_acceptance must be a number in (0, 1) (the swap acceptance rate F is adapted "
                          f"to), got {target!r}")
     if not auto:

@@ -32,7 +32,7 @@ def run_options(args: argparse.Namespace, method: str, seed: int, out: str) -> d
     steps = int(args.tune_ladder)
     tuner = LadderTuner(steps, first_round_steps=min(steps, max(16, steps // 64)), learning_rates=None,
                         directory=record_directory(out, method, seed), overwrite=bool(args.overwrite))
-    options = {"callbacks": [tuner]}
+    options: dict = {"callbacks": [tuner]}
     if getattr(args, "target_acceptance", None) is not None:
         options.update(correction="auto", swap_options={"penalty": args.penalty,
                                                         "target_acceptance": float(args.target_acceptance)})
