@@ -54,15 +54,14 @@ class LadderTuner(keras.callbacks.Callback):
        (equal rejection rates: the ladder with the most round trips).  The cold temperature never
        moves (slot 0 samples the posterior); the hottest moves only with ``bounds``;
     4. sets the new ladder through ``sampler.set_temperatures`` and, unless ``learning_rates`` is
-       ``None``, learning rates following it through ``sampler.set_learning_rates``.
-
+       ``None``, learning rates following it through ``sampler.set_learning_rates``;
     5. with ``CorrectedSwap(correction="auto", target_acceptance=r)``: after every executed
        block of the tuning phase, adapts ``log F`` towards the acceptance rate ``r`` over all
        attempted pairs (:func:`tf_vrre.sgmcmc.ladder.correction_step`) and sets it through
        ``sampler.set_correction``; each round records the ``F`` it ended with.
 
-    After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the sampler is a
-    fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
+    After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
+    sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
     ladder.  Collect samples only after the tuning phase (``SampleCollector(burn_in_steps=
     tuning_steps)``): during it the ladder, so the chain's law, changes.
 
@@ -79,8 +78,8 @@ class LadderTuner(keras.callbacks.Callback):
 
     **Resume.**  The round schedule is a function of the step counter, and the ladder and ``F``
     in force live in the sampler's variables (a :class:`tf_vrre.Checkpoint` restores them; ``F``
-    is adapted from the counters' change since the last block, read again at the restored step).  What a round
-    also needs, the counters at its start, is recorded in ``ladder.json`` when the round
+    moves by the counters' change since the last block, read again at the restored step).  What
+    a round also needs, the counters at its start, is recorded in ``ladder.json`` when the round
     starts; a resumed run reads it back (rounds that started after the restored step are
     dropped and replayed), so a run killed mid-round and resumed sets the same ladders and
     draws the same samples as the uninterrupted run.  Without ``directory`` a run resumed in
