@@ -47,6 +47,9 @@ def test_mixture_tunes_the_ladder_and_f_and_prints_the_record(tmp_path, capsys):
     rounds = doc["rounds"]
     assert rounds[-1]["end_step"] == 100 and doc["target_acceptance"] == 0.4
     assert "ladder tuning of vr-resgld-ladder-seed0" in printed and "F = " in printed
+    with pytest.raises(SystemExit):   # the study directory itself is no run: diagnose points to the record
+        cli.main(["diagnose", "--run", str(out)])
+    assert f"--run {out / 'ladder' / 'vr-resgld-ladder-seed0'}" in capsys.readouterr().err
     summary = json.load(open(out / "summary.json"))
     # the study's ladder run used the tuned ladder: the ladder of the last round, not the geometric one
     assert summary["methods"]["vr-resgld-ladder"]["per_seed"][0]["temperatures"] == pytest.approx(

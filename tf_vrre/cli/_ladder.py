@@ -122,3 +122,11 @@ def report(runs, out_dir: str, draw: bool = True) -> tuple:
     figures drawn into ``out_dir`` (unless not ``draw``); returns ``(summaries, file names)``."""
     summaries = print_tables(runs)
     return {os.fspath(k): v for k, v in summaries.items()}, (figures(runs, out_dir) if draw and summaries else [])
+
+
+def study_hint(run: str) -> str:
+    """A pointer to the tuning records of a ``tf-vrre mixture`` study in ``run`` (else ``""``)."""
+    found = study_records(run)
+    if not found:
+        return ""
+    return f"; its ladder tuning records can be read with --run {os.path.dirname(found[0])}"

@@ -59,7 +59,7 @@ def check(args):
                 except ValueError as err:
                     raise ValueError(f"{err}; {run_files.repair_hint(run)}") from None
         except ValueError as err:
-            _die(f"--run: {err}")
+            _die(f"--run: {err}{_ladder.study_hint(run)}")
     if len(set(map(os.path.realpath, args.run))) != len(args.run):
         _die("--run: the same run given twice")
     if args.out is None:
