@@ -27,7 +27,7 @@ STUB = os.path.join(ROOT, "tf_vrre", "__init__.pyi")
 PUBLIC = {
     "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
     "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
-    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "Checkpoint", "CSVLogger", "EpochCSVLogger",
+    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "Checkpoint", "CSVLogger", "EpochCSVLogger", "LadderTuner",
     "EpochProgress", "SampleSet", "load_samples", "RunMismatchError", "export_ensemble",
     "SamplerError", "DivergenceError", "InvariantError", "TfVrreError", "to_inference_data",
     "Augmentation", "Preprocessing", "TrainingData", "train", "evaluate",

@@ -6,6 +6,7 @@ from .callbacks import CSVLogger as CSVLogger
 from .callbacks import EpochCSVLogger as EpochCSVLogger
 from .callbacks import EpochProgress as EpochProgress
 from .callbacks import HyperparameterScheduler as HyperparameterScheduler
+from .callbacks import LadderTuner as LadderTuner
 from .callbacks import SampleCollector as SampleCollector
 from .callbacks import SwapLogger as SwapLogger
 from .diagnostics import to_inference_data as to_inference_data

@@ -97,6 +97,9 @@ class HyperparameterScheduler(keras.callbacks.Callback):
             if s.swap_rule.scheduled_correction:
                 raise ValueError("HyperparameterScheduler: the swap rule's correction is already a "
                                  "schedule; set it in one place only")
+            if s.swap_rule.adaptive_correction:
+                raise ValueError("HyperparameterScheduler: the swap rule's correction is 'auto' (adapted by a "
+                                 "LadderTuner); set it in one place only")
 
     def values(self, epoch: int, step: int | None = None) -> dict:
         """The values for ``epoch`` as a dict of floats / lists (``step`` for step schedules)."""

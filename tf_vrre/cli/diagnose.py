@@ -6,7 +6,7 @@
 
 import os
 
-from tf_vrre.cli import _args
+from tf_vrre.cli import _args, _ladder
 
 
 HELP = "replica flow, per-pair acceptance, ESS / R-hat of a run (swap log and/or samples)"
@@ -17,7 +17,9 @@ DESCRIPTION = (
     "hot, the sigma2 trend, and ESS / R-hat (tfp.mcmc) of the cold chain's energy, the samples' "
     "energy and weight norm and the predictive probability of the first validation points. "
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
-    "several chains (e.g. seeds) for R-hat.")
+    "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
+    "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
+    "rejection per pair for each round) and ladder.png; a run with only that record gets only them.")
 
 
 def add_arguments(p):
@@ -42,7 +44,9 @@ def check(args):
 
     if args.blocks < 2:
         _args.die(f"--blocks must be >= 2, got {args.blocks}")
-    for run in args.run:
+    _ladder.check_records(args.run)
+    args.ladder_only = all(_ladder.record_only(run) for run in args.run)
+    for run in [] if args.ladder_only else args.run:
         try:
             _, sample_dir = samples.locate(run)
             if sample_dir is not None:
@@ -51,7 +55,7 @@ def check(args):
                 except ValueError as err:
                     raise ValueError(f"{err}; {samples.repair_hint(run)}") from None
         except ValueError as err:
-            _args.die(f"--run: {err}")
+            _args.die(f"--run: {err}{_ladder.study_hint(run)}")
     if len(set(map(os.path.realpath, args.run))) != len(args.run):
         _args.die("--run: the same run given twice")
     if args.out is None:
@@ -72,6 +76,11 @@ def _write_json(path, obj):
 
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
+    if args.ladder_only:
+        os.makedirs(args.out, exist_ok=True)
+        _, written = _ladder.report(args.run, args.out, draw=not args.no_figures)
+        print(f"wrote {', '.join(written)} to {args.out}" if written else "")
+        return 0
     from tf_vrre import diagnostics
     from tf_vrre.diagnostics import plots
 
@@ -89,6 +98,9 @@ def run(args):
         plots.replicas(os.path.join(args.out, "replicas.png"), flows, labels)
         plots.acceptance(os.path.join(args.out, "acceptance.png"), flows, labels)
         written += ["replicas.png", "acceptance.png"]
-    _write_json(os.path.join(args.out, "diagnostics.json"), diagnostics.to_json(diag))
+    tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures)
+    written += figures
+    report = {**diagnostics.to_json(diag), **({"ladder": tuning} if tuning else {})}
+    _write_json(os.path.join(args.out, "diagnostics.json"), report)
     print(f"wrote {', '.join(written)} to {args.out}")
     return 0

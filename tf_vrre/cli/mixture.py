@@ -9,7 +9,7 @@
 import os
 import time
 
-from tf_vrre.cli import _args
+from tf_vrre.cli import _args, _ladder
 
 METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS (no TF import here)
 OUTPUTS = ("summary.json", "traces.npz", "traces.png", "density.png", "variance.png", "sensitivity.png")
@@ -100,6 +100,7 @@ def add_arguments(m):
     m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>); results "
                    "are written as each method / seed finishes")
     m.add_argument("--overwrite", action="store_true", help="replace the results of an earlier study in --out")
+    _ladder.add_mixture_arguments(m)
 
 
 def _settings(args):
@@ -149,6 +150,7 @@ def _validate(args):
     if args.sens_steps < 2 * args.m:
         _args.die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
     _check_step_sizes(args)
+    _ladder.check_mixture(args)
 
 
 def _check_step_sizes(args):
@@ -225,4 +227,5 @@ def run(args):
     _print_table(study, results, factor, variance_m,
                  f"wall time {wall:.1f}s; wrote summary.json, traces.npz, traces.png, density.png, "
                  f"{'variance.png, ' if curves else ''}sensitivity.png to {args.out}")
+    _ladder.print_tables(_ladder.study_records(args.out), title=lambda p: os.path.basename(os.path.dirname(p)))
     return 0

@@ -12,10 +12,14 @@ The swap is accepted when ``log u < log S``, ``u ~ U(0, 1)``.  With exact energi
 the colder chain tends to take the lower-energy state.
 
 Pair proposals share one signature ``propose(num_chains, attempt, seed) -> bool [K-1]``
-(which pairs are attempted); attempted pairs are always disjoint.
+(which pairs are attempted); attempted pairs are always disjoint.  The even/odd schedule may keep
+one parity for a window of ``W`` attempts (:func:`even_odd_pairs`, :func:`deo_window_rule`); its parity
+is a function of the attempt counter alone, so it adds no state.
 """
 
 import collections
+import math
+import numbers
 
 import keras
 import tensorflow as tf
@@ -26,6 +30,9 @@ from tf_vrre.sgmcmc import schedules
 
 PAIR_SCHEDULES = ("random", "deo")
 PENALTIES = ("auto", "batch", "offset", "window")
+AUTO_INITIAL_CORRECTION = 2.0
+"""``F`` at the start of a run with ``correction="auto"``: the value that makes ``exp(log S)``
+unbiased for Gaussian energy noise."""
 
 
 class SwapResults(collections.namedtuple(
@@ -63,14 +70,56 @@ def random_pair(num_chains, attempt, seed):
     return tf.equal(tf.range(num_pairs), p)
 
 
-def even_odd_pairs(num_chains, attempt, seed):
-    """Deterministic even/odd (DEO, non-reversible) schedule.
+def even_odd_pairs(num_chains: int, attempt: tf.Tensor, seed: tf.Tensor, window: int = 1) -> tf.Tensor:
+    """Deterministic even/odd (DEO, non-reversible) schedule, optionally windowed.
 
-    Even attempts propose pairs ``(0,1), (2,3), ...``; odd attempts ``(1,2), (3,4), ...``.
+    Attempt ``a`` has parity ``floor(a / W) mod 2`` (``W = window``): even parity proposes pairs
+    ``(0,1), (2,3), ...``, odd parity ``(1,2), (3,4), ...``.  ``W = 1`` alternates every
+    attempt (Okabe et al. 2001; Syed et al. 2021); ``W > 1`` keeps one parity for ``W``
+    attempts in a row (Deng et al. 2023), so a pair whose swaps are rarely accepted gets ``W``
+    chances before the sweep turns.  The parity depends on the attempt counter only (never on
+    which swaps were accepted), so the schedule is a fixed sequence of Metropolis moves, each
+    leaving the product of the tempered laws invariant.  (The authors' code also stops attempting
+    a pair after its first accepted swap in a window: that makes the moves depend on the chain's
+    own history, the stopping-time bias their paper discusses; it is not done here.)
     """
     del seed
-    parity = tf.cast(tf.math.floormod(attempt, 2), tf.int32)
+    if window == 1:
+        parity = tf.cast(tf.math.floormod(attempt, 2), tf.int32)
+    else:
+        parity = tf.cast(tf.math.floormod(tf.math.floordiv(attempt, window), 2), tf.int32)
     return tf.equal(tf.math.floormod(tf.range(num_chains - 1), 2), parity)
+
+
+def deo_window_rule(num_chains: int, swap_rate: float) -> int:
+    """The DEO window of Deng et al. (2023): ``W = ceil((log P + log log P) / (-log(1 - r)))``.
+
+    ``P`` is the number of chains and ``r`` the swap (acceptance) rate of a pair.  With ``W``
+    attempts per parity a pair fails to swap in a whole window with probability
+    ``(1 - r)^W <= 1 / (P log P)``, so (union bound over the fewer than ``P`` pairs) every pair
+    swaps at least once per window with probability at least ``1 - 1 / log P``: the sweep across
+    the ladder keeps its direction when swaps are rare.  The authors define ``P`` as the number of
+    chains (their code: ``log(chains) + log(log(chains))``), which also keeps the rule defined for
+    two chains (``log log 1`` is not).
+
+    Args:
+      num_chains: ``P >= 2``.
+      swap_rate: the pairs' swap acceptance rate ``r`` in ``(0, 1)`` (e.g. the rate measured
+        by :class:`tf_vrre.SwapLogger`, or a target).
+
+    Returns:
+      The window ``W >= 1`` (an int) for ``CorrectedSwap(pairs="deo", deo_window=W)``.
+
+    Example:
+      >>> deo_window_rule(8, 0.05), deo_window_rule(8, 0.5), deo_window_rule(2, 0.99)
+      (55, 5, 1)
+    """
+    if isinstance(num_chains, bool) or not isinstance(num_chains, numbers.Integral) or num_chains < 2:
+        raise ValueError(f"num_chains must be an integer >= 2, got {num_chains!r}")
+    if isinstance(swap_rate, bool) or not isinstance(swap_rate, numbers.Real) or not 0 < swap_rate < 1:
+        raise ValueError(f"swap_rate must be in (0, 1), got {swap_rate!r}")
+    p = float(num_chains)
+    return max(1, int(math.ceil((math.log(p) + math.log(math.log(p))) / -math.log1p(-float(swap_rate)))))
 
 
 _PROPOSALS = {"random": random_pair, "deo": even_odd_pairs}
@@ -106,12 +155,19 @@ class CorrectedSwap:
       correction: ``F > 0``, a number or a ``keras.optimizers.schedules.LearningRateSchedule``
         of the step (e.g. ``tf_vrre.EpochExponential(1.5e5, 1.02, ...)`` for the
         paper's ``F_k = F_0 1.02^k``).  ``F = 2`` makes ``exp(log S)`` unbiased for Gaussian
-        energy noise; larger ``F`` swaps more at the price of bias.
+        energy noise; larger ``F`` swaps more at the price of bias.  ``"auto"``: ``F`` starts at
+        2 and a :class:`tf_vrre.LadderTuner` adapts it during its tuning phase so that the
+        swaps are accepted at the rate ``target_acceptance``, by stochastic approximation on
+        ``log F`` (:func:`tf_vrre.sgmcmc.ladder.correction_step`), then keeps it fixed; without
+        a tuner ``F`` stays 2.
       smoothing: ``gamma`` in ``(0, 1]``.
       period: steps between ``sigma2`` updates; ``None`` uses the variance-reduction period
         ``m`` when control variates are on, else 1.
       pairs: ``"random"`` (one uniformly chosen adjacent pair per attempt) or ``"deo"``
         (deterministic even/odd).  With two chains both attempt the only pair every step.
+      deo_window: with ``pairs="deo"``, attempts per parity ``W >= 1`` (``1``: alternate every
+        attempt; :func:`deo_window_rule` gives the authors' rule from the swap rate).  Only ``1``
+        with ``pairs="random"``.
       cooling_steps: after an accepted swap, no swap is attempted for this many steps
         (``0``: off).  ``cooling_steps = steps_per_epoch`` gives the authors' "at most one
         swap per epoch".
@@ -123,14 +179,27 @@ class CorrectedSwap:
         Algorithm 1).  The swap energies' extra forwards (snapshot or inference-mode) run only
         on attempt steps, so k > 1 trades swap attempts for cost; each attempt is still an
         exact corrected-rule decision.
+      target_acceptance: with ``correction="auto"`` (and only then), the swap acceptance rate
+        in ``(0, 1)`` that ``F`` is adapted to, over all attempted pairs.  Any ``F`` other than
+        the unbiased one biases the swaps (the guide "Choosing and tuning the ladder" measures
+        how much on the Gaussian mixture).
 
     Example:
       >>> swap = CorrectedSwap(correction=2.0, smoothing=0.3, pairs="deo")
+      >>> windowed = CorrectedSwap(pairs="deo", deo_window=deo_window_rule(8, swap_rate=0.1))
+      >>> windowed.deo_window
+      27
+      >>> CorrectedSwap(correction="auto", target_acceptance=0.3).initial_correction()
+      2.0
     """
 
     def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
-                 cooling_steps=0, penalty="auto", attempt_every=1):
-        correction = schedules.validated("correction", correction)  # a float or a schedule
+                 cooling_steps=0, penalty="auto", attempt_every=1, deo_window=1, target_acceptance=None):
+        self.target_acceptance = _checked_target(correction, target_acceptance)
+        if isinstance(correction, str) and correction != "auto":
+            raise ValueError(f"correction (F) must be a number > 0, a LearningRateSchedule or 'auto', got {correction!r}")
+        if not isinstance(correction, str):  # "auto": F starts at AUTO_INITIAL_CORRECTION, a tuner adapts it
+            correction = schedules.validated("correction", correction)  # a float or a schedule
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
             raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
         if period is not None and (isinstance(period, bool) or not isinstance(period, int) or period < 1):
@@ -143,6 +212,11 @@ class CorrectedSwap:
             raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
         if isinstance(attempt_every, bool) or not isinstance(attempt_every, int) or attempt_every < 1:
             raise ValueError(f"attempt_every must be an integer >= 1, got {attempt_every!r}")
+        if isinstance(deo_window, bool) or not isinstance(deo_window, numbers.Integral) or deo_window < 1:
+            raise ValueError(f"deo_window must be an integer >= 1, got {deo_window!r}")
+        if deo_window != 1 and pairs != "deo":
+            raise ValueError(f"deo_window: a window of attempts per parity needs pairs='deo', got "
+                             f"deo_window={deo_window!r} with pairs={pairs!r}")
         self.correction = correction
         self.smoothing = float(smoothing)
         self.period = period
@@ -150,6 +224,7 @@ class CorrectedSwap:
         self.cooling_steps = cooling_steps
         self.penalty = penalty
         self.attempt_every = attempt_every
+        self.deo_window = int(deo_window)
 
     def resolved(self, variance_reduced):
         """This rule with ``penalty="auto"`` made concrete: ``"batch"`` with control variates
@@ -251,7 +326,14 @@ class CorrectedSwap:
 
     def propose(self, num_chains, attempt, seed):
         """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
+        if self.pairs == "deo":
+            return even_odd_pairs(num_chains, attempt, seed, self.deo_window)
         return _PROPOSALS[self.pairs](num_chains, attempt, seed)
+
+    @property
+    def adaptive_correction(self) -> bool:
+        """True when ``correction="auto"``: ``F`` is adapted to ``target_acceptance`` by a tuner."""
+        return isinstance(self.correction, str)
 
     @property
     def scheduled_correction(self):
@@ -260,19 +342,23 @@ class CorrectedSwap:
 
     def initial_correction(self):
         """``F`` at step 0, a float."""
+        if self.adaptive_correction:
+            return AUTO_INITIAL_CORRECTION
         return schedules.value_at(self.correction)
 
     def get_config(self):
-        correction = schedules.serialize(self.correction)
+        correction = self.correction if self.adaptive_correction else schedules.serialize(self.correction)
         return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
-                "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every}
+                "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every,
+                "deo_window": self.deo_window, "target_acceptance": self.target_acceptance}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         # Files written before the option existed used the paper's rule: keep it for them.
         config.setdefault("penalty", "window")
+        config.setdefault("deo_window", 1)  # written before windowed DEO: alternate every attempt
         if "correction" in config:
             config["correction"] = schedules.deserialize(config["correction"])
         return cls(**config)
@@ -280,6 +366,23 @@ class CorrectedSwap:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"CorrectedSwap({args})"
+
+
+def _checked_target(correction: object, target: object) -> float | None:
+    """``target_acceptance``: a number in ``(0, 1)`` with ``correction="auto"``, else ``None``."""
+    auto = isinstance(correction, str) and correction == "auto"
+    if target is None:
+        if auto:
+            raise ValueError("target_acceptance: correction='auto' adapts F to a swap acceptance rate; give "
+                             "target_acceptance in (0, 1), e.g. 0.3")
+        return None
+    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < float(target) < 1:
+        raise ValueError(f"target_acceptance must be a number in (0, 1) (the swap acceptance rate F is adapted "
+                         f"to), got {target!r}")
+    if not auto:
+        raise ValueError(f"target_acceptance={target!r} needs correction='auto' (F adapted to it); got "
+                         f"correction={correction!r}")
+    return float(target)
 
 
 def resolve(swap, num_chains):

@@ -14,7 +14,7 @@ import numpy as np
 from tf_vrre.diagnostics import chain_summary
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
-from tf_vrre.workflows.gaussian_mixture import plots, target
+from tf_vrre.workflows.gaussian_mixture import plots, target, tuning
 
 
 class Progress:
@@ -95,6 +95,7 @@ class Study:
                   num_chains=a.ladder_chains, target=self.target, swap_options={"penalty": a.penalty})
         kw.update(over)
         callbacks = [Progress(label, steps).callback] if progress else []
+        callbacks += list(kw.pop("callbacks", ()))
         return target.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
 
     def main_runs(self, runs, on_finished):
@@ -102,7 +103,8 @@ class Study:
         after each."""
         for method in self.args.methods:
             for seed in self.seeds:
-                runs.setdefault(method, []).append(self.run(method, seed, self.args.steps, f"{method} seed {seed}"))
+                runs.setdefault(method, []).append(self.run(method, seed, self.args.steps, f"{method} seed {seed}",
+                                                            **tuning.run_options(self.args, method, seed, self.out)))
                 on_finished(runs)
         return runs
 

@@ -1,0 +1,379 @@
+"""The :class:`LadderTuner` callback: the sampler chooses its own temperature ladder during a tuning
+phase, reports the communication barrier and how many chains it needs, then fixes the ladder.
+
+The numerics (rejection -> barrier -> equal-share ladder, learning rates, rounds, the number of
+chains) are in :mod:`tf_vrre.sgmcmc.ladder`; the record it writes is :mod:`tf_vrre.runs.ladder_file`.
+"""
+
+import math
+import os
+import warnings
+from collections.abc import Callable, Sequence
+
+import keras
+import numpy as np
+
+from tf_vrre import _keras_compat
+from tf_vrre.runs import ladder_file
+from tf_vrre.runs import ownership
+from tf_vrre.sampler.replica_exchange import require_sampler
+from tf_vrre.sgmcmc import ladder, schedules
+
+DEFAULT_EXPONENT = 0.25
+"""``eta_h = eta_1 (tau_h / tau_1)^0.25``: the paper's hand-tuned CIFAR ladder (``tau_2 = 5 tau_1``,
+``eta_2 = 1.5 eta_1``) has ``a = log 1.5 / log 5 = 0.25``."""
+
+WARN_MIN_ATTEMPTS = 20
+"""A round tells whether K is far too small only when every pair was attempted this often."""
+
+
+def _serialize_rule(rule):
+    return rule if rule is None or isinstance(rule, float) else keras.saving.serialize_keras_object(rule)
+
+
+@keras.saving.register_keras_serializable(package="tf_vrre")
+class LadderTuner(keras.callbacks.Callback):
+    """Tunes the temperature ladder (and the learning rates with it) during a tuning phase.
+
+    Non-reversible parallel tempering's adaptive scheme (Syed et al. 2021, JRSS-B, Algorithm 4,
+    as Pigeons.jl runs it) on the sampler's own swaps.  The tuning phase, steps
+    ``0 .. tuning_steps`` of the run, is cut into rounds of doubling length
+    (``first_round_steps``, twice that, ...; the last round takes the rest).  At the end of each
+    round the tuner
+
+    1. reads every adjacent pair's attempts and accepted swaps in the round from the sampler's
+       counters (``attempt_count`` / ``swap_count``: the swap rule actually in force, with its
+       noise penalty and correction ``F``); a pair never attempted counts as rejecting half its
+       swaps (Pigeons' neutral default), not as zero;
+    2. turns each rejection rate ``r`` into the pair's barrier ``(2 / sqrt(pi)) erfinv(r)``
+       (:func:`tf_vrre.sgmcmc.ladder.pair_barriers`), cumulates them over inverse temperature
+       ``b = 1 / tau`` and interpolates monotonically (PCHIP): the global barrier ``Lambda`` and the
+       local barrier ``lambda(b)``;
+    3. places the new inverse temperatures so that every pair has the same share of ``Lambda``
+       (equal rejection rates: the ladder with the most round trips).  The cold temperature never
+       moves (slot 0 samples the posterior); the hottest moves only with ``bounds``;
+    4. sets the new ladder through ``sampler.set_temperatures`` and, unless ``learning_rates`` is
+       ``None``, learning rates following it through ``sampler.set_learning_rates``;
+    5. with ``CorrectedSwap(correction="auto", target_acceptance=r)``: after every executed
+       block of the tuning phase, adapts ``log F`` towards the acceptance rate ``r`` over all
+       attempted pairs (:func:`tf_vrre.sgmcmc.ladder.correction_step`) and sets it through
+       ``sampler.set_correction``; each round records the ``F`` it ended with.
+
+    After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
+    sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
+    ladder.  Collect samples only after the tuning phase (``SampleCollector(burn_in_steps=
+    tuning_steps)``): during it the ladder, so the chain's law, changes.
+
+    **Reports.**  ``logs`` get at every epoch end (from the first, NaN until a round has ended, so
+    ``CSVLogger`` keeps the columns; put the tuner before the ``CSVLogger`` in the callback list):
+    ``ladder_round`` (rounds ended), ``ladder_barrier`` (``Lambda`` of the last round),
+    ``ladder_rejection_<p>`` per pair and ``ladder_recommended_chains``
+    (:func:`tf_vrre.sgmcmc.ladder.recommended_chains`: about ``2 Lambda``).  A ``UserWarning``
+    says when ``K`` is under half the recommendation (each pair then rejects most swaps, and
+    the barrier estimate itself is a lower bound).  With ``directory`` every round (ladder,
+    counts, rejection, barriers, the new ladder) is recorded in ``directory/ladder.json``
+    (:mod:`tf_vrre.runs.ladder_file`); :mod:`tf_vrre.diagnostics.ladder_report` reads it back and draws
+    the local barrier with the ladder before and after tuning.
+
+    **Resume.**  The round schedule is a function of the step counter, and the ladder and ``F``
+    in force live in the sampler's variables (a :class:`tf_vrre.Checkpoint` restores them; ``F``
+    moves by the counters' change since the last block, read again at the restored step).  What
+    a round also needs, the counters at its start, is recorded in ``ladder.json`` when the round
+    starts; a resumed run reads it back (rounds that started after the restored step are
+    dropped and replayed), so a run killed mid-round and resumed sets the same ladders and
+    draws the same samples as the uninterrupted run.  Without ``directory`` a run resumed in
+    another process starts the interrupted round afresh at the restored step (a warning says so).
+
+    Args:
+      tuning_steps: length of the tuning phase in steps (use the burn-in); must end within the
+        ``fit`` (checked when training begins, when ``fit`` knows its length).
+      first_round_steps: length of the first round (``>= 1``); rounds double from there.
+      learning_rates: how learning rates follow the ladder: an exponent ``a`` (default
+        ``0.25``) for ``eta_h = eta_1 (tau_h / tau_1)^a`` with the cold chain's ``eta_1`` kept
+        (``a = 0``: every chain at the cold chain's rate); a callable ``temperatures -> learning
+        rates`` (register it with ``keras.saving.register_keras_serializable`` for
+        ``get_config``); or ``None`` to leave them alone.  Why 0.25: it is what the paper's
+        hand-tuned CIFAR ladder implies; hotter chains sit on flatter parts of the landscape and
+        tolerate somewhat larger steps, while the stability limit of a locally quadratic energy
+        does not depend on the temperature, so the growth is kept slow (x1.78 at 10x the
+        temperature).
+      bounds: ``None`` (the hottest temperature stays) or ``(low, high)``, the temperature range
+        of the ladder, ``low <= cold < high``: the hottest temperature then moves in
+        ``(cold, high]`` to where ``K`` is the recommended number of chains
+        (:func:`tf_vrre.sgmcmc.ladder.hot_temperature`).  That rule knows only how the chains
+        communicate, not whether the hottest chain crosses the posterior's barriers.
+      directory: where ``ladder.json`` goes (created; one writer at a time; files of another run
+        are refused unless ``overwrite``); ``None``: nothing is written.
+      overwrite: replace a tuning record of another run in ``directory``.
+      verbose: print one line per round.
+
+    Example:
+      >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04])
+      >>> tuner = LadderTuner(tuning_steps=28, first_round_steps=4, directory="runs/toy/ladder")
+      >>> history = sampler.fit(sampler.make_dataset(16, repeat=True), steps_per_epoch=8, epochs=4,
+      ...                       verbose=0, callbacks=[tuner])
+      >>> [r["end_step"] for r in tuner.record["rounds"]]      # rounds of 4, 8 and the remaining 16 steps
+      [4, 12, 28]
+      >>> history.history["ladder_round"]                        # rounds ended, at each epoch end
+      [1.0, 2.0, 2.0, 3.0]
+      >>> tuner.record["initial"]["temperatures"]
+      [0.01, 0.02, 0.03, 0.04]
+      >>> t = tuner.record["rounds"][-1]["new_temperatures"]     # the ladder from step 28 on
+      >>> t[0], t[-1], t == [float(str(v)) for v in sampler.state.ladder.temperature.numpy()]   # cold and hot ends kept
+      (0.01, 0.04, True)
+    """
+
+    def __init__(self, tuning_steps: int, first_round_steps: int = 32,
+                 learning_rates: float | Callable | None = DEFAULT_EXPONENT, bounds: Sequence[float] | None = None,
+                 directory: str | os.PathLike | None = None, overwrite: bool = False, verbose: int = 0) -> None:
+        super().__init__()
+        ladder.round_ends(tuning_steps, first_round_steps)  # the integer checks, naming the argument
+        self.tuning_steps = int(tuning_steps)
+        self.first_round_steps = int(first_round_steps)
+        self.learning_rates = ladder.check_learning_rate_rule(learning_rates)
+        self.bounds = None if bounds is None else ladder.check_bounds(bounds, None)
+        if directory is not None and (not isinstance(directory, (str, os.PathLike)) or not str(directory)):
+            raise TypeError(f"directory must be a path or None, got {directory!r}")
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+        self.directory = None if directory is None else str(directory)
+        self.overwrite = overwrite
+        self.verbose = int(verbose)
+        self._doc = None       # the tuning record (kept in memory; on disk with directory)
+        self._started = False
+
+    # --- checks before training ----------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        s = require_sampler(self.model, "LadderTuner")
+        self._check(s)
+        self._ends = ladder.round_ends(self.tuning_steps, self.first_round_steps)
+        self._path = None
+        run = ownership.run_identity(s, tuner=self._settings())
+        if self.directory is not None:
+            ownership.claim(self.directory, self, self.params, "LadderTuner")
+            try:
+                self._adopt(run)
+            except Exception:
+                ownership.release(self)
+                raise
+        elif self._doc is None or ownership.difference(self._doc.get("run"), run) is not None:
+            self._doc = self._new_doc(run)  # kept from an earlier fit of this sampler, else a new one
+        self._started = False
+        self._warned = False
+
+    def _check(self, s):
+        """Everything that can be refused is refused here, before anything is written."""
+        if s.swap_rule is None:
+            raise ValueError("LadderTuner: the sampler has no swap rule (num_chains >= 3 and swap != None)")
+        if s.num_chains < 3:
+            raise ValueError(f"LadderTuner: num_chains must be >= 3 to tune a ladder, got num_chains={s.num_chains} "
+                             "(with two chains both ends are fixed and there is nothing to place)")
+        if any(schedules.is_schedule(v) for v in s.temperatures):
+            raise ValueError("LadderTuner: the sampler's temperatures are a schedule; the tuner sets them, so "
+                             "give the sampler numbers")
+        if self.learning_rates is not None and any(schedules.is_schedule(v) for v in s.learning_rates):
+            raise ValueError("LadderTuner: the sampler's learning_rates are a schedule; give the sampler numbers "
+                             "or build the tuner with learning_rates=None")
+        if self.bounds is not None:
+            ladder.check_bounds(self.bounds, float(s.state.ladder.temperature.numpy()[0]))
+        if callable(self.learning_rates):  # a rule that fails should fail now, not at the first round's end
+            ladder.ladder_learning_rates(s.state.ladder.temperature.numpy(), float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates)
+        epochs, steps = (self.params or {}).get("epochs"), (self.params or {}).get("steps")
+        if epochs is not None and steps is not None:
+            step0 = int(s.state.step.numpy())
+            end = step0 + (int(epochs) - int(_keras_compat.initial_epoch(s) or 0)) * int(steps)
+            if self.tuning_steps > end:
+                raise ValueError(f"LadderTuner: tuning_steps={self.tuning_steps} is longer than the run, which ends at "
+                                 f"step {end} ({epochs} epochs of {steps} steps): the ladder would never be fixed. "
+                                 f"Use tuning_steps <= {end}, or train longer")
+
+    def _settings(self):
+        """What identifies the tuning of a run (not where it is written or how verbosely)."""
+        config = self.get_config()
+        return {k: config[k] for k in ("tuning_steps", "first_round_steps", "learning_rates", "bounds")}
+
+    def _adopt(self, run):
+        """Refuses (or with ``overwrite`` replaces) a tuning record of another run; loads this run's."""
+        self._path = os.path.join(self.directory, ladder_file.FILE)
+        if not os.path.exists(self._path):
+            self._doc = self._new_doc(run)
+            return
+        try:
+            stored = ladder_file.read(self._path)
+        except ValueError as err:
+            if not self.overwrite:
+                raise ValueError(f"LadderTuner: {err}; move it away or pass overwrite=True") from None
+            stored = None
+        diff = ownership.difference(None if stored is None else stored.get("run"), run)
+        if diff is not None:
+            if not self.overwrite:
+                raise ownership.refuse(self.directory, f"a tuning record ({ladder_file.FILE})", diff)
+            stored = None
+        self._doc = stored if stored is not None else self._new_doc(run)
+
+    def _new_doc(self, run):
+        return {"format": ladder_file.FORMAT, "run": run, "tuner": self._settings(),
+                "target_acceptance": self.model.swap_rule.target_acceptance,
+                "tuning_steps": self.tuning_steps, "round_ends": list(self._ends), "initial": None, "rounds": []}
+
+    # --- the rounds ----------------------------------------------------------------------------
+    def _counts(self):
+        s = self.model
+        return [int(v) for v in s.state.swap.attempt_count.numpy()], [int(v) for v in s.state.swap.swap_count.numpy()]
+
+    def _ladder(self):
+        """The ladder in force: temperatures and learning rates as float32 holds them, written as the
+        shortest decimals that give back the same float32 (0.01, not 0.009999999776)."""
+        s = self.model
+        f32 = lambda v: float(str(np.float32(v)))  # noqa: E731
+        return [f32(v) for v in s.state.ladder.temperature.numpy()], [f32(v) for v in s.state.ladder.learning_rate.numpy()]
+
+    def _start(self):
+        """First epoch of this fit (after every callback's ``on_train_begin``, so after a
+        :class:`tf_vrre.Checkpoint` restore): reconcile the record with the restored step."""
+        step0 = int(self.model.state.step.numpy())
+        self._started = True
+        self._last_counts = self._counts()
+        rounds = [dict(r) for r in self._doc["rounds"] if r["start_step"] <= step0]
+        for r in rounds:
+            if r.get("end_step", -1) > step0:
+                for k in ladder_file.END_FIELDS:
+                    r.pop(k, None)
+        self._doc["rounds"] = rounds
+        if step0 >= self.tuning_steps:
+            self._round = None
+            return
+        index = next(i for i, e in enumerate(self._ends) if step0 < e)
+        open_round = rounds[-1] if rounds and "end_step" not in rounds[-1] else None
+        if open_round is None or open_round["round"] != index:
+            if step0 > (self._ends[index - 1] if index else 0):
+                warnings.warn(f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
+                              f"without the tuning record of this run); the round restarts at step {step0}, so the "
+                              "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "
+                              "resumes", stacklevel=2)
+            self._open(index, step0)
+        self._round = index
+        self._write()
+
+    def _open(self, index, step):
+        attempts, swaps = self._counts()
+        temps, lrs = self._ladder()
+        if self._doc.get("initial") is None:
+            self._doc["initial"] = {"step": step, "temperatures": temps, "learning_rates": lrs}
+        self._doc["rounds"].append({"round": index, "start_step": step, "start_attempts": attempts,
+                                    "start_swaps": swaps, "temperatures": temps, "learning_rates": lrs})
+
+    def _write(self):
+        if self._path is not None:
+            ladder_file.write(self._path, self._doc)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if not self._started:
+            self._start()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self._started or self._round is None:
+            return
+        step = int(self.model.state.step.numpy())
+        self._adapt_correction(step)
+        if step < self._ends[self._round]:
+            return
+        self._finish(self._doc["rounds"][-1], step)
+        later = [i for i, e in enumerate(self._ends) if e > step]
+        if later:
+            self._round = later[0]
+            self._open(self._round, step)
+        else:
+            self._round = None
+        self._write()
+
+    def _adapt_correction(self, step):
+        """``correction="auto"``: one stochastic-approximation step of ``log F`` from this block's swaps."""
+        s = self.model
+        counts = self._counts()
+        attempts = sum(counts[0]) - sum(self._last_counts[0])
+        swaps = sum(counts[1]) - sum(self._last_counts[1])
+        self._last_counts = counts
+        if not s.swap_rule.adaptive_correction or attempts == 0:
+            return
+        log_f = ladder.correction_step(math.log(float(s.state.swap.correction.numpy())), s.swap_rule.target_acceptance,
+                                       attempts, swaps, step)
+        s.set_correction(math.exp(log_f))
+
+    def _finish(self, record, step):
+        """Ends a round at ``step``: barrier from its counts, the new ladder set in the sampler."""
+        s = self.model
+        attempts, swaps = self._counts()
+        n = np.subtract(attempts, record["start_attempts"])
+        k = np.subtract(swaps, record["start_swaps"])
+        temps = np.asarray(record["temperatures"], np.float64)
+        r = ladder.rejection_rates(n, k)
+        barrier = ladder.Barrier(temps, r, attempts=n)
+        hot = None if self.bounds is None else ladder.hot_temperature(barrier, self.bounds)
+        try:
+            new_t = ladder.equal_share_ladder(barrier, hot)
+            s.set_temperatures([float(v) for v in new_t])  # validated: strictly increasing in float32
+        except ValueError as err:
+            warnings.warn(f"LadderTuner: round {record['round']} keeps its ladder ({err})", stacklevel=2)
+            new_t = temps
+        if self.learning_rates is not None:
+            new_lr = ladder.ladder_learning_rates(new_t, float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates)
+            s.set_learning_rates([float(v) for v in new_lr])
+        temps_now, lrs_now = self._ladder()
+        record.update({
+            "end_step": step, "attempts": n.tolist(), "swaps": k.tolist(), "rejection": r.tolist(),
+            "pair_barrier": barrier.pair_barrier.tolist(), "barrier": barrier.total,
+            "rejection_sum": barrier.rejection_sum, "recommended_chains": ladder.recommended_chains(barrier.total),
+            "round_trip_rate": ladder.round_trip_rate(r), "new_temperatures": temps_now,
+            "new_learning_rates": lrs_now, "correction": float(s.state.swap.correction.numpy())})
+        if self.verbose:
+            print(f"LadderTuner round {record['round']} (steps {record['start_step']}-{step}): Lambda = "
+                  f"{barrier.total:.3g}, rejection {np.round(r, 3).tolist()}, temperatures "
+                  f"{[float(f'{t:.4g}') for t in temps_now]}")
+        self._maybe_warn(record, n)
+
+    def _maybe_warn(self, record, attempts):
+        K = self.model.num_chains
+        if self._warned or np.min(attempts) < WARN_MIN_ATTEMPTS or K >= record["recommended_chains"] / 2:
+            return
+        self._warned = True
+        warnings.warn(
+            f"LadderTuner: the communication barrier is Lambda >= {record['barrier']:.3g} (round {record['round']}), "
+            f"which needs about {record['recommended_chains']} chains (2 Lambda); with num_chains={K} each pair "
+            f"rejects {np.mean(record['rejection']):.0%} of its swaps on average and the chains hardly exchange "
+            "states. Use more chains, or a narrower temperature range", stacklevel=2)
+
+    # --- reports -------------------------------------------------------------------------------
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        done = ladder_file.completed(self._doc or {"rounds": []})
+        P = self.model.num_chains - 1
+        last = done[-1] if done else None
+        logs["ladder_round"] = float(len(done))
+        logs["ladder_barrier"] = float(last["barrier"]) if last else math.nan
+        logs["ladder_recommended_chains"] = float(last["recommended_chains"]) if last else math.nan
+        for p in range(P):
+            logs[f"ladder_rejection_{p}"] = float(last["rejection"][p]) if last else math.nan
+
+    def on_train_end(self, logs=None):
+        self._started = False
+        ownership.release(self)
+
+    @property
+    def record(self) -> dict | None:
+        """The tuning record (the content of ``ladder.json``; kept in memory without ``directory``)."""
+        return self._doc
+
+    def get_config(self):
+        return {"tuning_steps": self.tuning_steps, "first_round_steps": self.first_round_steps,
+                "learning_rates": _serialize_rule(self.learning_rates),
+                "bounds": None if self.bounds is None else list(self.bounds), "directory": self.directory,
+                "overwrite": self.overwrite, "verbose": self.verbose}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("learning_rates"), dict):
+            config["learning_rates"] = keras.saving.deserialize_keras_object(config["learning_rates"])
+        return cls(**config)
