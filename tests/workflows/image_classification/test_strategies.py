@@ -129,7 +129,7 @@ def test_stale_tpu_address_never_hangs_train(strategy, image_data_dir, tmp_path)
         assert proc.returncode == 2
         lines = [line for line in proc.stderr.splitlines() if line.startswith("tf-vrre")]  # not TF's own logs
         assert "Traceback" not in proc.stderr and proc.stderr.rstrip().endswith(lines[-1])
-        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: --strategy tpu: strategy 'tpu': no TPU "
+        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: train: --strategy: strategy 'tpu': no TPU "
                                                        "detected ($COLAB_TPU_ADDR = '127.0.0.1:"), proc.stderr
         assert "not reachable" in lines[0] and not out.exists()
         return
