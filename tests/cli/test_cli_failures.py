@@ -33,32 +33,32 @@ def run_cli(*args, timeout=120):
 
 
 BAD = [
-    (["mixture", "--lr", "-1"], "argument --lr: must be > 0, got -1"),
-    (["mixture", "--lr", "inf"], "argument --lr: must be a finite number, got inf"),
-    (["mixture", "--tau2", "nan"], "argument --tau2: must be a finite number, got nan"),
-    (["mixture", "--correction", "1e39"], "argument --correction: must be <= 3e+38, got 1e39"),
-    (["mixture", "--iterations", "1e30"], "argument --iterations/--steps: expected an int, got '1e30'"),
-    (["mixture", "--iterations", "99999999999"], "argument --iterations/--steps: must be <= 1000000000"),
-    (["mixture", "--data-size", "100000000"], "argument --data-size: must be <= 10000000"),
-    (["mixture", "--seed", "4294967296"], "argument --seed: must be <= 2147483647"),
-    (["mixture", "--initial=-1e300"], "argument --initial: must be >= -1e+06, got -1e300"),
-    (["mixture", "--burn-in", "1"], "argument --burn-in: must be in [0, 1), got 1"),
-    (["mixture", "--sens-ratios", "0.5,2"], "argument --sens-ratios: must be <= 1, got 2"),
-    (["mixture", "--tau1", "3000", "--tau2", "10"], "--tau1 must be < --tau2"),
-    (["mixture", "--batch", "500", "--data-size", "100"], "--batch must be <= --data-size (100), got 500"),
-    (["mixture", "--methods", "sgld,bogus"], "--methods must be distinct names from"),
+    (["mixture", "--lr", "-1"], "--lr: must be > 0, got -1"),
+    (["mixture", "--lr", "inf"], "--lr: must be a finite number, got inf"),
+    (["mixture", "--tau2", "nan"], "--tau2: must be a finite number, got nan"),
+    (["mixture", "--correction", "1e39"], "--correction: must be <= 3.40282e+38, got 1e39"),
+    (["mixture", "--iterations", "1e30"], "--iterations/--steps: expected an int, got '1e30'"),
+    (["mixture", "--iterations", "99999999999"], "--iterations/--steps: must be <= 1000000000"),
+    (["mixture", "--data-size", "100000000"], "--data-size: must be <= 10000000"),
+    (["mixture", "--seed", "4294967296"], "--seed: must be <= 2147483647"),
+    (["mixture", "--initial=-1e300"], "--initial: must be >= -1e+06, got -1e300"),
+    (["mixture", "--burn-in", "1"], "--burn-in: must be in [0, 1), got 1"),
+    (["mixture", "--sens-ratios", "0.5,2"], "--sens-ratios: must be <= 1, got 2"),
+    (["mixture", "--tau1", "3000", "--tau2", "10"], "--tau1: must be < --tau2"),
+    (["mixture", "--batch", "500", "--data-size", "100"], "--batch: must be <= --data-size (100), got 500"),
+    (["mixture", "--methods", "sgld,bogus"], "--methods: must be distinct names from"),
     (["mixture", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
-    (["export", "--run", "{run}", "--out", "{out}", "--max-members", "0"], "argument --max-members: must be > 0"),
+    (["export", "--run", "{run}", "--out", "{out}", "--max-members", "0"], "--max-members: must be > 0"),
     (["export", "--run", "{run}", "--out", "{out}", "--temperature", "inf"], "must be a finite number"),
-    (["export", "--run", "{run}", "--out", "{out}", "--version", "1e9"], "argument --version: expected an int"),
-    (["export", "--run", "/nonexistent", "--out", "{out}"], "--run '/nonexistent': no run.json there"),
+    (["export", "--run", "{run}", "--out", "{out}", "--version", "1e9"], "--version: expected an int"),
+    (["export", "--run", "/nonexistent", "--out", "{out}"], "--run: '/nonexistent': no run.json there"),
     (["export", "--samples", "{corrupt}", "--out", "{out}"], "sample manifest"),
-    (["diagnose", "--run", "{run}", "--burn-in", "nan"], "argument --burn-in: must be a finite number"),
-    (["diagnose", "--run", "{run}", "--points", "1e3"], "argument --points: expected an int"),
-    (["diagnose", "--run", "{run}", "--blocks", "1"], "--blocks must be >= 2, got 1"),
+    (["diagnose", "--run", "{run}", "--burn-in", "nan"], "--burn-in: must be a finite number"),
+    (["diagnose", "--run", "{run}", "--points", "1e3"], "--points: expected an int"),
+    (["diagnose", "--run", "{run}", "--blocks", "1"], "--blocks: must be >= 2, got 1"),
     (["diagnose", "--run", "{corrupt_run}"], "is truncated or corrupt"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--epochs", "0"], "argument --epochs: must be > 0, got 0"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--holdout", "1.5"], "argument --holdout: must be a count"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--epochs", "0"], "--epochs: must be > 0, got 0"),
+    (["train", "--config", "sghmc", "--out", "{out}", "--holdout", "1.5"], "--holdout: must be a count"),
     (["train", "--config", "bogus", "--out", "{out}"], "config 'bogus': no such file; shipped configs are"),
     (["train", "--config", "sghmc", "--out", "{out}", "--set", "sampler.momentum=1.0"],
      "config key sampler.momentum must be a number in [0, 1), got 1.0"),
@@ -78,8 +78,8 @@ BAD = [
      "holds samples but no run.json"),
     (["evaluate", "--run", "/nonexistent"], "--run: run directory '/nonexistent' does not exist"),
     (["evaluate", "--run", "{run}"], "expected format 'tf_vrre.run/1'"),
-    (["evaluate", "--run", "{image_run}", "--test-size", "0"], "argument --test-size: must be > 0"),
-    (["evaluate", "--run", "{image_run}", "--ood", "mnist"], "argument --ood: invalid choice: 'mnist'"),
+    (["evaluate", "--run", "{image_run}", "--test-size", "0"], "--test-size: must be > 0"),
+    (["evaluate", "--run", "{image_run}", "--ood", "mnist"], "--ood: invalid choice: 'mnist'"),
     (["evaluate", "--run", "{image_run}", "--data-dir", "{root}/nowhere"], "data_dir '{root}/nowhere' does not exist"),
     (["evaluate", "--run", "{image_run}", "--ood", "cifar100"], "no cifar100 test data in '{data}'"),
     # the sampler's numbers, computed before TensorFlow in float32 (lr / N, hot chain, F grown, the prior's step)
@@ -97,7 +97,7 @@ BAD = [
      "config key sampler.momentum must be a number in [0, 0.99999994] (below 1 in float32"),
     (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.temperature=3e38"],
      "config key sampler.temperature must be in [1.18e-38, 6.8e+37] (the hot chain's temperature"),
-    (["mixture", "--lr", "3e38"], "argument --lr must be in [1.18e-38, 0.0499) (eta * (N / sigma^2 + 1 / prior_sd^2)"),
+    (["mixture", "--lr", "3e38"], "--lr: must be in [1.18e-38, 0.0499) (eta * (N / sigma^2 + 1 / prior_sd^2)"),
     # raw exceptions of the checks before TensorFlow: each one line naming the file and the key
     (["train", "--config", "{deep_toml}", "--out", "{out}"], "config {deep_toml}: nested too deeply to parse"),
     (["train", "--config", "{internal_toml}", "--out", "{out}", "--set", "training.epochs=3"],
@@ -231,7 +231,7 @@ def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     for out, message in [(blocker / "sub", "is not a directory"), (blocker, "it is a file"),
-                         ("/proc/no/such/dir", "--out '/proc/no/such/dir' is not writable")]:
+                         ("/proc/no/such/dir", "--out: '/proc/no/such/dir' is not writable")]:
         result = run_cli("mixture", "--out", str(out))
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and message in result.stderr, result
     study = tmp_path / "study"

@@ -169,7 +169,7 @@ def test_a_sound_run_is_only_read(tmp_path):
 def test_nothing_to_repair_in_an_empty_directory(tmp_path):
     (tmp_path / "samples").mkdir()
     result = cli("repair", str(tmp_path))
-    assert result.returncode == 2 and result.stderr.startswith("tf-vrre: error: RUN: ")
+    assert result.returncode == 2 and result.stderr.startswith("tf-vrre: error: repair: RUN: ")
     assert "nothing to repair" in result.stderr
 
 

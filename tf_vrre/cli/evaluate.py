@@ -4,7 +4,10 @@
     tf-vrre evaluate --run runs/c10-vr --ood svhn --data-dir ~/tensorflow_datasets
 """
 
+import warnings
+
 from tf_vrre.cli._args import die as _die
+from tf_vrre.cli._args import warn as _warn
 from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
 from tf_vrre.cli._args import positive as _positive
 from tf_vrre.cli._args import writable as _writable
@@ -29,7 +32,8 @@ def add_arguments(p):
     p.add_argument("--fit-size", type=_nonnegative_int, default=2000,
                    help="held-out images for the fitted temperature (0: skip; default 2000)")
     p.add_argument("--batch-size", type=_positive(int), default=500, help="prediction batch size")
-    p.add_argument("--quiet", action="store_true", help="no per-sample progress")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (results and warnings are "
+                   "still printed)")
 
 
 def _row(name, d):
@@ -62,14 +66,23 @@ def run(args):
     from tf_vrre.workflows.image_classification import evaluate
 
     try:
-        report = evaluate.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
-                                   args.fit_size, args.batch_size, verbose=not args.quiet)
+        with warnings.catch_warnings(record=True) as caught:  # printed below as tf-vrre warnings
+            warnings.simplefilter("always", evaluate.EvaluationWarning)
+            report = evaluate.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
+                                       args.fit_size, args.batch_size, verbose=not args.quiet)
     except (ValueError, OSError, run_json.RunDirError) as err:
-        _die(str(err))
+        _die(f"--run / --data-dir / --source: {err}")
+    for w in caught:
+        if issubclass(w.category, evaluate.EvaluationWarning):
+            _warn(f"--run: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     t = report["temperature"]
+    fitted = "" if not t else f", fitted T = {t['T']:.3f}" if t["T"] is not None else (
+        f", no fitted T (the fit hit its {t['bound_hit']} bound {t['bound']:g})" if t["bound_hit"] else
+        ", no fitted T (the fit did not converge)")
     print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "
-          f"{report['test']['dataset']} n={report['test']['size']}"
-          + (f", fitted T = {t['T']:.3f}" if t else ""))
+          f"{report['test']['dataset']} n={report['test']['size']}{fitted}")
     for k in ("T=1", "T=2", "T=fitted", "last_sample"):
         if k in report["test"]:
             print(_row(k, report["test"][k]))
@@ -82,6 +95,7 @@ def run(args):
                       f"Brier {o[k]['brier']:.4f}  AUROC {o[k]['auroc']:.4f}")
     if report["swaps"]:
         s = report["swaps"]
-        print(f"  swaps {s['swaps']}/{s['attempts']}, sigma2 late {s['sigma2_late']}")
+        late = "-" if s["sigma2_late"] is None else f"{s['sigma2_late']:.4g}"
+        print(f"  swaps {s['swaps']}/{s['attempts']}, sigma2 late {late}")
     print(f"wrote {args.run}/report.json, entropy_cdf.png, reliability.png, swaps.png")
     return 0
