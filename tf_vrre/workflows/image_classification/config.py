@@ -435,7 +435,8 @@ def _check(name: str, value: Any, check: config_values.Check, where: str) -> Any
 
 def _check_consistency(cfg: Config, at: Any, overridden: set[str]) -> None:
     """Rules between keys: cycles within the epochs, a crop padding smaller than the image, and the
-    sampler's numbers that do not depend on the data size (:mod:`.sampler_numbers`)."""
+    sampler's numbers that do not depend on the data size
+    (:mod:`tf_vrre.workflows.image_classification.sampler_numbers`)."""
     if cfg.cyclical and cfg.sampler.cycles > cfg.training.epochs:
         raise ConfigError(f"config key sampler.cycles must be <= training.epochs ({cfg.training.epochs}), "
                           f"got {cfg.sampler.cycles}{at('sampler.cycles')}")

@@ -5,8 +5,9 @@ imported) and :func:`tf_vrre.workflows.image_classification.train.train`: the ex
 the strategy name, the run directory (read only: a refused run is left as it was), the data
 location, and, when the training-set size is known without reading images (``data.subset``, or
 the labels of ``.npz`` files), the run's numbers (batch, control-variate refreshes, samples, and
-the sampler's step sizes, temperatures and ``F`` in float32: :mod:`.sampler_numbers`).  The
-config itself was checked once, by :func:`tf_vrre.workflows.image_classification.config.resolve`.
+the sampler's step sizes, temperatures and ``F`` in float32:
+:mod:`tf_vrre.workflows.image_classification.sampler_numbers`).  The config itself was checked
+once, by :func:`tf_vrre.workflows.image_classification.config.resolve`.
 :func:`take_run` then takes the run lock (:mod:`tf_vrre.runs.locks`) and checks the directory
 again under it; :func:`give_back` releases it, removing a directory made for a run that wrote
 nothing, and only if it is still this process's.  (What ``tf-vrre evaluate`` checks:
