@@ -6,11 +6,7 @@
 
 import warnings
 
-from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import warn as _warn
-from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
-from tf_vrre.cli._args import positive as _positive
-from tf_vrre.cli._args import writable as _writable
+from tf_vrre.cli import _args
 
 HELP = "Bayesian model average of a run's samples: accuracy, NLL, Brier, ECE, OOD entropy / AUROC, figures"
 DESCRIPTION = (
@@ -28,10 +24,10 @@ def add_arguments(p):
                    help="out-of-distribution set (auto: cifar100 for cifar10 runs, else cifar10)")
     p.add_argument("--data-dir", help="data directory (default: the run's)")
     p.add_argument("--source", choices=("tfds", "npz", "auto"), help="data source (default: the run's)")
-    p.add_argument("--test-size", type=_positive(int), help="class-balanced subset of the test / OOD sets")
-    p.add_argument("--fit-size", type=_nonnegative_int, default=2000,
+    p.add_argument("--test-size", type=_args.positive(int), help="class-balanced subset of the test / OOD sets")
+    p.add_argument("--fit-size", type=_args.nonnegative_int, default=2000,
                    help="held-out images for the fitted temperature (0: skip; default 2000)")
-    p.add_argument("--batch-size", type=_positive(int), default=500, help="prediction batch size")
+    p.add_argument("--batch-size", type=_args.positive(int), default=500, help="prediction batch size")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (results and warnings are "
                    "still printed)")
 
@@ -51,12 +47,12 @@ def check(args):
     try:
         run, _ = evaluation_checks.check_run(args.run)
     except run_json.RunDirError as err:
-        _die(f"--run: {err}")
+        _args.die(f"--run: {err}")
     try:
         evaluation_checks.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
     except (ValueError, OSError) as err:
-        _die(f"--data-dir / --source / --ood: {err}")
-    _writable(args.run, "--run")  # report.json and the figures go there
+        _args.die(f"--data-dir / --source / --ood: {err}")
+    _args.writable(args.run, "--run")  # report.json and the figures go there
     args.run_lock = locks.share_run(args.run)
 
 
@@ -71,10 +67,10 @@ def run(args):
             report = evaluate.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
                                        args.fit_size, args.batch_size, verbose=not args.quiet)
     except (ValueError, OSError, run_json.RunDirError) as err:
-        _die(f"--run / --data-dir / --source: {err}")
+        _args.die(f"--run / --data-dir / --source: {err}")
     for w in caught:
         if issubclass(w.category, evaluate.EvaluationWarning):
-            _warn(f"--run: {w.message}")
+            _args.warn(f"--run: {w.message}")
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     t = report["temperature"]
