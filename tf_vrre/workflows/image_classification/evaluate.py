@@ -224,7 +224,7 @@ def _warnings(report, num_classes):
     if acc < chance + margin:
         out.append(f"test accuracy {acc:.3f} is at chance level (1/{num_classes} = {chance:.3f}, within two standard "
                    f"errors, {margin:.3f}, for n = {n}): the samples have learned nothing yet; train longer or with a "
-                   "schedule fit for the run's length (the image-workflow guide has a short run that learns)")
+                   "schedule fit for the run's length (tf-vrre train --schedule keep-rates)")
     t = report["temperature"]
     if t is not None and t["T"] is None:
         out.append(f"no fitted temperature: {t['reason']}; the report has no T=fitted rows"

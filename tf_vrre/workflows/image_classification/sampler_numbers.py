@@ -265,7 +265,7 @@ def fast_schedule(cfg: Any, limit: float = FAST_FACTOR) -> tuple[str, int] | Non
         if max(factor, 1.0 / factor) <= limit:
             continue
         end = start[name] * factor ** span
-        parts.append(f"{words[name]} x{factor:.3g} per epoch ({start[name]:.2g} -> {end:.2g} over {span} epochs)")
+        parts.append(f"{words[name]} x{factor:.3g} per epoch ({start[name]:.2g} -> {end:.2g} over {span} epoch{'s' if span != 1 else ''})")
     if not parts:
         return None
     text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
