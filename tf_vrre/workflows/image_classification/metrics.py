@@ -17,7 +17,7 @@ Keras where they provide the metric:
   (the paper's "optimal 0.1" for SVHN under CIFAR-10 models);
 - ``auroc``: area under the ROC curve separating two score samples (``keras.metrics.AUC``);
 - ``fit_temperature``: ``T`` in ``[0.01, 100]`` minimising the NLL of ``mean_s softmax(z_s / T)``
-  on held-out data (``tfp.optimizer.lbfgs_minimize`` over ``log T``, kept inside the bounds); a
+  on held-out data (``tfp.optimizer.lbfgs_minimize`` over ``log T``); a
   fit without an optimum inside them raises :class:`TemperatureFitError` with the bound it hit.
 
 Example:
@@ -159,8 +159,9 @@ class TemperatureFitError(RuntimeError):
 def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
     """Temperature ``T`` in ``bounds`` minimising ``-mean log mean_s softmax(z_s / T)[y]`` (held-out data).
 
-    Minimised with ``tfp.optimizer.lbfgs_minimize`` over ``u``, where
-    ``log T = log lo + (log hi - log lo) sigmoid(u)`` keeps ``T`` inside ``bounds``.
+    Minimised with ``tfp.optimizer.lbfgs_minimize`` over ``log T``; a minimiser beyond
+    ``bounds`` (e.g. ``T -> infinity`` for a model at chance level) is reported at the bound it
+    passed, with the NLL there.
 
     Args:
       logits: ``[S, n, C]`` logits of ``S`` samples (or ``[n, C]`` for one model).
@@ -204,33 +205,31 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
     _check(np.ones(z.shape[1:]), labels)
     zt = tf.constant(z)
     onehot = tf.one_hot(np.asarray(labels).reshape(-1).astype(np.int64), z.shape[-1], dtype=tf.float64)
-    log_lo, span = np.log(lo), np.log(hi) - np.log(lo)
 
-    def log_t(u):
-        return log_lo + span * tf.sigmoid(u[0])
-
-    def loss(u):
-        lp = tf.nn.log_softmax(zt / tf.exp(log_t(u)), axis=-1)                      # [S, n, C]
+    def loss(log_t):
+        lp = tf.nn.log_softmax(zt / tf.exp(log_t[0]), axis=-1)                      # [S, n, C]
         picked = tf.reduce_sum(lp * onehot[None], axis=-1)                           # [S, n]
         bma = tf.reduce_logsumexp(picked, axis=0) - tf.math.log(tf.cast(tf.shape(zt)[0], tf.float64))
         return -tf.reduce_mean(bma)
 
-    def value_and_grad(u):
-        return tfp.math.value_and_gradient(loss, u)
+    def value_and_grad(x):
+        return tfp.math.value_and_gradient(loss, x)
 
-    start = (np.log(initial) - log_lo) / span
-    u0 = tf.constant([np.log(start / (1 - start))], tf.float64)
-    res = tfp.optimizer.lbfgs_minimize(value_and_grad, u0, tolerance=1e-10, max_iterations=200)
-    share = float(tf.sigmoid(res.position[0]).numpy())
-    t = float(np.exp(log_lo + span * share))
+    res = tfp.optimizer.lbfgs_minimize(value_and_grad, tf.constant([np.log(initial)], tf.float64),
+                                       tolerance=1e-10, max_iterations=200)
+    t = float(np.exp(res.position.numpy()[0]))
     value = float(res.objective_value.numpy())
-    bound = "upper" if share > 1 - 1e-4 else "lower" if share < 1e-4 else None
-    if bound is not None or not res.converged.numpy():
+    bound = "upper" if not t < hi else "lower" if not t > lo else None  # NaN: upper
+    if bound is not None:  # the optimum, if any, lies beyond the bound: reported at the bound
+        t = hi if bound == "upper" else lo
+        value = float(loss(tf.constant([np.log(t)], tf.float64)).numpy())
         uniform = f"; a uniform prediction has log C = {np.log(z.shape[-1]):.4f}" if bound == "upper" else ""
-        where = (f"keeps falling towards the {bound} bound T = {hi if bound == 'upper' else lo:g} (NLL {value:.4f} "
-                 f"there{uniform}): no optimum inside [{lo:g}, {hi:g}]" if bound else
-                 f"did not converge in 200 L-BFGS iterations (T = {t:.4g}, NLL {value:.4f})")
-        raise TemperatureFitError(f"fit_temperature: the held-out NLL {where}", t, bound, value)
+        raise TemperatureFitError(f"fit_temperature: the held-out NLL keeps falling towards the {bound} bound "
+                                  f"T = {t:g} (NLL {value:.4f} there{uniform}): no optimum inside [{lo:g}, {hi:g}]",
+                                  t, bound, value)
+    if not res.converged.numpy():
+        raise TemperatureFitError(f"fit_temperature: the held-out NLL did not converge in 200 L-BFGS iterations "
+                                  f"(T = {t:.4g}, NLL {value:.4f})", t, None, value)
     return t, value
 
 
