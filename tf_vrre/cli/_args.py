@@ -46,15 +46,30 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
+_ARGPARSE = (  # argparse's sentences, flag first
+    (r"^argument (\S+): ", r"\1: "),
+    (r"^the following arguments are required: (.+)$", lambda m: f"{m.group(1).replace(', ', ' / ')}: required"),
+    (r"^one of the arguments (.+) is required$", lambda m: f"{m.group(1).replace(' ', ' / ')}: one of them is required"),
+    (r"^unrecognized arguments: (.+)$", r"\1: unrecognized argument(s)"),
+)
+
+
 def argparse_message(message: str) -> str:
-    """argparse's error text in the shape of the others: ``argument --lr: must be > 0`` becomes
-    ``--lr: must be > 0``.
+    """argparse's error text in the shape of the others, the flag first: ``argument --lr: must
+    be > 0`` becomes ``--lr: must be > 0``, ``the following arguments are required: --config``
+    becomes ``--config: required``.
 
     Example:
       >>> argparse_message("argument --iterations/--steps: expected an int, got '1e30'")
       "--iterations/--steps: expected an int, got '1e30'"
+      >>> argparse_message("one of the arguments --run --samples is required")
+      '--run / --samples: one of them is required'
     """
-    return re.sub(r"^argument (\S+): ", r"\1: ", message)
+    for pattern, replacement in _ARGPARSE:
+        message, found = re.subn(pattern, replacement, message)
+        if found:
+            break
+    return message
 
 
 def version_text() -> str:

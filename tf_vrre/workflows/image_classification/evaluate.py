@@ -222,8 +222,9 @@ def _warnings(report, num_classes):
     acc, n, chance = test["T=1"]["accuracy"], test["size"], 1.0 / num_classes
     margin = 2.0 * math.sqrt(chance * (1 - chance) / n)
     if acc < chance + margin:
-        out.append(f"test accuracy {acc:.3f} is at chance level (1/{num_classes} = {chance:.3f}, within two standard "
-                   f"errors, {margin:.3f}, for n = {n}): the samples have learned nothing yet; train longer or with a "
+        where = "below" if acc < chance - margin else "at"
+        out.append(f"test accuracy {acc:.3f} is {where} chance level (1/{num_classes} = {chance:.3f}; two standard "
+                   f"errors for n = {n}: {margin:.3f}): the samples have learned nothing yet; train longer or with a "
                    "schedule fit for the run's length (tf-vrre train --schedule keep-rates)")
     t = report["temperature"]
     if t is not None and t["T"] is None:
