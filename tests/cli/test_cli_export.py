@@ -62,7 +62,7 @@ def test_bad_sources_and_versions_exit_2(run_dir, tmp_path, capsys):
     cases = [
         (["--run", str(tmp_path)], "no run.json there"),
         (["--samples", str(tmp_path)], "no manifest.json there"),
-        ([], "one of the arguments --run --samples is required"),
+        ([], "--run / --samples: one of them is required"),
         (["--run", run_dir, "--samples", run_dir], "not allowed with argument"),
     ]
     for flags, message in cases:

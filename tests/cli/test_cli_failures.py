@@ -47,7 +47,7 @@ BAD = [
     (["mixture", "--tau1", "3000", "--tau2", "10"], "--tau1: must be < --tau2"),
     (["mixture", "--batch", "500", "--data-size", "100"], "--batch: must be <= --data-size (100), got 500"),
     (["mixture", "--methods", "sgld,bogus"], "--methods: must be distinct names from"),
-    (["mixture", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["mixture", "--no-such-flag"], "--no-such-flag: unrecognized argument"),
     (["export", "--run", "{run}", "--out", "{out}", "--max-members", "0"], "--max-members: must be > 0"),
     (["export", "--run", "{run}", "--out", "{out}", "--temperature", "inf"], "must be a finite number"),
     (["export", "--run", "{run}", "--out", "{out}", "--version", "1e9"], "--version: expected an int"),

@@ -48,9 +48,11 @@ def warn(message: str) -> None:
 
 _ARGPARSE = (  # argparse's sentences, flag first
     (r"^argument (\S+): ", r"\1: "),
-    (r"^the following arguments are required: (.+)$", lambda m: f"{m.group(1).replace(', ', ' / ')}: required"),
-    (r"^one of the arguments (.+) is required$", lambda m: f"{m.group(1).replace(' ', ' / ')}: one of them is required"),
-    (r"^unrecognized arguments: (.+)$", r"\1: unrecognized argument(s)"),
+    (r"^the following arguments are required: (--\S+(?:, --\S+)*)$",
+     lambda m: f"{m.group(1).replace(', ', ' / ')}: required"),
+    (r"^one of the arguments (--\S+(?: --\S+)*) is required$",
+     lambda m: f"{m.group(1).replace(' ', ' / ')}: one of them is required"),
+    (r"^unrecognized arguments: (--\S+)$", r"\1: unrecognized argument"),
 )
 
 
