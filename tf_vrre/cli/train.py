@@ -161,14 +161,14 @@ _KEY = re.compile(r"\b((?:data|model|training|sampler|swap|variance_reduction|sa
 
 
 def config_flag(message, args):
-    """The flag an error or warning about a config value names: the flag of the first config key
-    in ``message`` (``--batch-size`` for ``data.batch_size``), else ``--set`` if that key was given
-    with ``--set``, else ``--config``."""
+    """The flag an error or warning about a config value names: ``--set`` if the first config key
+    in ``message`` was given with ``--set``, else that key's flag (``--batch-size`` for
+    ``data.batch_size``), else ``--config``."""
     found = _KEY.search(message)
     key = found.group(1) if found else None
-    if key in FLAG_OF:
-        return FLAG_OF[key]
-    return "--set" if key is not None and key in dict(args.set) else "--config"
+    if key is not None and key in dict(args.set):
+        return "--set"
+    return FLAG_OF.get(key, "--config")
 
 
 def _strategy_error(args, err):
