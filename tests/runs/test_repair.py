@@ -207,3 +207,12 @@ def test_tensorflow_full_disk_errors_are_recognised():
     assert cli._tensorflow_write_error(err) == "runs/a/backup/ckpt-3_temp/part-0.data; No space left on device"
     assert cli._tensorflow_write_error(tf.errors.InvalidArgumentError(None, None, "shape mismatch")) is None
     assert cli._tensorflow_write_error(ValueError("No space left on device")) is None
+
+
+def test_repair_runs_without_importing_tensorflow(tmp_path):
+    make_run(tmp_path / "run")
+    probe = ("import sys\nfrom tf_vrre import cli\ncode = cli.main(['repair', sys.argv[1], '--dry-run'])\n"
+             "print('exit', code, 'tensorflow' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run")], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "exit 0 False", proc

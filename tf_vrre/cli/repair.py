@@ -8,6 +8,9 @@ import os
 
 from tf_vrre.cli._args import die
 
+TENSORFLOW = False
+"""The subcommand runs without TensorFlow: ``tf-vrre`` does not import it (nor silence its start-up)."""
+
 HELP = "keep the readable samples of a damaged run (deleted / truncated sample, broken manifest)"
 DESCRIPTION = (
     "Checks every sample of RUN/samples (or of a bare sample directory): present, the recorded size and "
