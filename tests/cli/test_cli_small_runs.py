@@ -89,9 +89,10 @@ def test_evaluate_at_chance_level_warns_and_reports_the_temperature_bound(squeez
     assert any(re.search(r"test accuracy 0\.\d+ is (at|below) chance level \(1/10 = 0\.100", w) for w in warnings), err
     report = json.load(open(run / "report.json"))
     t = report["temperature"]
-    if t["T"] is None:  # no optimum inside [0.01, 100]: the bound is named, no T=fitted row
-        assert "no fitted T (the fit hit its" in out and "T=fitted" not in report["test"]
-        assert any("no fitted temperature" in w for w in warnings)
+    if t["bound_hit"]:  # no optimum inside [0.01, 100]: the bound is named and used
+        assert t["T"] in (0.01, 100.0) and "T=fitted" in report["test"]
+        assert f"fitted T = {t['T']:.3f} (its {t['bound_hit']} bound: no optimum inside)" in out
+        assert any(f"fitted temperature at the {t['bound_hit']} bound" in w for w in warnings)
     else:  # an optimum inside, but far outside the sane range
         assert not 0.2 <= t["T"] <= 5 and any("outside [0.2, 5]" in w for w in warnings)
     assert report["warnings"] and all(any(w in line for line in warnings) for w in report["warnings"])

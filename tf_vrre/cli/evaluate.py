@@ -74,9 +74,8 @@ def run(args):
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     t = report["temperature"]
-    fitted = "" if not t else f", fitted T = {t['T']:.3f}" if t["T"] is not None else (
-        f", no fitted T (the fit hit its {t['bound_hit']} bound {t['bound']:g})" if t["bound_hit"] else
-        ", no fitted T (the fit did not converge)")
+    fitted = "" if not t else ", no fitted T (the fit did not converge)" if t["T"] is None else (
+        f", fitted T = {t['T']:.3f}" + (f" (its {t['bound_hit']} bound: no optimum inside)" if t["bound_hit"] else ""))
     print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "
           f"{report['test']['dataset']} n={report['test']['size']}{fitted}")
     for k in ("T=1", "T=2", "T=fitted", "last_sample"):

@@ -7,8 +7,8 @@ For a run directory (:mod:`tf_vrre.runs.run_json`), streaming over the collected
    sample on ``fit_size`` held-out images are kept (``S x fit_size x C`` floats) and ``T``
    minimises the NLL of ``mean_s softmax(z_s / T)`` within ``[0.01, 100]``
    (:func:`tf_vrre.workflows.image_classification.metrics.fit_temperature`); a fit with no optimum
-   inside (a model at chance level: the NLL falls all the way to the uniform prediction) is
-   reported in ``report["temperature"]`` with the bound it hit, and there is no fitted-T row;
+   inside (a model at chance level: the NLL falls all the way to the uniform prediction) gives
+   the bound it hit as ``T``, marked in ``report["temperature"]["bound_hit"]``;
 2. *BMA* ``p_T = mean_s softmax(z_s / T)`` on the test set and the out-of-distribution set for
    ``T = 1``, the paper's fixed ``T = 2`` and the fitted ``T`` (three running sums);
 3. metrics (:mod:`tf_vrre.workflows.image_classification.metrics`): test accuracy, NLL, Brier, ECE (15 bins); OOD mean
@@ -196,23 +196,23 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
 
 
 def _fit(model, samples, held, prep, batch_size, say):
-    """The fitted temperature on the held-out images (``None`` without them); ``"T": None`` and
-    the bound hit when the fit has no optimum inside the bounds."""
+    """The fitted temperature on the held-out images (``None`` without them).  A fit without an
+    optimum inside :data:`metrics.TEMPERATURE_BOUNDS` gives the bound it hit as ``T`` (the best
+    ``T`` within them) and ``"bound_hit"``; a fit that did not converge gives ``"T": None``."""
     if held is None:
         return None
     x, y = held
     logits = np.stack([_logits(_set(model, w), x, prep, batch_size) for w in samples])
     p1 = metrics.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
-    out = {"heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))), "fit_size": len(y)}
+    out = {"heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))), "fit_size": len(y), "bound_hit": None}
     try:
         t, t_nll = metrics.fit_temperature(logits, y)
     except metrics.TemperatureFitError as err:
-        say(f"no fitted temperature on {len(y)} held-out images ({len(samples)} samples): {err}")
-        bound = None if err.bound is None else metrics.TEMPERATURE_BOUNDS[err.bound == "upper"]
-        return {"T": None, "bound_hit": err.bound, "bound": bound, "T_reached": err.temperature,
-                "heldout_nll": err.nll, "reason": str(err).removeprefix("fit_temperature: ")} | out
+        say(f"temperature on {len(y)} held-out images ({len(samples)} samples): {err}")
+        return out | {"T": err.temperature if err.bound else None, "bound_hit": err.bound, "heldout_nll": err.nll,
+                      "reason": str(err).removeprefix("fit_temperature: ")}
     say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
-    return {"T": t, "heldout_nll": t_nll} | out
+    return out | {"T": t, "heldout_nll": t_nll}
 
 
 def _warnings(report, num_classes):
@@ -228,9 +228,12 @@ def _warnings(report, num_classes):
                    "schedule fit for the run's length (tf-vrre train --schedule keep-rates)")
     t = report["temperature"]
     if t is not None and t["T"] is None:
-        out.append(f"no fitted temperature: {t['reason']}; the report has no T=fitted rows"
-                   + ("; a model at chance level has no better temperature than T = infinity"
-                      if t["bound_hit"] == "upper" else ""))
+        out.append(f"no fitted temperature: {t['reason']}; the report has no T=fitted rows")
+    elif t is not None and t["bound_hit"]:
+        out.append(f"fitted temperature at the {t['bound_hit']} bound T = {t['T']:g}: {t['reason']}; the T=fitted "
+                   "rows use the bound" + ("; a model at chance level has no better temperature than T = infinity"
+                                           if t["bound_hit"] == "upper" else "; every held-out image is predicted "
+                                           "right with a margin, so sharper is always better there"))
     elif t is not None and not SANE_TEMPERATURES[0] <= t["T"] <= SANE_TEMPERATURES[1]:
         why = ("above 5 the logits are divided so much that the samples barely beat a uniform guess"
                if t["T"] > SANE_TEMPERATURES[1] else
