@@ -34,7 +34,10 @@ def test_csv_logger_adds_late_columns_and_drops_replayed_epochs(tmp_path):
     assert [r["epoch"] for r in rows] == ["0", "1"] and float(rows[1]["loss"]) == 0.25
 
 
-def test_progress_prints_a_bar_and_a_summary(capsys):
+def test_progress_prints_a_bar_and_a_summary(capsys, monkeypatch):
+    from tf_vrre.callbacks import progress
+
+    monkeypatch.setattr(progress, "interactive", lambda stream: True)  # stderr as a terminal: the bar
     p = EpochProgress(epochs=2, steps_per_epoch=4)
     p.on_epoch_begin(0)
     for b in range(4):
@@ -62,12 +65,21 @@ def test_config_round_trip(obj):
     assert type(clone) is type(obj) and clone.get_config() == obj.get_config()
 
 
-def test_cli_progress_is_a_keras_progbar_on_stderr(capsys):
+def test_cli_progress_is_a_keras_progbar_on_stderr(capsys, monkeypatch):
+    from tf_vrre.callbacks import progress
     from tf_vrre.workflows.gaussian_mixture.study import Progress
 
+    monkeypatch.setattr(progress, "interactive", lambda stream: True)  # stderr as a terminal: the bar
     p = Progress("vr-resgld seed 0", 3)
     for b in range(3):
         p.callback.on_train_batch_end(b)
     out, err = capsys.readouterr()
     plain = re.sub(r"\x1b\[[0-9;]*m", "", err)
-    assert out == "" and plain.startswith("vr-resgld seed 0\n") and f"3/3 {'━' * p.bar.width} " in plain, repr(err)
+    width = keras.utils.Progbar(3).width
+    assert out == "" and plain.startswith("vr-resgld seed 0\n") and f"3/3 {'━' * width} " in plain, repr(err)
+    monkeypatch.setattr(progress, "interactive", lambda stream: False)  # a file: plain lines
+    p = Progress("vr-resgld seed 1", 3)
+    for b in range(3):
+        p.callback.on_train_batch_end(b)
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("vr-resgld seed 1\n  1/3 steps (33%)") and "\x1b" not in err, repr(err)

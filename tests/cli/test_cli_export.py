@@ -62,7 +62,7 @@ def test_bad_sources_and_versions_exit_2(run_dir, tmp_path, capsys):
     cases = [
         (["--run", str(tmp_path)], "no run.json there"),
         (["--samples", str(tmp_path)], "no manifest.json there"),
-        ([], "one of the arguments --run --samples is required"),
+        ([], "--run / --samples: one of them is required"),
         (["--run", run_dir, "--samples", run_dir], "not allowed with argument"),
     ]
     for flags, message in cases:
@@ -74,7 +74,7 @@ def test_bad_sources_and_versions_exit_2(run_dir, tmp_path, capsys):
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
         cli.main(["export", "--run", run_dir, "--out", out, "--version", "1"])
-    assert exc.value.code == 2 and "--version 1" in _last_error_line(capsys)
+    assert exc.value.code == 2 and "--version: 1: " in _last_error_line(capsys)
 
     no_model = str(tmp_path / "no_model")  # samples of a model that did not serialize
     shutil.copytree(run_dir, no_model)
@@ -119,7 +119,7 @@ def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
                           env=env, timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
-    assert lines[0].startswith("tf-vrre: error: --run: ") and "run.json: need model.input_shape [H, W, C]" in lines[0]
+    assert lines[0].startswith("tf-vrre: error: export: --run: ") and "run.json: need model.input_shape [H, W, C]" in lines[0]
     assert "C means and C stds > 0" in lines[0] and sorted(os.listdir(out)) == ["\u00b2"]
     from tf_vrre.serving import checks
     assert checks.choose_version(out, None) == 1

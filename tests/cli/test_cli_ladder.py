@@ -21,9 +21,9 @@ SHORT = ["--methods", "vr-resgld-ladder", "--iterations", "1000", "--seeds", "1"
 
 
 @pytest.mark.parametrize("flags,message", [
-    (["--methods", "vr-resgld", "--tune-ladder", "50"], "--tune-ladder tunes the ladder of vr-resgld-ladder"),
-    (["--methods", "vr-resgld-ladder", "--tune-ladder", "5000"], r"--tune-ladder must be <= the burn-in .*3000 steps"),
-    (["--target-acceptance", "0.3"], "--target-acceptance needs --tune-ladder"),
+    (["--methods", "vr-resgld", "--tune-ladder", "50"], "--tune-ladder: tunes the ladder of vr-resgld-ladder"),
+    (["--methods", "vr-resgld-ladder", "--tune-ladder", "5000"], r"--tune-ladder: must be <= the burn-in .*3000 steps"),
+    (["--target-acceptance", "0.3"], "--target-acceptance: needs --tune-ladder"),
     (["--methods", "vr-resgld-ladder", "--tune-ladder", "50", "--target-acceptance", "1"],
      r"--target-acceptance: must be a number in \(0, 1\), got 1"),
     (["--methods", "vr-resgld-ladder", "--tune-ladder", "0"], "--tune-ladder"),

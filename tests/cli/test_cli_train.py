@@ -18,7 +18,7 @@ from tf_vrre import cli
     ({"--subset": "500"}, "subset (500) + holdout (32) must be <= the 400 training examples"),
     ({"--set": "swap.bogus=1"}, "config key swap.bogus is unknown; allowed in [swap]: correction"),
     ({"--strategy": "tpus"}, "--strategy: invalid choice"),
-    ({"--strategy": "tpu"}, "--strategy tpu: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
+    ({"--strategy": "tpu"}, "--strategy: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
     ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
     ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
     ({"--steps-per-execution": "2048"}, "--steps-per-execution: must be <= 1024"),

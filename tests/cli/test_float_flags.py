@@ -66,14 +66,14 @@ def test_every_float_flag_is_float32_safe(command, flag, kind):
 
 @pytest.mark.parametrize("argv,message", [
     (["export", "--run", "r", "--out", "o", "--temperature", "1e-46"],
-     "argument --temperature: must be >= 1.18e-38 (it is 0 or imprecise in float32), got 1e-46; "
-     "allowed: [1.18e-38, 3e+38] (positive and finite in float32)"),
-    (["mixture", "--lr", "1e39"], "argument --lr: must be <= 3e+38, got 1e39; allowed: [1.18e-38, 3e+38]"),
-    (["mixture", "--smoothing", "1e-40"], "argument --smoothing: must be >= 1.18e-38 (it is 0 or imprecise in "
+     "--temperature: must be >= 1.18e-38 (it is 0 or imprecise in float32), got 1e-46; "
+     "allowed: [1.18e-38, 3.40282e+38] (positive and finite in float32)"),
+    (["mixture", "--lr", "1e39"], "--lr: must be <= 3.40282e+38, got 1e39; allowed: [1.18e-38, 3.40282e+38]"),
+    (["mixture", "--smoothing", "1e-40"], "--smoothing: must be >= 1.18e-38 (it is 0 or imprecise in "
                                           "float32), got 1e-40; allowed: [1.18e-38, 1]"),
-    (["mixture", "--sens-lrs", "1e-3,1e-45"], "argument --sens-lrs: must be >= 1.18e-38"),
-    (["train", "--config", "sghmc", "--out", "o", "--lr", "1e-39"], "argument --lr: must be >= 1.18e-38"),
-    (["train", "--config", "sghmc", "--out", "o", "--erasing", "1.5"], "argument --erasing: must be in [0, 1], got 1.5"),
+    (["mixture", "--sens-lrs", "1e-3,1e-45"], "--sens-lrs: must be >= 1.18e-38"),
+    (["train", "--config", "sghmc", "--out", "o", "--lr", "1e-39"], "--lr: must be >= 1.18e-38"),
+    (["train", "--config", "sghmc", "--out", "o", "--erasing", "1.5"], "--erasing: must be in [0, 1], got 1.5"),
 ])
 def test_float_flag_errors_name_the_range(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

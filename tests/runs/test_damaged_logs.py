@@ -23,7 +23,7 @@ def _diagnose(run, out, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["diagnose", "--run", str(run), "--out", str(out), "--no-figures"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and len(err) == 1 and err[0].startswith("tf-vrre: error: --run: "), err
+    assert exc.value.code == 2 and len(err) == 1 and err[0].startswith("tf-vrre: error: diagnose: --run: "), err
     assert not os.path.exists(out)  # read first, create after
     return err[0]
 

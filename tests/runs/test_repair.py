@@ -169,7 +169,7 @@ def test_a_sound_run_is_only_read(tmp_path):
 def test_nothing_to_repair_in_an_empty_directory(tmp_path):
     (tmp_path / "samples").mkdir()
     result = cli("repair", str(tmp_path))
-    assert result.returncode == 2 and result.stderr.startswith("tf-vrre: error: RUN: ")
+    assert result.returncode == 2 and result.stderr.startswith("tf-vrre: error: repair: RUN: ")
     assert "nothing to repair" in result.stderr
 
 
@@ -227,3 +227,12 @@ def test_a_rebuilt_manifest_adopts_no_stray_copy(tmp_path):
                        "sample-000000099.npz": "step 99 is outside the run's steps 1..8 (run.json): a stray file"}
     assert run_files.load_samples(str(samples)).steps == [2, 4, 6]
     assert os.path.exists(samples / "damaged-sample-000000099.npz")
+
+
+def test_repair_runs_without_importing_tensorflow(tmp_path):
+    make_run(tmp_path / "run")
+    probe = ("import sys\nfrom tf_vrre import cli\ncode = cli.main(['repair', sys.argv[1], '--dry-run'])\n"
+             "print('exit', code, 'tensorflow' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run")], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "exit 0 False", proc

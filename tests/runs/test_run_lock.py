@@ -84,7 +84,7 @@ def test_a_second_writer_is_refused_before_tensorflow_and_deletes_nothing(holder
     seconds = time.perf_counter() - start
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
-    assert lines[0].startswith("tf-vrre: error: --out: ") and str(holder) in lines[0]
+    assert lines[0].startswith("tf-vrre: error: train: --out: ") and str(holder) in lines[0]
     assert "being written by another process (pid " in lines[0]
     assert _snapshot(holder) == before and os.path.exists(holder / run_json.LOCK)
     assert seconds < 30, seconds  # refused before TensorFlow starts

@@ -4,8 +4,12 @@
   appears later, e.g. ``bma_accuracy`` after burn-in, is added as a column and is empty
   before); the file is rewritten atomically each epoch, and rows at or after the epoch a
   ``BackupAndRestore`` resume starts from are dropped (they are replayed), so no duplicates.
-- :class:`EpochProgress` - a text progress bar per epoch on stderr and a one-line summary
-  (loss, accuracy, swaps, sigma^2, samples, running BMA accuracy, seconds).
+- :class:`EpochProgress` - progress per epoch on stderr (a bar on a terminal, plain lines in a
+  file: :class:`StepProgress`) and a one-line summary (loss, accuracy, swaps, sigma^2, samples,
+  running BMA accuracy, seconds).
+- :class:`StepProgress` - progress of a task counted in steps: ``keras.utils.Progbar`` on a
+  terminal (or a notebook), a plain line every ``interval`` seconds elsewhere (a log file gets
+  no escape codes and no carriage returns).
 - :class:`EpochTimer` - ``epoch_seconds`` (wall time of the epoch) into ``logs``.
 - :class:`HostStepCounter` - a host (CPU) copy of the sampler's step counter for input pipelines.
 """
@@ -23,7 +27,7 @@ import tensorflow as tf
 from tf_vrre.runs import atomic
 from tf_vrre.runs.samples import RunFileError, read_log
 
-__all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter"]
+__all__ = ["EpochCSVLogger", "EpochProgress", "EpochTimer", "HostStepCounter", "StepProgress"]
 
 
 def _float(value):
@@ -99,15 +103,101 @@ class EpochCSVLogger(keras.callbacks.Callback):
         return cls(**config)
 
 
+def interactive(stream) -> bool:
+    """Whether ``stream`` shows a live progress bar: a terminal, or a Jupyter / IPython kernel
+    (whose front end draws carriage returns and colours).  A file or a pipe does not."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty()) or "ipykernel" in sys.modules
+    except (OSError, ValueError):  # a closed stream
+        return False
+
+
+class StepProgress:
+    """Progress of a task of ``total`` steps on ``stream``.
+
+    On a terminal (:func:`interactive`) a ``keras.utils.Progbar``, as ``fit(verbose=1)`` draws
+    it.  Elsewhere (stderr sent to a file, a CI log) plain lines: one when the task starts to
+    report, then at most one every ``interval`` seconds, and one at the end, e.g.
+    ``  1500/3000 steps (50%), 12 s, about 12 s left`` (the time left from the steps after the
+    first, which often includes compiling): no escape codes, no carriage returns.
+
+    Args:
+      total: the number of steps (>= 1).
+      stream: a text stream (default ``sys.stderr`` at each write).
+      interval: seconds between plain lines (>= 0).
+      bar: ``True`` / ``False`` to force the bar / the plain lines (default: :func:`interactive`).
+      unit: what a step is called (``"step"``, ``"sample"``).
+
+    Example:
+      >>> import io
+      >>> out = io.StringIO()
+      >>> p = StepProgress(4, stream=out, interval=0.0)
+      >>> for done in range(1, 5):
+      ...     p.update(done)
+      >>> print(out.getvalue().splitlines()[-1].split(",")[0])
+        4/4 steps (100%)
+    """
+
+    def __init__(self, total: int, stream=None, interval: float = 30.0, bar: bool | None = None,
+                 unit: str = "step") -> None:
+        if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+            raise ValueError(f"total must be an integer >= 1, got {total!r}")
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
+            raise ValueError(f"interval must be a number of seconds >= 0, got {interval!r}")
+        self.total, self.interval, self._stream = total, float(interval), stream
+        self.bar = interactive(self.stream) if bar is None else bool(bar)
+        self.unit = unit
+        self._start = time.perf_counter()
+        self._last = self._first = None
+        self._done = 0
+        self._progbar = None
+        if self.bar:
+            with contextlib.redirect_stdout(self.stream):  # Progbar writes to sys.stdout
+                self._progbar = keras.utils.Progbar(total, unit_name=unit)
+
+    @property
+    def stream(self):
+        """Where the progress goes."""
+        return self._stream if self._stream is not None else sys.stderr
+
+    def update(self, done: int, finalize: bool | None = None) -> None:
+        """``done`` steps of ``total`` are finished (``finalize``: the last update, default
+        ``done >= total``)."""
+        self._done = done
+        final = done >= self.total if finalize is None else finalize
+        if self._progbar is not None:
+            with contextlib.redirect_stdout(self.stream):
+                self._progbar.update(done, finalize=final)
+            return
+        now = time.perf_counter()
+        if self._first is None:  # the first step often includes compiling: rates are timed after it
+            self._first = (now, done)
+        if not final and self._last is not None and now - self._last < self.interval:
+            return
+        self._last = now
+        line = f"  {done}/{self.total} {self.unit}s ({100 * done // self.total}%), {now - self._start:.0f} s"
+        t0, d0 = self._first
+        if not final and d0 < done < self.total:
+            line += f", about {(now - t0) / (done - d0) * (self.total - done):.0f} s left"
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        """The final state (the bar's line break; the last plain line)."""
+        self.update(self._done, finalize=True)
+
+
 @keras.saving.register_keras_serializable(package="tf_vrre")
 class EpochProgress(keras.callbacks.Callback):
-    """A progress bar per epoch (``keras.utils.Progbar``, on stderr by default) and a summary
-    line at each epoch end.
+    """Progress per epoch (:class:`StepProgress` on stderr by default: a bar on a terminal, a
+    plain line every ``interval`` seconds elsewhere) and a summary line at each epoch end.
 
     Args:
       epochs: total epochs of the run (for the ``epoch e/E`` label).
       steps_per_epoch: batches per epoch.
       stream: ``"stderr"`` or ``"stdout"``.
+      interval: seconds between plain progress lines when the stream is not a terminal.
 
     Example:
       >>> sampler = toy_sampler()
@@ -118,14 +208,17 @@ class EpochProgress(keras.callbacks.Callback):
                ("swap_attempts", "/{:.0f}"), ("sigma2_0", "sigma2 {:.3g}"), ("samples", "samples {:.0f}"),
                ("bma_accuracy", "BMA acc {:.3f}"))
 
-    def __init__(self, epochs, steps_per_epoch, stream="stderr"):
+    def __init__(self, epochs, steps_per_epoch, stream="stderr", interval=30.0):
         super().__init__()
         for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if stream not in ("stderr", "stdout"):
             raise ValueError(f"stream must be 'stderr' or 'stdout', got {stream!r}")
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
+            raise ValueError(f"interval must be a number of seconds >= 0, got {interval!r}")
         self.epochs, self.steps_per_epoch, self.stream = epochs, steps_per_epoch, stream
+        self.interval = float(interval)
 
     def _out(self):
         return sys.stderr if self.stream == "stderr" else sys.stdout
@@ -137,18 +230,13 @@ class EpochProgress(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._start = time.perf_counter()
         self._write(f"epoch {epoch + 1}/{self.epochs}\n")
-        with contextlib.redirect_stdout(self._out()):  # Progbar writes to sys.stdout
-            self._progbar = keras.utils.Progbar(self.steps_per_epoch)
-        self._done = 0
+        self._progress = StepProgress(self.steps_per_epoch, self._out(), self.interval)
 
     def on_train_batch_end(self, batch, logs=None):
-        self._done = batch + 1
-        with contextlib.redirect_stdout(self._out()):
-            self._progbar.update(self._done, finalize=False)
+        self._progress.update(batch + 1, finalize=False)
 
     def on_epoch_end(self, epoch, logs=None):
-        with contextlib.redirect_stdout(self._out()):  # the bar's final state and a line break
-            self._progbar.update(self._done, finalize=True)
+        self._progress.finish()  # the bar's final state and a line break
         logs = logs or {}
         parts = []
         for key, fmt in self.SUMMARY:
@@ -162,7 +250,8 @@ class EpochProgress(keras.callbacks.Callback):
                     f"({time.perf_counter() - self._start:.1f}s)\n")
 
     def get_config(self):
-        return {"epochs": self.epochs, "steps_per_epoch": self.steps_per_epoch, "stream": self.stream}
+        return {"epochs": self.epochs, "steps_per_epoch": self.steps_per_epoch, "stream": self.stream,
+                "interval": self.interval}
 
     @classmethod
     def from_config(cls, config):

@@ -21,21 +21,29 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
-import os
 import sys
 import types
 from collections.abc import Sequence
 from typing import NoReturn
 
 from tf_vrre import errors
+from tf_vrre.cli import _args, _startup
 from tf_vrre.cli._args import die
 
 SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose", "repair")
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2 (no usage block)
-        die(f"{self.prog.split()[-1]}: {message}" if " " in self.prog else message)
+    """One line on stderr for a bad flag (no usage block), in the shape of every ``tf-vrre``
+    error: ``tf-vrre: error: <subcommand>: <flag>: <message>`` (:func:`tf_vrre.cli._args.die`)."""
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 (argparse's signature)
+        # the top-level parser starts with no subcommand; the subcommand's parser names it
+        _args.COMMAND = self.prog.split()[-1] if " " in self.prog else None
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        die(_args.argparse_message(message))
 
 
 def _module(name: str) -> types.ModuleType:
@@ -45,6 +53,8 @@ def _module(name: str) -> types.ModuleType:
 def parser() -> argparse.ArgumentParser:
     """The ``tf-vrre`` argument parser with every subcommand."""
     p = _Parser(prog="tf-vrre", description="Variance-reduced replica-exchange SG-MCMC for Keras 3.")
+    p.add_argument("--version", action="version", version=_args.version_text(),
+                   help="print the versions of tf_vrre, TensorFlow, Keras and Python, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in SUBCOMMANDS:
         mod = _module(name)
@@ -76,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             mod.check(args)
     except errors.TfVrreError as err:
         return _own_error(args.command, err, 2)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if getattr(mod, "TENSORFLOW", True):
+        _startup.quiet_tensorflow()  # TensorFlow's start-up lines, unless $TF_CPP_MIN_LOG_LEVEL is set
     try:
         return mod.run(args)
     except KeyboardInterrupt:
@@ -111,8 +122,8 @@ def _own_error(command: str, err: errors.TfVrreError, status: int) -> int:
 def _tensorflow_write_error(err: Exception) -> str | None:
     """The first line of a TensorFlow error caused by a full disk / missing permission, else ``None``."""
     tf = sys.modules.get("tensorflow")
-    errors = getattr(tf, "errors", None)
-    if errors is None or not isinstance(err, errors.OpError):
+    tf_errors = getattr(tf, "errors", None)
+    if tf_errors is None or not isinstance(err, tf_errors.OpError):
         return None
     text = (getattr(err, "message", None) or str(err)).strip().splitlines()
     first = text[0] if text else type(err).__name__

@@ -3,7 +3,11 @@
 Nothing here imports TensorFlow: flags are parsed and validated before any heavy import, so a
 bad value gives exactly one line on stderr and exit status 2.  Numbers are finite and bounded:
 ints below ``2**31`` (TensorFlow's int32 shapes and seeds), floats within float32's range
-(values reach float32 variables), tighter where a flag says so.
+(:data:`tf_vrre.numerics.F32_MAX`; values reach float32 variables), tighter where a flag says so.
+
+Every error has one shape, ``tf-vrre: error: <subcommand>: <flag>: <message>`` (:func:`die`),
+argparse's own errors included (:func:`argparse_message`); warnings are
+``tf-vrre: warning: <subcommand>: <flags>: <message>`` (:func:`warn`).
 """
 
 from __future__ import annotations
@@ -11,20 +15,84 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import platform
+import re
 import sys
 import tempfile
 from typing import NoReturn
 
+from tf_vrre.numerics import F32_MAX, F32_TINY
+
+COMMAND: str | None = None
+"""The subcommand being run (set while its flags are parsed): the second field of every message."""
+
+
+def _line(kind: str, message: str) -> str:
+    where = f"{COMMAND}: " if COMMAND else ""
+    return f"tf-vrre: {kind}: {where}{message}\n"
+
 
 def die(message: str) -> NoReturn:
-    """One line on stderr (``tf-vrre: error: ...``) and exit status 2."""
-    sys.stderr.write(f"tf-vrre: error: {message}\n")
+    """One line on stderr and exit status 2: ``tf-vrre: error: <subcommand>: <message>``, where
+    ``message`` starts with the flag it concerns (``"--out: ..."``)."""
+    sys.stderr.write(_line("error", message))
     raise SystemExit(2)
 
 
+def warn(message: str) -> None:
+    """One line on stderr: ``tf-vrre: warning: <subcommand>: <message>`` (``message`` starts with
+    the flags it concerns)."""
+    sys.stderr.write(_line("warning", message))
+    sys.stderr.flush()
+
+
+_ARGPARSE = (  # argparse's sentences, flag first
+    (r"^argument (\S+): ", r"\1: "),
+    (r"^the following arguments are required: (--\S+(?:, --\S+)*)$",
+     lambda m: f"{m.group(1).replace(', ', ' / ')}: required"),
+    (r"^one of the arguments (--\S+(?: --\S+)*) is required$",
+     lambda m: f"{m.group(1).replace(' ', ' / ')}: one of them is required"),
+    (r"^unrecognized arguments: (--\S+)$", r"\1: unrecognized argument"),
+)
+
+
+def argparse_message(message: str) -> str:
+    """argparse's error text in the shape of the others, the flag first: ``argument --lr: must
+    be > 0`` becomes ``--lr: must be > 0``, ``the following arguments are required: --config``
+    becomes ``--config: required``.
+
+    Example:
+      >>> argparse_message("argument --iterations/--steps: expected an int, got '1e30'")
+      "--iterations/--steps: expected an int, got '1e30'"
+      >>> argparse_message("one of the arguments --run --samples is required")
+      '--run / --samples: one of them is required'
+    """
+    for pattern, replacement in _ARGPARSE:
+        message, found = re.subn(pattern, replacement, message)
+        if found:
+            break
+    return message
+
+
+def version_text() -> str:
+    """``tf-vrre --version``: tf_vrre's version and the installed TensorFlow's, Keras' and Python's
+    (read from the installed packages' metadata: no TensorFlow is imported)."""
+    from importlib import metadata
+
+    from tf_vrre._version import __version__
+
+    def installed(*names: str) -> str:
+        for name in names:
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                continue
+        return "not installed"
+    return (f"tf-vrre {__version__} (TensorFlow {installed('tensorflow', 'tensorflow-cpu', 'tf-nightly')}, "
+            f"Keras {installed('keras')}, Python {platform.python_version()})")
+
+
 INT_MAX = 2 ** 31 - 1
-FLOAT_MAX = 3.0e38  # below float32's largest finite value (3.4e38)
-FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number: smaller positive values round to 0 or lose precision
 
 
 def _number(kind, text, maximum=None):
@@ -35,7 +103,7 @@ def _number(kind, text, maximum=None):
                                          f"got {text!r}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-    limit = maximum if maximum is not None else (INT_MAX if kind is int else FLOAT_MAX)
+    limit = maximum if maximum is not None else (INT_MAX if kind is int else F32_MAX)
     if abs(value) > limit:
         bound = limit if kind is int else f"{limit:g}"
         raise argparse.ArgumentTypeError(f"must be <= {bound}, got {text}" if value > 0 else
@@ -67,9 +135,9 @@ def positive(kind, maximum=None):
 
 
 def positive_float(maximum=None):
-    """Argument type: a float in ``[FLOAT32_TINY, maximum]`` (default :data:`FLOAT_MAX`): positive
+    """Argument type: a float in ``[F32_TINY, maximum]`` (default :data:`F32_MAX`): positive
     also after rounding to float32 (``1e-46`` is 0 there), finite there too.  The error names the range."""
-    high = FLOAT_MAX if maximum is None else maximum
+    high = F32_MAX if maximum is None else maximum
 
     def parse(text):
         try:
@@ -80,39 +148,15 @@ def positive_float(maximum=None):
             reason = "must be a finite number"
         elif value <= 0:
             reason = "must be > 0"
-        elif value < FLOAT32_TINY:
-            reason = f"must be >= {FLOAT32_TINY:.3g} (it is 0 or imprecise in float32)"
+        elif value < F32_TINY:
+            reason = f"must be >= {F32_TINY:.3g} (it is 0 or imprecise in float32)"
         elif value > high:
             reason = f"must be <= {high:g}"
         else:
             return value
-        raise argparse.ArgumentTypeError(f"{reason}, got {text}; allowed: [{FLOAT32_TINY:.3g}, {high:g}] "
+        raise argparse.ArgumentTypeError(f"{reason}, got {text}; allowed: [{F32_TINY:.3g}, {high:g}] "
                                          "(positive and finite in float32)")
     return parse
-
-
-def check_config_ranges(cfg, where="--config / --set"):
-    """Exit 2 (one line naming the key) for a resolved config value TensorFlow cannot hold: an int
-    outside ``[-(2**31 - 1), 2**31 - 1]`` (int32 seeds and shapes; ``2**32`` fails as a NumPy seed)
-    or a float that is inf or a nonzero below :data:`FLOAT32_TINY` in float32.  Run before TensorFlow
-    starts; the config's own rules (signs, ranges of each key) are checked when it is resolved."""
-    def walk(prefix, value):
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(f"{prefix}.{key}" if prefix else str(key), item)
-        elif isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                walk(f"{prefix}[{i}]", item)
-        elif isinstance(value, bool):
-            return
-        elif isinstance(value, int) and abs(value) > INT_MAX:
-            die(f"{where}: config key {prefix} must be an integer in [-{INT_MAX}, {INT_MAX}] (int32; seeds below "
-                f"2**31), got {value}")
-        elif isinstance(value, float) and (not math.isfinite(value) or abs(value) > FLOAT_MAX
-                                           or (value != 0 and abs(value) < FLOAT32_TINY)):
-            die(f"{where}: config key {prefix} must be 0 or of magnitude in [{FLOAT32_TINY:.3g}, {FLOAT_MAX:g}] "
-                f"(float32: larger is inf, smaller rounds to 0 or loses precision), got {value!r}")
-    walk("", cfg)
 
 
 def nonnegative_int(text, maximum=None):
@@ -153,7 +197,7 @@ def writable(out, flag="--out"):
     """
     path = os.path.abspath(out)
     if os.path.exists(path) and not os.path.isdir(path):
-        die(f"{flag} {out!r} is not writable: it is a file, not a directory")
+        die(f"{flag}: {out!r} is not writable: it is a file, not a directory")
     existing = path
     while not os.path.exists(existing):
         parent = os.path.dirname(existing)
@@ -161,11 +205,11 @@ def writable(out, flag="--out"):
             break
         existing = parent
     if not os.path.isdir(existing):
-        die(f"{flag} {out!r} is not writable: {existing!r} is not a directory")
+        die(f"{flag}: {out!r} is not writable: {existing!r} is not a directory")
     try:  # a directory can be made there (removed at once: nothing is left behind)
         os.rmdir(tempfile.mkdtemp(prefix=".tf-vrre-probe-", dir=existing))
     except OSError as err:
-        die(f"{flag} {out!r} is not writable: {err}")
+        die(f"{flag}: {out!r} is not writable: {err}")
 
 
 def fresh_directory(out, outputs, overwrite, flag="--out"):
@@ -178,7 +222,7 @@ def fresh_directory(out, outputs, overwrite, flag="--out"):
         return
     found = sorted(name for name in outputs if os.path.exists(os.path.join(out, name)))
     if found:
-        die(f"{flag} {out!r} already holds {', '.join(found)} of an earlier run; choose another directory "
+        die(f"{flag}: {out!r} already holds {', '.join(found)} of an earlier run; choose another directory "
             "or pass --overwrite to replace them")
 
 

@@ -40,14 +40,14 @@ def check_mixture(args) -> None:
     target = getattr(args, "target_acceptance", None)
     if steps is None:
         if target is not None:
-            _args.die("--target-acceptance needs --tune-ladder (F is adapted during the tuning phase)")
+            _args.die("--target-acceptance: needs --tune-ladder (F is adapted during the tuning phase)")
         return
     if MIXTURE_LADDER not in args.methods:
-        _args.die(f"--tune-ladder tunes the ladder of {MIXTURE_LADDER} (K >= 3 chains); add it to --methods")
+        _args.die(f"--tune-ladder: tunes the ladder of {MIXTURE_LADDER} (K >= 3 chains); add it to --methods")
     burn = int(args.burn_in * args.steps)
     if steps > burn:
-        _args.die(f"--tune-ladder must be <= the burn-in (--burn-in x --iterations = {burn} steps), got {steps}: "
-             "the ladder changes while it is tuned, so tuning steps must not be measured")
+        _args.die(f"--tune-ladder: must be <= the burn-in (--burn-in x --iterations = {burn} steps), got {steps}: "
+                  "the ladder changes while it is tuned, so tuning steps must not be measured")
 
 
 def study_records(out: str) -> list:

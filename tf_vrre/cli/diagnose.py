@@ -15,7 +15,10 @@ DESCRIPTION = (
     "(SampleCollector), or a bare SwapLogger / sample directory. Prints swaps, acceptance per "
     "pair, round trips cold -> hottest -> cold per 1000 steps, mean first-passage time cold -> "
     "hot, the sigma2 trend, and ESS / R-hat (tfp.mcmc) of the cold chain's energy, the samples' "
-    "energy and weight norm and the predictive probability of the first validation points. "
+    "energy and weight norm and the predictive probability of the first validation points, then a "
+    "verdict: 'not mixing' when a summary has R-hat > 1.05 or ESS < 100, or a replica run has no "
+    "accepted swap or no round trip; 'not yet established' when R-hat > 1.01 or ESS < 400 (Vehtari et al. "
+    "2021), with what to try. "
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
     "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
     "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
@@ -36,6 +39,8 @@ def add_arguments(p):
                    help="batch-means blocks for acceptance standard errors, >= 2 (default 20)")
     p.add_argument("--no-split", action="store_true", help="do not split chains in halves for ESS / R-hat")
     p.add_argument("--no-figures", action="store_true", help="skip replicas.png and acceptance.png")
+    p.add_argument("--quiet", action="store_true", help="print only the verdict (mixing or not, and why), not the "
+                   "table")
 
 
 def check(args):
@@ -43,7 +48,7 @@ def check(args):
     from tf_vrre.runs import samples
 
     if args.blocks < 2:
-        _args.die(f"--blocks must be >= 2, got {args.blocks}")
+        _args.die(f"--blocks: must be >= 2, got {args.blocks}")
     _ladder.check_records(args.run)
     args.ladder_only = all(_ladder.record_only(run) for run in args.run)
     for run in [] if args.ladder_only else args.run:
@@ -60,7 +65,7 @@ def check(args):
         _args.die("--run: the same run given twice")
     if args.out is None:
         if len(args.run) > 1:
-            _args.die("--out is required with several --run")
+            _args.die("--out: required with several --run")
         args.out = args.run[0]
     _args.writable(args.out)
     from tf_vrre.runs import locks
@@ -82,7 +87,7 @@ def run(args):
         print(f"wrote {', '.join(written)} to {args.out}" if written else "")
         return 0
     from tf_vrre import diagnostics
-    from tf_vrre.diagnostics import plots
+    from tf_vrre.diagnostics import plots, report
 
     try:  # read everything first: a broken log leaves no --out behind
         diag = diagnostics.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
@@ -90,7 +95,7 @@ def run(args):
     except (ValueError, OSError) as err:
         _args.die(f"--run: {err}")
     os.makedirs(args.out, exist_ok=True)
-    print(diagnostics.format_table(diag))
+    print(report.format_verdict(diag["verdict"]) if args.quiet else diagnostics.format_table(diag))
     written = ["diagnostics.json"]
     with_log = [(f, p) for f, p in zip(diag["replica_flow"], diag["runs"]) if f is not None]
     if with_log and not args.no_figures:
@@ -100,7 +105,7 @@ def run(args):
         written += ["replicas.png", "acceptance.png"]
     tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures)
     written += figures
-    report = {**diagnostics.to_json(diag), **({"ladder": tuning} if tuning else {})}
-    _write_json(os.path.join(args.out, "diagnostics.json"), report)
+    summary = {**diagnostics.to_json(diag), **({"ladder": tuning} if tuning else {})}
+    _write_json(os.path.join(args.out, "diagnostics.json"), summary)
     print(f"wrote {', '.join(written)} to {args.out}")
     return 0

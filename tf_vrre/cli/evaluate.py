@@ -4,10 +4,9 @@
     tf-vrre evaluate --run runs/c10-vr --ood svhn --data-dir ~/tensorflow_datasets
 """
 
-from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
-from tf_vrre.cli._args import positive as _positive
-from tf_vrre.cli._args import writable as _writable
+import warnings
+
+from tf_vrre.cli import _args
 
 HELP = "Bayesian model average of a run's samples: accuracy, NLL, Brier, ECE, OOD entropy / AUROC, figures"
 DESCRIPTION = (
@@ -25,11 +24,12 @@ def add_arguments(p):
                    help="out-of-distribution set (auto: cifar100 for cifar10 runs, else cifar10)")
     p.add_argument("--data-dir", help="data directory (default: the run's)")
     p.add_argument("--source", choices=("tfds", "npz", "auto"), help="data source (default: the run's)")
-    p.add_argument("--test-size", type=_positive(int), help="class-balanced subset of the test / OOD sets")
-    p.add_argument("--fit-size", type=_nonnegative_int, default=2000,
+    p.add_argument("--test-size", type=_args.positive(int), help="class-balanced subset of the test / OOD sets")
+    p.add_argument("--fit-size", type=_args.nonnegative_int, default=2000,
                    help="held-out images for the fitted temperature (0: skip; default 2000)")
-    p.add_argument("--batch-size", type=_positive(int), default=500, help="prediction batch size")
-    p.add_argument("--quiet", action="store_true", help="no per-sample progress")
+    p.add_argument("--batch-size", type=_args.positive(int), default=500, help="prediction batch size")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (results and warnings are "
+                   "still printed)")
 
 
 def _row(name, d):
@@ -47,12 +47,12 @@ def check(args):
     try:
         run, _ = evaluation_checks.check_run(args.run)
     except run_json.RunDirError as err:
-        _die(f"--run: {err}")
+        _args.die(f"--run: {err}")
     try:
         evaluation_checks.check_data(run, args.ood, args.data_dir, args.source, args.fit_size)
     except (ValueError, OSError) as err:
-        _die(f"--data-dir / --source / --ood: {err}")
-    _writable(args.run, "--run")  # report.json and the figures go there
+        _args.die(f"--data-dir / --source / --ood: {err}")
+    _args.writable(args.run, "--run")  # report.json and the figures go there
     args.run_lock = locks.share_run(args.run)
 
 
@@ -62,14 +62,22 @@ def run(args):
     from tf_vrre.workflows.image_classification import evaluate
 
     try:
-        report = evaluate.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
-                                   args.fit_size, args.batch_size, verbose=not args.quiet)
+        with warnings.catch_warnings(record=True) as caught:  # printed below as tf-vrre warnings
+            warnings.simplefilter("always", evaluate.EvaluationWarning)
+            report = evaluate.evaluate(args.run, args.ood, args.data_dir, args.source, args.test_size,
+                                       args.fit_size, args.batch_size, verbose=not args.quiet)
     except (ValueError, OSError, run_json.RunDirError) as err:
-        _die(str(err))
+        _args.die(f"--run / --data-dir / --source: {err}")
+    for w in caught:
+        if issubclass(w.category, evaluate.EvaluationWarning):
+            _args.warn(f"--run: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     t = report["temperature"]
+    fitted = "" if not t else ", no fitted T (the fit did not converge)" if t["T"] is None else (
+        f", fitted T = {t['T']:.3f}" + (f" (its {t['bound_hit']} bound: no optimum inside)" if t["bound_hit"] else ""))
     print(f"{report['run']['method']} ({report['run']['model']}, {report['samples']} samples), test "
-          f"{report['test']['dataset']} n={report['test']['size']}"
-          + (f", fitted T = {t['T']:.3f}" if t else ""))
+          f"{report['test']['dataset']} n={report['test']['size']}{fitted}")
     for k in ("T=1", "T=2", "T=fitted", "last_sample"):
         if k in report["test"]:
             print(_row(k, report["test"][k]))
@@ -82,6 +90,7 @@ def run(args):
                       f"Brier {o[k]['brier']:.4f}  AUROC {o[k]['auroc']:.4f}")
     if report["swaps"]:
         s = report["swaps"]
-        print(f"  swaps {s['swaps']}/{s['attempts']}, sigma2 late {s['sigma2_late']}")
+        late = "-" if s["sigma2_late"] is None else f"{s['sigma2_late']:.4g}"
+        print(f"  swaps {s['swaps']}/{s['attempts']}, sigma2 late {late}")
     print(f"wrote {args.run}/report.json, entropy_cdf.png, reliability.png, swaps.png")
     return 0

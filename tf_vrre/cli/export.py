@@ -36,6 +36,7 @@ def add_arguments(p):
                    help="at most K members, spread evenly over the chain (default: every sample)")
     p.add_argument("--temperature", type=_args.positive(float), default=1.0, metavar="T",
                    help="divide the members' logits by T before the softmax (default 1)")
+    p.add_argument("--quiet", action="store_true", help="print only the line naming the exported version")
 
 
 def check(args):
@@ -46,7 +47,7 @@ def check(args):
 
     if args.run is not None:
         if not os.path.isfile(os.path.join(args.run, "run.json")):
-            _args.die(f"--run {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
+            _args.die(f"--run: {args.run!r}: no run.json there (for a plain sample directory use --samples DIR)")
         try:
             checks.read_run(args.run)  # format, preprocessing, input shape
         except ValueError as err:
@@ -54,7 +55,7 @@ def check(args):
         sample_dir = os.path.join(args.run, "samples")
     else:
         if not os.path.isfile(os.path.join(args.samples, "manifest.json")):
-            _args.die(f"--samples {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
+            _args.die(f"--samples: {args.samples!r}: no manifest.json there (not a SampleCollector directory)")
         sample_dir = args.samples
     if os.path.isfile(os.path.join(sample_dir, "manifest.json")):
         try:
@@ -64,7 +65,7 @@ def check(args):
                       f"{samples.repair_hint(args.run if args.run is not None else sample_dir)}")
     _args.writable(args.out)
     if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
-        _args.die(f"--version {args.version}: {os.path.join(args.out, str(args.version))} exists "
+        _args.die(f"--version: {args.version}: {os.path.join(args.out, str(args.version))} exists "
                   "(exported versions are never overwritten)")
     try:
         checks.check_out(args.out)
@@ -88,9 +89,11 @@ def run(args):
         message = str(err)
         if "model=<built keras.Model" in message:
             message += " (the CLI cannot take a model object)"
-        _args.die(message)
+        _args.die(f"--run / --samples: {message}")
     print(f"exported {info['members']} of {info['samples_available']} samples (steps {_span(info['steps'])}) "
           f"to {info['path']}")
+    if args.quiet:
+        return 0
     print(f"  export time {info['export_seconds']:.1f} s, SavedModel size {info['bytes'] / 2 ** 20:.2f} MiB, "
           f"temperature {info['temperature']:g}, input {info['input']['name']} "
           f"{'/'.join(info['input']['dtypes'])} {info['input']['shape']}")

@@ -101,6 +101,7 @@ def add_arguments(m):
                    "are written as each method / seed finishes")
     m.add_argument("--overwrite", action="store_true", help="replace the results of an earlier study in --out")
     _ladder.add_mixture_arguments(m)
+    m.add_argument("--quiet", action="store_true", help="no progress on stderr and no set-up lines: only the table")
 
 
 def _settings(args):
@@ -135,22 +136,41 @@ def check(args):
 
 def _validate(args):
     if args.tau1 >= args.tau2:
-        _args.die(f"--tau1 must be < --tau2 (got {args.tau1} >= {args.tau2})")
+        _args.die(f"--tau1: must be < --tau2 (got {args.tau1:g} >= {args.tau2:g})")
     if args.batch > args.data_size:
-        _args.die(f"--batch must be <= --data-size ({args.data_size}), got {args.batch}")
+        _args.die(f"--batch: must be <= --data-size ({args.data_size}), got {args.batch}")
     methods = tuple(t.strip() for t in args.methods.split(",") if t.strip())
     bad = [t for t in methods if t not in METHODS]
     if not methods or bad or len(set(methods)) != len(methods):
-        _args.die(f"--methods must be distinct names from {','.join(METHODS)}, got {args.methods!r}")
+        _args.die(f"--methods: must be distinct names from {','.join(METHODS)}, got {args.methods!r}")
     args.methods = methods
     if "vr-resgld-ladder" in methods and args.ladder_chains < 3:
-        _args.die(f"--ladder-chains must be >= 3, got {args.ladder_chains}")
+        _args.die(f"--ladder-chains: must be >= 3, got {args.ladder_chains}")
+    _check_temperatures(args, methods)
     if args.steps < 20 * args.record_every:
-        _args.die(f"--iterations must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
+        _args.die(f"--iterations: must be >= 20 * --record-every ({20 * args.record_every}), got {args.steps}")
     if args.sens_steps < 2 * args.m:
-        _args.die(f"--sens-steps must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
+        _args.die(f"--sens-steps: must be >= 2 * --m ({2 * args.m}), got {args.sens_steps}")
     _check_step_sizes(args)
     _ladder.check_mixture(args)
+
+
+def _check_temperatures(args, methods):
+    """The sampler's rule on the chains' temperatures (:func:`tf_vrre.numerics.check_hyperparameter`):
+    (tau1, tau2), and the geometric ladder of ``vr-resgld-ladder``, strictly increasing in float32."""
+    import numpy as np
+
+    from tf_vrre import numerics
+
+    ladders = [("--tau1 / --tau2", [args.tau1, args.tau2])]
+    if "vr-resgld-ladder" in methods:  # as tf_vrre.workflows.gaussian_mixture.target.ladder
+        ladders.append(("--tau1 / --tau2 / --ladder-chains",
+                        [float(t) for t in np.geomspace(args.tau1, args.tau2, args.ladder_chains)]))
+    for flags, taus in ladders:
+        try:
+            numerics.check_hyperparameter("temperatures", taus, num_chains=len(taus), name="the chains' temperatures")
+        except ValueError as err:
+            _args.die(f"{flags}: {err}")
 
 
 def _check_step_sizes(args):
@@ -159,6 +179,7 @@ def _check_step_sizes(args):
     negative log mixture density at most ``1 / sigma^2``), so a step ``eta`` at or beyond
     ``2 / curvature`` makes the chains diverge; and the hottest chain's noise variance
     ``2 eta tau2`` must be finite in float32."""
+    from tf_vrre.numerics import F32_TINY
     from tf_vrre.workflows import step_bounds  # numpy only
 
     curvature = args.data_size / args.sigma ** 2 + 1.0 / args.prior_sd ** 2
@@ -169,9 +190,9 @@ def _check_step_sizes(args):
     for flag, lrs in (("--lr", [args.lr]), ("--sens-lrs", args.sens_lrs)):
         for lr in lrs:
             try:
-                step_bounds.within(flag, lr, step_bounds.F32_TINY, limit, why, hi_open=True, prefix="argument ")
+                step_bounds.within(flag, lr, F32_TINY, limit, why, hi_open=True)
             except step_bounds.BoundError as err:
-                _args.die(str(err))
+                _args.die(f"{flag}: {str(err).removeprefix(flag + ' ')}")
 
 
 def _fmt(value, spec, none="-"):
@@ -207,7 +228,8 @@ def run(args):
     from tf_vrre.workflows.gaussian_mixture.study import Study  # TensorFlow: after the flags were checked
 
     study = Study(args, args.scenario, args.out)
-    study.describe()
+    if not args.quiet:
+        study.describe()
     runs = {}
     try:
         study.main_runs(runs, lambda r: study.save_partial(r, time.perf_counter() - t_start))

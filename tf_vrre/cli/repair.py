@@ -8,6 +8,9 @@ import os
 
 from tf_vrre.cli._args import die
 
+TENSORFLOW = False
+"""The subcommand runs without TensorFlow: ``tf-vrre`` does not import it (nor silence its start-up)."""
+
 HELP = "keep the readable samples of a damaged run (deleted / truncated sample, broken manifest)"
 DESCRIPTION = (
     "Checks every sample of RUN/samples (or of a bare sample directory): present, the recorded size and "
@@ -26,13 +29,13 @@ def add_arguments(p):
 
 def _samples_dir(run):
     if not os.path.isdir(run):
-        die(f"RUN {run!r} is not a directory")
+        die(f"RUN: {run!r} is not a directory")
     sub = os.path.join(run, "samples")
     if os.path.isdir(sub):
         return sub
     if any(n == "manifest.json" or n.startswith("sample-") for n in os.listdir(run)):
         return run
-    die(f"RUN {run!r} has no samples/ directory and no manifest.json or sample files")
+    die(f"RUN: {run!r} has no samples/ directory and no manifest.json or sample files")
 
 
 def check(args):

@@ -11,13 +11,10 @@
 import atexit
 import math
 import os
+import re
+import warnings
 
-from tf_vrre.cli._args import INT_MAX as _INT_MAX
-from tf_vrre.cli._args import die as _die
-from tf_vrre.cli._args import fraction as _fraction
-from tf_vrre.cli._args import nonnegative_int as _nonnegative_int
-from tf_vrre.cli._args import positive as _positive
-from tf_vrre.cli._args import writable as _writable
+from tf_vrre.cli import _args
 from tf_vrre.workflows.image_classification.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"
@@ -26,7 +23,9 @@ DESCRIPTION = (
     "path to a .toml file) with the replica-exchange sampler, collects cold-chain samples, and writes "
     "RUN/run.json, samples/, swaps/, log.csv, tensorboard/ and backup/. Running the same command again "
     "after a kill resumes from the last epoch. Flags override config values; --set section.key=value "
-    "overrides any of them. --epochs stretches the config's epoch schedule (same curves over the run).")
+    "overrides any of them. --epochs stretches the config's epoch schedule (same curves over the run); "
+    "--schedule keep-rates keeps its per-epoch rates instead (for short runs). A schedule that changes the "
+    "learning rate, the temperature or F by more than x10 per epoch gets a warning.")
 
 # flag dest -> config key
 OVERRIDES = {"dataset": "data.dataset", "model": "model.name", "epochs": "training.epochs",
@@ -47,7 +46,7 @@ def _key_value(text):
 def _fraction_or_count(text):
     import argparse
 
-    allowed = f"a count in [0, {_INT_MAX}] or a fraction in [0, 1)"
+    allowed = f"a count in [0, {_args.INT_MAX}] or a fraction in [0, 1)"
     try:
         value = float(text)
     except ValueError:
@@ -56,7 +55,7 @@ def _fraction_or_count(text):
         raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
     if value.is_integer() and "." not in text and "e" not in text.lower():
         value = int(text)
-    if value < 0 or (isinstance(value, float) and value >= 1) or value > _INT_MAX:
+    if value < 0 or (isinstance(value, float) and value >= 1) or value > _args.INT_MAX:
         raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
     return value
 
@@ -67,14 +66,18 @@ def add_arguments(p):
     p.add_argument("--out", required=True, help="run directory (created; rerun the same command to resume)")
     p.add_argument("--dataset", help="cifar10, cifar100 or svhn (svhn_cropped)")
     p.add_argument("--model", help="cnn, resnet8, resnet20, resnet32 or resnet56")
-    p.add_argument("--epochs", type=_positive(int), help="epochs (the config's schedule is stretched to them)")
-    p.add_argument("--batch-size", type=_positive(int), help="mini-batch size n")
-    p.add_argument("--subset", type=_nonnegative_int, help="training-set size N (0: the whole split)")
+    p.add_argument("--epochs", type=_args.positive(int), help="epochs (the config's schedule is stretched to them)")
+    p.add_argument("--batch-size", type=_args.positive(int), help="mini-batch size n")
+    p.add_argument("--subset", type=_args.nonnegative_int, help="training-set size N (0: the whole split)")
     p.add_argument("--holdout", type=_fraction_or_count, help="held-out count or fraction (fitted T, running BMA)")
-    p.add_argument("--seed", type=_nonnegative_int, help="seed of the sampler, data order and augmentation")
-    p.add_argument("--thinning", type=_positive(int), help="one sample every THINNING steps after burn-in")
-    p.add_argument("--lr", type=_positive(float), help="learning rate on the mean loss (eta = lr / N)")
-    p.add_argument("--erasing", type=_fraction(closed=True), help="random erasing probability in [0, 1]")
+    p.add_argument("--seed", type=_args.nonnegative_int, help="seed of the sampler, data order and augmentation")
+    p.add_argument("--thinning", type=_args.positive(int), help="one sample every THINNING steps after burn-in")
+    p.add_argument("--lr", type=_args.positive(float), help="learning rate on the mean loss (eta = lr / N)")
+    p.add_argument("--erasing", type=_args.fraction(closed=True), help="random erasing probability in [0, 1]")
+    p.add_argument("--schedule", choices=("stretch", "keep-rates"), default="stretch",
+                   help="stretch (default): the config's schedule stretched to --epochs, the same curves over the "
+                        "run (4 epochs of the 500-epoch recipe grow F x11.9 per epoch); keep-rates: its per-epoch "
+                        "factors kept and its phases (constant lr, burn-in) scaled to --epochs, for short runs")
     p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
     p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
                    help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
@@ -93,7 +96,7 @@ def add_arguments(p):
     p.add_argument("--jit-compile", choices=("auto", "on", "off"),
                    help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
                         "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
-    p.add_argument("--steps-per-execution", type=_positive(int, MAX_STEPS_PER_EXECUTION), metavar="N",
+    p.add_argument("--steps-per-execution", type=_args.positive(int, MAX_STEPS_PER_EXECUTION), metavar="N",
                    help="train steps per compiled call (default 1; must divide --thinning); fewer host round "
                         "trips, the TPU lever")
     p.add_argument("--overwrite", action="store_true", help="replace a different run in --out")
@@ -109,7 +112,33 @@ def resolved_config(args):
     if args.no_augment:
         overrides["data.augment"] = False
     overrides.update(dict(args.set))
-    return config.resolve(config.apply_overrides(raw, overrides))
+    raw = config.apply_overrides(raw, overrides)
+    if args.schedule == "keep-rates":
+        raw = config.keep_rates(raw)
+    return config.resolve(raw)
+
+
+def _check_schedule_flags(args):
+    """``--schedule keep-rates`` sets the schedule's epochs itself: an explicit one contradicts it."""
+    given = [f"--set {key}={value}" for key, value in args.set if key == "training.schedule_epochs"]
+    if args.schedule == "keep-rates" and given:
+        _args.die(f"--schedule: keep-rates contradicts {', '.join(given)}: keep-rates writes the schedule for the run's "
+             "epochs (training.schedule_epochs = --epochs); drop one of them")
+
+
+def _warn_schedule(args, caught):
+    """The preflight's :class:`ScheduleWarning`, as one ``tf-vrre: warning`` line naming the flags."""
+    from tf_vrre.workflows.image_classification import planning
+
+    for w in caught:
+        if not isinstance(w.message, planning.ScheduleWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        m = w.message
+        _args.warn(f"--epochs {m.epochs}: the {m.schedule_epochs}-epoch schedule of --config {args.config} squeezed into "
+              f"{m.epochs} epochs changes {m.changes}, more than x10 per epoch, faster than the chains can follow; "
+              f"for a short run add --schedule keep-rates (the config's per-epoch rates), or use --epochs "
+              f"{m.fewest_epochs} or more")
 
 
 def _check_augment_flags(args):
@@ -120,13 +149,31 @@ def _check_augment_flags(args):
     given += [f"--set {key}={value}" for key, value in args.set if key in ("data.erasing", "data.flip",
                                                                            "data.crop_padding", "data.augment")]
     if given:
-        _die(f"--no-augment contradicts {', '.join(given)}: training without augmentation has no crop, flip or "
+        _args.die(f"--no-augment: contradicts {', '.join(given)}: training without augmentation has no crop, flip or "
              "erasing; drop one of them")
 
 
 # the input a preflight error concerns -> the flags the one-line error names
-_FLAGS = {"out": "--out: ", "data": "--data-dir / --source: ", "config": "",
-          "execution": "--jit-compile / --steps-per-execution: "}
+_FLAGS = {"out": "--out", "data": "--data-dir / --source", "execution": "--jit-compile / --steps-per-execution"}
+FLAG_OF = {key: "--" + dest.replace("_", "-") for dest, key in OVERRIDES.items()}
+"""Config key -> the flag that sets it (``data.batch_size`` -> ``--batch-size``)."""
+_KEY = re.compile(r"\b((?:data|model|training|sampler|swap|variance_reduction|samples)\.[a-z_]+)")
+
+
+def config_flag(message, args):
+    """The flag an error or warning about a config value names: ``--set`` if the first config key
+    in ``message`` was given with ``--set``, else that key's flag (``--batch-size`` for
+    ``data.batch_size``), else ``--config``."""
+    found = _KEY.search(message)
+    key = found.group(1) if found else None
+    if key is not None and key in dict(args.set):
+        return "--set"
+    return FLAG_OF.get(key, "--config")
+
+
+def _strategy_error(args, err):
+    text = str(err)
+    return f"--strategy: {text}" if text.startswith("strategy") else f"--strategy: {args.strategy}: {text}"
 
 
 def check(args):
@@ -144,36 +191,42 @@ def check(args):
     from tf_vrre.workflows.image_classification import planning
 
     _check_augment_flags(args)
+    _check_schedule_flags(args)
     try:
         cfg = resolved_config(args)
     except ValueError as err:
-        _die(str(err))
+        _args.die(f"{config_flag(str(err), args)}: {err}")
     if os.path.isdir(args.out):  # an existing run: no probe file in it (a refused command changes nothing)
         if not os.access(args.out, os.W_OK | os.X_OK):
-            _die(f"--out {args.out!r} is not writable: permission denied")
+            _args.die(f"--out: {args.out!r} is not writable: permission denied")
     else:
-        _writable(args.out)
+        _args.writable(args.out)
     args.jit = {None: None, "auto": "auto", "on": True, "off": False}[args.jit_compile]
     try:
         writer = planning.writes_run(args.strategy)  # False: a non-chief worker, writing elsewhere, takes no lock
     except ValueError as err:
-        _die(f"--strategy {args.strategy}: {err}")
+        _args.die(_strategy_error(args, err))
     try:
-        args.preflight = planning.preflight(cfg, args.out, args.data_dir, args.source, not args.no_download,
-                                            args.overwrite, args.jit, args.steps_per_execution, args.strategy,
-                                            writer)
+        with warnings.catch_warnings(record=True) as caught:  # printed below, once the run is accepted
+            warnings.simplefilter("always", planning.ScheduleWarning)
+            args.preflight = planning.preflight(cfg, args.out, args.data_dir, args.source, not args.no_download,
+                                                args.overwrite, args.jit, args.steps_per_execution, args.strategy,
+                                                writer)
     except (ValueError, OSError) as err:
         argument = getattr(err, "argument", None)
-        _die(f"--strategy {args.strategy}: {err}" if argument == "strategy" else f"{_FLAGS.get(argument, '')}{err}")
+        flag = config_flag(str(err), args) if argument == "config" else _FLAGS.get(argument, "--config")
+        _args.die(_strategy_error(args, err) if argument == "strategy" else f"{flag}: {err}")
     if not writer:
+        _warn_schedule(args, caught)
         return
     try:
         args.preflight = planning.take_run(args.preflight)
     except run_json.RunDirError as err:  # RunLockedError too
-        _die(f"--out: {err}")
+        _args.die(f"--out: {err}")
     except OSError as err:
-        _die(f"--out: cannot lock {args.out!r}: {err}")
+        _args.die(f"--out: cannot lock {args.out!r}: {err}")
     atexit.register(planning.give_back, args.preflight)
+    _warn_schedule(args, caught)
 
 
 def run(args):
@@ -207,17 +260,18 @@ def _run(args):
         strategy = train.make_strategy(args.strategy)
         strategies.check_options(strategy, pre.jit_compile, pre.steps_per_execution)
     except ValueError as err:
-        _die(f"--strategy {args.strategy}: {err}")
+        _args.die(_strategy_error(args, err))
     try:
         prepared = train.plan(pre.config, pre.data_dir, pre.source, pre.download, checked=pre)
-    except (ValueError, OSError) as err:
-        _die(str(err))
+    except (ValueError, OSError) as err:  # the data (tfds: their size is known only now), or the numbers for it
+        flag = config_flag(str(err), args) if _KEY.search(str(err)) else "--data-dir / --source"
+        _args.die(f"{flag}: {err}")
     try:
         result = train.run(pre, strategy, verbose=not args.quiet, prepared=prepared)
     except run_json.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
-        _die(f"--out: {err}")
+        _args.die(f"--out: {err}")
     except samples.RunFileError as err:  # a damaged sample, manifest or log found on resume
-        _die(f"--out: {err}; {samples.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
+        _args.die(f"--out: {err}; {samples.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0

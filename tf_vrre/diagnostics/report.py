@@ -1,5 +1,28 @@
 """``diagnose(runs)``: replica flow of every run plus ESS / R-hat of the scalar summaries the
-runs record, as one JSON-ready dict, and its text table."""
+runs record, as one JSON-ready dict, its text table, and a verdict: is it mixing?
+
+The verdict (:func:`verdict`) reads the numbers against thresholds from the diagnostics
+literature.  Vehtari, Gelman, Simpson, Carpenter and Buerkner (2021, "Rank-normalization,
+folding, and localization: an improved R-hat for assessing convergence of MCMC", Bayesian
+Analysis 16(2), Section 4) recommend using draws only when R-hat < 1.01 and the (bulk) ESS is
+above 400 (100 per chain for four chains), below which ESS and R-hat are themselves unreliable;
+the older, looser rule R-hat < 1.1 (Gelman and Rubin 1992; BDA3, Section 11.5) flags chains that
+clearly disagree, and 1.05 is the usual middle ground.  Here:
+
+- **not mixing**: a summary with R-hat > :data:`RHAT_FAIL` (1.05) or ESS < :data:`ESS_FAIL`
+  (100), or R-hat undefined because each chain sits at its own constant value; a replica run
+  with no accepted swap, or with swaps but no round trip cold -> hottest -> cold (replicas that
+  never travel the ladder: the hot chain's exploration never reaches the cold chain; Katzgraber,
+  Trebst, Huse and Troyer 2006, "Feedback-optimized parallel tempering Monte Carlo"; Syed,
+  Bouchard-Cote, Deligiannidis and Doucet 2022, "Non-reversible parallel tempering", JRSS-B);
+- **not yet established**: every summary passes those but one has R-hat > :data:`RHAT_OK`
+  (1.01), ESS < :data:`ESS_OK` (400), or too few draws to compute them;
+- **mixing**: R-hat <= 1.01 and ESS >= 400 everywhere, and round trips where there are swaps.
+
+This module's R-hat is the split-R-hat and its ESS the cross-chain ESS of
+:mod:`tf_vrre.diagnostics.chains` (not rank-normalised), the quantities those thresholds were
+stated for up to the rank normalisation.
+"""
 
 import os
 
@@ -9,6 +32,11 @@ from tf_vrre.diagnostics import chains, replicas
 from tf_vrre.diagnostics.runs import locate, read_run_json, read_samples, read_swap_log, run_steps
 
 FORMAT = "tf_vrre.diagnostics/1"
+RHAT_FAIL, RHAT_OK = 1.05, 1.01
+"""R-hat above RHAT_FAIL: not mixing; above RHAT_OK: not yet established (Vehtari et al. 2021)."""
+ESS_FAIL, ESS_OK = 100.0, 400.0
+"""ESS below ESS_FAIL: not mixing; below ESS_OK: not yet established (Vehtari et al. 2021)."""
+NOT_MIXING, NOT_YET, MIXING = "not mixing", "not yet established", "mixing"
 DESCRIPTIONS = {
     "cold_energy": "energy estimate of the state in the cold slot at each attempt of pair 0 (swap log)",
     "sample_energy": "mini-batch energy U_B of each collected sample (samples manifest)",
@@ -140,8 +168,91 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
         x = np.stack([s[name][:draws] for s in per_run])
         summaries[name] = info | chains.chain_summary(x, split=split)
     unrecorded = [r["path"] for r in loaded if r["samples"] is not None and "energy" not in r["samples"]["recorded"]]
-    return {"format": FORMAT, "runs": paths, "burn_in": burn_in, "split": split, "blocks": blocks,
+    diag = {"format": FORMAT, "runs": paths, "burn_in": burn_in, "split": split, "blocks": blocks,
             "replica_flow": flows, "summaries": summaries, "classes": classes, "energy_not_recorded": unrecorded}
+    diag["verdict"] = verdict(diag)
+    return diag
+
+
+def _chain_reasons(summaries):
+    """``(failures, doubts)``: one text for R-hat and one for ESS, each naming the worst summary,
+    its number, the threshold and how many summaries cross it."""
+    fail, doubt = [], []
+    rated = {k: v for k, v in summaries.items() if not v.get("too_short") and not v.get("constant")}
+    short = [k for k, v in summaries.items() if v.get("too_short")]
+    if short:
+        doubt.append(f"{', '.join(short)}: too few draws for ESS / R-hat (< 8 per chain)")
+    stuck = [k for k, v in rated.items() if v.get("rhat") is None]
+    if stuck:
+        fail.append(f"R-hat infinite ({', '.join(stuck)}: each chain at its own constant value)")
+    rhats = {k: v["rhat"] for k, v in rated.items() if v.get("rhat") is not None}
+    esses = {k: v["ess"] for k, v in rated.items() if v.get("ess") is not None}
+    for values, worst, bad, limits, text in (
+            (rhats, max, lambda x, t: x > t, (RHAT_FAIL, RHAT_OK), "R-hat {v:.3g} > {t:g}"),
+            (esses, min, lambda x, t: x < t, (ESS_FAIL, ESS_OK), "ESS {v:.3g} < {t:g}")):
+        if not values:
+            continue
+        name = worst(values, key=values.get)
+        for limit, out in zip(limits, (fail, doubt)):
+            count = sum(bad(x, limit) for x in values.values())
+            if count:
+                draws = rated[name]["chains"] * rated[name]["draws"]
+                where = f"{name}, {draws} draws" if text.startswith("ESS") else name
+                out.append(text.format(v=values[name], t=limit) + f" ({where}; {count} of {len(values)} "
+                           f"summaries)")
+                break
+    return fail, doubt
+
+
+ADVICE = {
+    "chains": "run longer (tf-vrre train --epochs) or keep more samples (--thinning), drop more burn-in "
+              "(diagnose --burn-in 0.3), and compare several seeds as chains (diagnose --run S0 --run S1 --out D)",
+    "swaps": "no swap is accepted: lower F (--set swap.correction=...), bring the temperatures closer "
+             "(--set sampler.hot_temperature_multiplier=...), or use variance-reduced swap energies (--config "
+             "vr-resghmc), which shrink the noise penalty",
+    "trips": "swaps happen but no state travels cold -> hottest -> cold: run longer, or use closer temperatures "
+             "(more chains on a ladder) so swaps succeed more often",
+}
+"""What to try, by symptom (:func:`verdict`)."""
+
+
+def verdict(diag):
+    """Is it mixing?  ``{"status", "reasons", "advice"}`` from a :func:`diagnose` result
+    (thresholds in the module docstring): ``status`` one of ``"mixing"``, ``"not yet
+    established"``, ``"not mixing"``; ``reasons`` the numbers that say so; ``advice`` what to try.
+
+    Example:
+      >>> v = verdict({"summaries": {"weight_norm": {"chains": 2, "draws": 12, "rhat": 2.02, "ess": 2.7}},
+      ...              "replica_flow": [None], "runs": ["runs/a"]})
+      >>> v["status"], v["reasons"]
+      ('not mixing', ['R-hat 2.02 > 1.05 (weight_norm; 1 of 1 summaries)', 'ESS 2.7 < 100 (weight_norm, 24 draws; 1 of 1 summaries)'])
+    """
+    fail, doubt = _chain_reasons(diag["summaries"])
+    advice = ["chains"] if fail or doubt else []
+    for path, flow in zip(diag["runs"], diag["replica_flow"]):
+        if flow is None or not flow.get("attempts"):
+            continue
+        steps = flow["steps"]
+        where = f" ({os.path.basename(os.path.normpath(path))})" if len(diag["runs"]) > 1 else ""
+        if flow["swaps"] == 0:
+            fail.append(f"0 of {flow['attempts']} swaps accepted{where}")
+            advice.append("swaps")
+        elif flow["round_trips"] == 0:
+            fail.append(f"{flow['swaps']} swaps but 0 round trips cold -> hottest -> cold in {steps} steps{where}")
+            advice.append("trips")
+    status = NOT_MIXING if fail else NOT_YET if doubt or not diag["summaries"] else MIXING
+    if not diag["summaries"]:
+        doubt.append("no summary to compute ESS / R-hat on")
+    return {"status": status, "reasons": fail + doubt, "advice": [ADVICE[k] for k in dict.fromkeys(advice)]}
+
+
+def format_verdict(v):
+    """The verdict as ``tf-vrre diagnose`` prints it (one line, then ``try:`` lines)."""
+    head = f"verdict: {v['status'].upper()}" if v["status"] != MIXING else "verdict: mixing"
+    lines = [head + (f": {'; '.join(v['reasons'])}" if v["reasons"] else
+                     f" (R-hat <= {RHAT_OK} and ESS >= {ESS_OK:.0f} for every summary)")]
+    lines += [f"  try: {a}" for a in v["advice"]]
+    return "\n".join(lines)
 
 
 def to_json(diag):
@@ -193,4 +304,6 @@ def format_table(diag):
     for path in diag.get("energy_not_recorded", []):
         lines.append(f"  sample_energy: not in the manifest of {path} (its entries record no energy, as after "
                      "'tf-vrre repair' rebuilt it from the sample files)")
+    if "verdict" in diag:
+        lines += ["", format_verdict(diag["verdict"])]
     return "\n".join(lines)

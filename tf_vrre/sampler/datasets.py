@@ -74,6 +74,15 @@ def indexed_dataset(arrays: list, counter: Any, batch_size: int, key: tf.Tensor,
 
 
 
+def carries_order(x: Any) -> bool:
+    """Whether ``fit``'s input ``x`` carries its own order: a ``tf.data.Dataset`` (e.g. from
+    :func:`from_reference`, the sampler's ``make_dataset``) or a distributed one.  Keras cannot
+    shuffle such an input: its ``fit`` ignores ``shuffle=True`` (its default) and warns
+    "``shuffle=True`` was passed, but will be ignored"; the sampler's ``fit`` passes
+    ``shuffle=False`` for it unless the caller gave ``shuffle``."""
+    return isinstance(x, (tf.data.Dataset, tf.distribute.DistributedDataset))
+
+
 def reference(sampler: Any, data: Any, batch_size: int | None) -> control_variates.Reference:
     """:meth:`tf_vrre.ReplicaExchangeSampler.set_reference_data`'s data, checked (structure, dtypes,
     lengths, finite values, labels) and wrapped as a :class:`tf_vrre.sgmcmc.control_variates.Reference`."""

@@ -289,8 +289,12 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         (:func:`tf_vrre.sampler.input_checks.check_fit`: lengths, dtypes, finite values, labels within the
         model's classes, sample weights, ``batch_size <= data_size``; a warning if the training
         arrays do not hold ``data_size`` examples): bad data fails before any graph runs, with an
-        error naming the argument."""
+        error naming the argument.  A dataset (``make_dataset``'s) is fitted in its own order:
+        ``shuffle`` defaults to ``False`` for it (:func:`tf_vrre.sampler.datasets.carries_order`)."""
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
+        if "shuffle" not in bound.arguments and datasets.carries_order(bound.arguments.get("x")):
+            kwargs["shuffle"] = False  # Keras cannot shuffle a dataset: its default True only makes it warn
+            bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         bound.apply_defaults()
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
         try:

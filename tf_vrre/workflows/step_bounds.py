@@ -11,7 +11,7 @@ gradient of the data does.
 Each check here names one hyperparameter (a config key or a flag) and the interval it may take
 given the others, so the error says what to change; the ends shown are rounded towards the inside
 of the interval (5067 shows as 5.06e+03), so a number copied from the message is allowed.  The workflows' preflights call them
-(:mod:`tf_vrre.workflows.image_classification.hyperparameters`, ``tf-vrre mixture``).
+(:mod:`tf_vrre.workflows.image_classification.sampler_numbers`, ``tf-vrre mixture``).
 
 Example:
   >>> prior_stability_limit(precision=25.0, momentum=0.9)    # eta * 25 < 3.8
@@ -30,8 +30,7 @@ import math
 from tf_vrre import errors
 from tf_vrre.numerics import F32_MAX, F32_TINY
 
-__all__ = ["BoundError", "F32_MAX", "F32_TINY", "within", "prior_stability_limit", "noise_variance_limit",
-           "log_or_inf"]
+__all__ = ["BoundError", "within", "prior_stability_limit", "noise_variance_limit", "log_or_inf"]
 
 
 class BoundError(errors.TfVrreError, ValueError):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import config_values, hyperparameters
+from tf_vrre.workflows.image_classification import config_values, sampler_numbers
 
 from _paths import FIXTURES
 
@@ -195,10 +195,10 @@ def test_the_samplers_numbers_for_the_data_size():
     """``lr / N`` (1.875e-40 for ``--lr 1.2e-38`` on 64 images: 0 in float32) is checked once ``N`` is
     known, naming the interval for that ``N``."""
     cfg = C.resolve(C.apply_overrides(C.load("vr-resghmc"), {**TINY, "sampler.lr": 1.2e-38}))
-    with pytest.raises(hyperparameters.BoundError, match=r"config key sampler.lr must be in \[7.53e-37, 3.4e\+38\] "
+    with pytest.raises(sampler_numbers.BoundError, match=r"config key sampler.lr must be in \[7.53e-37, 3.4e\+38\] "
                                                          r"for the 64 training examples .*got 1.2e-38"):
-        hyperparameters.check_data_size(cfg, 64)
-    hyperparameters.check_data_size(cfg, 1)
+        sampler_numbers.check_data_size(cfg, 64)
+    sampler_numbers.check_data_size(cfg, 1)
 
 
 def test_the_shipped_configs_pass_the_samplers_checks_at_every_scale():
@@ -206,7 +206,7 @@ def test_the_shipped_configs_pass_the_samplers_checks_at_every_scale():
         for epochs in (5, 10, 500, 5000):  # cycsghmc has 5 cycles: at least 5 epochs
             cfg = C.resolve(C.apply_overrides(C.load(method), {"training.epochs": epochs}))
             for n in (64, 50000, 10 ** 7):
-                hyperparameters.check_data_size(cfg, n)
+                sampler_numbers.check_data_size(cfg, n)
 
 
 def test_applies_names_the_keys_of_a_method():

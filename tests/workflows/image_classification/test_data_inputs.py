@@ -165,14 +165,14 @@ def data(tmp_path_factory):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--holdout", "nan"], "argument --holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got nan"),
-    (["--holdout", "inf"], "argument --holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got inf"),
-    (["--holdout", "-1"], "argument --holdout: must be a count"),
-    (["--holdout", "99999999999"], "argument --holdout: must be a count in [0, 2147483647]"),
-    (["--erasing", "nan"], "argument --erasing: must be a finite number, got nan"),
-    (["--erasing", "1.5"], "argument --erasing: must be in [0, 1], got 1.5"),
-    (["--no-augment", "--erasing", "0.5"], "--no-augment contradicts --erasing 0.5"),
-    (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment contradicts --set data.erasing=0.2"),
+    (["--holdout", "nan"], "--holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got nan"),
+    (["--holdout", "inf"], "--holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got inf"),
+    (["--holdout", "-1"], "--holdout: must be a count"),
+    (["--holdout", "99999999999"], "--holdout: must be a count in [0, 2147483647]"),
+    (["--erasing", "nan"], "--erasing: must be a finite number, got nan"),
+    (["--erasing", "1.5"], "--erasing: must be in [0, 1], got 1.5"),
+    (["--no-augment", "--erasing", "0.5"], "--no-augment: contradicts --erasing 0.5"),
+    (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment: contradicts --set data.erasing=0.2"),
     (["--set", "model.kwargs.depth=3"], "config key model.kwargs.depth is unknown for model cnn; allowed: width, "
                                         "batch_norm, synchronized_bn, name (override)"),
     (["--set", "model.kwargs.width=0"], "config key model.kwargs.width must be an integer in [1, 2147483647], got 0 (override)"),
@@ -265,4 +265,4 @@ def test_evaluate_checks_that_it_can_write_the_run_before_starting(data, tmp_pat
         cli.main(["evaluate", "--run", str(run), "--ood", "none", "--fit-size", "0"])
     assert exc.value.code == 2 and not started
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("tf-vrre: error: --run") and "is not writable" in err[-1], err
+    assert err[-1].startswith("tf-vrre: error: evaluate: --run") and "is not writable" in err[-1], err

@@ -52,7 +52,7 @@ def test_resume_on_other_pixels_is_refused_before_writing(image_data_dir, tmp_pa
         cli.main(cli_flags("msgd", out, other))
     assert exc.value.code == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith("tf-vrre: error: --out") and "the training data in" in line and other in line
+    assert line.startswith("tf-vrre: error: train: --out") and "the training data in" in line and other in line
     assert "data.pixels_digest" in line and "resume with the run's data (npz" in line
     assert _snapshot(out) == before and open(out / "run.json").read() == text  # nothing written
 

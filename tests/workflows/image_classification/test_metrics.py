@@ -58,3 +58,20 @@ def test_fitted_temperature_is_the_exact_optimum():
     grid = np.exp(np.linspace(math.log(t) - 0.5, math.log(t) + 0.5, 2001))
     nll = [-np.mean(np.log(M.softmax(z, g).mean(0)[np.arange(50), y])) for g in grid]
     assert grid[int(np.argmin(nll))] == pytest.approx(t, rel=1e-3) and min(nll) >= value - 1e-9
+
+
+def test_a_fit_without_an_interior_optimum_names_the_bound_it_hit():
+    """Logits pointing away from the labels: the NLL falls as ``T`` grows towards the uniform
+    prediction (log C), so the fit ends at the upper bound; all right with margin: the NLL falls
+    as ``T`` shrinks, to the lower bound.  Neither returns a number such as T = 3.5e+102."""
+    y = np.arange(30) % 3
+    with pytest.raises(M.TemperatureFitError, match="upper bound T = 100") as err:
+        M.fit_temperature(-2.0 * np.eye(3)[y], y)
+    assert err.value.bound == "upper" and err.value.temperature == pytest.approx(100.0)
+    # NLL at T = 100 of logits (-2 on the label, 0 elsewhere): 0.02 + log(exp(-0.02) + 2)
+    assert err.value.nll == pytest.approx(0.02 + math.log(math.exp(-0.02) + 2), rel=1e-6)
+    with pytest.raises(M.TemperatureFitError, match="lower bound T = 0.01") as err:
+        M.fit_temperature(2.0 * np.eye(3)[y], y)
+    assert err.value.bound == "lower" and err.value.temperature == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="bounds must be 0 < lo < initial < hi"):
+        M.fit_temperature(np.eye(3)[y], y, bounds=(2.0, 10.0))

@@ -174,10 +174,10 @@ def test_stale_tpu_address_never_hangs_train(strategy, kind, image_data_dir, tmp
         assert proc.returncode == 2, proc.stderr[-3000:]
         lines = [line for line in proc.stderr.splitlines() if line.startswith("tf-vrre")]  # not TF's own logs
         assert "Traceback" not in proc.stderr and proc.stderr.rstrip().endswith(lines[-1])
-        assert len(lines) == 1 and lines[0].startswith(
-            f"tf-vrre: error: --strategy tpu: {tried}" if kind == "tpu-node" else
-            f"tf-vrre: error: --strategy tpu: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR = '{address}' "
-            f"(not reachable: {_REASONS[kind]}"), proc.stderr
+        why = tried if kind == "tpu-node" else (f"strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR = '{address}' "
+                                                f"(not reachable: {_REASONS[kind]}")
+        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: train: --strategy") and why in lines[0], \
+            proc.stderr
         assert not out.exists() or kind == "tpu-node"  # found before TensorFlow starts, else after the lock
         return
     assert proc.returncode == 0, proc.stderr[-3000:]

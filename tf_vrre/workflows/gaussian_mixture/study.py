@@ -4,13 +4,13 @@ energies by ``m``; the sensitivity grid of sigma^2 over ``(n/N, eta)``; figures 
 ``summary.json`` (written as each method / seed finishes, so an interrupted study keeps them).
 """
 
-import contextlib
 import os
 import sys
 
 import keras
 import numpy as np
 
+from tf_vrre.callbacks import progress
 from tf_vrre.diagnostics import chain_summary
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
@@ -18,10 +18,11 @@ from tf_vrre.workflows.gaussian_mixture import plots, target, tuning
 
 
 class Progress:
-    """``keras.utils.Progbar`` on stderr (stdout keeps the results) under a label line;
-    ``.callback`` is a Keras callback feeding it."""
+    """Progress of one run on stderr (stdout keeps the results) under a label line:
+    :class:`tf_vrre.callbacks.progress.StepProgress` (a ``keras.utils.Progbar`` on a terminal,
+    plain lines in a file); ``.callback`` is a Keras callback feeding it.  ``quiet``: nothing."""
 
-    def __init__(self, label, steps):
+    def __init__(self, label, steps, quiet=False):
         outer = self
 
         class CB(keras.callbacks.Callback):
@@ -29,12 +30,13 @@ class Progress:
                 outer.update(batch + 1)
 
         self.callback = CB()
-        sys.stderr.write(f"{label}\n")
-        with contextlib.redirect_stdout(sys.stderr):  # Progbar writes to sys.stdout
-            self.bar = keras.utils.Progbar(steps)
+        self.bar = None
+        if not quiet:
+            sys.stderr.write(f"{label}\n")
+            self.bar = progress.StepProgress(steps)
 
     def update(self, done):
-        with contextlib.redirect_stdout(sys.stderr):
+        if self.bar is not None:
             self.bar.update(done)
 
 
@@ -59,11 +61,12 @@ def _beta_chains(rs, burn_in):
 class Study:
     """One study (``tf-vrre mixture``): the exact answer, the runs, the figures, the summary.
 
-    ``args``: the settings (``argparse.Namespace`` of ``tf-vrre mixture``, checked); ``scenario``:
-    its name; ``out``: the output directory."""
+    ``args``: the settings (``argparse.Namespace`` of ``tf-vrre mixture``, checked; ``args.quiet``:
+    no progress on stderr); ``scenario``: its name; ``out``: the output directory."""
 
     def __init__(self, args, scenario, out):
         self.args, self.scenario, self.out = args, scenario, out
+        self.quiet = bool(getattr(args, "quiet", False))
         self.target = target.Mixture(args.phi, args.sigma, args.prior_sd, args.true_beta)
         self.seeds = [args.seed + i for i in range(args.seeds)]
         self.data = target.make_data(args.data_size, seed=args.data_seed, target=self.target)
@@ -87,14 +90,14 @@ class Study:
               f"{self.exact_right:.3f}; barrier at beta={t.split:g}: {self.barrier:.4g} nats = "
               f"{self.barrier / a.tau1:.3g} x tau1 = {self.barrier / a.tau2:.3g} x tau2")
 
-    def run(self, method, seed, steps, label, progress=True, **over):
+    def run(self, method, seed, steps, label, show=True, **over):
         a = self.args
         kw = dict(learning_rate=a.lr, batch_size=a.batch, period=a.m, temperatures=(a.tau1, a.tau2),
                   correction=a.correction_re if method == "resgld" else a.correction,
                   smoothing=a.smoothing, initial=a.initial, seed=seed, record_every=a.record_every,
                   num_chains=a.ladder_chains, target=self.target, swap_options={"penalty": a.penalty})
         kw.update(over)
-        callbacks = [Progress(label, steps).callback] if progress else []
+        callbacks = [Progress(label, steps, quiet=self.quiet).callback] if show else []
         callbacks += list(kw.pop("callbacks", ()))
         return target.run(method, self.data, steps=steps, callbacks=callbacks, **kw)
 
@@ -163,13 +166,13 @@ class Study:
         """log10 sigma2 of VR-reSGLD over (n/N, eta): ``[len(lrs), len(ratios)]``."""
         a = self.args
         sens = np.zeros((len(a.sens_lrs), len(a.sens_ratios)))
-        bar, done = Progress("sensitivity grid", len(a.sens_ratios) * len(a.sens_lrs) * a.sens_seeds), 0
+        bar, done = Progress("sensitivity grid", len(a.sens_ratios) * len(a.sens_lrs) * a.sens_seeds, self.quiet), 0
         for j, ratio in enumerate(a.sens_ratios):
             n = max(1, int(round(ratio * a.data_size)))
             for i, lr in enumerate(a.sens_lrs):
                 vals = []
                 for seed in self.seeds[:1] + [self.seeds[0] + 1000 + k for k in range(a.sens_seeds - 1)]:
-                    r = self.run("vr-resgld", seed, a.sens_steps, "", progress=False, batch_size=n,
+                    r = self.run("vr-resgld", seed, a.sens_steps, "", show=False, batch_size=n,
                                  learning_rate=lr, record_every=1, jit_compile=False)  # short: no XLA compile
                     vals.append(float(r["sigma2"][len(r["sigma2"]) // 2:].mean()))
                     done += 1

@@ -39,7 +39,7 @@ import types
 from typing import Any, Mapping
 
 from tf_vrre import errors
-from tf_vrre.workflows.image_classification import config_values, hyperparameters
+from tf_vrre.workflows.image_classification import config_values, sampler_numbers
 
 try:
     import tomllib
@@ -59,7 +59,7 @@ before anything walks them."""
 
 __all__ = ["ConfigError", "METHODS", "REPLICA", "VARIANCE_REDUCED", "CYCLICAL", "Config", "DataConfig", "ModelConfig", "TrainingConfig", "SamplerConfig", "SwapConfig",
            "VarianceReductionConfig", "SamplesConfig", "RawConfig", "load", "parse", "apply_overrides", "resolve",
-           "applies", "schedule_values", "available", "config_path"]
+           "applies", "schedule_values", "available", "config_path", "keep_rates", "SCHEDULE_EPOCH_KEYS"]
 
 
 class ConfigError(errors.TfVrreError, ValueError):
@@ -437,7 +437,7 @@ def _check(name: str, value: Any, check: config_values.Check, where: str) -> Any
 def _check_consistency(cfg: Config, at: Any, overridden: set[str]) -> None:
     """Rules between keys: cycles within the epochs, a crop padding smaller than the image, and the
     sampler's numbers that do not depend on the data size
-    (:mod:`tf_vrre.workflows.image_classification.hyperparameters`)."""
+    (:mod:`tf_vrre.workflows.image_classification.sampler_numbers`)."""
     if cfg.cyclical and cfg.sampler.cycles > cfg.training.epochs:
         raise ConfigError(f"config key sampler.cycles must be <= training.epochs ({cfg.training.epochs}), "
                           f"got {cfg.sampler.cycles}{at('sampler.cycles')}")
@@ -449,9 +449,43 @@ def _check_consistency(cfg: Config, at: Any, overridden: set[str]) -> None:
                           f"{side}-pixel side of {cfg.data.dataset} images: a larger padding crops padding alone), "
                           f"got {cfg.data.crop_padding}{at('data.crop_padding')}")
     try:
-        hyperparameters.check_config(cfg, prefer=overridden)
-    except hyperparameters.BoundError as err:
+        sampler_numbers.check_config(cfg, prefer=overridden)
+    except sampler_numbers.BoundError as err:
         raise ConfigError(f"{err}{at(err.key)}") from None
+
+
+SCHEDULE_EPOCH_KEYS = ("sampler.lr_constant_epochs", "sampler.burn_in_epochs", "samples.burn_in_epochs")
+"""The epoch counts of a config's schedule (numbers of epochs of a ``training.schedule_epochs`` run)."""
+
+
+def keep_rates(raw: Mapping) -> RawConfig:
+    """``raw`` with its schedule's per-epoch rates kept over the run's ``training.epochs``: the
+    schedule is written for the run's length (``training.schedule_epochs = training.epochs``) and
+    its epoch counts (:data:`SCHEDULE_EPOCH_KEYS`) scaled to it, so the run keeps the config's
+    phases (the learning rate constant for the same fraction of the run, the same burn-in
+    fraction) and its per-epoch factors (x0.984, x1.02 per epoch), with gentler total changes
+    than the stretched schedule's (:func:`schedule_values`).  For short runs: 4 epochs of the
+    paper's 500-epoch recipe stretched grow ``F`` x11.9 per epoch; kept, x1.02.
+    (``tf-vrre train --schedule keep-rates``.)
+
+    Raises:
+      ConfigError: as :func:`resolve`.
+
+    Example:
+      >>> raw = keep_rates(apply_overrides(load("vr-resghmc"), {"training.epochs": 10}))
+      >>> cfg = resolve(raw)
+      >>> cfg.training.schedule_epochs, cfg.sampler.lr_constant_epochs, cfg.sampler.burn_in_epochs, cfg.sampler.lr_decay
+      (10, 4, 6, 0.984)
+    """
+    cfg = resolve(raw)
+    stretch = sampler_numbers.Stretch(cfg)
+    over: dict[str, Any] = {"training.schedule_epochs": cfg.training.epochs}
+    for key in SCHEDULE_EPOCH_KEYS:
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if value is not None:
+            over[key] = stretch.epochs(value)
+    return apply_overrides(raw, over)
 
 
 def schedule_values(cfg: Config, data_size: int, steps_per_epoch: int) -> dict:
@@ -468,7 +502,7 @@ def schedule_values(cfg: Config, data_size: int, steps_per_epoch: int) -> dict:
       >>> v["eta"]
       2e-06
     """
-    s, sm, stretch = cfg.sampler, cfg.samples, hyperparameters.Stretch(cfg)
+    s, sm, stretch = cfg.sampler, cfg.samples, sampler_numbers.Stretch(cfg)
     epochs = cfg.training.epochs
     out = {"eta": s.lr / data_size, "weight_decay": s.weight_decay * data_size, "scale": stretch.scale,
            "epochs": epochs, "steps_per_epoch": steps_per_epoch, "total_steps": epochs * steps_per_epoch}

@@ -5,8 +5,10 @@ For a run directory (:mod:`tf_vrre.runs.run_json`), streaming over the collected
 
 1. *temperature fitting* on the run's held-out split (never trained on): the logits of every
    sample on ``fit_size`` held-out images are kept (``S x fit_size x C`` floats) and ``T``
-   minimises the NLL of ``mean_s softmax(z_s / T)``
-   (:func:`tf_vrre.workflows.image_classification.metrics.fit_temperature`);
+   minimises the NLL of ``mean_s softmax(z_s / T)`` within ``[0.01, 100]``
+   (:func:`tf_vrre.workflows.image_classification.metrics.fit_temperature`); a fit with no optimum
+   inside (a model at chance level: the NLL falls all the way to the uniform prediction) gives
+   the bound it hit as ``T``, marked in ``report["temperature"]["bound_hit"]``;
 2. *BMA* ``p_T = mean_s softmax(z_s / T)`` on the test set and the out-of-distribution set for
    ``T = 1``, the paper's fixed ``T = 2`` and the fitted ``T`` (three running sums);
 3. metrics (:mod:`tf_vrre.workflows.image_classification.metrics`): test accuracy, NLL, Brier, ECE (15 bins); OOD mean
@@ -14,17 +16,23 @@ For a run directory (:mod:`tf_vrre.runs.run_json`), streaming over the collected
    (optimum ``1 / C``) and the AUROC of in- vs out-of-distribution by entropy; the last sample
    alone as a point-estimate reference; swap counts and sigma^2 from the swap log;
 4. ``report.json``, the figures ``entropy_cdf.png``, ``reliability.png``, ``swaps.png`` and
-   ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs).
+   ``entropies.npz`` (the per-image entropies behind ``entropy_cdf.png``, for plots across runs);
+5. warnings (:class:`EvaluationWarning`, also in ``report["warnings"]``): a test accuracy at
+   chance level (within two binomial standard errors of ``1 / C``), a temperature fit without an
+   optimum, a fitted ``T`` outside :data:`SANE_TEMPERATURES`.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
 
+from tf_vrre.callbacks import progress
 from tf_vrre.diagnostics import runs
 from tf_vrre.runs import atomic, run_json
 from tf_vrre.runs.samples import read_log
@@ -34,8 +42,19 @@ from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dat
 
 ENTROPY_THRESHOLD = 1.5
 ECE_BINS = 15
+SANE_TEMPERATURES = (0.2, 5.0)
+"""Fitted temperatures outside this range get a warning: above 5 the logits are divided so much
+that the samples' predictions carry little information (the model barely beats a uniform guess);
+below 0.2 the average of the samples is strongly under-confident (they disagree: the chain moved
+far between samples).  Temperature scaling of trained networks typically fits 1-3 (Guo et al.
+2017); the paper's fixed choice is T = 2."""
 
-__all__ = ["evaluate", "swap_summary"]
+__all__ = ["evaluate", "swap_summary", "EvaluationWarning", "SANE_TEMPERATURES"]
+
+
+class EvaluationWarning(UserWarning):
+    """A run evaluated without error whose numbers say something is off (chance-level accuracy,
+    a temperature fit without an optimum, a fitted temperature outside :data:`SANE_TEMPERATURES`)."""
 
 
 def _read_csv(path):
@@ -130,7 +149,11 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
       test_size: evaluate on a class-balanced subset of the test (and OOD) set.
       fit_size: held-out images used to fit ``T`` (0: no fitted temperature).
       batch_size: prediction batch size.
-      verbose: print progress.
+      verbose: print progress (on stderr).
+
+    Warns:
+      EvaluationWarning: chance-level accuracy, a temperature fit without an optimum, a fitted
+        ``T`` outside :data:`SANE_TEMPERATURES` (the texts are also in ``report["warnings"]``).
 
     Raises:
       tf_vrre.runs.run_json.RunDirError: no run / no samples (naming the missing file); ValueError for
@@ -149,12 +172,13 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
 
     m = run["model"]
     model = models.build(m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"])
-    say = (lambda s: print(s, flush=True)) if verbose else (lambda s: None)
+    say = (lambda s: print(s, file=sys.stderr, flush=True)) if verbose else (lambda s: None)
     fitted = _fit(model, samples, held, prep, batch_size, say)
     temps = {"T=1": 1.0, "T=2": 2.0}
-    if fitted:
+    if fitted and fitted["T"] is not None:
         temps["T=fitted"] = fitted["T"]
-    sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size, say)
+    sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size,
+                         progress.StepProgress(len(samples), unit="sample") if verbose and samples else None)
     report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
                       "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
                       "epochs": run_json.field(run, "config.training.epochs", int, run_path)},
@@ -163,6 +187,9 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
               "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
               "swaps": swap_summary(run_dir)}
     entropies, bins = _score(report, sums, last, y_test, num_classes(data["dataset"]))
+    report["warnings"] = _warnings(report, num_classes(data["dataset"]))
+    for text in report["warnings"]:
+        warnings.warn(text, EvaluationWarning, stacklevel=2)
     _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), plots)
     arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
               for where, h in zip(("test", "ood"), pair) if h is not None}
@@ -172,23 +199,59 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
 
 
 def _fit(model, samples, held, prep, batch_size, say):
-    """The fitted temperature on the held-out images (``None`` without them)."""
+    """The fitted temperature on the held-out images (``None`` without them).  A fit without an
+    optimum inside :data:`metrics.TEMPERATURE_BOUNDS` gives the bound it hit as ``T`` (the best
+    ``T`` within them) and ``"bound_hit"``; a fit that did not converge gives ``"T": None``."""
     if held is None:
         return None
     x, y = held
     logits = np.stack([_logits(_set(model, w), x, prep, batch_size) for w in samples])
-    t, t_nll = metrics.fit_temperature(logits, y)
     p1 = metrics.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
+    out = {"heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))), "fit_size": len(y), "bound_hit": None}
+    try:
+        t, t_nll = metrics.fit_temperature(logits, y)
+    except metrics.TemperatureFitError as err:
+        say(f"temperature on {len(y)} held-out images ({len(samples)} samples): {err}")
+        return out | {"T": err.temperature if err.bound else None, "bound_hit": err.bound, "heldout_nll": err.nll,
+                      "reason": str(err).removeprefix("fit_temperature: ")}
     say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
-    return {"T": t, "heldout_nll": t_nll, "heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))),
-            "fit_size": len(y)}
+    return out | {"T": t, "heldout_nll": t_nll}
 
 
-def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
+def _warnings(report, num_classes):
+    """What a demanding user wants to be told about an evaluation that ran (see the module docstring)."""
+    out = []
+    test = report["test"]
+    acc, n, chance = test["T=1"]["accuracy"], test["size"], 1.0 / num_classes
+    margin = 2.0 * math.sqrt(chance * (1 - chance) / n)
+    if acc < chance + margin:
+        where = "below" if acc < chance - margin else "at"
+        out.append(f"test accuracy {acc:.3f} is {where} chance level (1/{num_classes} = {chance:.3f}; two standard "
+                   f"errors for n = {n}: {margin:.3f}): the samples have learned nothing yet; train longer or with a "
+                   "schedule fit for the run's length (tf-vrre train --schedule keep-rates)")
+    t = report["temperature"]
+    if t is not None and t["T"] is None:
+        out.append(f"no fitted temperature: {t['reason']}; the report has no T=fitted rows")
+    elif t is not None and t["bound_hit"]:
+        out.append(f"fitted temperature at the {t['bound_hit']} bound T = {t['T']:g}: {t['reason']}; the T=fitted "
+                   "rows use the bound" + ("; a model at chance level has no better temperature than T = infinity"
+                                           if t["bound_hit"] == "upper" else "; every held-out image is predicted "
+                                           "right with a margin, so sharper is always better there"))
+    elif t is not None and not SANE_TEMPERATURES[0] <= t["T"] <= SANE_TEMPERATURES[1]:
+        why = ("above 5 the logits are divided so much that the samples barely beat a uniform guess"
+               if t["T"] > SANE_TEMPERATURES[1] else
+               "below 0.2 the samples' average is strongly under-confident: they disagree (the chain moved far "
+               "between samples)")
+        out.append(f"fitted temperature T = {t['T']:.3g} is outside [{SANE_TEMPERATURES[0]:g}, "
+                   f"{SANE_TEMPERATURES[1]:g}]: {why}")
+    return out
+
+
+def _stream(model, samples, temps, inputs, prep, batch_size, bar=None):
     """Running sums of ``softmax(z / T)`` over the samples per T on ``inputs = (x_test, ood_data)``
-    (``ood_data`` may be ``None``), and the last sample's."""
+    (``ood_data`` may be ``None``), and the last sample's; ``bar``: a
+    :class:`tf_vrre.callbacks.progress.StepProgress` over the samples."""
     x_test, ood_data = inputs
-    say = say or (lambda message: None)
     sums = {k: [0.0, 0.0] for k in temps}
     last = None
     for i, w in enumerate(samples):
@@ -200,7 +263,8 @@ def _stream(model, samples, temps, inputs, prep, batch_size, say=None):
             if z_out is not None:
                 sums[k][1] = sums[k][1] + metrics.softmax(z_out, t)
         last = (metrics.softmax(z_in), metrics.softmax(z_out) if z_out is not None else None)
-        say(f"  sample {i + 1}/{len(samples)}")
+        if bar is not None:
+            bar.update(i + 1)
     S = len(samples)
     return {k: (v[0] / S, v[1] / S if ood_data else None) for k, v in sums.items()}, last
 

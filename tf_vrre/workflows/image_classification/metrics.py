@@ -16,8 +16,9 @@ Keras where they provide the metric:
   occurs (out-of-distribution images); its optimum, the uniform prediction, is ``1 / C``
   (the paper's "optimal 0.1" for SVHN under CIFAR-10 models);
 - ``auroc``: area under the ROC curve separating two score samples (``keras.metrics.AUC``);
-- ``fit_temperature``: ``T`` minimising the NLL of ``mean_s softmax(z_s / T)`` on held-out
-  data (``tfp.optimizer.lbfgs_minimize`` over ``log T``).
+- ``fit_temperature``: ``T`` in ``[0.01, 100]`` minimising the NLL of ``mean_s softmax(z_s / T)``
+  on held-out data (``tfp.optimizer.lbfgs_minimize`` over ``log T``); a
+  fit without an optimum inside them raises :class:`TemperatureFitError` with the bound it hit.
 
 Example:
   >>> logits = np.array([[[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]],     # [S = 2 samples, n = 3, C = 2]
@@ -31,7 +32,7 @@ Example:
 import numpy as np
 
 __all__ = ["accuracy", "nll", "brier", "ece", "entropy", "ood_brier", "auroc", "fit_temperature",
-           "softmax", "reliability_bins"]
+           "TemperatureFitError", "TEMPERATURE_BOUNDS", "softmax", "reliability_bins"]
 
 _TINY = 1e-30
 
@@ -133,16 +134,47 @@ def auroc(scores_negative, scores_positive, low=0.0, high=1.0, num_thresholds=10
     return float(keras.ops.convert_to_numpy(m.result()))
 
 
-def fit_temperature(logits, labels, initial=1.0):
-    """Temperature ``T > 0`` minimising ``-mean log mean_s softmax(z_s / T)[y]`` (held-out data).
+TEMPERATURE_BOUNDS = (0.01, 100.0)
+"""The interval :func:`fit_temperature` searches ``T`` in: a fit that ends at one of its ends has
+no interior optimum (:class:`TemperatureFitError`)."""
+
+
+class TemperatureFitError(RuntimeError):
+    """:func:`fit_temperature` found no optimum inside its bounds: the held-out NLL keeps falling
+    towards a bound (e.g. a model at chance level, whose NLL falls as ``T`` grows towards the
+    uniform prediction), or the optimiser did not converge.
+
+    Attributes:
+      temperature: the ``T`` reached (the bound it hit, or where it stopped).
+      bound: ``"upper"`` or ``"lower"`` (the end of :data:`TEMPERATURE_BOUNDS` reached), or
+        ``None`` (stopped inside without converging).
+      nll: the held-out NLL at ``temperature``.
+    """
+
+    def __init__(self, message, temperature, bound, nll):
+        super().__init__(message)
+        self.temperature, self.bound, self.nll = temperature, bound, nll
+
+
+def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
+    """Temperature ``T`` in ``bounds`` minimising ``-mean log mean_s softmax(z_s / T)[y]`` (held-out data).
+
+    Minimised with ``tfp.optimizer.lbfgs_minimize`` over ``log T``; a minimiser beyond
+    ``bounds`` (e.g. ``T -> infinity`` for a model at chance level) is reported at the bound it
+    passed, with the NLL there.
 
     Args:
       logits: ``[S, n, C]`` logits of ``S`` samples (or ``[n, C]`` for one model).
       labels: ``[n]`` integer labels.
-      initial: starting ``T``.
+      initial: starting ``T`` (inside ``bounds``).
+      bounds: ``(lo, hi)``, ``0 < lo < initial < hi``.
 
     Returns:
       ``(T, nll_at_T)`` as floats.
+
+    Raises:
+      TemperatureFitError: the fit ends at a bound (no interior optimum) or does not converge;
+        it carries the ``T`` reached, which bound, and the NLL there.
 
     Example:
       >>> rng = np.random.default_rng(0)
@@ -152,10 +184,17 @@ def fit_temperature(logits, labels, initial=1.0):
       >>> T, nll_at_T = fit_temperature(logits, y)
       >>> T > 1                                              # the model was over-confident
       True
+      >>> fit_temperature(-2.0 * np.eye(3)[y], y)           # logits that point away from the labels
+      Traceback (most recent call last):
+      ...
+      tf_vrre.workflows.image_classification.metrics.TemperatureFitError: fit_temperature: the held-out NLL keeps falling towards the upper bound T = 100 (NLL 1.1120 there; a uniform prediction has log C = 1.0986): no optimum inside [0.01, 100]
     """
     import tensorflow_probability as tfp
 
     tf = _tf()
+    lo, hi = (float(b) for b in bounds)
+    if not (0 < lo < float(initial) < hi and np.isfinite(hi)):
+        raise ValueError(f"bounds must be 0 < lo < initial < hi (finite), got bounds {bounds}, initial {initial}")
     z = np.asarray(logits, np.float64)
     if z.ndim == 2:
         z = z[None]
@@ -179,9 +218,19 @@ def fit_temperature(logits, labels, initial=1.0):
     res = tfp.optimizer.lbfgs_minimize(value_and_grad, tf.constant([np.log(initial)], tf.float64),
                                        tolerance=1e-10, max_iterations=200)
     t = float(np.exp(res.position.numpy()[0]))
-    if not np.isfinite(t) or not res.converged.numpy():
-        raise RuntimeError(f"fit_temperature did not converge (T = {t})")
-    return t, float(res.objective_value.numpy())
+    value = float(res.objective_value.numpy())
+    bound = "upper" if not t < hi else "lower" if not t > lo else None  # NaN: upper
+    if bound is not None:  # the optimum, if any, lies beyond the bound: reported at the bound
+        t = hi if bound == "upper" else lo
+        value = float(loss(tf.constant([np.log(t)], tf.float64)).numpy())
+        uniform = f"; a uniform prediction has log C = {np.log(z.shape[-1]):.4f}" if bound == "upper" else ""
+        raise TemperatureFitError(f"fit_temperature: the held-out NLL keeps falling towards the {bound} bound "
+                                  f"T = {t:g} (NLL {value:.4f} there{uniform}): no optimum inside [{lo:g}, {hi:g}]",
+                                  t, bound, value)
+    if not res.converged.numpy():
+        raise TemperatureFitError(f"fit_temperature: the held-out NLL did not converge in 200 L-BFGS iterations "
+                                  f"(T = {t:.4g}, NLL {value:.4f})", t, None, value)
+    return t, value
 
 
 def reliability_bins(probs, labels, num_bins=15):

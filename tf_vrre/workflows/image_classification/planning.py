@@ -6,7 +6,7 @@ the strategy name, the run directory (read only: a refused run is left as it was
 location, and, when the training-set size is known without reading images (``data.subset``, or
 the labels of ``.npz`` files), the run's numbers (batch, control-variate refreshes, samples, and
 the sampler's step sizes, temperatures and ``F`` in float32:
-:mod:`tf_vrre.workflows.image_classification.hyperparameters`).  The config itself was checked
+:mod:`tf_vrre.workflows.image_classification.sampler_numbers`).  The config itself was checked
 once, by :func:`tf_vrre.workflows.image_classification.config.resolve`.
 :func:`take_run` then takes the run lock (:mod:`tf_vrre.runs.locks`) and checks the directory
 again under it; :func:`give_back` releases it, removing a directory made for a run that wrote
@@ -21,14 +21,36 @@ import math
 import os
 import re
 import shutil
+import warnings
 from typing import Any
 
 from tf_vrre.runs import locks, run_json
-from tf_vrre.workflows.image_classification import config, hyperparameters, strategies
+from tf_vrre.workflows.image_classification import config, sampler_numbers, strategies
 from tf_vrre.workflows.image_classification.data import sources
 
-__all__ = ["Preflight", "preflight", "writes_run", "take_run", "give_back", "clear", "backup_epoch", "check_numbers",
+__all__ = ["Preflight", "ScheduleWarning", "preflight", "writes_run", "take_run", "give_back", "clear", "backup_epoch", "check_numbers",
            "check_execution", "expected_samples", "train_size_hint", "check_run_dir", "check_same_data"]
+
+
+class ScheduleWarning(UserWarning):
+    """The config's schedule, stretched to the run's epochs, changes the learning rate, the
+    temperature or ``F`` by more than x10 per epoch
+    (:func:`tf_vrre.workflows.image_classification.sampler_numbers.fast_schedule`).
+
+    Attributes:
+      epochs, schedule_epochs: ``training.epochs`` and ``training.schedule_epochs``.
+      changes: what changes how fast (``"F x11.9 per epoch (1.5e+05 -> 2.1e+07 over 2 epochs)"``).
+      fewest_epochs: the fewest ``training.epochs`` whose stretched schedule stays within x10 per epoch.
+    """
+
+    def __init__(self, epochs: int, schedule_epochs: int, changes: str, fewest_epochs: int) -> None:
+        self.epochs, self.schedule_epochs, self.changes, self.fewest_epochs = (epochs, schedule_epochs, changes,
+                                                                               fewest_epochs)
+        super().__init__(f"training.epochs = {epochs} squeezes the {schedule_epochs}-epoch schedule "
+                         f"(training.schedule_epochs) into {epochs} epochs: {changes}, more than x10 per epoch, "
+                         "faster than the chains can follow; for a short run keep the schedule's per-epoch rates "
+                         "(config.keep_rates; tf-vrre train --schedule keep-rates) or train for at least "
+                         f"{fewest_epochs} epochs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +119,10 @@ def preflight(cfg: config.Config, out: str | os.PathLike, data_dir: str | None =
       writer: this process writes ``out`` (``None``: :func:`writes_run` of ``strategy``): another
         process holding its lock is refused here already (probed, not taken).
 
+    Warns:
+      ScheduleWarning: the schedule as run changes the learning rate, the temperature or ``F`` by
+        more than x10 per epoch (a long schedule squeezed into a few epochs).
+
     Raises:
       ValueError / OSError, each with ``argument`` set to the input it concerns, in the order
         checked: ``"out"`` (:class:`tf_vrre.runs.run_json.RunDirError`: a different run or foreign
@@ -135,6 +161,9 @@ def preflight(cfg: config.Config, out: str | os.PathLike, data_dir: str | None =
             strategies.check(strategy)
     with _Argument("execution"):
         check_execution(cfg, jit_compile, steps_per_execution)
+    fast = sampler_numbers.fast_schedule(cfg)
+    if fast is not None:  # after every check: a refused run gets its error alone
+        warnings.warn(ScheduleWarning(cfg.training.epochs, cfg.training.schedule_epochs, *fast), stacklevel=3)
     return Preflight(cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, existing,
                      size, values, count)
 
@@ -270,14 +299,14 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
     """``(values, samples)`` of a run on ``train_size`` images, or a ``ValueError`` (no TensorFlow).
 
     Checks: the batch fits the data, the sampler's numbers for this ``N``
-    (:func:`tf_vrre.workflows.image_classification.hyperparameters.check_data_size`), the control
+    (:func:`tf_vrre.workflows.image_classification.sampler_numbers.check_data_size`), the control
     variates are refreshed at least once, the schedule collects at least one sample (naming
     ``samples.thinning`` and the burn-in).
     """
     d = cfg.data
     if d.batch_size > train_size:
         raise ValueError(f"data.batch_size ({d.batch_size}) must be <= the {train_size} training examples")
-    hyperparameters.check_data_size(cfg, train_size)
+    sampler_numbers.check_data_size(cfg, train_size)
     values = config.schedule_values(cfg, train_size, train_size // d.batch_size)
     vr = cfg.variance_reduction
     if vr is not None and vr.period > values["total_steps"]:

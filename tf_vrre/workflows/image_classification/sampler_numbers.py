@@ -1,10 +1,14 @@
-"""The numbers the sampler of a config computes with, checked before TensorFlow starts.
+"""The numbers the sampler of a config computes with (step sizes, temperatures, ``F`` and their
+schedules stretched to the run's epochs), checked before TensorFlow starts.
 
 :func:`tf_vrre.workflows.image_classification.train.build_sampler` turns a config into float32
-step sizes, temperatures and ``F`` (and their schedules, stretched to the run's epochs).  A config
-whose keys are each fine can still give a number float32 cannot hold, or a step that diverges
-by itself; these checks compute those numbers from the config and name the key to change with
-the interval it may take given the others (:mod:`tf_vrre.workflows.step_bounds`):
+step sizes, temperatures and ``F`` (and their schedules, stretched to the run's epochs).  Those
+values obey the sampler's own rules (:func:`tf_vrre.numerics.check_hyperparameter`, the rules
+the sampler's constructor applies: :data:`tf_vrre.numerics.RULES`), checked here on the values
+the config gives, at the start of the run.  A config whose keys are each fine can still give a
+number float32 cannot hold, or a step that diverges by itself; these checks compute those
+numbers from the config and name the key to change with the interval it may take given the
+others (:mod:`tf_vrre.workflows.step_bounds`):
 
 - without the data size (:func:`check_config`, run by
   :func:`tf_vrre.workflows.image_classification.config.resolve`): the stretched per-epoch
@@ -15,6 +19,10 @@ the interval it may take given the others (:mod:`tf_vrre.workflows.step_bounds`)
 - with the training-set size ``N`` (:func:`check_data_size`, run with the run's other numbers):
   ``eta = lr / N`` and the hot chain's ``eta`` are normal float32 numbers, the noise variance
   ``2 (1 - momentum) eta tau`` is finite, and the prior precision ``weight_decay * N`` is too.
+
+:func:`schedule_rates` gives the per-epoch factors of the schedule as run; :func:`fast_schedule`
+says which of them change more than x10 per epoch (a schedule squeezed into a few epochs: the
+chains cannot follow a target that moves that fast), the preflight's warning.
 
 Example:
   >>> from tf_vrre.workflows.image_classification import config
@@ -31,10 +39,17 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+from tf_vrre import numerics
+from tf_vrre.numerics import F32_MAX, F32_TINY
 from tf_vrre.workflows import step_bounds
-from tf_vrre.workflows.step_bounds import F32_MAX, F32_TINY, BoundError
+from tf_vrre.workflows.step_bounds import BoundError
 
-__all__ = ["BoundError", "Stretch", "check_config", "check_data_size"]
+__all__ = ["BoundError", "Stretch", "check_config", "check_data_size", "schedule_rates", "fast_schedule",
+           "FAST_FACTOR"]
+
+FAST_FACTOR = 10.0
+"""A schedule factor beyond x10 (or below x1/10) per epoch of the run is too fast for the chains
+to follow (:func:`fast_schedule`)."""
 
 _LOG_MAX, _LOG_TINY = math.log(F32_MAX), math.log(F32_TINY)
 _KEY = "config key "
@@ -81,6 +96,7 @@ def check_config(cfg: Any, prefer: Iterable[str] = ()) -> None:
     tau_end_log = _check_temperature(cfg, stretch)
     if cfg.swap is not None:
         _check_correction(cfg, stretch, tau_end_log)
+    _check_rules(cfg)
     h = s.hot_lr_multiplier or 1.0
     limit = step_bounds.prior_stability_limit(h * s.weight_decay, s.momentum)
     if s.lr >= limit:
@@ -147,6 +163,31 @@ def _check_correction(cfg: Any, stretch: Stretch, tau_end_log: float) -> None:
     step_bounds.within("swap.correction", sw.correction, lo, hi, why, prefix=_KEY)
 
 
+def _rule(kind: str, value: Any, key: str, name: str, swaps: bool) -> None:
+    """:func:`tf_vrre.numerics.check_hyperparameter` on the value the sampler gets, as a
+    :class:`BoundError` naming the config key."""
+    try:
+        numerics.check_hyperparameter(kind, value, num_chains=len(value) if isinstance(value, list) else None,
+                                      swaps=swaps, name=name)
+    except (TypeError, ValueError) as err:
+        raise BoundError(key, f"{_KEY}{key}: {err}") from None
+
+
+def _check_rules(cfg: Any) -> None:
+    """The sampler's rules on the temperatures and ``F`` it gets at step 0 (the schedules start
+    there): temperatures ``(tau, hot_temperature_multiplier * tau)`` positive, finite and strictly
+    increasing in float32 (a multiplier of 1.0000001 gives two equal float32 temperatures), ``F``
+    positive and finite."""
+    s = cfg.sampler
+    if s.temperature is not None:
+        taus = [s.temperature, s.temperature * s.hot_temperature_multiplier] if cfg.replica else [s.temperature]
+        key = "sampler.hot_temperature_multiplier" if cfg.replica else "sampler.temperature"
+        _rule("temperatures", taus, key, "the chains' temperatures (sampler.temperature, times "
+              "hot_temperature_multiplier for the hot chain)" if cfg.replica else "sampler.temperature", cfg.replica)
+    if cfg.swap is not None:
+        _rule("correction", cfg.swap.correction, "swap.correction", "swap.correction (F)", True)
+
+
 def check_data_size(cfg: Any, data_size: int) -> None:
     """The checks that need the training-set size ``N`` (see the module docstring).
 
@@ -166,3 +207,69 @@ def check_data_size(cfg: Any, data_size: int) -> None:
                        prefix=_KEY, context=context)
     step_bounds.within("sampler.weight_decay", s.weight_decay, max(F32_TINY, F32_TINY / n), F32_MAX / n,
                        "the prior precision weight_decay * N is float32", zero=True, prefix=_KEY, context=context)
+    eta = s.lr / n
+    _rule("learning_rates", [eta, eta * h] if cfg.replica else [eta], "sampler.lr",
+          f"the chains' step sizes eta = sampler.lr / N{' (times hot_lr_multiplier for the hot chain)' if cfg.replica else ''}"
+          f"{context}", cfg.replica)
+
+
+def schedule_rates(cfg: Any) -> dict:
+    """The schedule as run, per epoch of the run: ``{name: (factor per epoch, epochs it applies,
+    config key)}`` for the learning-rate decay (``"lr"``), the temperature annealing
+    (``"temperature"``) and the growth of ``F`` (``"F"``), where the config has them and they
+    act for at least one epoch.
+
+    Example:
+      >>> from tf_vrre.workflows.image_classification import config
+      >>> rates = schedule_rates(config.resolve(config.apply_overrides(config.load("vr-resghmc"),
+      ...                                                              {"training.epochs": 4})))
+      >>> {k: (round(f, 3), e) for k, (f, e, _) in rates.items()}   # 500 epochs squeezed into 4
+      {'lr': (0.133, 2), 'temperature': (0.084, 2), 'F': (11.886, 2)}
+    """
+    s, stretch, epochs = cfg.sampler, Stretch(cfg), cfg.training.epochs
+    out = {}
+    if s.lr_decay is not None and s.lr_decay != 1:
+        out["lr"] = (stretch.factor(s.lr_decay), epochs - min(epochs, stretch.epochs(s.lr_constant_epochs)),
+                     "sampler.lr_decay")
+    burn = min(epochs, stretch.epochs(s.burn_in_epochs)) if s.burn_in_epochs is not None else 0
+    if s.temperature is not None and s.temperature_annealing > 1:
+        out["temperature"] = (1.0 / stretch.factor(s.temperature_annealing), burn, "sampler.temperature_annealing")
+    if cfg.swap is not None and cfg.swap.correction_growth > 1:
+        out["F"] = (stretch.factor(cfg.swap.correction_growth), burn, "swap.correction_growth")
+    return {k: v for k, v in out.items() if v[1] > 0}
+
+
+def fast_schedule(cfg: Any, limit: float = FAST_FACTOR) -> tuple[str, int] | None:
+    """``(description, fewest epochs)`` when the schedule as run changes the learning rate, the
+    temperature or ``F`` by more than ``limit`` per epoch (the config's schedule squeezed into
+    few epochs: the chains cannot follow a target that moves that fast), else ``None``;
+    ``fewest epochs``: the smallest ``training.epochs`` that keeps every factor within ``limit``.
+
+    Example:
+      >>> from tf_vrre.workflows.image_classification import config
+      >>> text, fewest = fast_schedule(config.resolve(config.apply_overrides(config.load("vr-resghmc"),
+      ...                                                                    {"training.epochs": 4})))
+      >>> fewest
+      5
+      >>> for part in text.split(" and "):
+      ...     print(part)
+      the temperature x0.0841 per epoch (0.01 -> 7.1e-05 over 2 epochs)
+      F x11.9 per epoch (1.5e+05 -> 2.1e+07 over 2 epochs)
+    """
+    rates = schedule_rates(cfg)
+    words = {"lr": "the learning rate", "temperature": "the temperature", "F": "F"}
+    start = {"lr": cfg.sampler.lr, "temperature": cfg.sampler.temperature,
+             "F": cfg.swap.correction if cfg.swap is not None else None}
+    parts, fewest = [], 1
+    for name, (factor, span, _) in rates.items():
+        if max(factor, 1.0 / factor) <= limit:
+            continue
+        end = start[name] * factor ** span
+        parts.append(f"{words[name]} x{factor:.3g} per epoch ({start[name]:.2g} -> {end:.2g} over {span} epoch{'s' if span != 1 else ''})")
+    if not parts:
+        return None
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    for factor, _, _ in rates.values():  # E epochs run the config's factor f as f ** (S / E): |log f| S / E <= log limit
+        log_config_factor = abs(math.log(factor)) * Stretch(cfg).scale
+        fewest = max(fewest, math.ceil(cfg.training.schedule_epochs * log_config_factor / math.log(limit) - 1e-9))
+    return text, fewest
