@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import tomllib
 
 import nbformat
@@ -183,8 +184,9 @@ def test_install_script_runs_as_a_script():
     assert refused.returncode == 2 and "checkout: no pyproject.toml in" in refused.stderr
 
 
-def test_install_cell_clones_and_runs_the_install_script(monkeypatch):
+def test_install_cell_clones_and_runs_the_install_script(monkeypatch, tmp_path):
     calls = _fake_runtime(monkeypatch, tpu=False, tensorflow=True, tf_vrre=False)
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix: str(tmp_path / prefix))
     source = _install_cell("02_cifar10_vr_resghmc.ipynb").replace("github.com/OWNER/", "example.org/")
     exec(compile(source, "install cell", "exec"), {})
     clone, install = calls
