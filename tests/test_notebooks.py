@@ -3,9 +3,10 @@
 Each notebook is executed with papermill (its ``parameters`` cell overridden with toy sizes and
 local ``.npz`` data that the test writes itself: synthetic images, so CI needs no data set), fails
 on any cell error, and must produce its figures (PNG files on disk and image outputs in the
-executed notebook).  The committed notebooks are checked for the Colab conventions: an install
-cell first that does nothing where ``tf_vrre`` is importable (and on a TPU runtime without TensorFlow
-installs ``tensorflow-tpu``), one ``parameters`` cell, and stored outputs a reader sees on GitHub: the
+executed notebook).  The committed notebooks are checked for the Colab conventions: one short install
+cell first, the same in every notebook, that does nothing where ``tf_vrre`` is importable and otherwise
+clones the repository and runs ``colab/install.py`` (tested here too: on a TPU runtime without
+TensorFlow it installs ``tensorflow-tpu``), one ``parameters`` cell, and stored outputs a reader sees on GitHub: the
 figures as PNG, no error, no papermill-injected parameters (opened in Colab, a notebook runs its own
 defaults), a file size that a repository keeps.
 """
@@ -17,6 +18,8 @@ import json
 import os
 import re
 import subprocess
+import sys
+import tempfile
 import tomllib
 
 import nbformat
@@ -82,7 +85,8 @@ def test_committed_notebook_conventions(name):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert nb.cells[0].cell_type == "markdown" and "colab.research.google.com" in nb.cells[0].source
     install = code[0].source
-    assert 'find_spec("tf_vrre") is None' in install and "pip" in install and "git+" in install
+    assert 'find_spec("tf_vrre") is None' in install and "colab/install.py" in install and '"clone"' in install
+    assert len(install.splitlines()) <= 12, "keep the install cell short: its logic belongs in colab/install.py"
     tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and code.index(tagged[0]) == 1, "one parameters cell, right after the install cell"
     assert not [c for c in code if "injected-parameters" in c.metadata.get("tags", [])], \
@@ -105,9 +109,21 @@ def test_committed_notebook_shows_its_outputs(name):
 _FIND_SPEC, _DISTRIBUTION = importlib.util.find_spec, importlib.metadata.distribution
 
 
-def _install_cell_calls(monkeypatch, tpu, tensorflow, tf_vrre=False):
-    """Runs notebook 2's install cell as on a runtime with or without a TPU / TensorFlow / tf_vrre
-    (pip is recorded, not run); returns the recorded ``pip install`` argument lists."""
+def _install_cell(name):
+    return next(c for c in _read(name).cells if c.cell_type == "code").source
+
+
+def _install_script():
+    """``colab/install.py`` imported as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("colab_install", os.path.join(COLAB, "install.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fake_runtime(monkeypatch, tpu, tensorflow, tf_vrre):
+    """A runtime with or without a TPU / TensorFlow / tf_vrre; pip and git are recorded, not run.
+    Returns the list the recorded ``subprocess.check_call`` argument lists go to."""
     calls = []
     absent = {"tensorflow": not tensorflow, "tf_vrre": not tf_vrre}
 
@@ -116,42 +132,85 @@ def _install_cell_calls(monkeypatch, tpu, tensorflow, tf_vrre=False):
             raise importlib.metadata.PackageNotFoundError(name)
         return _DISTRIBUTION(name)
 
-    monkeypatch.setattr(subprocess, "check_call", lambda args, **k: calls.append(args[args.index("install") + 1:]))
+    monkeypatch.setattr(subprocess, "check_call", lambda args, **k: calls.append(list(args)))
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if absent.get(n) else _FIND_SPEC(n, *a))
     monkeypatch.setattr(importlib.metadata, "distribution", fake_distribution)
     monkeypatch.setattr(glob, "glob", lambda pattern: ["/dev/accel0"] if tpu and "accel" in pattern else [])
     monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
-    source = _read("02_cifar10_vr_resghmc.ipynb").cells[1].source.replace("github.com/OWNER/", "example.org/")
-    exec(compile(source, "install cell", "exec"), {})
     return calls
 
 
-def test_install_cell_installs_tensorflow_tpu_on_a_tpu_runtime_without_tensorflow(monkeypatch):
-    calls = _install_cell_calls(monkeypatch, tpu=True, tensorflow=False)
+def _install_calls(monkeypatch, tpu, tensorflow, tf_vrre=False):
+    """Runs ``colab/install.py`` on this checkout as on such a runtime; returns the ``pip install``
+    argument lists it would run."""
+    script = _install_script()
+    calls = _fake_runtime(monkeypatch, tpu, tensorflow, tf_vrre)
+    script.main([ROOT])
+    assert all(c[:4] == [sys.executable, "-m", "pip", "install"] for c in calls), calls
+    return [c[4:] for c in calls]
+
+
+def test_install_script_installs_tensorflow_tpu_on_a_tpu_runtime_without_tensorflow(monkeypatch):
+    calls = _install_calls(monkeypatch, tpu=True, tensorflow=False)
     assert calls[0] == ["-q", "tensorflow-tpu", "-f", "https://storage.googleapis.com/libtpu-tf-releases/index.html"]
-    assert calls[1] == ["-q", "--no-deps", "git+https://example.org/tf_vrre"]   # no CPU/GPU tensorflow over it
-    declared = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["project"]["dependencies"]
-    wanted = {d.replace("[tf]", "") for d in declared if not d.startswith(("tensorflow>", "tomli"))}
-    assert set(calls[2][1:]) == wanted, "the install cell's requirements must follow pyproject.toml"
+    assert calls[1] == ["-q", "--no-deps", ROOT]   # no CPU/GPU tensorflow over it
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        declared = tomllib.load(f)["project"]["dependencies"]
+    wanted = {d.replace("[tf]", "") for d in declared if not d.startswith("tensorflow>")}
+    assert set(calls[2][1:]) == wanted and len(calls[2][1:]) == len(declared) - 1, \
+        "tf_vrre's requirements from pyproject.toml, all but tensorflow"
     assert len(calls) == 3
 
 
-def test_install_cell_leaves_tensorflow_alone_elsewhere(monkeypatch):
-    assert _install_cell_calls(monkeypatch, tpu=False, tensorflow=False) == [["-q", "git+https://example.org/tf_vrre"]]
-    assert _install_cell_calls(monkeypatch, tpu=True, tensorflow=True) == [["-q", "git+https://example.org/tf_vrre"]]
+def test_install_script_leaves_tensorflow_alone_elsewhere(monkeypatch):
+    assert _install_calls(monkeypatch, tpu=False, tensorflow=False) == [["-q", ROOT]]
+    assert _install_calls(monkeypatch, tpu=True, tensorflow=True) == [["-q", ROOT]]
 
 
-def test_install_cell_names_the_command_when_a_tpu_runtime_lacks_only_tensorflow(monkeypatch):
-    with pytest.raises(RuntimeError, match=r"pip install tensorflow-tpu -f https://storage\.googleapis\.com/"):
-        _install_cell_calls(monkeypatch, tpu=True, tensorflow=False, tf_vrre=True)
+@pytest.mark.parametrize("tpu, command", [(True, r"pip install tensorflow-tpu -f https://storage\.googleapis\.com/"),
+                                          (False, r"`pip install tensorflow`")])
+def test_install_script_names_the_command_when_only_tensorflow_is_missing(monkeypatch, tpu, command):
+    with pytest.raises(RuntimeError, match=command):
+        _install_calls(monkeypatch, tpu=tpu, tensorflow=False, tf_vrre=True)
+
+
+def test_install_script_runs_as_a_script():
+    """``python colab/install.py``: a no-op where tf_vrre and TensorFlow are importable (here); a
+    directory that is no checkout is refused, naming the argument."""
+    script = os.path.join(COLAB, "install.py")
+    done = subprocess.run([sys.executable, script], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    refused = subprocess.run([sys.executable, script, COLAB], check=False, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "checkout: no pyproject.toml in" in refused.stderr
+
+
+def test_install_cell_clones_and_runs_the_install_script(monkeypatch, tmp_path):
+    calls = _fake_runtime(monkeypatch, tpu=False, tensorflow=True, tf_vrre=False)
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix: str(tmp_path / prefix))
+    source = _install_cell("02_cifar10_vr_resghmc.ipynb").replace("github.com/OWNER/", "example.org/")
+    exec(compile(source, "install cell", "exec"), {})
+    clone, install = calls
+    assert clone[:-1] == ["git", "clone", "-q", "--depth", "1", "https://example.org/tf_vrre"]
+    assert install == [sys.executable, os.path.join(clone[-1], "colab", "install.py")]
+
+
+def test_install_cell_names_the_placeholder(monkeypatch):
+    calls = _fake_runtime(monkeypatch, tpu=False, tensorflow=True, tf_vrre=False)
+    with pytest.raises(RuntimeError, match="set TF_VRRE_REPO above"):
+        exec(compile(_install_cell("02_cifar10_vr_resghmc.ipynb"), "install cell", "exec"), {})
+    assert calls == []
 
 
 def test_install_cell_is_a_no_op_where_tf_vrre_is_importable(monkeypatch):
     calls = []
     monkeypatch.setattr(subprocess, "check_call", lambda *a, **k: calls.append(a))
     for name in NOTEBOOKS:
-        exec(compile(_read(name).cells[1].source, name, "exec"), {})
+        exec(compile(_install_cell(name), name, "exec"), {})
     assert calls == []
+
+
+def test_notebooks_share_one_install_cell():
+    assert len({_install_cell(name) for name in NOTEBOOKS}) == 1
 
 
 def test_readme_links_every_notebook_with_a_colab_badge():
