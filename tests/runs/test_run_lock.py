@@ -265,3 +265,25 @@ def test_a_stale_pid_is_never_reported(tmp_path):
         finally:
             held.release()
         assert (run / run_json.LOCK).read_text() == text  # an unmarked lock leaves the file as it was
+
+
+def test_library_evaluate_reads_the_run_under_a_shared_lock(tmp_path, monkeypatch):
+    """``tf_vrre.evaluate`` (the library call, not only the CLI) holds a reader's lock while it
+    reads: a writer is refused meanwhile and can take the run afterwards."""
+    from tf_vrre.workflows.image_classification import evaluate
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / run_json.LOCK).write_text("")
+    seen = []
+
+    def probe(run_dir, *args):
+        with pytest.raises(locks.RunLockedError, match="is being read by another process"):
+            locks.lock_run(run_dir)
+        seen.append(args)
+        return {"read": True}
+
+    monkeypatch.setattr(evaluate, "_evaluate", probe)
+    assert evaluate.evaluate(str(run), ood="none", fit_size=0) == {"read": True} and len(seen) == 1
+    locks.lock_run(run)  # released when evaluate returned
+    locks.unlock_run(run)

@@ -34,7 +34,7 @@ import numpy as np
 
 from tf_vrre.callbacks import progress
 from tf_vrre.diagnostics import runs
-from tf_vrre.runs import atomic, run_json
+from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.runs.samples import read_log
 from tf_vrre.workflows.image_classification import evaluation_checks, metrics, models, plots
 from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
@@ -158,9 +158,22 @@ def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None
     Raises:
       tf_vrre.runs.run_json.RunDirError: no run / no samples (naming the missing file); ValueError for
         bad arguments.  Checked before anything is computed or written.
+
+    The run is read under a reader's shared lock (:func:`tf_vrre.runs.locks.share_run`), so no
+    ``tf-vrre train`` or ``repair`` starts writing it meanwhile; a run being trained is read as it is.
     """
     if ood not in evaluation_checks.OOD_CHOICES:
         raise ValueError(f"ood must be one of {', '.join(evaluation_checks.OOD_CHOICES)}; got {ood!r}")
+    reader = locks.share_run(run_dir)  # a reader's shared lock: no train / repair starts writing the run meanwhile
+    try:
+        return _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, verbose)
+    finally:
+        if reader is not None:
+            reader.release()
+
+
+def _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, verbose):
+    """:func:`evaluate` under the run's shared lock."""
     run, samples = evaluation_checks.check_run(run_dir)
     data = run["data"]
     data_dir, source, ood_name = evaluation_checks.data_sources(run, ood, data_dir, source)
