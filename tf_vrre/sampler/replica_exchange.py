@@ -26,6 +26,7 @@ law ``N(0, lr tau)`` of one slot onto the other's.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -36,8 +37,10 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import batch, construction, datasets, hyperparameters, input_checks, invariants, saving, xla
+from tf_vrre.sampler import (batch, construction, datasets, hyperparameters, input_checks, invariants, placements,
+                             replica_step, saving, xla)
 from tf_vrre.sampler.chain_metrics import ChainMetrics
+from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sampler.listeners import SamplerListeners
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
 from tf_vrre.sgmcmc.dynamics import Diffusion
@@ -56,7 +59,7 @@ def require_sampler(model: Any, who: str) -> ReplicaExchangeSampler:
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
-class ReplicaExchangeSampler(ChainMetrics, keras.Model):
+class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
     """K chains of SGLD / SGHMC with (variance-reduced) replica exchange, trained by ``fit``.
 
     Each chain ``h`` (temperature ``tau_h``, lr ``eta_h``) follows, for SGHMC::
@@ -95,13 +98,21 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
       seed: integer seed of the noise, swaps and (via ``keras.utils.set_random_seed``) the
         initial weights; ``None`` draws one.
       independent_init: if False (default) every chain starts from chain 0's initial weights.
+      placement: ``"replicated"`` (default: every replica of a ``tf.distribute`` strategy holds
+        every chain and a shard of each batch) or ``"chain_per_replica"`` (build the sampler in the
+        scope of a ``MirroredStrategy`` / ``TPUStrategy`` / ``MultiWorkerMirroredStrategy`` with
+        ``num_chains`` replicas: replica ``r`` holds chain ``r`` and the whole batch, swaps exchange
+        temperatures and learning rates instead of weights; see :mod:`tf_vrre.sampler.placements`).
+        Either way the samples are the same, to float round-off.
 
     State (``sampler.state``, a :class:`tf_vrre.sgmcmc.state.SamplerState`; every variable is
     saved with the sampler): ``state.step``; ``state.ladder.temperature`` / ``.learning_rate``
     in force; ``state.chains.velocities``; ``state.swap.sigma2``, ``.swap_count``,
     ``.attempt_count``, ``.correction``, ``.log`` (the per-step swap record);
     ``state.control_variates.snapshot_energy``, ``.coefficient``; ``state.batch_energy``.
-    The chain models are ``sampler.chains`` (``sampler.snapshots`` with control variates).
+    The chain models are ``sampler.chains`` (``sampler.snapshots`` with control variates);
+    with ``placement="chain_per_replica"`` they are the host copy of the chains, in rung order,
+    refreshed by :meth:`sync_chains` (``cold_model`` refreshes itself when read).
 
     Example:
       >>> sampler = ReplicaExchangeSampler(net, data_size=64, num_chains=2,
@@ -122,11 +133,13 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
                  temperatures: Any = None, learning_rates: Any = 1e-6, dynamics: str = "sghmc",
                  momentum: float = 0.9, weight_decay: float = 0.0, swap: Any = "auto",
                  variance_reduction: control_variates.ControlVariates | None = None, energy_mode: str = "auto",
-                 nll: Callable | None = None, seed: int | None = None, independent_init: bool = False, **kwargs):
+                 nll: Callable | None = None, seed: int | None = None, independent_init: bool = False,
+                 placement: str = "replicated", **kwargs):
         super().__init__(**kwargs)
         construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
         seed = construction.check_options(energy_mode, nll, seed)
         num_chains = int(num_chains)
+        strategy = placements.check(placement, num_chains)  # None: replicated
         swap_rule = swaps.resolve(swap, num_chains)
         control_variates.check(variance_reduction, swap_rule)
         temps, lrs = hyperparameters.resolve(temperatures, learning_rates, num_chains, dynamics, swap_rule is not None)
@@ -145,6 +158,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self.energy_mode_arg = energy_mode
         self.nll = nll
         self.independent_init = bool(independent_init)
+        self.placement = placement
+        self._strategy = strategy
+        self._host = None  # chain per replica: the placements.HostCopy (set once the state exists)
         self.seed = int(seed)
         self._diffusion = Diffusion(dynamics, momentum)
         vr = variance_reduction
@@ -153,21 +169,32 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self._offsets = vr.period if vr is not None else self._window_period
 
         keras.utils.set_random_seed(self.seed)
-        self.chains = [construction.build_chain(model_fn) for _ in range(num_chains)]
+        with self._host_scope():  # chain per replica: the chains here are the host copy
+            self.chains = [construction.build_chain(model_fn) for _ in range(num_chains)]
         input_checks.check_distinct_models(self.chains)
         construction.tie_initial_weights(self.chains, self.independent_init)
         self.energy_mode = energy.resolve_mode(energy_mode, self.chains[0])
         self._cache_exact = vr is not None and vr.cache and energy.batch_independent(self.energy_mode, self.chains[0])
         if vr is not None:
-            self.snapshots = [construction.build_chain(model_fn) for _ in range(num_chains)]
+            with self._host_scope():
+                self.snapshots = [construction.build_chain(model_fn) for _ in range(num_chains)]
             input_checks.check_distinct_models(self.chains + self.snapshots)
         self.state = self._create_state([schedules.value_at(t) for t in temps], [schedules.value_at(v) for v in lrs])
+        # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
+        if strategy is not None:
+            self._host = placements.HostCopy(self, strategy)
+        local = self.state.replica  # chain per replica: this replica's chain does the swap energies
         self._swap_energy = None
         if swap_rule is not None:
-            self._swap_energy = SwapEnergyEstimator(self.chains, self.state.control_variates, self._per_example_nll,
-                                                    self.energy_mode, self._cache_exact, self.data_size)
-        # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
-        self._faults = invariants.FaultRegister()  # the first runtime fault of a step (not saved)
+            self._swap_energy = SwapEnergyEstimator(
+                self.chains if local is None else local.chains.models,
+                self.state.control_variates if local is None else local.control_variates,
+                self._per_example_nll, self.energy_mode, self._cache_exact, self.data_size, num_chains)
+        if strategy is None:
+            self._faults = invariants.FaultRegister()  # the first runtime fault of a step (not saved)
+        else:
+            with placements.per_replica_variables():  # one register per replica (chain)
+                self._faults = invariants.FaultRegister(strategy)
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
@@ -181,6 +208,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """The :class:`SamplerState`, its variables created eagerly (``fit`` does not build
         subclassed models) in the order of the fields: that order is the layout of saved files."""
         K, new, vr = self.num_chains, functools.partial(construction.new_variable, self), self.variance_reduction
+        if self._strategy is not None:  # per-chain variables: the host copy; per-rung ones: mirrored
+            new = placements.variable_factory(new, self._strategy)
         step = new("step", (), "int64")
         ladder = Ladder.create(new, temperatures, learning_rates)
         chains = ChainState.create(self.chains, new, self._diffusion.has_velocity)
@@ -193,7 +222,11 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         loss_scale = None
         if energy.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
             loss_scale = LossScale.create(new, initial=2.0 ** 15 / self.data_size)
-        return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale)
+        replica = None if self._strategy is None else placements.build_replica(self)
+        return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
+
+    def _host_scope(self):
+        return contextlib.nullcontext() if self._strategy is None else placements.host_variables(self._strategy)
 
     @property
     def swap_penalty(self) -> str | None:
@@ -202,7 +235,10 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     @property
     def cold_model(self) -> keras.Model:
-        """The sampled (coldest, slot 0) chain: a plain ``keras.Model``."""
+        """The sampled (coldest, slot 0) chain: a plain ``keras.Model``.  With
+        ``placement="chain_per_replica"``: the host copy of the chain that holds the coldest rung,
+        refreshed from its replica when read (read it again after training steps)."""
+        self._sync_cold()
         return self.chains[0]
 
     def call(self, inputs: Any, training: bool = False) -> Any:
@@ -291,11 +327,18 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         error naming the argument."""
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         bound.apply_defaults()
+        if self._host is not None:
+            placements.check_fit_data(bound.arguments["x"])
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
+        if self._host is not None:  # every replica gets the whole batch; the replicas get the host copy
+            x = placements.whole_batches(bound.arguments["x"], self._strategy)
+            args, kwargs = ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "x": x})
+            self._host.begin_fit()
         try:
             return super().fit(*args, **kwargs)
         finally:  # the callbacks of this fit registered them in on_train_begin
             self.listeners.clear()
+            self.sync_chains()
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss: Any = None, metrics: Any = None, weighted_metrics: Any = None, run_eagerly: bool = False,
@@ -371,6 +414,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     def train_step(self, data: Any) -> dict:
         """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""
+        if self._host is not None:  # this replica's chain (tf_vrre.sampler.replica_step)
+            return replica_step.train_step(self, data)
         minibatch = batch.from_data(data)
         self._check_batch(minibatch.x, minibatch.y)
         state = self.state
@@ -437,6 +482,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         (:func:`tf_vrre.sampler.invariants.checked`): a broken invariant raises a ``SamplerError``."""
         super().make_train_function(force)
         self.train_function = invariants.checked(self, self.train_function)
+        if self._host is not None:
+            self.train_function = placements.synced(self, self.train_function)
         return self.train_function
 
     # ---- config ----------------------------------------------------------------------
@@ -444,7 +491,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
         ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
         fails now instead of a later load."""
-        config = self._config()
+        config = {**self._config(), "placement": self.placement}  # not part of the run's identity
         saving.check_restorable(self, config)
         return config
 
@@ -462,6 +509,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
     def load_own_variables(self, store: Any) -> None:
         saving.check_own_variables(self, store)  # names another num_chains / architecture
         super().load_own_variables(store)
+        if self._host is not None:  # the replicas take the loaded state at the next step
+            self._host.wrote_host()
 
     def load_weights(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """``keras.Model.load_weights`` after checking that the file's chains match this sampler

@@ -1,8 +1,11 @@
 """Cross-replica helpers for code that runs inside ``tf.distribute`` replica contexts.
 
-Everything the chains must agree on (gradients, energies, variance statistics, the full-data
-pass) is summed with :func:`all_reduce`; outside a strategy (or with one replica) it is the
-identity, so the same train step runs on one device and under ``MirroredStrategy``.
+Replicated placement (every replica holds every chain, the batch is split): everything the
+chains must agree on (gradients, energies, variance statistics, the full-data pass) is summed
+with :func:`all_reduce`; outside a strategy (or with one replica) it is the identity, so the same
+train step runs on one device and under ``MirroredStrategy``.  Chain-per-replica placement
+(replica ``r`` holds chain ``r`` and the whole batch): nothing is summed across replicas; the
+per-chain numbers a swap needs are collected with one :func:`all_gather` per step.
 """
 
 from __future__ import annotations
@@ -20,6 +23,15 @@ def all_reduce(value: Any) -> Any:
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return value
     return ctx.all_reduce("sum", value)
+
+
+def all_gather(value: tf.Tensor) -> tf.Tensor:
+    """``[R, ...]``: ``value`` (shape ``[...]``) of every replica in sync, in replica order (one
+    collective); ``value[None]`` outside a strategy."""
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return value[None]
+    return ctx.all_gather(value[None], axis=0)
 
 
 def replicas() -> tuple[int, tf.Tensor]:
