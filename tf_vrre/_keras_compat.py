@@ -121,6 +121,21 @@ def colocate_on(device):
     return numpy_dataset.SingleDevice(device)
 
 
+def graph_functions(graph):
+    """``{name: FuncGraph}`` of every function a traced graph calls, nested ones included (the
+    private ``FuncGraph._functions`` registry of ``tf.function``; TensorFlow 2.16-2.21)."""
+    found = {}
+
+    def collect(g):
+        for name, function in getattr(g, "_functions", {}).items():
+            if name not in found:
+                found[name] = function.graph
+                collect(function.graph)
+
+    collect(graph)
+    return found
+
+
 def missing():
     """Names of the private Keras APIs above that the installed Keras lacks (empty when all exist)."""
     gone = [f"keras.Model.{name}" for name in PRIVATE_METHODS if not hasattr(keras.Model, name)]

@@ -285,11 +285,11 @@ def check_fit_data(x: Any) -> None:
     """Chain-per-replica ``fit`` takes a ``tf.data.Dataset`` (every replica gets its whole batches)."""
     if isinstance(x, tf.distribute.DistributedDataset):
         raise TypeError("fit: with placement='chain_per_replica' pass the tf.data.Dataset itself, not a distributed "
-                         "dataset: the sampler hands every replica the whole batch of each step")
+                        "dataset: the sampler hands every replica the whole batch of each step")
     if not isinstance(x, tf.data.Dataset):
         raise TypeError(f"fit: with placement='chain_per_replica' x must be a tf.data.Dataset of batches (e.g. "
-                         f"sampler.make_dataset(batch_size)), got {type(x).__name__}: every replica needs the whole "
-                         "batch of each step")
+                        f"sampler.make_dataset(batch_size)), got {type(x).__name__}: every replica needs the whole "
+                        "batch of each step")
 
 
 def synced(sampler: Any, train_function: Any) -> Any:

@@ -10,11 +10,32 @@ per-chain numbers a swap needs are collected with one :func:`all_gather` per ste
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
+
+_records: list | None = None  # (kind, shape, dtype) of each collective traced while recording
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list]:
+    """Records the payload ``(kind, shape, dtype)`` every replica hands to :func:`all_reduce` /
+    :func:`all_gather` while a step is traced inside (:mod:`tf_vrre.sampler.traffic`)."""
+    global _records
+    _records = []
+    try:
+        yield _records
+    finally:
+        _records = None
+
+
+def _record(kind: str, value: Any) -> None:
+    if _records is not None:
+        _records.extend((kind, t.shape, t.dtype) for t in tf.nest.flatten(value))
 
 
 def all_reduce(value: Any) -> Any:
@@ -22,6 +43,7 @@ def all_reduce(value: Any) -> Any:
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return value
+    _record("all_reduce", value)
     return ctx.all_reduce("sum", value)
 
 
@@ -31,6 +53,7 @@ def all_gather(value: tf.Tensor) -> tf.Tensor:
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return value[None]
+    _record("all_gather", value)
     return ctx.all_gather(value[None], axis=0)
 
 

@@ -1,0 +1,105 @@
+"""Run in a fresh process: one CPU split into K logical devices (must happen before any TF op).
+
+Trains the same sampler on one device (no strategy) and with ``placement="chain_per_replica"``
+under a MirroredStrategy over the K logical CPUs, and prints a JSON report of the largest
+differences between the two runs: saved variables, logs, swap log rows, collected samples.
+Usage: ``_placement_check.py K``.
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+
+K = int(sys.argv[1])
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * K)
+
+import keras
+import numpy as np
+
+import tf_vrre
+
+N = 96
+
+
+def build():
+    """Dense(8) - BatchNormalization - tanh - Dense(3) (per-chain BN statistics)."""
+    inp = keras.Input((4,))
+    h = keras.layers.Dense(8)(inp)
+    h = keras.layers.BatchNormalization()(h)
+    h = keras.layers.Activation("tanh")(h)
+    return keras.Model(inp, keras.layers.Dense(3)(h))
+
+
+def data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(N, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5).astype("int64")
+    return x, y
+
+
+def sampler(placement):
+    x, y = data()
+    s = tf_vrre.ReplicaExchangeSampler(
+        build, data_size=N, num_chains=K, temperatures=list(np.geomspace(0.05, 0.8, K)),
+        learning_rates=list(np.linspace(2e-3, 4e-3, K)), dynamics="sghmc", weight_decay=1.0, seed=4,
+        swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
+        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48), placement=placement)
+    s.set_reference_data((x, y))
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return s
+
+
+def train(placement, epochs):
+    x, y = data()
+    if placement == "replicated":
+        s = sampler(placement)
+    else:
+        with tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(K)]).scope():
+            s = sampler(placement)
+    out = tempfile.mkdtemp()
+    callbacks = [tf_vrre.SwapLogger(os.path.join(out, "swaps")),
+                 tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y))]
+    hist = s.fit(s.make_dataset(24, shuffle=False), epochs=epochs, verbose=0, callbacks=callbacks)
+    with open(os.path.join(out, "swaps", "swaps.csv")) as f:
+        rows = [r.split(",") for r in f.read().strip().splitlines()[1:]]
+    samples = tf_vrre.load_samples(os.path.join(out, "samples"))
+    cold = [np.asarray(w) for w in s.cold_model.get_weights()]
+    return s, hist.history, rows, samples, cold
+
+
+def diff(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / (np.max(np.abs(a)) + 1.0)) if a.size else 0.0
+
+
+def numeric(row):
+    return [float(v) for v in row]
+
+
+def compare(epochs):
+    one, h1, rows1, samples1, cold1 = train("replicated", epochs)
+    cpr, h2, rows2, samples2, cold2 = train("chain_per_replica", epochs)
+    v1 = [keras.ops.convert_to_numpy(v) for v in one.weights]
+    v2 = [keras.ops.convert_to_numpy(v) for v in cpr.weights]
+    return {
+        "variables": [len(v1), len(v2)],
+        "variable_diff": max(diff(a, b) for a, b in zip(v1, v2)),
+        "cold_diff": max(diff(a, b) for a, b in zip(cold1, cold2)),
+        "log_keys": sorted(set(h1) ^ set(h2)),
+        "log_diff": max(diff(h1[k], h2[k]) for k in h1 if k in h2),
+        "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
+        "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
+        "swap_rows": [len(rows1), len(rows2)],
+        "swap_row_diff": max(diff(numeric(a), numeric(b)) for a, b in zip(rows1, rows2)),
+        "sample_steps": [samples1.steps, samples2.steps],
+        "sample_diff": max(diff(a, b) for ws1, ws2 in zip(samples1, samples2) for a, b in zip(ws1, ws2)),
+        "rungs": keras.ops.convert_to_numpy(cpr.state.replica.rung).tolist(),
+    }
+
+
+print(json.dumps(compare(int(sys.argv[2]) if len(sys.argv) > 2 else 3)))
