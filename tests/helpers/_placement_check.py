@@ -1,13 +1,23 @@
 """Run in a fresh process: one CPU split into K logical devices (must happen before any TF op).
 
-Trains the same sampler on one device (no strategy) and with ``placement="chain_per_replica"``
-under a MirroredStrategy over the K logical CPUs, and prints a JSON report of the largest
-differences between the two runs: saved variables, logs, swap log rows, collected samples.
-Usage: ``_placement_check.py K``.
+``_placement_check.py K invariance EPOCHS``: trains the same sampler on one device (no strategy)
+and with ``placement="chain_per_replica"`` under a MirroredStrategy over the K logical CPUs, and
+prints a JSON report of the largest differences between the two runs: saved variables, cold
+chain, logs, swap log rows, collected samples.
+
+``_placement_check.py K traffic``: prints the bytes crossing devices per step
+(:mod:`tf_vrre.sampler.traffic`) of both placements for 2 chains and two model widths, and of
+chain-per-replica for K chains.
+
+``_placement_check.py K job OUT [KILL_AT]``: the chain-per-replica run with a SampleCollector,
+SwapLogger and Checkpoint into ``OUT`` (resuming from its checkpoint); ``KILL_AT``: SIGKILL after
+that step.  Writes ``OUT/final.npz`` (every sampler variable) at the end.
 """
 
+import functools
 import json
 import os
+import signal
 import sys
 import tempfile
 
@@ -22,14 +32,15 @@ import keras
 import numpy as np
 
 import tf_vrre
+from tf_vrre.sampler import traffic
 
 N = 96
 
 
-def build():
-    """Dense(8) - BatchNormalization - tanh - Dense(3) (per-chain BN statistics)."""
+def build(width=8):
+    """Dense(width) - BatchNormalization - tanh - Dense(3) (per-chain BN statistics)."""
     inp = keras.Input((4,))
-    h = keras.layers.Dense(8)(inp)
+    h = keras.layers.Dense(width)(inp)
     h = keras.layers.BatchNormalization()(h)
     h = keras.layers.Activation("tanh")(h)
     return keras.Model(inp, keras.layers.Dense(3)(h))
@@ -42,11 +53,11 @@ def data():
     return x, y
 
 
-def sampler(placement):
+def sampler(placement, chains=K, width=8):
     x, y = data()
     s = tf_vrre.ReplicaExchangeSampler(
-        build, data_size=N, num_chains=K, temperatures=list(np.geomspace(0.05, 0.8, K)),
-        learning_rates=list(np.linspace(2e-3, 4e-3, K)), dynamics="sghmc", weight_decay=1.0, seed=4,
+        functools.partial(build, width), data_size=N, num_chains=chains, temperatures=list(np.geomspace(0.05, 0.8, chains)),
+        learning_rates=list(np.linspace(2e-3, 4e-3, chains)), dynamics="sghmc", weight_decay=1.0, seed=4,
         swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
         variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48), placement=placement)
     s.set_reference_data((x, y))
@@ -102,4 +113,48 @@ def compare(epochs):
     }
 
 
-print(json.dumps(compare(int(sys.argv[2]) if len(sys.argv) > 2 else 3)))
+def measure_traffic():
+    """Bytes crossing devices per step, per (placement, chains, width)."""
+    out = {}
+    cases = [(p, 2, w) for p in ("replicated", "chain_per_replica") for w in (8, 64)]
+    for placement, chains, width in cases + ([("chain_per_replica", K, 8)] if K > 2 else []):
+        with tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(chains)]).scope():
+            s = sampler(placement, chains, width)
+        t = traffic.step_traffic(s, s.make_dataset(24, shuffle=False, drop_remainder=True))
+        edges = [int(np.prod(e.shape)) for e in t.transfers if e.kind == "edge"]
+        out[f"{placement}/{chains}/{width}"] = {"bytes": t.bytes, "largest": t.largest, "kinds": t.by_kind(),
+                                                "largest_edge": max(edges, default=0)}
+    return out
+
+
+class Kill(keras.callbacks.Callback):
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.state.step.numpy()) == self.at:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def job(out, kill_at=None):
+    x, y = data()
+    with tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(K)]).scope():
+        s = sampler("chain_per_replica")
+    callbacks = [tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y)),
+                 tf_vrre.SwapLogger(os.path.join(out, "swaps")),
+                 tf_vrre.Checkpoint(os.path.join(out, "checkpoint"))]
+    if kill_at is not None:
+        callbacks.insert(1, Kill(kill_at))
+    s.fit(s.make_dataset(24), epochs=3, verbose=0, callbacks=callbacks)
+    np.savez(os.path.join(out, "final.npz"), *[keras.ops.convert_to_numpy(v) for v in s.weights])
+    print(json.dumps({"step": int(s.state.step.numpy())}))
+
+
+if sys.argv[2] == "invariance":
+    print(json.dumps(compare(int(sys.argv[3]))))
+elif sys.argv[2] == "traffic":
+    print(json.dumps(measure_traffic()))
+else:
+    job(sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)

@@ -25,6 +25,7 @@ either placement.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,6 +67,22 @@ def check(placement: Any, num_chains: int) -> Any:
                          f"{type(strategy).__name__} has {replicas} replicas in sync; use num_chains={replicas}, or "
                          f"a strategy over {num_chains} devices")
     return strategy
+
+
+def for_loading(placement: str, num_chains: int) -> str:
+    """The placement a loaded sampler is rebuilt with (``from_config``): its saved ``placement``
+    where it applies in the current scope, else ``"replicated"`` with a warning saying why.  A
+    file of either placement holds the chains in rung order, so a chain-per-replica run loads on
+    a laptop and a one-device run into a strategy of K replicas."""
+    if placement != "chain_per_replica":
+        return placement
+    try:
+        check(placement, num_chains)
+    except ValueError as err:
+        warnings.warn(f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
+                      f"cannot apply here: {err})", stacklevel=3)
+        return "replicated"
+    return placement
 
 
 def check_model(model: keras.Model) -> None:
@@ -165,6 +182,7 @@ class HostCopy:
         self.pending = True  # the replicas do not hold the host copy's state (before the first step)
         self.current = True  # the host copy holds the newest state
         self.cold_current = True  # the host's cold chain (slot 0) holds the newest weights
+        self._references: dict = {}  # (id of the reference data, local replica) -> its copy there
 
     # ---- which variables correspond --------------------------------------------------------
     def _pairs(self) -> list[tuple[list, Any]]:
@@ -247,6 +265,26 @@ class HostCopy:
                 host.assign(tf.concat([parts[holder[k]] for k in slots], 0))
             self.current = True
         self.cold_current = True
+
+    def reference(self, reference: Any) -> Any:
+        """``reference`` (:class:`tf_vrre.sgmcmc.control_variates.Reference`) with its in-memory
+        data copied once to the device of the replica tracing the step, so the full pass of each
+        chain reads local data (as its weights) instead of copying the data set from the first
+        device at every refresh.  Unchanged for a ``tf.data`` reference or when the replica id is
+        not static (``TPUStrategy`` traces one program for all cores)."""
+        if isinstance(reference.source, tf.data.Dataset):
+            return reference
+        rid = tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group)
+        if rid is None:
+            return reference
+        local = int(rid) - self._first_replica()
+        key = (id(reference), local)
+        if key not in self._references:
+            with tf.init_scope(), tf.device(self.strategy.extended.worker_devices[local]):
+                source = tf.nest.map_structure(tf.identity, reference.source)
+            self._references = {k: v for k, v in self._references.items() if k[0] == id(reference)}
+            self._references[key] = reference._replace(source=source)
+        return self._references[key]
 
     def _gather(self, variables: list) -> list[list[tf.Tensor]]:
         """Per variable, the values of the K chains (replica order): local on one host, one

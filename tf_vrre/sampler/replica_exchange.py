@@ -520,4 +520,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
 
     @classmethod
     def from_config(cls, config: dict) -> ReplicaExchangeSampler:
-        return cls(**saving.constructor_arguments(config))
+        arguments = saving.constructor_arguments(config)
+        arguments["placement"] = placements.for_loading(arguments.get("placement", "replicated"),
+                                                        arguments["num_chains"])
+        return cls(**arguments)

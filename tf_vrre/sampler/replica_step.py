@@ -62,7 +62,8 @@ def train_step(sampler: Any, data: Any) -> dict:
         if s._reference is None:
             raise ValueError("variance_reduction needs the full training data: call "
                              "sampler.set_reference_data((x_train, y_train)) before fit")
-        refreshed = control_variates.refresh(rep.control_variates, rep.chains.models, s._reference, s._energy_fn,
+        reference = s._host.reference(s._reference)  # this replica's copy of the data
+        refreshed = control_variates.refresh(rep.control_variates, rep.chains.models, reference, s._energy_fn,
                                              step, s.variance_reduction.period, sharded=False)
     scale = None if state.loss_scale is None else tf.convert_to_tensor(state.loss_scale.scale)
     forward = gradients.forward_and_gradients(rep.chains.models, minibatch, s._per_example_nll,     # 2. gradient

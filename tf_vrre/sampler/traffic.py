@@ -135,6 +135,8 @@ def step_traffic(sampler: Any, dataset: tf.data.Dataset) -> Traffic:
     from tf_vrre.sampler import placements
 
     strategy = sampler.distribute_strategy
+    with strategy.scope():  # as fit: the compiled metrics' variables exist before the step is traced
+        _keras_compat.symbolic_build(sampler, next(iter(dataset)))
     if sampler._host is not None:
         dataset = placements.whole_batches(dataset, strategy)
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
