@@ -14,7 +14,6 @@ SwapLogger and Checkpoint into ``OUT`` (resuming from its checkpoint); ``KILL_AT
 that step.  Writes ``OUT/final.npz`` (every sampler variable) at the end.
 """
 
-import functools
 import json
 import os
 import signal
@@ -46,6 +45,10 @@ def build(width=8):
     return keras.Model(inp, keras.layers.Dense(3)(h))
 
 
+def build_wide():
+    return build(64)
+
+
 def data():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(N, 4)).astype("float32")
@@ -56,7 +59,7 @@ def data():
 def sampler(placement, chains=K, width=8):
     x, y = data()
     s = tf_vrre.ReplicaExchangeSampler(
-        functools.partial(build, width), data_size=N, num_chains=chains, temperatures=list(np.geomspace(0.05, 0.8, chains)),
+        build if width == 8 else build_wide, data_size=N, num_chains=chains, temperatures=list(np.geomspace(0.05, 0.8, chains)),
         learning_rates=list(np.linspace(2e-3, 4e-3, chains)), dynamics="sghmc", weight_decay=1.0, seed=4,
         swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
         variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48), placement=placement)
