@@ -13,7 +13,8 @@ the per-example cache) in both placements.  Printed per (K, placement):
   ``fit`` of ``--steps`` steps (tracing, and the host copy's transfers at the start and end of a
   chain-per-replica ``fit``, excluded).
 
-Logical CPU devices share the same cores and memory, so the times say what the placement costs
+Each K runs in its own process (one strategy per process: two strategies over the same devices
+in one process would share TensorFlow's collective keys).  Logical CPU devices share the same cores and memory, so the times say what the placement costs
 in work, not what a second GPU would gain; the bytes are what crosses a device boundary on any
 hardware.  ``--figure`` draws where the weights live and what crosses devices, with the bytes
 measured for K = 2.
@@ -22,8 +23,10 @@ measured for K = 2.
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -58,9 +61,9 @@ def data():
     return x, (np.abs(x[:, :10]).argmax(1)).astype("int64")
 
 
-def build(chains, placement):
+def build(strategy, chains, placement):
     x, y = data()
-    with tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(chains)]).scope():
+    with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
             mlp, data_size=N, num_chains=chains, temperatures=list(np.geomspace(1e-3, 1e-2, chains)),
             learning_rates=1e-5, dynamics="sghmc", seed=0, swap=tf_vrre.CorrectedSwap(correction=5.0),
@@ -90,7 +93,7 @@ def timed(sampler, steps):
     return clock.per_step()
 
 
-def figure(path, measured):
+def figure(path, measured, params):
     """Where the weights live and what crosses devices, K = 2 (bytes per step as measured)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -118,13 +121,31 @@ def figure(path, measured):
             else:
                 ax.text(x0 + 2.0, 2.9, "whole batch\nrung label: T, lr", ha="center", fontsize=8.5)
         ax.add_patch(FancyArrowPatch((4.4, 3.6), (5.6, 3.6), arrowstyle="<|-|>", mutation_scale=14, color="#222"))
-        t = measured[(2, key)]
+        t = measured[key]
         what = ("all-reduce of every chain's gradients\n+ energies, per-example NLLs"
                 if key == "replicated" else "one all_gather: energies and\nper-example swap energies")
-        ax.text(5.0, 1.05, f"{what}\n{t.bytes / 1024:.1f} KiB per step", ha="center", va="center", fontsize=9)
-    fig.text(0.5, 0.96, f"Where the weights live (K = 2, MLP {measured['params']:,} parameters per chain)",
+        ax.text(5.0, 1.05, f"{what}\n{t['bytes'] / 1024:.1f} KiB per step", ha="center", va="center", fontsize=9)
+    fig.text(0.5, 0.96, f"Where the weights live (K = 2, MLP {params:,} parameters per chain)",
              ha="center", fontsize=12)
     fig.savefig(path, dpi=110)
+
+
+def measure(chains, steps, repeats):
+    """Both placements of K = ``chains`` under one strategy (two strategies over the same devices
+    in one process would share TensorFlow's collective keys): traffic and per-step times."""
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(chains)])
+    samplers, out = {}, {}
+    for placement in PLACEMENTS:
+        s = build(strategy, chains, placement)
+        t = traffic.step_traffic(s, s.make_dataset(BATCH, drop_remainder=True))
+        out[placement] = {"bytes": t.bytes, "largest": t.largest, "kinds": t.by_kind(), "times": []}
+        timed(s, 3)  # trace and warm up
+        samplers[placement] = s
+    for _ in range(repeats):
+        for placement, s in samplers.items():
+            out[placement]["times"].append(timed(s, steps))
+    out["params"] = int(sum(np.prod(w.shape) for w in samplers[PLACEMENTS[0]].cold_model.trainable_weights))
+    return out
 
 
 def main():
@@ -132,33 +153,35 @@ def main():
     p.add_argument("--steps", type=int, default=30, help="steps per timed fit")
     p.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
     p.add_argument("--figure", help="write the placement figure (PNG) here")
+    p.add_argument("--chains", type=int, choices=(2, 4), help=argparse.SUPPRESS)  # one K, JSON out (child)
     args = p.parse_args()
-    samplers, measured = {}, {}
-    for chains in (2, 4):
-        for placement in PLACEMENTS:
-            s = build(chains, placement)
-            measured[(chains, placement)] = traffic.step_traffic(s, s.make_dataset(BATCH, drop_remainder=True))
-            timed(s, 3)  # trace and warm up
-            samplers[(chains, placement)] = s
-    measured["params"] = int(sum(np.prod(w.shape) for w in samplers[(2, PLACEMENTS[0])].cold_model.trainable_weights))
-    times = {key: [] for key in samplers}
-    for _ in range(args.repeats):
-        for key, s in samplers.items():
-            times[key].append(timed(s, args.steps))
-    print(f"MLP 64-256-256-10 ({measured['params']:,} parameters per chain), batch {BATCH}, VR-reSGHMC; "
+    if args.chains:
+        print(json.dumps(measure(args.chains, args.steps, args.repeats)))
+        return
+    measured = {}
+    for chains in (2, 4):  # one process per K (see measure)
+        child = subprocess.run([sys.executable, __file__, "--chains", str(chains), "--steps", str(args.steps),
+                                "--repeats", str(args.repeats)], capture_output=True, text=True, check=False)
+        if child.returncode:
+            sys.exit(f"K={chains} failed:\n{child.stderr[-3000:]}")
+        measured[chains] = json.loads(child.stdout.strip().splitlines()[-1])
+    params = measured[2]["params"]
+    print(f"MLP 64-256-256-10 ({params:,} parameters per chain), batch {BATCH}, VR-reSGHMC; "
           f"{DEVICES} logical CPU devices on {os.cpu_count()} cores; medians of {args.repeats} rounds")
     print(f"{'K':>2} | {'placement':<18} | {'ms/step':>8} | {'bytes/step':>11} | {'largest (elements)':>18} | by kind")
-    for (chains, placement), t in ((k, v) for k, v in measured.items() if k != "params"):
-        ms = 1e3 * statistics.median(times[(chains, placement)])
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(t.by_kind().items()))
-        print(f"{chains:>2} | {placement:<18} | {ms:>8.2f} | {t.bytes:>11,} | {t.largest:>18,} | {kinds}")
     for chains in (2, 4):
-        a, b = (measured[(chains, p)] for p in PLACEMENTS)
-        ta, tb = (statistics.median(times[(chains, p)]) for p in PLACEMENTS)
-        print(f"K={chains}: chain_per_replica moves {a.bytes / b.bytes:.0f}x fewer bytes per step; "
-              f"step time ratio chain_per_replica / replicated = {tb / ta:.2f}")
+        for placement in PLACEMENTS:
+            t = measured[chains][placement]
+            kinds = ", ".join(f"{k} {v:,}" for k, v in sorted(t["kinds"].items()))
+            print(f"{chains:>2} | {placement:<18} | {1e3 * statistics.median(t['times']):>8.2f} | {t['bytes']:>11,} | "
+                  f"{t['largest']:>18,} | {kinds}")
+    for chains in (2, 4):
+        a, b = (measured[chains][p] for p in PLACEMENTS)
+        ratio = statistics.median(b["times"]) / statistics.median(a["times"])
+        print(f"K={chains}: chain_per_replica moves {a['bytes'] / b['bytes']:.0f}x fewer bytes per step; "
+              f"step time chain_per_replica / replicated = {ratio:.2f}")
     if args.figure:
-        figure(args.figure, measured)
+        figure(args.figure, measured[2], params)
         print("figure:", args.figure)
 
 

@@ -3,7 +3,8 @@
 ``_placement_check.py K invariance EPOCHS``: trains the same sampler on one device (no strategy)
 and with ``placement="chain_per_replica"`` under a MirroredStrategy over the K logical CPUs, and
 prints a JSON report of the largest differences between the two runs: saved variables, cold
-chain, logs, swap log rows, collected samples.
+chain, logs, swap log rows, collected samples (the control-variate coefficient is fixed for K = 2,
+adaptive for K = 4).
 
 ``_placement_check.py K traffic``: prints the bytes crossing devices per step
 (:mod:`tf_vrre.sampler.traffic`) of both placements for 2 chains and two model widths, and of
@@ -62,7 +63,8 @@ def sampler(placement, chains=K, width=8):
         build if width == 8 else build_wide, data_size=N, num_chains=chains, temperatures=list(np.geomspace(0.05, 0.8, chains)),
         learning_rates=list(np.linspace(2e-3, 4e-3, chains)), dynamics="sghmc", weight_decay=1.0, seed=4,
         swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
-        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48), placement=placement)
+        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48, coefficient=-1.0 if chains == 2 else "adaptive"),
+        placement=placement)
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     return s

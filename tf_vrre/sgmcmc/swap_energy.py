@@ -141,7 +141,7 @@ class SwapEnergyEstimator:
             snap, snapshot_energy, col = rows[:, 1], rows[:, 2], 3
         cross = None
         if self.vr is not None and adaptive:
-            cross, col = rows[:, col:col + 5], col + 5
+            cross, col = tf.reshape(rows[:, col:col + 5], [K, 5]), col + 5  # static shape
         per_ex = tf.unstack(rows[:, col:], num=K)
         if self.vr is not None:
             total = energy.control_variate_energy(cur, snap, snapshot_energy, coefficient, n, self.data_size, priors)
