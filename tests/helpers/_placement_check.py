@@ -13,6 +13,11 @@ chain-per-replica for K chains.
 ``_placement_check.py K job OUT [KILL_AT]``: the chain-per-replica run with a SampleCollector,
 SwapLogger and Checkpoint into ``OUT`` (resuming from its checkpoint); ``KILL_AT``: SIGKILL after
 that step.  Writes ``OUT/final.npz`` (every sampler variable) at the end.
+
+``_placement_check.py 2 cli DATA OUT``: ``tf-vrre train --strategy mirrored --placement
+chain-per-replica`` of a tiny VR-reSGHMC run on ``DATA`` (``MirroredStrategy()`` takes the GPUs or
+one CPU, so "mirrored" is made over the 2 logical CPUs here); prints the exit status and
+``run.json``'s execution record.
 """
 
 import json
@@ -157,9 +162,28 @@ def job(out, kill_at=None):
     print(json.dumps({"step": int(s.state.step.numpy())}))
 
 
+def command_line(data_dir, out):
+    from _image_runs import cli_flags
+
+    from tf_vrre import cli
+    from tf_vrre.workflows.image_classification import train
+
+    train.make_strategy = lambda name: tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(K)])
+    flags = cli_flags("vr-resghmc", out, data_dir) + ["--strategy", "mirrored", "--placement", "chain-per-replica"]
+    code = cli.main(flags)
+    with open(os.path.join(out, "run.json")) as f:
+        run = json.load(f)
+    with open(os.path.join(out, "log.csv")) as f:
+        rows = f.read().strip().splitlines()
+    print(json.dumps({"code": code, "status": run["status"], "execution": run["execution"],
+                      "samples": len(tf_vrre.load_samples(os.path.join(out, "samples")).steps), "log_rows": len(rows)}))
+
+
 if sys.argv[2] == "invariance":
     print(json.dumps(compare(int(sys.argv[3]))))
 elif sys.argv[2] == "traffic":
     print(json.dumps(measure_traffic()))
+elif sys.argv[2] == "cli":
+    command_line(sys.argv[3], sys.argv[4])
 else:
     job(sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)

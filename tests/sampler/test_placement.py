@@ -147,3 +147,11 @@ def test_killed_run_resumes_exactly(tmp_path):
     for wa, wb in zip(sa, sb):
         for x, y in zip(wa, wb):
             np.testing.assert_array_equal(x, y)
+
+
+def test_command_line_trains_with_one_chain_per_replica(image_data_dir, tmp_path):
+    """``tf-vrre train --strategy mirrored --placement chain-per-replica`` on 2 logical CPUs."""
+    r = report(2, "cli", image_data_dir, tmp_path / "run")
+    assert r["code"] == 0 and r["status"] == "complete", r
+    assert r["execution"]["placement"] == "chain_per_replica" and r["execution"]["strategy"] == "mirrored", r
+    assert r["samples"] > 0 and r["log_rows"] > 1, r

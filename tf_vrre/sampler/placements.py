@@ -368,6 +368,14 @@ class ChainPlacement:
         if self._host is not None:
             self._host.pull()
 
+    def chains_restored(self) -> None:
+        """Tells the sampler that its saved variables were written from outside Keras' loading
+        (e.g. ``tf.train.Checkpoint.restore``, as :class:`tf_vrre.Checkpoint` does): with
+        ``placement="chain_per_replica"`` the devices take them at the next step.  A no-op with
+        ``placement="replicated"``."""
+        if self._host is not None:
+            self._host.wrote_host()
+
     def _sync_cold(self):
         if self._host is not None:
             self._host.pull(cold_only=True)

@@ -14,11 +14,15 @@ and lists what moves between devices:
 The input batches are not counted: they are fed to each replica's device by the strategy's
 input pipeline, outside the step.
 
-Example (with ``placement="replicated"`` the gradients of every chain are all-reduced; with
-``"chain_per_replica"`` only the swap energies are gathered)::
+Under a strategy with ``placement="replicated"`` the gradients of every chain are all-reduced;
+with ``"chain_per_replica"`` only the swap energies are gathered (``benchmarks/placement.py``).
+On one device nothing crosses:
 
-    traffic = step_traffic(sampler, sampler.make_dataset(128, drop_remainder=True))
-    traffic.bytes, traffic.largest
+>>> from tf_vrre.sampler import traffic
+>>> sampler = toy_sampler()
+>>> t = traffic.step_traffic(sampler, sampler.make_dataset(16, drop_remainder=True))
+>>> t.bytes, t.largest, t.replicas
+(0, 0, 1)
 """
 
 from __future__ import annotations
@@ -153,7 +157,8 @@ def step_traffic(sampler: Any, dataset: tf.data.Dataset) -> Traffic:
                           _size(shape, dtype)) for kind, shape, dtype in records]
     replicas = strategy.num_replicas_in_sync
     # Keras reduces each log across the replicas: one scalar per log and replica
-    logs = [Transfer("logs", None, None, (), "float64", 8)] * (len(concrete.structured_outputs) * replicas)
+    logs = [Transfer("logs", None, None, (), "float64", 8)] * (len(concrete.structured_outputs) * replicas
+                                                                 if replicas > 1 else 0)
     walk = _Walk(_keras_compat.graph_functions(graph))
     walk.graph(graph, [None] * len(graph.inputs), None)
     return Traffic(transfers + logs + walk.edges, replicas)
