@@ -14,8 +14,8 @@ the per-example cache) in both placements.  Printed per (K, placement):
   chain-per-replica ``fit``, excluded).
 
 Each K runs in its own process (one strategy per process: two strategies over the same devices
-in one process would share TensorFlow's collective keys).  Logical CPU devices share the same cores and memory, so the times say what the placement costs
-in work, not what a second GPU would gain; the bytes are what crosses a device boundary on any
+in one process would share TensorFlow's collective keys).  Logical CPU devices share the same
+cores and memory, so the times say what the placement costs in work, not what a second GPU would gain; the bytes are what crosses a device boundary on any
 hardware.  ``--figure`` draws where the weights live and what crosses devices, with the bytes
 measured for K = 2.
 

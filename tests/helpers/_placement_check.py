@@ -65,10 +65,11 @@ def data():
 def sampler(placement, chains=K, width=8):
     x, y = data()
     s = tf_vrre.ReplicaExchangeSampler(
-        build if width == 8 else build_wide, data_size=N, num_chains=chains, temperatures=list(np.geomspace(0.05, 0.8, chains)),
-        learning_rates=list(np.linspace(2e-3, 4e-3, chains)), dynamics="sghmc", weight_decay=1.0, seed=4,
-        swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
-        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48, coefficient=-1.0 if chains == 2 else "adaptive"),
+        build if width == 8 else build_wide, data_size=N, num_chains=chains,
+        temperatures=list(np.geomspace(0.05, 0.8, chains)), learning_rates=list(np.linspace(2e-3, 4e-3, chains)),
+        dynamics="sghmc", weight_decay=1.0, seed=4, swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
+        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48,
+                                                   coefficient=-1.0 if chains == 2 else "adaptive"),
         placement=placement)
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])

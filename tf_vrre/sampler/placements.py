@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import construction
+from tf_vrre.sampler import construction, invariants
 from tf_vrre.sgmcmc.state import ChainState, ControlVariateState, ReplicaChain
 
 PLACEMENTS = ("replicated", "chain_per_replica")
@@ -69,20 +69,20 @@ def check(placement: Any, num_chains: int) -> Any:
     return strategy
 
 
-def for_loading(placement: str, num_chains: int) -> str:
-    """The placement a loaded sampler is rebuilt with (``from_config``): its saved ``placement``
-    where it applies in the current scope, else ``"replicated"`` with a warning saying why.  A
-    file of either placement holds the chains in rung order, so a chain-per-replica run loads on
-    a laptop and a one-device run into a strategy of K replicas."""
-    if placement != "chain_per_replica":
-        return placement
+def for_loading(arguments: dict) -> dict:
+    """The constructor ``arguments`` a loaded sampler is rebuilt with (``from_config``): its saved
+    ``placement`` where it applies in the current scope, else ``"replicated"`` with a warning
+    saying why.  A file of either placement holds the chains in rung order, so a
+    chain-per-replica run loads on a laptop and a one-device run into a strategy of K replicas."""
+    if arguments.get("placement") != "chain_per_replica":
+        return arguments
     try:
-        check(placement, num_chains)
+        check("chain_per_replica", arguments["num_chains"])
     except ValueError as err:
         warnings.warn(f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
                       f"cannot apply here: {err})", stacklevel=3)
-        return "replicated"
-    return placement
+        return {**arguments, "placement": "replicated"}
+    return arguments
 
 
 def check_model(model: keras.Model) -> None:
@@ -152,8 +152,8 @@ def build_replica(sampler: Any) -> ReplicaChain:
         model = construction.build_chain(sampler.model_fn)
         velocities = None
         if sampler._diffusion.has_velocity:
-            velocities = [[keras.Variable(np.zeros(v.shape), dtype=v.dtype, trainable=False, name=f"replica_velocity_{i}")
-                           for i, v in enumerate(model.trainable_weights)]]
+            velocities = [[keras.Variable(np.zeros(v.shape), dtype=v.dtype, trainable=False,
+                                          name=f"replica_velocity_{i}") for i, v in enumerate(model.trainable_weights)]]
         cv = None
         if vr is not None:
             snapshot = construction.build_chain(sampler.model_fn)
@@ -375,6 +375,31 @@ class ChainPlacement:
         ``placement="replicated"``."""
         if self._host is not None:
             self._host.wrote_host()
+
+    def _new_chains(self, model_fn: Any, count: int) -> list:
+        """``count`` models of ``model_fn``; chain per replica: plain variables on the host (the host copy)."""
+        with contextlib.nullcontext() if self._strategy is None else host_variables(self._strategy):
+            return [construction.build_chain(model_fn) for _ in range(count)]
+
+    def _fault_register(self) -> Any:
+        """The in-graph fault register: one per replica (chain) when chain per replica."""
+        if self._strategy is None:
+            return invariants.FaultRegister()
+        with per_replica_variables():
+            return invariants.FaultRegister(self._strategy)
+
+    def _placement_fit_check(self, x: Any) -> None:
+        if self._host is not None:
+            check_fit_data(x)
+
+    def _placement_fit_arguments(self, args: tuple, kwargs: dict, x: Any) -> tuple[tuple, dict]:
+        """``fit``'s arguments; chain per replica: every replica gets the whole batch, and the
+        replicas get the host copy at the first step."""
+        if self._host is None:
+            return args, kwargs
+        x = whole_batches(x, self._strategy)
+        self._host.begin_fit()
+        return ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "x": x})
 
     def _sync_cold(self):
         if self._host is not None:

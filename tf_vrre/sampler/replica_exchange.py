@@ -26,7 +26,6 @@ law ``N(0, lr tau)`` of one slot onto the other's.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -99,11 +98,10 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         initial weights; ``None`` draws one.
       independent_init: if False (default) every chain starts from chain 0's initial weights.
       placement: ``"replicated"`` (default: every replica of a ``tf.distribute`` strategy holds
-        every chain and a shard of each batch) or ``"chain_per_replica"`` (build the sampler in the
-        scope of a ``MirroredStrategy`` / ``TPUStrategy`` / ``MultiWorkerMirroredStrategy`` with
-        ``num_chains`` replicas: replica ``r`` holds chain ``r`` and the whole batch, swaps exchange
-        temperatures and learning rates instead of weights; see :mod:`tf_vrre.sampler.placements`).
-        Either way the samples are the same, to float round-off.
+        every chain and a shard of each batch) or ``"chain_per_replica"`` (in the scope of a
+        ``MirroredStrategy`` / ``TPUStrategy`` / ``MultiWorkerMirroredStrategy`` with ``num_chains``
+        replicas: replica ``r`` holds chain ``r``, swaps exchange temperatures and learning rates,
+        not weights; :mod:`tf_vrre.sampler.placements`).  The samples are the same, to round-off.
 
     State (``sampler.state``, a :class:`tf_vrre.sgmcmc.state.SamplerState`; every variable is
     saved with the sampler): ``state.step``; ``state.ladder.temperature`` / ``.learning_rate``
@@ -158,9 +156,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         self.energy_mode_arg = energy_mode
         self.nll = nll
         self.independent_init = bool(independent_init)
-        self.placement = placement
-        self._strategy = strategy
-        self._host = None  # chain per replica: the placements.HostCopy (set once the state exists)
+        self.placement, self._strategy = placement, strategy
         self.seed = int(seed)
         self._diffusion = Diffusion(dynamics, momentum)
         vr = variance_reduction
@@ -169,32 +165,22 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         self._offsets = vr.period if vr is not None else self._window_period
 
         keras.utils.set_random_seed(self.seed)
-        with self._host_scope():  # chain per replica: the chains here are the host copy
-            self.chains = [construction.build_chain(model_fn) for _ in range(num_chains)]
+        self.chains = self._new_chains(model_fn, num_chains)  # chain per replica: the host copy
         input_checks.check_distinct_models(self.chains)
         construction.tie_initial_weights(self.chains, self.independent_init)
         self.energy_mode = energy.resolve_mode(energy_mode, self.chains[0])
         self._cache_exact = vr is not None and vr.cache and energy.batch_independent(self.energy_mode, self.chains[0])
         if vr is not None:
-            with self._host_scope():
-                self.snapshots = [construction.build_chain(model_fn) for _ in range(num_chains)]
+            self.snapshots = self._new_chains(model_fn, num_chains)
             input_checks.check_distinct_models(self.chains + self.snapshots)
         self.state = self._create_state([schedules.value_at(t) for t in temps], [schedules.value_at(v) for v in lrs])
         # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
-        if strategy is not None:
-            self._host = placements.HostCopy(self, strategy)
-        local = self.state.replica  # chain per replica: this replica's chain does the swap energies
-        self._swap_energy = None
-        if swap_rule is not None:
-            self._swap_energy = SwapEnergyEstimator(
-                self.chains if local is None else local.chains.models,
-                self.state.control_variates if local is None else local.control_variates,
-                self._per_example_nll, self.energy_mode, self._cache_exact, self.data_size, num_chains)
-        if strategy is None:
-            self._faults = invariants.FaultRegister()  # the first runtime fault of a step (not saved)
-        else:
-            with placements.per_replica_variables():  # one register per replica (chain)
-                self._faults = invariants.FaultRegister(strategy)
+        self._host = None if strategy is None else placements.HostCopy(self, strategy)  # chain per replica
+        local = self.state.replica or self.state  # chain per replica: this replica's chain's swap energies
+        self._swap_energy = None if swap_rule is None else SwapEnergyEstimator(
+            local.chains.models, local.control_variates, self._per_example_nll, self.energy_mode, self._cache_exact,
+            self.data_size, num_chains)
+        self._faults = self._fault_register()  # the first runtime fault of a step (not saved)
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
@@ -225,9 +211,6 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         replica = None if self._strategy is None else placements.build_replica(self)
         return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
 
-    def _host_scope(self):
-        return contextlib.nullcontext() if self._strategy is None else placements.host_variables(self._strategy)
-
     @property
     def swap_penalty(self) -> str | None:
         """The swap penalty in force (``CorrectedSwap(penalty="auto")`` resolved), or ``None``."""
@@ -235,9 +218,8 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
 
     @property
     def cold_model(self) -> keras.Model:
-        """The sampled (coldest, slot 0) chain: a plain ``keras.Model``.  With
-        ``placement="chain_per_replica"``: the host copy of the chain that holds the coldest rung,
-        refreshed from its replica when read (read it again after training steps)."""
+        """The sampled (coldest, slot 0) chain: a plain ``keras.Model``.  With ``placement=
+        "chain_per_replica"``: the host copy of the chain holding the coldest rung, refreshed when read."""
         self._sync_cold()
         return self.chains[0]
 
@@ -327,13 +309,9 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         error naming the argument."""
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        if self._host is not None:
-            placements.check_fit_data(bound.arguments["x"])
+        self._placement_fit_check(bound.arguments["x"])
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
-        if self._host is not None:  # every replica gets the whole batch; the replicas get the host copy
-            x = placements.whole_batches(bound.arguments["x"], self._strategy)
-            args, kwargs = ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "x": x})
-            self._host.begin_fit()
+        args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
             return super().fit(*args, **kwargs)
         finally:  # the callbacks of this fit registered them in on_train_begin
@@ -509,8 +487,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
     def load_own_variables(self, store: Any) -> None:
         saving.check_own_variables(self, store)  # names another num_chains / architecture
         super().load_own_variables(store)
-        if self._host is not None:  # the replicas take the loaded state at the next step
-            self._host.wrote_host()
+        self.chains_restored()  # chain per replica: the replicas take the loaded state at the next step
 
     def load_weights(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """``keras.Model.load_weights`` after checking that the file's chains match this sampler
@@ -520,7 +497,4 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
 
     @classmethod
     def from_config(cls, config: dict) -> ReplicaExchangeSampler:
-        arguments = saving.constructor_arguments(config)
-        arguments["placement"] = placements.for_loading(arguments.get("placement", "replicated"),
-                                                        arguments["num_chains"])
-        return cls(**arguments)
+        return cls(**placements.for_loading(saving.constructor_arguments(config)))

@@ -237,8 +237,8 @@ def _compile(cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_pe
     train_data = p["train"]
     with strat.scope():
         sampler = build_sampler(cfg, p["values"], p["model"]["num_classes"], p["model"]["input_shape"],
-                                train_data.size, synchronized_bn=strat.num_replicas_in_sync > 1 and placement == "replicated",
-                                placement=placement)
+                                train_data.size, placement=placement,
+                                synchronized_bn=strat.num_replicas_in_sync > 1 and placement == "replicated")
         if sampler.variance_reduction is not None:
             sampler.set_reference_data(train_data.reference)
         sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
