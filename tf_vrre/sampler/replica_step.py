@@ -1,7 +1,7 @@
 """The train step under chain-per-replica placement: the recipe of
 :meth:`tf_vrre.ReplicaExchangeSampler.train_step`, run by replica ``r`` for the chain it holds.
 
-Per replica, on the whole batch of the step (:func:`tf_vrre.sampler.placement.whole_batches`):
+Per replica, on the whole batch of the step (:func:`tf_vrre.sampler.placements.whole_batches`):
 
 1. *Refresh* (VR, ``step % m == 0``): this chain's snapshot and its whole full-data pass.
 2. *Forward + gradient* of this chain; nothing is all-reduced.
