@@ -1,4 +1,4 @@
-"""Every private Keras API tf_vrre relies on (and one private ``tf.distribute`` method), in one place.
+"""Every private Keras API tf_vrre relies on (and the few private ``tf.distribute`` names), in one place.
 
 Keras 3 has no public hook for what the sampler needs here: a model that tracks one set of
 compiled metrics per chain, that builds itself from the first replica's batch under a
@@ -21,6 +21,7 @@ within that range:
 import keras
 from keras.src.export import export_utils
 from keras.src.trainers import compile_utils
+from tensorflow.python.distribute import numpy_dataset
 
 KERAS_CHECKED = ("3.9", "3.15")
 """Oldest and newest Keras minor versions these wrappers were checked against."""
@@ -111,10 +112,35 @@ def in_multi_worker_mode(strategy):
     return strategy.extended._in_multi_worker_mode()
 
 
+def colocate_on(device):
+    """The ``colocate_with`` value that makes a ``tf.distribute`` strategy's variable creator
+    (``MirroredStrategy``, ``MultiWorkerMirroredStrategy``, ``TPUStrategy``) create one plain
+    variable on ``device`` instead of a distributed one (``numpy_dataset.SingleDevice``, the
+    strategies' own host-device marker; public ``colocate_vars_with`` accepts only distributed
+    variables)."""
+    return numpy_dataset.SingleDevice(device)
+
+
+def graph_functions(graph):
+    """``{name: FuncGraph}`` of every function a traced graph calls, nested ones included (the
+    private ``FuncGraph._functions`` registry of ``tf.function``; TensorFlow 2.16-2.21)."""
+    found = {}
+
+    def collect(g):
+        for name, function in getattr(g, "_functions", {}).items():
+            if name not in found:
+                found[name] = function.graph
+                collect(function.graph)
+
+    collect(graph)
+    return found
+
+
 def missing():
     """Names of the private Keras APIs above that the installed Keras lacks (empty when all exist)."""
     gone = [f"keras.Model.{name}" for name in PRIVATE_METHODS if not hasattr(keras.Model, name)]
-    for module, name in ((compile_utils, "CompileMetrics"), (export_utils, "get_input_signature")):
+    for module, name in ((compile_utils, "CompileMetrics"), (export_utils, "get_input_signature"),
+                         (numpy_dataset, "SingleDevice")):
         if not hasattr(module, name):
             gone.append(f"{module.__name__}.{name}")
     return gone

@@ -19,6 +19,10 @@ from tf_vrre import cli
     ({"--set": "swap.bogus=1"}, "config key swap.bogus is unknown; allowed in [swap]: correction"),
     ({"--strategy": "tpus"}, "--strategy: invalid choice"),
     ({"--strategy": "tpu"}, "--strategy: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
+    ({"--strategy": "mirrored", "--placement": "chain-per-replica"},  # one CPU: 1 replica, 2 chains
+     "--placement / --strategy: placement='chain_per_replica' runs one chain per replica: "
+     "num_chains=2 but the MirroredStrategy has 1 replicas in sync"),
+    ({"--placement": "per-device"}, "--placement: invalid choice"),
     ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
     ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
     ({"--steps-per-execution": "2048"}, "--steps-per-execution: must be <= 1024"),
@@ -49,7 +53,7 @@ def test_help_answers(capsys):
         assert exc.value.code == 0
     text = capsys.readouterr().out
     for flag in ("--config", "--out", "--data-dir", "--source", "--strategy", "--set", "--overwrite", "--run", "--ood",
-                 "--jit-compile", "--steps-per-execution", "multiworker", "tpu"):
+                 "--jit-compile", "--steps-per-execution", "multiworker", "tpu", "--placement", "chain-per-replica"):
         assert flag in text
 
 

@@ -130,7 +130,7 @@ def test_config_round_trip():
     cfg = s.get_config()
     assert set(cfg) == {"name", "model_fn", "data_size", "num_chains", "temperatures", "learning_rates",
                         "dynamics", "momentum", "weight_decay", "swap", "variance_reduction",
-                        "energy_mode", "nll", "seed", "independent_init"}
+                        "energy_mode", "nll", "seed", "independent_init", "placement"}
     back = tf_vrre.ReplicaExchangeSampler.from_config(cfg)
     assert back.get_config() == cfg
     assert back.swap_rule.get_config() == s.swap_rule.get_config()

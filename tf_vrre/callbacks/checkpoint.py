@@ -198,6 +198,7 @@ class Checkpoint(keras.callbacks.Callback):
             try:
                 self._check_epochs(int(tf.train.load_checkpoint(path).get_tensor("epoch/.ATTRIBUTES/VARIABLE_VALUE")))
                 self._ckpt.restore(path).assert_consumed()
+                self.model.chains_restored()  # chain_per_replica: the devices take the restored host copy
                 break
             except EpochsError:
                 raise
@@ -238,6 +239,7 @@ class Checkpoint(keras.callbacks.Callback):
     def _save(self, epoch):
         """Writes the checkpoint of the state at the start of ``epoch`` and commits it."""
         self._epoch.assign(epoch)
+        self.model.sync_chains()  # placement="chain_per_replica": the host copy <- the devices, in rung order
         options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: fault_points.point(
             "checkpoint.data")])  # runs after the data files, before the index file is updated
         self._manager.save(checkpoint_number=epoch, options=options)

@@ -9,6 +9,7 @@
 """
 
 import atexit
+import dataclasses
 import math
 import os
 import re
@@ -93,6 +94,10 @@ def add_arguments(p):
                         "several GPUs, else default), default, mirrored, multiworker (reads TF_CONFIG; run the same "
                         "command on every worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; "
                         "XLA always on)")
+    p.add_argument("--placement", choices=("replicated", "chain-per-replica"), default="replicated",
+                   help="where the chains live under --strategy: replicated (every device holds every chain and "
+                        "a shard of each batch) or chain-per-replica (one chain per device, which needs as many "
+                        "replicas as chains; swaps move temperatures, not weights)")
     p.add_argument("--jit-compile", choices=("auto", "on", "off"),
                    help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
                         "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
@@ -216,6 +221,7 @@ def check(args):
         argument = getattr(err, "argument", None)
         flag = config_flag(str(err), args) if argument == "config" else _FLAGS.get(argument, "--config")
         _args.die(_strategy_error(args, err) if argument == "strategy" else f"{flag}: {err}")
+    args.preflight = dataclasses.replace(args.preflight, placement=args.placement.replace("-", "_"))
     if not writer:
         _warn_schedule(args, caught)
         return
@@ -261,6 +267,10 @@ def _run(args):
         strategies.check_options(strategy, pre.jit_compile, pre.steps_per_execution)
     except ValueError as err:
         _args.die(_strategy_error(args, err))
+    try:
+        train.check_placement(strategy, pre)
+    except ValueError as err:
+        _args.die(f"--placement / --strategy: {err}")
     try:
         prepared = train.plan(pre.config, pre.data_dir, pre.source, pre.download, checked=pre)
     except (ValueError, OSError) as err:  # the data (tfds: their size is known only now), or the numbers for it

@@ -59,10 +59,14 @@ def check(x: Any, y: Any, needs_labels: bool) -> None:
                          "only; yield (x, y) or build the sampler with nll=callable(x, y, y_pred)")
 
 
-def from_data(data: Any) -> Batch:
-    """:class:`Batch` of a ``train_step`` argument; ``size`` is all-reduced."""
+def from_data(data: Any, whole: bool = False) -> Batch:
+    """:class:`Batch` of a ``train_step`` argument; ``size`` is all-reduced over the replicas'
+    shards, unless the replica holds the ``whole`` batch (chain-per-replica placement)."""
     x, y, swt, index = unpack(data)
     _, _, extra = keras.utils.unpack_x_y_sample_weight(data)
     energy_x = extra.get(ENERGY_INPUTS_KEY) if isinstance(extra, dict) else None
-    size = distribute.all_reduce(tf.cast(distribute.batch_size(x), tf.float64)) if x is not None else None
+    size = None
+    if x is not None:
+        size = tf.cast(distribute.batch_size(x), tf.float64)
+        size = size if whole else distribute.all_reduce(size)
     return Batch(x, y, swt, index, size, energy_x)

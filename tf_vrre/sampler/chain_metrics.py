@@ -44,6 +44,26 @@ class ChainMetrics:
             for m, p in zip(self._chain_metrics, preds[1:]):
                 m.update_state(y, p, swt)
 
+    def _update_rung_metrics(self, minibatch, forward, rung):
+        """Chain-per-replica placement: adds this replica's chain (``forward``: its NLLs and
+        predictions) to the metrics of the ``rung`` it holds; each rung's metrics get exactly one
+        chain per step, and their cross-replica sums (Keras metric variables are ``ON_READ``, summed
+        when read outside the step) are that chain's."""
+        nll, pred, y, swt = forward.nlls[0], forward.preds[0], minibatch.y, minibatch.sample_weight
+        compiled = _keras_compat.compiled_metrics(self)
+
+        def branch(k):
+            def update():
+                tracker = _keras_compat.loss_tracker(self) if k == 0 else self._chain_loss[k - 1]
+                tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
+                metrics = compiled if k == 0 else (self._chain_metrics[k - 1] if self._chain_metrics else None)
+                if compiled is not None and metrics is not None and y is not None:
+                    metrics.update_state(y, pred, swt)
+                return tf.constant(True)
+            return update
+
+        tf.switch_case(tf.cast(rung, tf.int32), [branch(k) for k in range(len(self.chains))])
+
     def _metric_logs(self):
         """``loss``, ``loss_h`` and the compiled metrics of every chain."""
         logs = {"loss": _keras_compat.loss_tracker(self).result()}
@@ -74,9 +94,10 @@ class ChainMetrics:
         x, _, _, _ = batch.unpack(data)
         return self.chains[0](x, training=False)
 
-    def _step_logs(self, lrs, temps):
-        """The step's logs: metrics, per-chain temperature and lr, swap counters, VR coefficients."""
-        logs = self._metric_logs()
+    def _step_logs(self, lrs, temps, with_metrics=True):
+        """The step's logs: metrics (unless not ``with_metrics``), per-chain temperature and lr,
+        swap counters, VR coefficients."""
+        logs = self._metric_logs() if with_metrics else {}
         for h in range(self.num_chains):
             logs[f"temperature_{h}"] = temps[h]
             logs[f"lr_{h}"] = lrs[h]

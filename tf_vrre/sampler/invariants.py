@@ -126,32 +126,38 @@ def nll_length_check(nll: tf.Tensor, x: Any) -> tuple:
     return check(tf.equal(tf.shape(nll)[0], n), Fault.NLL_LENGTH, 0, tf.shape(nll)[0], n)
 
 
-def input_check(x: Any) -> tuple:
+def input_check(x: Any, split_batch: bool = True) -> tuple:
     """The floating inputs of the mini-batch are finite (a NaN feature is named as the data's,
-    before the energy it makes non-finite is taken for a divergence); the count is all-reduced."""
+    before the energy it makes non-finite is taken for a divergence); with ``split_batch`` (each
+    replica holds a slice of the batch) the count is all-reduced, so every replica sees the same."""
     floats = [t for t in tf.nest.flatten(x) if t.dtype.is_floating]
     bad = tf.add_n([tf.reduce_sum(tf.cast(~tf.math.is_finite(t), tf.float64)) for t in floats]) if floats \
         else tf.constant(0.0, tf.float64)
-    bad = distribute.all_reduce(bad)
+    if split_batch:
+        bad = distribute.all_reduce(bad)
     return check(tf.equal(bad, 0.0), Fault.INPUT, 0, bad)
 
 
 def step_checks(lrs: tf.Tensor, temps: tf.Tensor, forward: Any, x: Any, nll_sums: tf.Tensor, overflow: tf.Tensor,
-                updated: tf.Tensor, correction: tf.Tensor | None = None) -> list[tuple]:
+                updated: tf.Tensor, correction: tf.Tensor | None = None, slots: Any = None) -> list[tuple]:
     """Every invariant of one train step, in :class:`Fault` order: the hyperparameters in force
     (a sampler that swaps passes its swap's ``correction``), the NLL's length, per chain a finite energy (``nll_sums``:
     all-reduced ``[K]``, so every replica sees the same) after finite inputs ``x`` and finite gradients (unless a float16
     ``overflow`` of the loss-scaled gradients explains them), the swap's ``correction`` (with
-    swaps) and the ``updated`` ``[K]`` flags of finite new weights."""
+    swaps) and the ``updated`` ``[K]`` flags of finite new weights.  ``slots``: the slot (rung)
+    each chain of ``forward`` is reported under (default ``0..K-1``; chain-per-replica placement:
+    this replica's chain and its rung)."""
     checks = hyperparameter_checks(lrs, temps, correction is not None)
     checks.append(nll_length_check(forward.nlls[0], x))
-    checks.append(input_check(x))
+    checks.append(input_check(x, split_batch=slots is None))  # chain-per-replica: every replica has the whole batch
+    slots = list(range(len(forward.grads))) if slots is None else list(slots)
     for h, grads in enumerate(forward.grads):
-        checks.append(check(tf.math.is_finite(nll_sums[h]), Fault.ENERGY, h, nll_sums[h]))
-        checks.append(check(tf.logical_or(all_finite(grads), overflow), Fault.GRADIENT, h, 0.0))
+        checks.append(check(tf.math.is_finite(nll_sums[h]), Fault.ENERGY, slots[h], nll_sums[h]))
+        checks.append(check(tf.logical_or(all_finite(grads), overflow), Fault.GRADIENT, slots[h], 0.0))
     if correction is not None:
         checks.append(check(in_range(correction, numerics.CORRECTION, True), Fault.CORRECTION, 0, correction))
-    checks += per_chain(tf.logical_or(updated, overflow), Fault.WEIGHTS, tf.zeros([len(forward.grads)]))
+    ok = tf.logical_or(updated, overflow)
+    checks += [check(ok[h], Fault.WEIGHTS, slots[h], 0.0) for h in range(len(forward.grads))]
     return checks
 
 
@@ -165,10 +171,22 @@ class FaultRegister:
 
     The variable is deliberately not a tracked sampler weight (not saved; old files keep their
     layout); under a strategy every replica computes the same checks from all-reduced values.
+    With ``strategy`` (chain-per-replica placement) the variable is created per replica by the
+    caller: each replica checks its own chain, and the host reports the earliest fault of any.
     """
 
-    def __init__(self):
+    def __init__(self, strategy: Any = None):
+        self.strategy = strategy
         self.variable = keras.Variable(np.zeros(5), dtype="float64", trainable=False, name="fault_register")
+
+    def held(self) -> np.ndarray:
+        """The held fault ``(code, step, chain, value, extra)``; of all replicas, the earliest
+        (step, then chain slot) with ``strategy``."""
+        if self.strategy is None:
+            return np.asarray(self.variable.numpy())
+        rows = [np.asarray(part.numpy()) for part in self.strategy.experimental_local_results(self.variable.value)]
+        faults = [r for r in rows if r[0] > 0]
+        return min(faults, key=lambda r: (r[1], r[2])) if faults else rows[0]
 
     def record(self, step: tf.Tensor, checks: Sequence[tuple]) -> None:
         """Keeps the first failing check of ``checks`` (in order) unless a fault is already held."""
@@ -188,7 +206,7 @@ class FaultRegister:
 
     def raise_if_set(self, learning_rates: Sequence[float], temperatures: Sequence[float]) -> None:
         """Raises the :class:`SamplerError` of the held fault (host side), then clears it."""
-        code, step, chain, value, extra = (float(v) for v in np.asarray(self.variable.numpy()))
+        code, step, chain, value, extra = (float(v) for v in self.held())
         if code == 0:
             return
         self.clear()

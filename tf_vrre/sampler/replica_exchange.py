@@ -36,8 +36,10 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import batch, construction, datasets, hyperparameters, input_checks, invariants, saving, xla
+from tf_vrre.sampler import (batch, construction, datasets, hyperparameters, input_checks, invariants, placements,
+                             replica_step, saving, xla)
 from tf_vrre.sampler.chain_metrics import ChainMetrics
+from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sampler.listeners import SamplerListeners
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
 from tf_vrre.sgmcmc.dynamics import Diffusion
@@ -56,7 +58,7 @@ def require_sampler(model: Any, who: str) -> ReplicaExchangeSampler:
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
-class ReplicaExchangeSampler(ChainMetrics, keras.Model):
+class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
     """K chains of SGLD / SGHMC with (variance-reduced) replica exchange, trained by ``fit``.
 
     Each chain ``h`` (temperature ``tau_h``, lr ``eta_h``) follows, for SGHMC::
@@ -96,13 +98,20 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
       seed: integer seed of the noise, swaps and (via ``keras.utils.set_random_seed``) the
         initial weights; ``None`` draws one.
       independent_init: if False (default) every chain starts from chain 0's initial weights.
+      placement: ``"replicated"`` (default: every replica of a ``tf.distribute`` strategy holds
+        every chain and a shard of each batch) or ``"chain_per_replica"`` (in the scope of a
+        ``MirroredStrategy`` / ``TPUStrategy`` / ``MultiWorkerMirroredStrategy`` with ``num_chains``
+        replicas: replica ``r`` holds chain ``r``, swaps exchange temperatures and learning rates,
+        not weights; :mod:`tf_vrre.sampler.placements`).  The samples are the same, to round-off.
 
     State (``sampler.state``, a :class:`tf_vrre.sgmcmc.state.SamplerState`; every variable is
     saved with the sampler): ``state.step``; ``state.ladder.temperature`` / ``.learning_rate``
     in force; ``state.chains.velocities``; ``state.swap.sigma2``, ``.swap_count``,
     ``.attempt_count``, ``.correction``, ``.log`` (the per-step swap record);
     ``state.control_variates.snapshot_energy``, ``.coefficient``; ``state.batch_energy``.
-    The chain models are ``sampler.chains`` (``sampler.snapshots`` with control variates).
+    The chain models are ``sampler.chains`` (``sampler.snapshots`` with control variates);
+    with ``placement="chain_per_replica"`` they are the host copy of the chains, in rung order,
+    refreshed by :meth:`sync_chains` (``cold_model`` refreshes itself when read).
 
     Example:
       >>> sampler = ReplicaExchangeSampler(net, data_size=64, num_chains=2,
@@ -123,11 +132,13 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
                  temperatures: Any = None, learning_rates: Any = 1e-6, dynamics: str = "sghmc",
                  momentum: float = 0.9, weight_decay: float = 0.0, swap: Any = "auto",
                  variance_reduction: control_variates.ControlVariates | None = None, energy_mode: str = "auto",
-                 nll: Callable | None = None, seed: int | None = None, independent_init: bool = False, **kwargs):
+                 nll: Callable | None = None, seed: int | None = None, independent_init: bool = False,
+                 placement: str = "replicated", **kwargs):
         super().__init__(**kwargs)
         construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
         seed = construction.check_options(energy_mode, nll, seed)
         num_chains = int(num_chains)
+        strategy = placements.check(placement, num_chains)  # None: replicated
         swap_rule = swaps.resolve(swap, num_chains)
         control_variates.check(variance_reduction, swap_rule)
         temps, lrs = hyperparameters.resolve(temperatures, learning_rates, num_chains, dynamics, swap_rule is not None)
@@ -146,6 +157,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self.energy_mode_arg = energy_mode
         self.nll = nll
         self.independent_init = bool(independent_init)
+        self.placement, self._strategy = placement, strategy
         self.seed = int(seed)
         self._diffusion = Diffusion(dynamics, momentum)
         vr = variance_reduction
@@ -154,21 +166,22 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         self._offsets = vr.period if vr is not None else self._window_period
 
         keras.utils.set_random_seed(self.seed)
-        self.chains = [construction.build_chain(model_fn) for _ in range(num_chains)]
+        self.chains = self._new_chains(model_fn, num_chains)  # chain per replica: the host copy
         input_checks.check_distinct_models(self.chains)
         construction.tie_initial_weights(self.chains, self.independent_init)
         self.energy_mode = energy.resolve_mode(energy_mode, self.chains[0])
         self._cache_exact = vr is not None and vr.cache and energy.batch_independent(self.energy_mode, self.chains[0])
         if vr is not None:
-            self.snapshots = [construction.build_chain(model_fn) for _ in range(num_chains)]
+            self.snapshots = self._new_chains(model_fn, num_chains)
             input_checks.check_distinct_models(self.chains + self.snapshots)
         self.state = self._create_state([schedules.value_at(t) for t in temps], [schedules.value_at(v) for v in lrs])
-        self._swap_energy = None
-        if swap_rule is not None:
-            self._swap_energy = SwapEnergyEstimator(self.chains, self.state.control_variates, self._per_example_nll,
-                                                    self.energy_mode, self._cache_exact, self.data_size)
         # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
-        self._faults = invariants.FaultRegister()  # the first runtime fault of a step (not saved)
+        self._host = None if strategy is None else placements.HostCopy(self, strategy)  # chain per replica
+        local = self.state.replica or self.state  # chain per replica: this replica's chain's swap energies
+        self._swap_energy = None if swap_rule is None else SwapEnergyEstimator(
+            local.chains.models, local.control_variates, self._per_example_nll, self.energy_mode, self._cache_exact,
+            self.data_size, num_chains)
+        self._faults = self._fault_register()  # the first runtime fault of a step (not saved)
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
@@ -182,6 +195,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """The :class:`SamplerState`, its variables created eagerly (``fit`` does not build
         subclassed models) in the order of the fields: that order is the layout of saved files."""
         K, new, vr = self.num_chains, functools.partial(construction.new_variable, self), self.variance_reduction
+        if self._strategy is not None:  # per-chain variables: the host copy; per-rung ones: mirrored
+            new = placements.variable_factory(new, self._strategy)
         step = new("step", (), "int64")
         ladder = Ladder.create(new, temperatures, learning_rates)
         chains = ChainState.create(self.chains, new, self._diffusion.has_velocity)
@@ -194,7 +209,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         loss_scale = None
         if energy.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
             loss_scale = LossScale.create(new, initial=2.0 ** 15 / self.data_size)
-        return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale)
+        replica = None if self._strategy is None else placements.build_replica(self)
+        return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
 
     @property
     def swap_penalty(self) -> str | None:
@@ -203,7 +219,9 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     @property
     def cold_model(self) -> keras.Model:
-        """The sampled (coldest, slot 0) chain: a plain ``keras.Model``."""
+        """The sampled (coldest, slot 0) chain: a plain ``keras.Model``.  With ``placement=
+        "chain_per_replica"``: the host copy of the chain holding the coldest rung, refreshed when read."""
+        self._sync_cold()
         return self.chains[0]
 
     def call(self, inputs: Any, training: bool = False) -> Any:
@@ -296,11 +314,14 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
             kwargs["shuffle"] = False  # Keras cannot shuffle a dataset: its default True only makes it warn
             bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         bound.apply_defaults()
+        self._placement_fit_check(bound.arguments["x"])
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
+        args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
             return super().fit(*args, **kwargs)
         finally:  # the callbacks of this fit registered them in on_train_begin
             self.listeners.clear()
+            self.sync_chains()
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(self, loss: Any = None, metrics: Any = None, weighted_metrics: Any = None, run_eagerly: bool = False,
@@ -376,6 +397,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     def train_step(self, data: Any) -> dict:
         """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""
+        if self._host is not None:  # this replica's chain (tf_vrre.sampler.replica_step)
+            return replica_step.train_step(self, data)
         minibatch = batch.from_data(data)
         self._check_batch(minibatch.x, minibatch.y)
         state = self.state
@@ -442,6 +465,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         (:func:`tf_vrre.sampler.invariants.checked`): a broken invariant raises a ``SamplerError``."""
         super().make_train_function(force)
         self.train_function = invariants.checked(self, self.train_function)
+        if self._host is not None:
+            self.train_function = placements.synced(self, self.train_function)
         return self.train_function
 
     # ---- config ----------------------------------------------------------------------
@@ -449,7 +474,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
         ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
         fails now instead of a later load."""
-        config = self._config()
+        config = {**self._config(), "placement": self.placement}  # not part of the run's identity
         saving.check_restorable(self, config)
         return config
 
@@ -467,6 +492,7 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
     def load_own_variables(self, store: Any) -> None:
         saving.check_own_variables(self, store)  # names another num_chains / architecture
         super().load_own_variables(store)
+        self.chains_restored()  # chain per replica: the replicas take the loaded state at the next step
 
     def load_weights(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """``keras.Model.load_weights`` after checking that the file's chains match this sampler
@@ -476,4 +502,4 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
 
     @classmethod
     def from_config(cls, config: dict) -> ReplicaExchangeSampler:
-        return cls(**saving.constructor_arguments(config))
+        return cls(**placements.for_loading(saving.constructor_arguments(config)))

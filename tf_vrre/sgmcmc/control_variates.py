@@ -3,7 +3,9 @@
 Every ``m`` steps (step 1 of the train step) each chain's weights are copied into its snapshot
 ``beta_hat`` and one pass over the reference data (the N training examples, un-augmented)
 computes ``U_hat = sum_i l(x_i | beta_hat)`` and, with the cache, every ``l(x_i | beta_hat)``.
-The pass is sharded across replicas (batch ``i`` on replica ``i mod R``) and all-reduced.
+With every chain on every replica the pass is sharded across replicas (batch ``i`` on replica
+``i mod R``) and all-reduced; with one chain per replica each replica makes the whole pass for
+its own chain (``sharded=False``).
 
 :class:`ControlVariates` holds the settings; the estimator itself
 (``U_B(beta) + c (U_B(beta_hat) - U_hat)``) is in :mod:`tf_vrre.sgmcmc.energy`; the adaptive
@@ -125,8 +127,8 @@ def make_reference(data: Any, batch_size: int, data_size: int) -> Reference:
     return Reference(source, batches, count, int(batch_size))
 
 
-def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn: Callable, cache: bool
-              ) -> tuple[tf.Tensor, tf.Tensor | None]:
+def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn: Callable, cache: bool,
+              sharded: bool = True) -> tuple[tf.Tensor, tf.Tensor | None]:
     """This replica's share of the snapshot NLL sums over the reference data.
 
     Args:
@@ -135,13 +137,15 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
       energy_fn: ``(model, x, y, sample_weight) -> [n]`` per-example NLLs (the sampler's
         energy mode baked in).
       cache: also return the per-example NLLs.
+      sharded: split the batches across the replicas in sync (``False``: this replica makes the
+        whole pass, as on one device).
 
     Returns:
       ``(sums [K] float64, table [K, N] float32 or None)``; the caller all-reduces (shards fill
       disjoint examples of the table).
     """
     source, num_batches, count, batch_size = reference
-    replicas, rid = distribute.replicas()
+    replicas, rid = distribute.replicas() if sharded else (1, tf.constant(0, tf.int64))
     if isinstance(source, tf.data.Dataset):
         if replicas > 1:
             source = source.shard(replicas, rid)
@@ -172,7 +176,7 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
 
 
 def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, energy_fn: Callable, step: tf.Tensor,
-            period: int) -> tf.Tensor:
+            period: int, sharded: bool = True) -> tf.Tensor:
     """Step 1 of the train step: on ``step % period == 0`` snapshots <- chains, recompute ``U_hat``.
 
     Args:
@@ -181,13 +185,15 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
       chains: the K chain models (copied into the snapshots).
       reference: :class:`Reference`; energy_fn: as in :func:`full_pass`.
       step: int64 step; period: ``m``.
+      sharded: share the full pass among the replicas and all-reduce it (``False``: chain-per-replica
+        placement, where ``state`` and ``chains`` are this replica's own chain).
 
     Returns:
       The bool "refreshed at this step".
     """
     due = tf.equal(tf.math.floormod(step, period), 0)
     K, cache = len(chains), state.snapshot_nll is not None
-    single = distribute.replicas()[0] == 1
+    single = not sharded or distribute.replicas()[0] == 1
 
     def do():
         ops = []
@@ -195,7 +201,7 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
             for dst, src in zip(snap.weights, chain.weights):
                 ops.append(dst.assign(tf.identity(src)))
         with tf.control_dependencies(ops):
-            total, table = full_pass(reference, state.snapshots, energy_fn, cache)
+            total, table = full_pass(reference, state.snapshots, energy_fn, cache, sharded)
         if not cache:
             return total, tf.zeros([K, 0])
         if single:  # no all-reduce needed: write the per-example table here
@@ -208,7 +214,7 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
         return tf.zeros([K], tf.float64), tf.zeros([K, width])
 
     partial, table = tf.cond(due, do, skip)
-    total = distribute.all_reduce(partial)
+    total = distribute.all_reduce(partial) if sharded else partial
     state.snapshot_energy.assign(tf.where(due, total, state.snapshot_energy))
     if cache and not single:  # shards fill disjoint examples: the sum is the full table
         table = distribute.all_reduce(table)

@@ -1,17 +1,41 @@
 """Cross-replica helpers for code that runs inside ``tf.distribute`` replica contexts.
 
-Everything the chains must agree on (gradients, energies, variance statistics, the full-data
-pass) is summed with :func:`all_reduce`; outside a strategy (or with one replica) it is the
-identity, so the same train step runs on one device and under ``MirroredStrategy``.
+Replicated placement (every replica holds every chain, the batch is split): everything the
+chains must agree on (gradients, energies, variance statistics, the full-data pass) is summed
+with :func:`all_reduce`; outside a strategy (or with one replica) it is the identity, so the same
+train step runs on one device and under ``MirroredStrategy``.  Chain-per-replica placement
+(replica ``r`` holds chain ``r`` and the whole batch): nothing is summed across replicas; the
+per-chain numbers a swap needs are collected with one :func:`all_gather` per step.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
+
+_records: list | None = None  # (kind, shape, dtype) of each collective traced while recording
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list]:
+    """Records the payload ``(kind, shape, dtype)`` every replica hands to :func:`all_reduce` /
+    :func:`all_gather` while a step is traced inside (:mod:`tf_vrre.sampler.traffic`)."""
+    global _records
+    _records = []
+    try:
+        yield _records
+    finally:
+        _records = None
+
+
+def _record(kind: str, value: Any) -> None:
+    if _records is not None:
+        _records.extend((kind, t.shape, t.dtype) for t in tf.nest.flatten(value))
 
 
 def all_reduce(value: Any) -> Any:
@@ -19,7 +43,18 @@ def all_reduce(value: Any) -> Any:
     ctx = tf.distribute.get_replica_context()
     if ctx is None or ctx.num_replicas_in_sync == 1:
         return value
+    _record("all_reduce", value)
     return ctx.all_reduce("sum", value)
+
+
+def all_gather(value: tf.Tensor) -> tf.Tensor:
+    """``[R, ...]``: ``value`` (shape ``[...]``) of every replica in sync, in replica order (one
+    collective); ``value[None]`` outside a strategy."""
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
+        return value[None]
+    _record("all_gather", value)
+    return ctx.all_gather(value[None], axis=0)
 
 
 def replicas() -> tuple[int, tf.Tensor]:

@@ -89,9 +89,14 @@ class Diffusion:
         return self.name in ("sghmc", "msgd")
 
     def step(self, chains: Any, grads: Sequence[Sequence[tf.Tensor]], learning_rates: tf.Tensor,
-             temperatures: tf.Tensor, key: tf.Tensor) -> tf.Tensor:
+             temperatures: tf.Tensor, key: tf.Tensor, slots: Sequence[Any] | None = None) -> tf.Tensor:
         """Updates ``chains`` (a :class:`tf_vrre.sgmcmc.state.ChainState`: weights and velocities) in
         place from ``grads`` (per chain).
+
+        ``slots``: the rung (slot of ``learning_rates`` / ``temperatures``, and the noise key) of
+        each chain of ``chains``; default ``0..K-1`` (one device: chain ``h`` sits in slot ``h``).
+        Chain-per-replica placement passes this replica's chain and the rung it holds: the noise
+        of a rung is the same number wherever its chain runs.
 
         A chain whose new weights or velocities would not be finite keeps its old ones; returns
         the bool ``[K]`` "updated" (a ``False`` is a fault the sampler reports).
@@ -99,17 +104,18 @@ class Diffusion:
         friction = 1.0 - self.momentum
         key = seeds.fold(key, seeds.NOISE)
         updated = []
-        for h, weights in enumerate(chains.trainable):
+        for c, weights in enumerate(chains.trainable):
+            h = c if slots is None else slots[c]
             lr, tau = learning_rates[h], temperatures[h]
             noises = None if self.name == "msgd" else langevin_noise(weights, seeds.fold(key, h))
             new = []  # (variable, value)
-            for i, (w, g) in enumerate(zip(weights, grads[h])):
+            for i, (w, g) in enumerate(zip(weights, grads[c])):
                 lr_i, tau_i = tf.cast(lr, w.dtype), tf.cast(tau, w.dtype)
                 z = None if noises is None else tf.cast(noises[i], w.dtype)
                 if self.name == "sgld":
                     new.append((w, sgld_update(w, g, lr_i, tau_i, z)))
                 else:
-                    v = chains.velocities[h][i]
+                    v = chains.velocities[c][i]
                     new_w, new_v = sghmc_update(w, v, g, lr_i, tau_i, friction, z)
                     new += [(v, new_v), (w, new_w)]
             ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(value)) for _, value in new])

@@ -26,12 +26,15 @@ class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "prio
 
 
 def forward_and_gradients(models: Sequence[keras.Model], batch: Any, per_example_nll: Callable, weight_decay: float,
-                          data_size: int, loss_scale: tf.Tensor | None = None) -> Forward:
+                          data_size: int, loss_scale: tf.Tensor | None = None, local: bool = False) -> Forward:
     """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.sampler.batch.Batch`).
 
     ``loss_scale`` (float16 policies, :class:`tf_vrre.sgmcmc.state.LossScale`): the gradient is taken of
     ``s * (N/n) sum_B l`` and divided by ``s``, so float16 backpropagation neither under- nor
     overflows (a non-finite result lowers ``s`` and the step's update is skipped).
+
+    ``local``: chain-per-replica placement: ``models`` are this replica's own chain (per-replica
+    variables, watched explicitly) and ``batch`` the whole batch, so nothing is all-reduced.
     """
     x, y, swt = batch.x, batch.y, batch.sample_weight
     scale = tf.cast(data_size, tf.float64) / batch.size
@@ -39,6 +42,8 @@ def forward_and_gradients(models: Sequence[keras.Model], batch: Any, per_example
     for model in models:
         weights = model.trainable_weights
         with tf.GradientTape() as tape:
+            if local:  # per-replica variables are not trainable for TensorFlow (ON_READ): watch them
+                tape.watch([w.value for w in weights])
             y_pred = model(x, training=True)
             nll = per_example_nll(x, y, y_pred, swt)
             objective = tf.reduce_sum(nll) * tf.cast(scale, nll.dtype)
@@ -52,7 +57,8 @@ def forward_and_gradients(models: Sequence[keras.Model], batch: Any, per_example
         nlls.append(nll)
         preds.append(y_pred)
         priors.append(energy.prior_energy(weights, weight_decay))
-    grads = distribute.all_reduce(grads)
+    if not local:
+        grads = distribute.all_reduce(grads)
     if weight_decay:
         grads = [[gi + tf.cast(weight_decay, gi.dtype) * w for gi, w in zip(g, m.trainable_weights)]
                  for g, m in zip(grads, models)]

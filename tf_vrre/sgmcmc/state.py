@@ -8,6 +8,7 @@
 ``state.batch_energy``             float64 ``[K]`` mini-batch energy of each slot on this step's batch
 ``state.control_variates``         :class:`ControlVariateState` - snapshots, ``U_hat``, ``c``
 ``state.loss_scale``               :class:`LossScale` - float16 policies only
+``state.replica``                  :class:`ReplicaChain` - chain-per-replica placement only (not saved)
 =================================  ==============================================================
 
 Every variable is a non-trainable weight of the sampler (created through ``new_variable``, a
@@ -25,6 +26,13 @@ pair of rungs (:class:`Ladder`, :class:`SwapState`) never moves.  So a placement
 chain ``h``'s variables on one device can build each chain's part there and record which rung
 each chain holds, and a tuner that moves the rungs only assigns :class:`Ladder` (through the
 sampler's setters, which check the values).
+
+Chain-per-replica placement (``ReplicaExchangeSampler(placement="chain_per_replica")``) does that:
+replica ``r`` of the strategy holds chain ``r`` in per-replica variables (:class:`ReplicaChain`),
+and an accepted swap exchanges *rungs* between chains (:func:`exchange_labels`): the weights
+stay where they are.  The saved fields above are then the host's copy of the chains, in rung
+order (slot ``k`` = the chain holding rung ``k``), which the sampler refreshes from the replicas
+before anything reads or saves it and writes back to them before training.
 """
 
 from __future__ import annotations
@@ -246,6 +254,19 @@ class LossScale:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReplicaChain:
+    """Chain-per-replica placement: the chain this replica holds (per-replica variables: replica
+    ``r``'s values are chain ``r``'s) and the rung each chain holds.  Not saved: the saved state is
+    the host's copy in rung order, written to the replicas with ``rung`` reset to ``0..K-1``.
+    """
+
+    chains: ChainState  # one model (this replica's chain) and its velocities
+    control_variates: ControlVariateState | None  # its snapshot, U_hat [1] and cached NLLs [1, N];
+    #                                                   coefficient and windows: None (they are per rung)
+    rung: keras.Variable  # int32 [K], mirrored: rung[r] is the rung (slot) chain r holds
+
+
+@dataclasses.dataclass(frozen=True)
 class SamplerState:
     """Everything a :class:`tf_vrre.ReplicaExchangeSampler` remembers between steps
     (``sampler.state``); fields in the order their variables are created (the saved layout)."""
@@ -258,6 +279,7 @@ class SamplerState:
     #                               before its update ("batch_energy")
     control_variates: ControlVariateState | None  # None without variance reduction
     loss_scale: LossScale | None  # None unless the chains compute in float16
+    replica: ReplicaChain | None = None  # chain-per-replica placement only
 
 
 def exchange(chains: ChainState, control_variates: ControlVariateState | None, perm: tf.Tensor,
@@ -292,3 +314,29 @@ def exchange_forward(chains: ChainState, control_variates: ControlVariateState |
     grads = [list(g) for g in zip(*per_var)] if per_var else [[] for _ in range(num)]
     priors = tf.unstack(tf.gather(tf.stack(forward.priors), results.permutation), num=num)
     return forward._replace(grads=grads, nlls=out[-2], preds=out[-1], priors=priors)
+
+
+def exchange_labels(replica: ReplicaChain, results: Any, ladder: tuple[tf.Tensor, tf.Tensor],
+                    replica_id: tf.Tensor) -> tf.Tensor:
+    """Step 4b under chain-per-replica placement: if a swap was accepted, the chains trade rungs
+    (``replica.rung``) instead of states, and this replica's velocities are rescaled for the rung
+    they arrive at exactly as :func:`exchange` rescales a velocity moving between slots.  Nothing
+    else moves: weights, snapshots and this step's gradients stay with their chain.
+
+    Returns the int32 rung this replica's chain holds after the swap.
+    """
+    lrs, temps = ladder
+    perm = results.permutation  # slot j takes the state of slot perm[j]: the chain at slot s goes to inv[s]
+
+    def move():
+        rung = tf.gather(tf.math.invert_permutation(perm), tf.convert_to_tensor(replica.rung))
+        replica.rung.assign(rung)
+        own = tf.gather(rung, replica_id)
+        if replica.chains.velocities is not None:
+            scale = dynamics.velocity_scale(tf.gather(lrs, perm), tf.gather(temps, perm), lrs, temps)
+            for v in replica.chains.velocities[0]:
+                v.assign(tf.identity(v) * tf.cast(scale[own], v.dtype))
+        return own
+
+    return tf.cond(tf.reduce_any(results.accepted), move, lambda: tf.gather(tf.convert_to_tensor(replica.rung),
+                                                                             replica_id))

@@ -51,6 +51,8 @@ class SwapEnergyEstimator:
       energy_mode: ``"train"`` or ``"inference"`` (the ``training`` flag of energy forwards).
       use_cache: read snapshot NLLs of indexed batches from ``control_variates.snapshot_nll``.
       data_size: ``N``.
+      num_chains: ``K`` (default ``len(chains)``; chain-per-replica placement: ``chains`` is this
+        replica's one chain).
 
     A batch with ``energy_x`` (un-augmented inputs, see :mod:`tf_vrre.sampler.batch`) gets its current
     and snapshot energies from forwards on ``energy_x`` (the cached snapshot NLLs, computed on
@@ -58,8 +60,9 @@ class SwapEnergyEstimator:
     """
 
     def __init__(self, chains: Sequence[keras.Model], control_variates: Any, per_example_nll: Callable,
-                 energy_mode: str, use_cache: bool, data_size: int):
+                 energy_mode: str, use_cache: bool, data_size: int, num_chains: int | None = None):
         self.chains, self.vr = chains, control_variates
+        self.num_chains = len(chains) if num_chains is None else int(num_chains)
         self.nll, self.mode = per_example_nll, energy_mode
         self.use_cache, self.data_size = use_cache, data_size
         self.batch_dependent = energy.has_training_dependent_layers(chains[0])
@@ -80,6 +83,11 @@ class SwapEnergyEstimator:
 
     def __call__(self, batch: Any, forward: Any, possible: tf.Tensor, adaptive: bool) -> SwapEnergies:
         """:class:`SwapEnergies` of ``batch`` (``forward``: the gradient pass's nlls and priors)."""
+        cur, snap = self._per_example(batch, forward, possible)
+        return self._reduce(cur, snap, forward.priors, batch.size, adaptive)
+
+    def _per_example(self, batch, forward, possible):
+        """Per chain, the current and snapshot per-example NLLs of the swap energies."""
         K, vr, nlls = len(self.chains), self.vr, forward.nlls
         if batch.energy_x is not None and self.mode == "train" and self.batch_dependent:
             raise ValueError('energy_inputs: with energy_mode="train" the extra forward on the un-augmented '
@@ -96,7 +104,52 @@ class SwapEnergyEstimator:
             cur, snap = list(nlls), []
         if cached:  # per-example snapshot NLLs from the last full pass: no snapshot forward
             snap = tf.unstack(tf.gather(vr.snapshot_nll, tf.cast(batch.index, tf.int64), axis=1), num=K)
-        return self._reduce(cur, snap, forward.priors, batch.size, adaptive)
+        return cur, snap
+
+    # ---- chain-per-replica placement: this replica's chain, then one all_gather ----------------
+    def local_row(self, batch: Any, forward: Any, possible: tf.Tensor, adaptive: bool,
+                  coefficient: tf.Tensor | None) -> tf.Tensor:
+        """This replica's chain's share of the step's swap energies, float64 ``[m + n]``:
+        ``sum_B l(beta)``, then with control variates ``sum_B l(beta_hat)`` and ``U_hat``, with the
+        adaptive coefficient the 5 cross moments, then the ``n`` per-example swap energies
+        (``l(beta) + c l(beta_hat)``, ``c``: ``coefficient`` of the rung the chain holds).
+
+        Chain-per-replica placement: the estimator holds one chain (this replica's); the rows of
+        all chains, gathered and ordered by rung, give :meth:`gathered`.
+        """
+        cur, snap = self._per_example(batch, forward, possible)
+        cur64 = tf.cast(cur[0], tf.float64)
+        pieces = [tf.reduce_sum(cur64)[None]]
+        per_ex = cur64
+        if self.vr is not None:
+            snap64 = tf.cast(snap[0], tf.float64)
+            per_ex = cur64 + coefficient * snap64
+            pieces += [tf.reduce_sum(snap64)[None], tf.cast(self.vr.snapshot_energy, tf.float64)[:1]]
+            if adaptive:
+                pieces.append(estimators.cross_moments(cur64, snap64))
+        return tf.concat(pieces + [per_ex], 0)
+
+    def gathered(self, rows: tf.Tensor, n: tf.Tensor, priors: tf.Tensor, coefficient: tf.Tensor | None,
+                 adaptive: bool) -> SwapEnergies:
+        """The :class:`SwapEnergies` of the K rungs from their chains' :meth:`local_row` (``rows[k]``:
+        the row of the chain that holds rung ``k``; ``priors``: ``[K]`` their prior energies;
+        ``coefficient``: ``[K]`` per rung) - the same numbers as one device's ``__call__``."""
+        K, P = self.num_chains, self.num_chains - 1
+        cur = rows[:, 0]
+        col = 1
+        if self.vr is not None:
+            snap, snapshot_energy, col = rows[:, 1], rows[:, 2], 3
+        cross = None
+        if self.vr is not None and adaptive:
+            cross, col = tf.reshape(rows[:, col:col + 5], [K, 5]), col + 5  # static shape
+        per_ex = tf.unstack(rows[:, col:], num=K)
+        if self.vr is not None:
+            total = energy.control_variate_energy(cur, snap, snapshot_energy, coefficient, n, self.data_size, priors)
+        else:
+            total = energy.minibatch_energy(cur, n, self.data_size, priors)
+        pm = tf.reshape(tf.stack([estimators.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]), [P, 3])
+        variance = estimators.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
+        return SwapEnergies(total, pm, cross, variance)
 
     def _reduce(self, cur, snap, priors, n, adaptive):
         K, P, vr = len(self.chains), len(self.chains) - 1, self.vr

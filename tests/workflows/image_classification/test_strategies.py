@@ -265,7 +265,7 @@ def test_train_with_xla_and_steps_per_execution_records_both(image_data_dir, tmp
     run = json.load(open(out / "run.json"))
     assert run["status"] == "complete" and run["execution"] == {
         "strategy": "default", "workers": 1, "jit_compile": True, "xla": True,
-        "xla_forced_by_tpu": False, "steps_per_execution": 2}
+        "xla_forced_by_tpu": False, "steps_per_execution": 2, "placement": "replicated"}
     sampler = result["sampler"]
     assert sampler.jit_compile is True and sampler.steps_per_execution == 2
     assert int(sampler.state.step.numpy()) == 4  # 2 epochs x 2 steps, in executions of 2

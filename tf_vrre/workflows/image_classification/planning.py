@@ -69,6 +69,9 @@ class Preflight:
       values: :func:`tf_vrre.workflows.image_classification.config.schedule_values` for ``N`` (or ``None``).
       samples: the number of samples the run collects for ``N`` (or ``None``).
       created: ``(device, inode)`` of ``out`` if :func:`take_run` created it.
+      placement: where the chains live under the strategy (``"replicated"`` or
+        ``"chain_per_replica"``, :mod:`tf_vrre.sampler.placements`; checked against the strategy
+        when it is made).
     """
     config: config.Config
     out: str
@@ -83,6 +86,7 @@ class Preflight:
     values: dict | None = None
     samples: int | None = None
     created: tuple[int, int] | None = None
+    placement: str = "replicated"
 
     @property
     def complete(self) -> bool:

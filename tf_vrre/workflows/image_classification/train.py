@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -50,6 +51,7 @@ from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
 from tf_vrre.runs import atomic, locks, run_json
+from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
@@ -88,12 +90,14 @@ def _schedules(cfg: config.Config, values: dict) -> tuple[Any, Any, Any]:
 
 
 def build_sampler(cfg: config.Config, values: dict, num_classes: int, input_shape: Any, data_size: int,
-                  synchronized_bn: bool = False) -> ReplicaExchangeSampler:
+                  synchronized_bn: bool = False, placement: str = "replicated") -> ReplicaExchangeSampler:
     """The :class:`tf_vrre.sampler.replica_exchange.ReplicaExchangeSampler` of a checked config (call
     in a strategy scope).
 
     BatchNormalization is synchronized across replicas when ``synchronized_bn`` (set by
     :func:`train` when the strategy has several replicas) or ``model.kwargs.synchronized_bn``.
+    ``placement``: the sampler's (:mod:`tf_vrre.sampler.placements`; ``"chain_per_replica"``
+    refuses synchronized BatchNormalization, which would average statistics across chains).
     """
     s = cfg.sampler
     lrs, taus, correction = _schedules(cfg, values)
@@ -114,7 +118,7 @@ def build_sampler(cfg: config.Config, values: dict, num_classes: int, input_shap
         model_fn, data_size=data_size, num_chains=2 if cfg.replica else 1,
         temperatures=taus, learning_rates=lrs, dynamics="msgd" if cfg.method == "msgd" else "sghmc",
         momentum=s.momentum, weight_decay=values["weight_decay"], swap=swap, variance_reduction=vr,
-        energy_mode=s.energy_mode, seed=cfg.training.seed)
+        energy_mode=s.energy_mode, seed=cfg.training.seed, placement=placement)
 
 
 def plan(cfg: config.Config, data_dir: str | None = None, source: str = "auto", download: bool = True,
@@ -223,7 +227,7 @@ def _worker_root(strat: Any, pre: planning.Preflight) -> tuple[str, bool]:
 
 
 def _compile(cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_per_execution: Any,
-             verbose: Any) -> tuple[Any, dict]:
+             placement: str, verbose: Any) -> tuple[Any, dict]:
     """The compiled sampler (built in the strategy's scope) and the ``run.json`` execution record."""
     requested = jit_compile
     forced = strategies.is_tpu(strat) and jit_compile is not True
@@ -233,14 +237,15 @@ def _compile(cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_pe
     train_data = p["train"]
     with strat.scope():
         sampler = build_sampler(cfg, p["values"], p["model"]["num_classes"], p["model"]["input_shape"],
-                                train_data.size, synchronized_bn=strat.num_replicas_in_sync > 1)
+                                train_data.size, placement=placement,
+                                synchronized_bn=strat.num_replicas_in_sync > 1 and placement == "replicated")
         if sampler.variance_reduction is not None:
             sampler.set_reference_data(train_data.reference)
         sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
                         jit_compile=jit_compile, steps_per_execution=steps_per_execution or 1)
     execution = {"strategy": strategies.name_of(strat), "workers": strategies._num_workers(strat),
                  "jit_compile": requested, "xla": bool(sampler.jit_compile), "xla_forced_by_tpu": forced,
-                 "steps_per_execution": int(steps_per_execution or 1)}
+                 "steps_per_execution": int(steps_per_execution or 1), "placement": placement}
     return sampler, execution
 
 
@@ -256,7 +261,7 @@ def _is_multi_worker(strategy: Any) -> bool:
 def train(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = None, source: str = "auto",
           download: bool = True, strategy: Any = "auto", overwrite: bool = False, verbose: Any = 1,
           prepared: dict | None = None, jit_compile: bool | str | None = None,
-          steps_per_execution: int | None = None) -> dict:
+          steps_per_execution: int | None = None, placement: str = "replicated") -> dict:
     """Trains a checked config into run directory ``out`` (resuming a killed run of it).
 
     Runs :func:`tf_vrre.workflows.image_classification.planning.preflight` (what ``tf-vrre train``
@@ -281,11 +286,15 @@ def train(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = Non
         (:mod:`tf_vrre.sampler.xla`); ``True`` under ``TPUStrategy`` whatever is given (logged).
       steps_per_execution: train steps per ``tf.function`` call (``None``: 1), dividing
         ``samples.thinning``; the TPU lever (fewer host round trips).
+      placement: ``"replicated"`` or ``"chain_per_replica"`` (one chain per replica: the
+        strategy must have as many replicas as the method has chains;
+        :mod:`tf_vrre.sampler.placements`), checked when the strategy is made, before the data
+        are loaded.
 
     Returns:
       ``{"status", "resumed", "already_complete", "run", "history", "seconds", "samples", "chief"}``
-      (``run["execution"]`` records strategy, workers, ``jit_compile`` asked, ``xla`` used and
-      ``steps_per_execution``).
+      (``run["execution"]`` records strategy, workers, ``jit_compile`` asked, ``xla`` used,
+      ``steps_per_execution`` and ``placement``).
 
     Raises:
       tf_vrre.runs.run_json.RunDirError: ``out`` holds a different run (naming the first differing
@@ -312,14 +321,25 @@ def train(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = Non
       >>> open("runs/demo/.lock").read()       # the run lock stays, without a pid once released
       ''
     """
+    if placement not in placements.PLACEMENTS:
+        raise ValueError(f"placement must be one of {placements.PLACEMENTS}, got {placement!r}")
     try:
         pre = planning.preflight(cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution,
                                  strategy)
+        pre = dataclasses.replace(pre, placement=placement)
     except run_json.RunDirError:
         if _is_multi_worker(strategy):  # every worker must see the refusal, or the others would wait forever
             _agree(make_strategy(strategy) if isinstance(strategy, str) else strategy, os.fspath(out), -2)
         raise
     return run(pre, strategy, verbose, prepared)
+
+
+def check_placement(strategy: Any, pre: planning.Preflight) -> None:
+    """``ValueError`` if ``pre.placement`` cannot apply under ``strategy`` (e.g. one chain per
+    replica with a number of replicas other than the method's chains), before data are loaded."""
+    if pre.placement != "replicated":
+        with strategy.scope():
+            placements.check(pre.placement, 2 if pre.config.replica else 1)
 
 
 def _state(pre: planning.Preflight) -> int:
@@ -338,6 +358,7 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
     out = pre.out
     strat = make_strategy(strategy) if isinstance(strategy, str) else strategy  # before plan: multiworker
     strategies.check_options(strat, pre.jit_compile, pre.steps_per_execution)
+    check_placement(strat, pre)
     chief = strategies.is_chief(strat)
     if strategies.is_multi_worker(strat):
         _agree(strat, out, _state(pre))
@@ -359,8 +380,8 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
     try:
         root, chief = _worker_root(strat, pre)
         try:
-            return _fit(pre.config, p, strat, (out, root, chief), (pre.jit_compile, pre.steps_per_execution),
-                        verbose)
+            return _fit(pre.config, p, strat, (out, root, chief),
+                        (pre.jit_compile, pre.steps_per_execution, pre.placement), verbose)
         finally:
             if not chief:
                 shutil.rmtree(root, ignore_errors=True)
