@@ -212,7 +212,7 @@ def test_killed_mid_round_resumes_to_the_same_ladder_and_samples(target, tmp_pat
     assert _run(out, kill_at=30, target=target) is None   # checkpoint at step 28, inside round 2 (steps 9-40)
     s = _run(out, target=target)
     if target is not None:   # F adapted: it moved, and is part of the state compared below
-        assert float(ref.correction.numpy()) != 2.0
+        assert float(ref.state.swap.correction.numpy()) != 2.0
     for a, b in zip(ref.weights, s.weights):   # chains, velocities, snapshots, counters, ladder
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), err_msg=a.name)
     ra, rb = (json.load(open(os.path.join(d, "ladder", "ladder.json"))) for d in (str(tmp_path / "ref"), out))

@@ -154,5 +154,5 @@ def test_a_run_json_that_is_a_directory_is_named_not_reported_missing(diag_runs,
     with pytest.raises(SystemExit) as exc:
         cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and err == [f"tf-vrre: error: --run: {run}/run.json is not a readable run.json: not a "
+    assert exc.value.code == 2 and err == [f"tf-vrre: error: diagnose: --run: {run}/run.json is not a readable run.json: not a "
                                            "regular file (a directory?); move it away"]
