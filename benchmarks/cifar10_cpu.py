@@ -36,11 +36,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from tf_vrre.workflows.image_classification import config as C  # noqa: E402
-from tf_vrre.workflows.image_classification import evaluate as evaluation, train as training  # noqa: E402
 from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification import evaluate as evaluation
+from tf_vrre.workflows.image_classification import train as training
 
 DATA_DIR = next((str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
                 str(REPO.parent / "shared" / "data"))

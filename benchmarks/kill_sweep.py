@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from test_reliability_resume import assert_same_run, job  # noqa: E402
+from test_reliability_resume import assert_same_run, job
 
 POINTS = ("batch", "epoch_end", "torn", "sample.file", "sample.manifest", "swaps.drained", "csv.row",
           "checkpoint.data", "checkpoint.committed")

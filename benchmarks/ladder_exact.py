@@ -19,9 +19,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 
 def main(argv=None):

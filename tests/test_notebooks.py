@@ -17,12 +17,11 @@ import json
 import os
 import re
 import subprocess
-import tomllib
 
 import nbformat
 import papermill
 import pytest
-
+import tomllib
 from _synthetic_images import write_dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -22,8 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
-from tf_vrre.runs import fault_points
-from tf_vrre.runs import ownership
+from tf_vrre.runs import fault_points, ownership
 from tf_vrre.runs.run_json import RunDirError
 from tf_vrre.runs.samples import write_json
 from tf_vrre.sampler.replica_exchange import require_sampler

@@ -14,9 +14,7 @@ import warnings
 
 import keras
 
-from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points
-from tf_vrre.runs import ownership
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import RunFileError, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 

@@ -14,12 +14,10 @@ import os
 import keras
 import tensorflow as tf
 
-from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points
-from tf_vrre.runs import ownership
-from tf_vrre.sgmcmc import swap_record
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import read_log, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
+from tf_vrre.sgmcmc import swap_record
 
 IDENTITY = "identity.json"
 SWAP_LOG_FORMAT = "tf_vrre.swaps/1"

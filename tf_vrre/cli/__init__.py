@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"tf-vrre: error: {args.command}: cannot write{where}: {err.strerror or err}; free space "
                          "or fix permissions and run the same command again\n")
         return 1
-    except Exception as err:  # noqa: BLE001  (TensorFlow's own writes: checkpoints, SavedModels, summaries)
+    except Exception as err:
         message = _tensorflow_write_error(err)
         if message is None:
             raise

@@ -18,8 +18,7 @@ import warnings
 
 import numpy as np
 
-from tf_vrre.diagnostics import replicas
-from tf_vrre.diagnostics import report
+from tf_vrre.diagnostics import replicas, report
 
 
 def _import_arviz():

@@ -11,9 +11,12 @@ import os
 
 import numpy as np
 
-from tf_vrre.runs.samples import load_samples
-from tf_vrre.runs.samples import locate  # noqa: F401  (re-export: the rule lives with the other run files)
-from tf_vrre.runs.samples import read_json, read_log
+from tf_vrre.runs.samples import (
+    load_samples,
+    locate,  # noqa: F401  (re-export: the rule lives with the other run files)
+    read_json,
+    read_log,
+)
 
 SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_lo", "energy_hi",
                 "temperature_lo", "temperature_hi", "sigma2")

@@ -29,10 +29,11 @@ from __future__ import annotations
 import contextlib
 import os
 import zipfile
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from tf_vrre.runs import atomic, locks, run_json
-from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
+from tf_vrre.runs.samples import FORMAT, MANIFEST, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"
 

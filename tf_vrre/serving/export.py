@@ -296,7 +296,9 @@ def _checked_input(tf, x, shape, name):
 
 
 def _summaries(tf, p_members, with_members):
-    entropy = lambda p: -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)  # noqa: E731
+    def entropy(p):
+        return -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)
+
     p = tf.reduce_mean(p_members, axis=1)
     result = {"probabilities": p, "predictive_entropy": entropy(p),
               "predicted_class": tf.argmax(p, axis=-1, output_type=tf.int64)}

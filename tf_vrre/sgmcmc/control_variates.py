@@ -12,17 +12,15 @@ coefficient of Algorithm 2 is updated by :func:`update_coefficient`.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import collections
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import estimators
+from tf_vrre.sgmcmc import distribute, estimators
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -109,10 +107,8 @@ def make_reference(data: Any, batch_size: int, data_size: int) -> Reference:
     """Checks ``data`` and wraps it as a :class:`Reference` (``ValueError`` if it is not N examples)."""
     if isinstance(data, tf.data.Dataset):
         source = data.unbatch().batch(batch_size)
-        count, batches = 0, 0
-        for batch in source:
-            count += int(distribute.batch_size(batch))
-            batches += 1
+        sizes = [int(distribute.batch_size(batch)) for batch in source]
+        count, batches = sum(sizes), len(sizes)
     else:
         # In-memory data: kept as tensors and sliced inside the graph (no iterator set-up per
         # refresh, which dominates for small m).
@@ -146,9 +142,11 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
         if replicas > 1:
             source = source.shard(replicas, rid)
         iterator = iter(source)
-        get = lambda i: iterator.get_next()  # noqa: E731
+
+        def get(i: Any) -> Any:
+            return iterator.get_next()
     else:
-        def get(i):
+        def get(i: Any) -> Any:
             start = i * batch_size
             stop = tf.minimum(start + batch_size, count)
             return tf.nest.map_structure(lambda t: t[start:stop], source)

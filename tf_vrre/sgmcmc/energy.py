@@ -17,10 +17,9 @@ prior ``wd/2 ||beta||^2``: deterministic, so it enters every estimator exactly.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import inspect
 
 import keras
 import numpy as np

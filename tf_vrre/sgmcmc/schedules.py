@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Union
+from typing import Any
 
 import keras
 import numpy as np
@@ -32,7 +32,7 @@ import tensorflow as tf
 from tf_vrre import numerics
 
 Schedule = keras.optimizers.schedules.LearningRateSchedule
-ScalarOrSchedule = Union[float, Schedule]
+ScalarOrSchedule = float | Schedule
 """A hyperparameter's value: a number, or a ``LearningRateSchedule`` of the step."""
 
 

@@ -10,17 +10,14 @@ swap may be attempted.  Besides the energies it returns the within-batch moments
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import collections
 
 import keras
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import energy
-from tf_vrre.sgmcmc import estimators
+from tf_vrre.sgmcmc import distribute, energy, estimators
 
 
 class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",

@@ -20,8 +20,8 @@ import collections
 import keras
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.seeds as seeds
 import tf_vrre.sgmcmc.estimators as stats
+import tf_vrre.sgmcmc.seeds as seeds
 from tf_vrre.sgmcmc import schedules
 
 PAIR_SCHEDULES = ("random", "deo")

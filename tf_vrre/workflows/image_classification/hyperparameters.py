@@ -29,7 +29,8 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tf_vrre.workflows import step_bounds
 from tf_vrre.workflows.step_bounds import F32_MAX, F32_TINY, BoundError
