@@ -205,5 +205,5 @@ def writer_locks(directory: str) -> Iterator[None]:
         finally:
             held.release(remove=True)
     finally:
-        if taken:
+        if taken and run is not None:  # taken implies a run
             locks.unlock_run(run)

@@ -87,7 +87,7 @@ class ControlVariates:
     def from_config(cls, config: dict) -> ControlVariates:
         return cls(**config)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"ControlVariates({args})"
 
@@ -153,7 +153,7 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
     num = (tf.constant(num_batches, tf.int64) - rid + replicas - 1) // replicas
     K = len(snapshots)
 
-    def body(j, total, table):
+    def body(j: tf.Tensor, total: tf.Tensor, table: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         i = rid + j * replicas
         x, y, swt = keras.utils.unpack_x_y_sample_weight(get(i))
         vals = [energy_fn(snap, x, y, swt) for snap in snapshots]
@@ -187,7 +187,7 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
     K, cache = len(chains), state.snapshot_nll is not None
     single = distribute.replicas()[0] == 1
 
-    def do():
+    def do() -> tuple[tf.Tensor, tf.Tensor]:
         ops = []
         for chain, snap in zip(chains, state.snapshots):
             for dst, src in zip(snap.weights, chain.weights):
@@ -201,7 +201,7 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
                 return tf.identity(total), tf.zeros([K, 0])
         return total, table
 
-    def skip():
+    def skip() -> tuple[tf.Tensor, tf.Tensor]:
         width = 0 if (single or not cache) else reference.count
         return tf.zeros([K], tf.float64), tf.zeros([K, width])
 

@@ -166,7 +166,7 @@ class SwapState:
         per-pair counts on a ladder)."""
         swaps, attempts = tf.reduce_sum(self.swap_count), tf.reduce_sum(self.attempt_count)
 
-        def rate(a, b):
+        def rate(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
             return tf.math.divide_no_nan(tf.cast(a, tf.float64), tf.cast(b, tf.float64))
 
         logs = {"swaps": swaps, "swap_attempts": attempts, "correction": self.correction,

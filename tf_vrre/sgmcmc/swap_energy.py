@@ -61,7 +61,8 @@ class SwapEnergyEstimator:
         self.use_cache, self.data_size = use_cache, data_size
         self.batch_dependent = energy.has_training_dependent_layers(chains[0])
 
-    def _forwards(self, batch, nlls, need_snapshots):
+    def _forwards(self, batch: Any, nlls: Sequence[tf.Tensor],
+                  need_snapshots: bool) -> tuple[list[tf.Tensor], list[tf.Tensor]]:
         """Per-example current and snapshot NLLs that need a forward pass (on the un-augmented
         view ``batch.energy_x`` when the batch carries one)."""
         y, swt, training = batch.y, batch.sample_weight, self.mode == "train"
@@ -84,7 +85,7 @@ class SwapEnergyEstimator:
         cached = vr is not None and batch.index is not None and self.use_cache
         need_snapshots = vr is not None and not cached
         if need_snapshots or self.mode == "inference" or batch.energy_x is not None:
-            def none():
+            def none() -> tuple[list[tf.Tensor], list[tf.Tensor]]:
                 z = tf.zeros_like(nlls[0])
                 return [z] * K, ([z] * K if need_snapshots else [])
 
@@ -95,7 +96,8 @@ class SwapEnergyEstimator:
             snap = tf.unstack(tf.gather(vr.snapshot_nll, tf.cast(batch.index, tf.int64), axis=1), num=K)
         return self._reduce(cur, snap, forward.priors, batch.size, adaptive)
 
-    def _reduce(self, cur, snap, priors, n, adaptive):
+    def _reduce(self, cur: Sequence[tf.Tensor], snap: Sequence[tf.Tensor], priors: Sequence[tf.Tensor], n: tf.Tensor,
+                adaptive: bool) -> SwapEnergies:
         K, P, vr = len(self.chains), len(self.chains) - 1, self.vr
         cur64 = [tf.cast(c, tf.float64) for c in cur]
         if vr is not None:
