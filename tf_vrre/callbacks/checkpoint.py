@@ -14,6 +14,8 @@ them again identically (the noise is a function of ``(seed, step)``, ``make_data
 the step counter).
 """
 
+from __future__ import annotations
+
 import os
 import warnings
 
@@ -83,7 +85,8 @@ class Checkpoint(keras.callbacks.Callback):
       >>> # killed? run the same script again: it continues from the last epoch checkpoint
     """
 
-    def __init__(self, directory, every_epochs=1, max_to_keep=2, overwrite=False):
+    def __init__(self, directory: str | os.PathLike, every_epochs: int = 1, max_to_keep: int = 2,
+                 overwrite: bool = False) -> None:
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
@@ -208,10 +211,10 @@ class Checkpoint(keras.callbacks.Callback):
         self.model.listeners.checkpoint_committed(step)  # evicted samples no resume can need are deleted
         self._pending, self._last_saved = None, epoch
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"directory": self.directory, "every_epochs": self.every_epochs, "max_to_keep": self.max_to_keep,
                 "overwrite": self.overwrite}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> Checkpoint:
         return cls(**config)

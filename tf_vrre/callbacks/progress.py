@@ -10,6 +10,8 @@
 - :class:`HostStepCounter` - a host (CPU) copy of the sampler's step counter for input pipelines.
 """
 
+from __future__ import annotations
+
 import contextlib
 import csv
 import math
@@ -52,7 +54,7 @@ class EpochCSVLogger(keras.callbacks.Callback):
       ['epoch', '0', '1']
     """
 
-    def __init__(self, filename):
+    def __init__(self, filename: str | os.PathLike) -> None:
         super().__init__()
         if not isinstance(filename, (str, os.PathLike)) or not str(filename):
             raise TypeError(f"filename must be a path, got {filename!r}")
@@ -118,7 +120,7 @@ class EpochProgress(keras.callbacks.Callback):
                ("swap_attempts", "/{:.0f}"), ("sigma2_0", "sigma2 {:.3g}"), ("samples", "samples {:.0f}"),
                ("bma_accuracy", "BMA acc {:.3f}"))
 
-    def __init__(self, epochs, steps_per_epoch, stream="stderr"):
+    def __init__(self, epochs: int, steps_per_epoch: int, stream: str = "stderr") -> None:
         super().__init__()
         for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -7,6 +7,8 @@ and survive ``keras.callbacks.BackupAndRestore`` resumes: records after the rest
 dropped and replayed, never duplicated.
 """
 
+from __future__ import annotations
+
 import csv
 import math
 import os
@@ -114,7 +116,8 @@ class SwapLogger(keras.callbacks.Callback):
       True
     """
 
-    def __init__(self, log_dir, tensorboard_dir=None, overwrite=False):
+    def __init__(self, log_dir: str | os.PathLike, tensorboard_dir: str | os.PathLike | None = None,
+                 overwrite: bool = False) -> None:
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not str(log_dir):
             raise TypeError(f"log_dir must be a path, got {log_dir!r}")
@@ -288,9 +291,9 @@ class SwapLogger(keras.callbacks.Callback):
             self._writer.flush()
         ownership.release(self)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"log_dir": self.log_dir, "tensorboard_dir": self.tensorboard_dir, "overwrite": self.overwrite}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> SwapLogger:
         return cls(**config)

@@ -18,11 +18,15 @@ one after the other, so serving memory does not grow with K either.  The archive
 ``keras.export.ExportArchive``.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -41,7 +45,9 @@ SUMMARY_OUTPUTS = ("probabilities", "predictive_entropy", "predicted_class")
 MEMBER_OUTPUTS = SUMMARY_OUTPUTS + ("member_probabilities", "expected_entropy", "mutual_information")
 
 
-def export_ensemble(source, out, model=None, version=None, max_members=None, temperature=1.0):
+def export_ensemble(source: str | os.PathLike, out: str | os.PathLike,
+                    model: keras.Model | Callable[[], keras.Model] | None = None, version: int | None = None,
+                    max_members: int | None = None, temperature: float = 1.0) -> dict[str, Any]:
     """Writes the samples' Bayesian model average as TF Serving version ``out/<version>``.
 
     ``source`` is a run directory (``RUN/run.json`` + ``RUN/samples``: the raw images' dtype
