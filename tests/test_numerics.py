@@ -16,6 +16,11 @@ def test_numbers_and_lists_pass_in_their_form():
     assert check_hyperparameter("learning_rates", 2e-6, num_chains=3) == [2e-6] * 3
     assert check_hyperparameter("correction", 1.5e5, num_chains=3) == 1.5e5  # one F for the sampler
     assert check_hyperparameter("temperatures", 0.0, num_chains=1, swaps=False) == [0.0]
+    # without swaps the chains are independent: equal temperatures (a deep ensemble of M-SGD runs)
+    assert check_hyperparameter("temperatures", 0.0, num_chains=5, swaps=False) == [0.0] * 5
+    assert check_hyperparameter("temperatures", [1.0, 1.0, 2.0], swaps=False) == [1.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match=r"must not decrease in float32 without swaps .*got \[2.0, 1.0\]"):
+        check_hyperparameter("temperatures", [2.0, 1.0], swaps=False)
 
 
 @pytest.mark.parametrize("kind,value,kwargs,error,message", [

@@ -211,6 +211,21 @@ def test_public_names_in_a_fresh_interpreter():
     assert eval(star) == sorted(PUBLIC) and every == "True"
 
 
+def test_subpackages_are_attributes_loaded_on_first_use():
+    """``tf_vrre.diagnostics`` after ``import tf_vrre`` alone; not in ``__all__``; TensorFlow-free
+    layers stay free of TensorFlow."""
+    out = _fresh("import sys\nimport tf_vrre\n"
+                 "print(tf_vrre.numerics.F32_TINY > 0, tf_vrre.runs.__name__, 'tensorflow' in sys.modules)\n"
+                 "subs = set(tf_vrre.SUBPACKAGES)\n"
+                 "print(sorted(subs & set(tf_vrre.__all__)), subs <= set(dir(tf_vrre)))\n"
+                 "print(tf_vrre.diagnostics.fidelity.__name__)\n")
+    assert out.returncode == 0, out.stderr[-3000:]
+    first, second, third = out.stdout.strip().splitlines()[-3:]
+    assert first == "True tf_vrre.runs False" and second == "[] True"
+    assert third == "tf_vrre.diagnostics.fidelity"
+    assert set(tf_vrre.SUBPACKAGES) == set(SUBPACKAGES) | {"numerics"}
+
+
 def test_type_checker_sees_the_api_through_the_stub(tmp_path):
     """mypy reads ``tf_vrre/__init__.pyi``: public names resolve, a misspelt one is an error."""
     user = tmp_path / "user.py"

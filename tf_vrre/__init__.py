@@ -33,7 +33,22 @@ import wrapt
 
 from tf_vrre._version import __version__ as __version__
 
-__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+_api_getattr, _api_dir, __all__ = lazy_loader.attach_stub(__name__, __file__)
+
+SUBPACKAGES = ("callbacks", "cli", "diagnostics", "numerics", "runs", "sampler", "serving", "sgmcmc", "workflows")
+"""The sub-packages (and the bottom module ``numerics``): ``tf_vrre.diagnostics`` works after
+``import tf_vrre`` alone, imported on first use; they are not in ``__all__`` (``from tf_vrre import *``
+gives the public names only)."""
+
+
+def __getattr__(name: str) -> object:
+    if name in SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    return _api_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(_api_dir()) | set(SUBPACKAGES))
 
 KERAS_MODULES = (
     "tf_vrre.sampler",

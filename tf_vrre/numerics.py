@@ -69,7 +69,8 @@ class HyperparameterRule:
     label: str  # how messages name it, e.g. "correction (F)"
     per_chain: bool  # a list of one value per chain is allowed (else one value for the sampler)
     zero_without_swaps: bool  # 0 is allowed when the sampler does not swap (temperature 0: M-SGD)
-    increasing: bool  # a per-chain list is strictly increasing (as float32) across chains
+    increasing: bool  # a per-chain list is strictly increasing (as float32) across chains; without swaps,
+    # non-decreasing (equal temperatures: independent chains, e.g. a deep ensemble of M-SGD runs)
     dtype: str  # the dtype the sampler computes it in: "float32" (range checked) or "float64"
 
     MINIMUM = 0.0
@@ -91,7 +92,8 @@ class HyperparameterRule:
 
 TEMPERATURES = HyperparameterRule("temperatures", "temperatures", per_chain=True, zero_without_swaps=True,
                                   increasing=True, dtype="float32")
-"""Per-chain ``tau``: finite, ``> 0`` with swaps (``>= 0`` without), strictly increasing in float32."""
+"""Per-chain ``tau``: finite, ``> 0`` with swaps (``>= 0`` without), strictly increasing in float32
+(non-decreasing without swaps)."""
 LEARNING_RATES = HyperparameterRule("learning_rates", "learning_rates", per_chain=True, zero_without_swaps=False,
                                     increasing=False, dtype="float32")
 """Per-chain ``eta``: finite and ``> 0`` in float32."""
@@ -148,6 +150,9 @@ def check_hyperparameter(kind: str, value: float | Sequence[float], num_chains: 
     if rule.dtype == "float32":
         for v in floats:
             check_float32(entries, v, positive=positive)
-    if rule.increasing and any(np.float32(b) <= np.float32(a) for a, b in zip(floats, floats[1:])):
+    if rule.increasing and swaps and any(np.float32(b) <= np.float32(a) for a, b in zip(floats, floats[1:])):
         raise ValueError(f"{label} must be strictly increasing in float32 (tau_1 < tau_2 < ...), got {floats}")
+    if rule.increasing and not swaps and any(np.float32(b) < np.float32(a) for a, b in zip(floats, floats[1:])):
+        raise ValueError(f"{label} must not decrease in float32 without swaps (tau_1 <= tau_2 <= ...; "
+                         f"chain 1 is the coldest), got {floats}")
     return floats if many or (rule.per_chain and num_chains is not None) else floats[0]

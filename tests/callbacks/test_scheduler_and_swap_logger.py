@@ -165,6 +165,22 @@ def test_tensorboard_scalars_written(logged):
     assert {"swap/log_ratio_0", "swap/accepted_0", "sigma2/0", "c/0", "epoch/swaps"} <= tags
 
 
+def test_log_ratios_beyond_float32_reach_tensorboard(tmp_path):
+    """A cold rung at tau = 1e-30 makes log S ~ -1e30 * energy gap, beyond float32: the CSV and
+    TensorBoard both get it (TensorBoard stores float32: -inf), and training is not refused."""
+    import tensorflow as tf
+
+    s, x, y = make_sampler(vr=False, temperatures=(1e-30, 1.0), lr=1e-4)
+    logger = SwapLogger(str(tmp_path / "csv"), tensorboard_dir=str(tmp_path / "tb"))
+    s.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[logger])
+    ratios = [float(r["log_ratio"]) for r in read_csv(tmp_path / "csv" / "swaps.csv")]
+    assert ratios and max(abs(v) for v in ratios) > 3.5e38
+    logged = [v.simple_value for name in os.listdir(tmp_path / "tb")
+              for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "tb" / name))
+              for v in event.summary.value if v.tag == "swap/log_ratio_0"]
+    assert len(logged) == len(ratios)
+
+
 def test_swap_logger_errors_and_config(tmp_path):
     s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=1, seed=0, swap=None)
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))

@@ -189,6 +189,29 @@ def test_regression_with_compiled_mse_and_single_chain_msgd():
     assert "swaps" not in hist.history
 
 
+def test_deep_ensemble_as_one_sampler_equal_temperatures_without_swaps():
+    """K M-SGD chains at temperature 0 without swaps (a deep ensemble in one sampler): equal
+    temperatures are allowed; the chains start apart and each reaches the least-squares weights."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 4)).astype("float32")
+    w = np.array([1.0, 0.0, -1.0, 2.0], dtype="float32")
+    y = (x @ w)[:, None]
+
+    def build():
+        inp = keras.Input((4,))
+        return keras.Model(inp, keras.layers.Dense(1, use_bias=False)(inp))
+
+    s = tf_vrre.ReplicaExchangeSampler(build, data_size=200, num_chains=3, dynamics="msgd", learning_rates=5e-4,
+                                       swap=None, seed=0, independent_init=True)
+    start = [m.get_weights()[0][:, 0].copy() for m in s.chains]
+    assert min(np.abs(a - b).max() for i, a in enumerate(start) for b in start[i + 1:]) > 1e-3
+    s.compile(loss="mse")
+    s.fit(x, y, batch_size=50, epochs=60, verbose=0)
+    np.testing.assert_array_equal(s.state.ladder.temperature.numpy(), [0.0, 0.0, 0.0])
+    for m in s.chains:
+        np.testing.assert_allclose(m.get_weights()[0][:, 0], w, atol=0.02)
+
+
 def test_bn_model_uses_inference_energies_and_runs():
     x, y = _classification_data()
     s = tf_vrre.ReplicaExchangeSampler(bn_classifier, data_size=len(x), num_chains=2,

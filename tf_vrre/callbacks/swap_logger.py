@@ -248,8 +248,8 @@ class SwapLogger(keras.callbacks.Callback):
         fault_points.point("swaps.drained")
         if self._writer is not None and tb:
             with self._writer.as_default():
-                for name, value, step in tb:
-                    tf.summary.scalar(name, value, step=step)
+                for name, value, step in tb:  # float64: a log ratio beyond float32's range is logged, not refused
+                    tf.summary.scalar(name, tf.constant(value, tf.float64), step=step)
 
     def on_train_batch_end(self, batch, logs=None):
         self._drain()

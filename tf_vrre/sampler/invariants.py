@@ -49,8 +49,8 @@ KINDS = {
     Fault.WEIGHTS: ("weights", "the updated weights of chain {chain} are not finite; the update was not applied"),
     Fault.TEMPERATURE: ("temperature", f"{numerics.TEMPERATURES.label}: chain {{chain}} has temperature {{value}}; "
                                        f"it must be {numerics.TEMPERATURES.allowed()}"),
-    Fault.TEMPERATURE_ORDER: ("temperature", "temperatures must stay strictly increasing across chains: chain {chain} has "
-                       "{value}, not above chain {prev}'s"),
+    Fault.TEMPERATURE_ORDER: ("temperature", "temperatures must stay strictly increasing across chains (non-decreasing "
+                       "without swaps): chain {chain} has {value}, not above chain {prev}'s"),
     Fault.LEARNING_RATE: ("learning_rate", f"{numerics.LEARNING_RATES.label}: chain {{chain}} has learning rate "
                                            f"{{value}}; it must be {numerics.LEARNING_RATES.allowed()}"),
     Fault.CORRECTION: ("correction", f"{numerics.CORRECTION.label} is {{value}}; it must be a finite number "
@@ -101,12 +101,13 @@ def in_range(values: tf.Tensor, rule: numerics.HyperparameterRule, swaps: bool) 
 
 def hyperparameter_checks(learning_rates: Any, temperatures: Any, swaps: bool) -> list[tuple]:
     """The rules of :mod:`tf_vrre.numerics` on the values in force: learning rates > 0;
-    temperatures > 0 with swaps (>= 0 without), strictly increasing."""
+    temperatures > 0 with swaps (>= 0 without), strictly increasing (non-decreasing without swaps)."""
     lrs, temps = tf.cast(learning_rates, tf.float64), tf.cast(temperatures, tf.float64)
     checks = per_chain(in_range(lrs, numerics.LEARNING_RATES, swaps), Fault.LEARNING_RATE, lrs)
     checks += per_chain(in_range(temps, numerics.TEMPERATURES, swaps), Fault.TEMPERATURE, temps)
     if temps.shape[0] > 1:
-        checks += [check(temps[h] > temps[h - 1], Fault.TEMPERATURE_ORDER, h, temps[h])
+        order = tf.math.greater if swaps else tf.math.greater_equal  # without swaps equal rungs are allowed
+        checks += [check(order(temps[h], temps[h - 1]), Fault.TEMPERATURE_ORDER, h, temps[h])
                    for h in range(1, temps.shape[0])]
     return checks
 

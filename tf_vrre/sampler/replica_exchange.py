@@ -84,7 +84,8 @@ class ReplicaExchangeSampler(ChainMetrics, keras.Model):
         ``keras.saving.register_keras_serializable`` for ``get_config``).
       data_size: ``N``, the number of training examples (required).
       num_chains: ``K >= 1``.  ``K = 1``: SGLD / SGHMC / M-SGD baselines.
-      temperatures: per-chain ``tau`` (number, schedule, or list of K), strictly increasing.
+      temperatures: per-chain ``tau`` (number, schedule, or list of K), strictly increasing
+        (non-decreasing without swaps: equal temperatures make independent chains, e.g. a deep ensemble).
         Default 1.0 for one chain (0 for M-SGD); required for ``K >= 2``.
       learning_rates: per-chain ``eta > 0`` (number, schedule, or list of K).
       dynamics: ``"sghmc"`` (default), ``"sgld"`` or ``"msgd"`` (SGHMC at temperature 0).
