@@ -27,11 +27,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
+import results
 
-import results  # noqa: E402  (benchmarks/results.py)
-import tf_vrre  # noqa: E402
+import tf_vrre
 
 CONFIGS = ("bare", "swaplog", "collect", "both")
 LABELS = {"bare": "none", "swaplog": "`SwapLogger` (drains the in-graph record after every call)",

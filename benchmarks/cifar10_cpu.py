@@ -40,13 +40,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import numpy as np  # noqa: E402
+import numpy as np
+import results as results_file
 
-import results as results_file  # noqa: E402  (benchmarks/results.py; "results" is this script's list of runs)
-
-from tf_vrre.workflows.image_classification import config as C  # noqa: E402
-from tf_vrre.workflows.image_classification import evaluate as evaluation, train as training  # noqa: E402
 from tf_vrre.runs import run_json as rundir
+from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification import evaluate as evaluation
+from tf_vrre.workflows.image_classification import train as training
 
 DATA_DIR = next((str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
                 str(REPO.parent / "shared" / "data"))

@@ -29,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import results  # noqa: E402  (benchmarks/results.py)
+import results
 
 # real CIFAR-10 .npz files: $TF_VRRE_DATA_DIR, else ../shared/data beside the repository
 DATA = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")

@@ -34,8 +34,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import results  # noqa: E402  (benchmarks/results.py)
-from test_checkpoint_resume import assert_same_run, job  # noqa: E402
+import results
+from test_checkpoint_resume import assert_same_run, job
 
 POINTS = ("batch", "epoch_end", "torn", "sample.file", "sample.manifest", "swaps.drained", "csv.row",
           "checkpoint.data", "checkpoint.committed")

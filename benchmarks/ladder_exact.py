@@ -24,11 +24,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
+import numpy as np
+import results
 
-import results  # noqa: E402  (benchmarks/results.py)
-
-from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 
 def main(argv=None):

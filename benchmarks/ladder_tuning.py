@@ -56,17 +56,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import _ladder_targets as lt
+import keras
+import numpy as np
+import tensorflow as tf
 
-import _ladder_targets as lt  # noqa: E402
-from tf_vrre.callbacks.ladder_tuner import LadderTuner  # noqa: E402
-from tf_vrre.diagnostics import ladder_report  # noqa: E402
-from tf_vrre.diagnostics.replicas import round_trips, slot_paths  # noqa: E402
-from tf_vrre.sgmcmc import ladder  # noqa: E402
-from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns  # noqa: E402
-from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
+from tf_vrre.callbacks.ladder_tuner import LadderTuner
+from tf_vrre.diagnostics import ladder_report
+from tf_vrre.diagnostics.replicas import round_trips, slot_paths
+from tf_vrre.sgmcmc import ladder
+from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 GAUSS = {"dim": 4, "offset": 0.0, "weight": 0.5, "noise": 0.02, "data_size": 100}
 GAUSS_LR, MIX_LR, SPE = 0.03, 1e-4, 50

@@ -23,9 +23,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import numpy as np  # noqa: E402
-
-import results  # noqa: E402
+import numpy as np
+import results
 
 FIGURE = HERE.parent / "docs" / "mixture-density.png"
 LABELS = {"sgld": "SGLD", "resgld": "reSGLD", "vr-resgld": "VR-reSGLD", "vr-resgld-ladder": "VR-reSGLD ladder"}

@@ -25,7 +25,7 @@ import tf_vrre
 from tf_vrre.workflows.gaussian_mixture import target as mx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import results  # noqa: E402  (benchmarks/results.py)
+import results
 
 tfd = tfp.distributions
 

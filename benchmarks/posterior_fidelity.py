@@ -29,9 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import numpy as np  # noqa: E402
-
-import posterior_fidelity_methods as pfm  # noqa: E402
+import numpy as np
+import posterior_fidelity_methods as pfm
 
 REFERENCE_DIR = HERE / "reference"
 RESULTS = HERE / "results" / "posterior-fidelity.json"
@@ -107,6 +106,7 @@ def convergence(problem, outputs):
 def build_reference(problem, settings, out_dir, force):
     """Runs NUTS on ``problem`` and writes ``out_dir/<name>.npz`` and ``.json``."""
     import keras
+
     from tf_vrre.diagnostics import hmc
 
     npz, meta = Path(out_dir) / f"{problem.name}.npz", Path(out_dir) / f"{problem.name}.json"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import results  # noqa: E402  (benchmarks/results.py)
+import results
 
 ROOT = results.ROOT
 PAGES = ["README.md", "docs/index.md", "docs/getting-started.md", "docs/algorithm.md", "docs/guides/tuning.md",
@@ -216,7 +216,7 @@ def source_line(name, res):
 
 
 def _posterior_fidelity_table(res, part):
-    import posterior_fidelity  # noqa: PLC0415  (imports TensorFlow: only when this page is rendered)
+    import posterior_fidelity
 
     return posterior_fidelity.format_table(res["problems"][part]["kind"], res["tables"][part], res["settings"]["budget"])
 

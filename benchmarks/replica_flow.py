@@ -25,7 +25,7 @@ from tf_vrre import diagnostics as dg
 from tf_vrre.workflows.gaussian_mixture import target as mx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import results  # noqa: E402  (benchmarks/results.py: the table goes to benchmarks/results/replica-flow.json)
+import results
 
 
 def run(out, pairs, seed, steps, chains, record_every=10):

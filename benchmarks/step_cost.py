@@ -81,14 +81,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import results
+import tensorflow as tf
 
-import results  # noqa: E402  (benchmarks/results.py)
-
-from tf_vrre.workflows.image_classification import models  # noqa: E402
-import tf_vrre  # noqa: E402
+import tf_vrre
+from tf_vrre.workflows.image_classification import models
 
 warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
 
@@ -422,8 +421,8 @@ def _print_tables(args, per_step, med, ratios, full, extrapolated):
         w, c = ratios["wall"][name], ratios["cpu"][name]
         verdict = "" if target is None else "   " + ", ".join(
             f"{clock} {'ok' if ratios[clock][name] <= target else 'ABOVE TARGET'}" for clock in CLOCKS)
-        print(f"{name:<40s} {w:7.3f} {c:7.3f} {('<= %.2f' % target) if target else '':>8s} "
-              f"{('%.2f' % paper) if paper else '':>6s}{verdict}")
+        print(f"{name:<40s} {w:7.3f} {c:7.3f} {f'<= {target:.2f}' if target else '':>8s} "
+              f"{f'{paper:.2f}' if paper else '':>6s}{verdict}")
     if full is not None:
         print()
         print(f"full pass (2 nets x {args.data_size} images, inference, batch {args.ref_batch}): "

@@ -36,9 +36,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
-
-import results  # noqa: E402  (benchmarks/results.py)
+import numpy as np
+import results
 
 CONFIGS = {
     "vr-window": ("vr-resgld", {"penalty": "window"}, None),

@@ -52,15 +52,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import results
+import tensorflow as tf
 
-import results  # noqa: E402  (benchmarks/results.py)
-
-from tf_vrre.workflows.image_classification import models  # noqa: E402
-import tf_vrre  # noqa: E402
-from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData  # noqa: E402
+import tf_vrre
+from tf_vrre.workflows.image_classification import models
+from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData
 
 # ../shared/data next to the repository (or next to its parent folder)
 DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])

@@ -26,9 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import numpy as np  # noqa: E402
-
-import ladder_tuning as lt  # noqa: E402
+import ladder_tuning as lt
+import numpy as np
 
 
 def main(argv=None):

@@ -22,14 +22,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
+import results
 
-import results  # noqa: E402  (benchmarks/results.py)
-import tf_vrre  # noqa: E402
-from tf_vrre.workflows.image_classification.models import resnet  # noqa: E402
-from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
-from tf_vrre.sampler import xla  # noqa: E402
+import tf_vrre
+from tf_vrre.sampler import xla
+from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.image_classification.models import resnet
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data",
                     "cifar10", "cifar10_test.npz")

@@ -7,10 +7,10 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # XLA path is tested explicitly (jit_compile=True) in test_xla.py and test_posterior.py.
 os.environ.setdefault("TF_VRRE_JIT_COMPILE", "0")
 
-import sys  # noqa: E402
+import sys
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 # job scripts and shared helpers (tests/helpers/_*.py) import as top-level modules
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers"))

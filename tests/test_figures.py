@@ -7,14 +7,13 @@ import os
 import matplotlib
 import numpy as np
 import pytest
+from _swap_logs import write_log as _write_log
 from matplotlib.figure import Figure
 
 from tf_vrre import diagnostics as dg
+from tf_vrre.diagnostics import plots as diag_plots
 from tf_vrre.workflows.gaussian_mixture import plots as mixture_plots  # two modules named plots
 from tf_vrre.workflows.image_classification import plots as image_plots
-from tf_vrre.diagnostics import plots as diag_plots
-
-from _swap_logs import write_log as _write_log
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

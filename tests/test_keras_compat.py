@@ -3,11 +3,10 @@ as the sampler assumes (run by both the main job and the minimum-versions job)."
 
 import keras
 import tensorflow as tf
+from _small_sampler import make_sampler
 
 import tf_vrre
 from tf_vrre import _keras_compat as kc
-
-from _small_sampler import make_sampler
 
 
 def _net():

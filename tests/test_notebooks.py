@@ -20,12 +20,11 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 
 import nbformat
 import papermill
 import pytest
-
+import tomllib
 from _synthetic_images import write_dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

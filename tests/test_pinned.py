@@ -17,11 +17,10 @@ checkpoint) exactly as from that state.
 import os
 import shutil
 
+import _pinned_runs as pr
 import keras
 import numpy as np
 import pytest
-
-import _pinned_runs as pr
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ import importlib
 import lazy_loader
 import wrapt
 
-from tf_vrre._version import __version__
+from tf_vrre._version import __version__ as __version__
 
 _api_getattr, _api_dir, __all__ = lazy_loader.attach_stub(__name__, __file__)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def check_hyperparameter(kind: str, value: float | Sequence[float], num_chains: 
     many = isinstance(value, (list, tuple, np.ndarray))
     if many and not rule.per_chain:
         raise TypeError(f"{label}: one value for the sampler, not a list, got {value!r}")
-    values = list(value) if many else [value]
+    values: list[Any] = list(cast(Sequence[float], value)) if many else [value]
     if many and (not values or (num_chains is not None and len(values) != num_chains)):
         raise ValueError(f"{label} must have one entry per chain ({num_chains or 'at least 1'}), got {len(values)}")
     entries = f"{label} entries" if rule.per_chain else label

@@ -18,13 +18,12 @@ import sys
 import keras
 import numpy as np
 import pytest
+from _paths import HELPERS
+from _small_sampler import make_sampler, small_net
 
 import tf_vrre
 from tf_vrre import _keras_compat as kc
 from tf_vrre.callbacks.checkpoint import Checkpoint, CheckpointError
-
-from _small_sampler import make_sampler, small_net
-from _paths import HELPERS
 
 JOB = [sys.executable, os.path.join(HELPERS, "_ckpt_job.py")]
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")

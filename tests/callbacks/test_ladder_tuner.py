@@ -7,19 +7,18 @@ import math
 import os
 import warnings
 
+import _ladder_targets as lt
 import keras
 import numpy as np
 import pytest
+from _small_sampler import Interrupt, N, data, make_sampler, small_net
 
-import _ladder_targets as lt
 import tf_vrre
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
 from tf_vrre.runs.ownership import RunMismatchError
 from tf_vrre.sgmcmc import ladder
-
-from _small_sampler import N, Interrupt, data, make_sampler, small_net
 
 TEMPS = (1.0, 2.0, 4.0, 8.0)
 
@@ -245,8 +244,11 @@ def test_auto_correction_adapts_f_during_tuning_only(tmp_path):
         s, x, y = make_sampler(vr=True, temperatures=TEMPS, correction="auto", target_acceptance=target)
         tuner = LadderTuner(14, first_round_steps=2, directory=str(tmp_path / str(target)))
         seen = []
-        watch = keras.callbacks.LambdaCallback(
-            on_train_batch_end=lambda b, logs: seen.append((int(s.state.step.numpy()), float(s.state.swap.correction.numpy()))))
+
+        def record(batch, logs, s=s, seen=seen):
+            seen.append((int(s.state.step.numpy()), float(s.state.swap.correction.numpy())))
+
+        watch = keras.callbacks.LambdaCallback(on_train_batch_end=record)
         _fit(s, x, y, [tuner, watch], epochs=6)
         steps = dict(seen)
         assert len({v for t, v in seen if t >= 14}) == 1 and len({v for t, v in seen if t <= 14}) > 2

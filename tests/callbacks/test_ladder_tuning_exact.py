@@ -17,12 +17,12 @@ include the autocorrelation of swap decisions and of the cold chain's mode); a r
 
 import math
 
+import _ladder_targets as lt
 import keras
 import numpy as np
 import pytest
 from scipy import special
 
-import _ladder_targets as lt
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.sgmcmc import ladder
 

@@ -9,14 +9,13 @@ import shutil
 import keras
 import numpy as np
 import pytest
+from _small_sampler import Interrupt, _subclassed_net, data, make_sampler, read_csv, small_net
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.running_bma import RunningBMA
 from tf_vrre.callbacks.sample_collector import load_samples, reservoir_slot
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
-
-from _small_sampler import Interrupt, _subclassed_net, data, make_sampler, read_csv, small_net
 
 STEPS_PER_EPOCH = 4  # N = 64, batch 16
 

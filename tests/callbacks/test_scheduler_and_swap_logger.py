@@ -5,13 +5,12 @@ import os
 import keras
 import numpy as np
 import pytest
+from _small_sampler import N, data, make_sampler, read_csv, small_net
 
 from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.callbacks import HyperparameterScheduler, SwapLogger
 from tf_vrre.sgmcmc import swap_record
 from tf_vrre.sgmcmc.schedules import EpochExponential
-
-from _small_sampler import N, data, make_sampler, read_csv, small_net  # noqa: E402,F401
 
 
 # ---- HyperparameterScheduler -------------------------------------------------------------

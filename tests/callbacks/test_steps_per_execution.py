@@ -10,11 +10,10 @@ import os
 
 import keras
 import numpy as np
+from _small_sampler import make_sampler
 
 from tf_vrre.callbacks import HyperparameterScheduler, SampleCollector, SwapLogger
 from tf_vrre.runs.samples import load_samples
-
-from _small_sampler import make_sampler
 
 EPOCHS, BATCH = 4, 24  # N = 64: 3 steps per epoch (24, 24, 16)
 

@@ -6,10 +6,9 @@ import os
 import shutil
 
 import pytest
+from _tiny_run import make_tiny_run
 
 from tf_vrre import cli
-
-from _tiny_run import make_tiny_run
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 import pytest
+from _paths import ROOT
 
 from tf_vrre import cli
 from tf_vrre.cli import mixture as mixture_cli
-from _paths import ROOT
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
@@ -83,7 +83,7 @@ BAD = [
     (["evaluate", "--run", "{image_run}", "--data-dir", "{root}/nowhere"], "data_dir '{root}/nowhere' does not exist"),
     (["evaluate", "--run", "{image_run}", "--ood", "cifar100"], "no cifar100 test data in '{data}'"),
     # the sampler's numbers, computed before TensorFlow in float32 (lr / N, hot chain, F grown, the prior's step)
-    (["train", "--config", "vr-resghmc", "--out", "{out}", *"--source npz --subset 64 --batch-size 32 --data-dir".split(),
+    (["train", "--config", "vr-resghmc", "--out", "{out}", *["--source", "npz", "--subset", "64", "--batch-size", "32", "--data-dir"],
       "{data}", "--lr", "1.2e-38"], "config key sampler.lr must be in [7.53e-37, 3.4e+38] for the 64 training examples"),
     (["train", "--config", "vr-resghmc", "--out", "{out}", "--lr", "3e38"],
      "config key sampler.lr must be in [1.18e-38, 5.06e+03) (the prior's own step"),
@@ -113,7 +113,7 @@ BAD = [
     # accepted silently: a file's own top-level `source` key
     (["train", "--config", "{source_toml}", "--out", "{out}"], "config: unknown key 'source'; allowed: method"),
     # slow or late: closed-form sample count for 2**31 - 1 epochs of a cyclical schedule; a bounded crop padding
-    (["train", "--config", "cycsghmc", "--out", "{out}", *"--source npz --subset 64 --batch-size 32 --data-dir".split(),
+    (["train", "--config", "cycsghmc", "--out", "{out}", *["--source", "npz", "--subset", "64", "--batch-size", "32", "--data-dir"],
       "{data}", "--epochs", "2147483647", "--thinning", "2", "--steps-per-execution", "4"],
      "steps_per_execution (4) must divide samples.thinning (2)"),
     (["train", "--config", "sghmc", "--out", "{out}", "--set", "data.crop_padding=100000"],

@@ -8,12 +8,11 @@ import os
 import shutil
 
 import pytest
+from _small_sampler import make_sampler
 
 from tf_vrre import cli
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
-
-from _small_sampler import make_sampler
 
 SHORT = ["--methods", "vr-resgld-ladder", "--iterations", "1000", "--seeds", "1", "--variance-m", "10",
          "--variance-steps", "100", "--sens-ratios", "0.1", "--sens-lrs", "1e-4", "--sens-seeds", "1",

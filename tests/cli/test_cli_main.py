@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from _paths import ROOT
 
 from tf_vrre import cli
-from _paths import ROOT
 
 
 def test_short_run_writes_summary(tmp_path, capsys):

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from _paths import ROOT
 
 import tf_vrre
 from tf_vrre import cli
-from _paths import ROOT
 
 ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"} | {"PYTHONPATH": ROOT}
 SHAPE = re.compile(r"^tf-vrre: error: (mixture|train|evaluate|export|diagnose|repair): (--[a-z0-9-]+|RUN)"

@@ -7,9 +7,9 @@ import os
 import shutil
 
 import pytest
+from _image_runs import cli_flags
 
 import tf_vrre
-from _image_runs import cli_flags
 from tf_vrre import cli, errors
 from tf_vrre.cli import mixture
 from tf_vrre.runs import atomic, fault_points, locks, ownership, run_json, samples

@@ -12,7 +12,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from _paths import ROOT
 
 ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"} | {"PYTHONPATH": ROOT}

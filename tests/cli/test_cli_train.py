@@ -3,8 +3,8 @@
 import os
 
 import pytest
-
 from _image_runs import cli_flags
+
 from tf_vrre import cli
 
 

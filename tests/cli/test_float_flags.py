@@ -11,7 +11,6 @@ import pytest
 from tf_vrre import cli
 from tf_vrre.cli import _args
 
-
 OWN_CHECKS = {"train --holdout"}  # a count or a fraction: checked by its own tests
 
 

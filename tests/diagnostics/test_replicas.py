@@ -8,12 +8,11 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from _swap_logs import write_log as _write_log
 
 import tf_vrre
 from tf_vrre import diagnostics as dg
 from tf_vrre.workflows.gaussian_mixture import target as mx
-
-from _swap_logs import write_log as _write_log
 
 DELTA_U = 2.4  # U(beta) = DELTA_U * beta^2 (N = 100 examples of nll DELTA_U / 100 * beta^2)
 

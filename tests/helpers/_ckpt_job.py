@@ -23,12 +23,12 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
+from _small_sampler import make_sampler
 
-import tf_vrre  # noqa: E402
-from _small_sampler import make_sampler  # noqa: E402
-from tf_vrre.runs import fault_points as _faults  # noqa: E402
+import tf_vrre
+from tf_vrre.runs import fault_points as _faults
 
 EPOCHS = 8
 

@@ -11,16 +11,16 @@ import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import _bn_net
+import keras
+import numpy as np
 
-import _bn_net  # noqa: E402
-import tf_vrre  # noqa: E402
+import tf_vrre
 
 N = 160
 

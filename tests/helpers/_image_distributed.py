@@ -15,17 +15,18 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _image_runs import tiny_config  # noqa: E402
-from tf_vrre.workflows.image_classification import train as training  # noqa: E402
-from tf_vrre.callbacks.sample_collector import load_samples  # noqa: E402
+from _image_runs import tiny_config
+
+from tf_vrre.callbacks.sample_collector import load_samples
+from tf_vrre.workflows.image_classification import train as training
 
 
 def run(strategy, out):

@@ -20,15 +20,15 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-import tf_vrre  # noqa: E402
+import tf_vrre
 
 N, BATCH, STEPS = 160, 32, 20
 VARIANTS = {  # name: (indexed batches, control variates, penalty)

@@ -11,12 +11,12 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import _bn_net
+import keras
+import numpy as np
+import tensorflow as tf
 
-import _bn_net  # noqa: E402
-import tf_vrre  # noqa: E402
+import tf_vrre
 
 N, GLOBAL_BATCH = 96, 24
 

@@ -12,16 +12,17 @@ snapshot energies, adaptive coefficient, scheduled F and lr, K = 1 / 2 / 3, rand
 pairs, cooling, SGLD / SGHMC / M-SGD.
 """
 
+import contextlib
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-import tf_vrre  # noqa: E402
-from tf_vrre.workflows.gaussian_mixture import target as mx  # noqa: E402
+import tf_vrre
+from tf_vrre.workflows.gaussian_mixture import target as mx
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 N = 64
@@ -171,10 +172,8 @@ def write_fixtures(old_files=False):
         s.save(os.path.join(FIXTURES, "vr_sghmc_cached_2epochs.keras"))
         np.savez_compressed(os.path.join(FIXTURES, "vr_sghmc_cached_2epochs_state.npz"), **state(s))
         backup = os.path.join(FIXTURES, "vr_sghmc_cached_backup")  # checkpoint at the end of epoch 2
-        try:
+        with contextlib.suppress(RuntimeError):
             run("vr_sghmc_cached", epochs=EPOCHS, callbacks=[_StopAt(2), keras.callbacks.BackupAndRestore(backup)])
-        except RuntimeError:
-            pass
     print("wrote", sorted(os.listdir(FIXTURES)))
 
 

@@ -11,14 +11,13 @@ import os
 
 import numpy as np
 import pytest
+from _small_sampler import make_sampler
 
+from tf_vrre.callbacks import Checkpoint, CSVLogger, EpochCSVLogger, SampleCollector, SwapLogger
 from tf_vrre.runs import atomic
 from tf_vrre.runs import fault_points as _faults
 from tf_vrre.runs import run_json as rundir
 from tf_vrre.workflows.image_classification import evaluate as evaluation
-from tf_vrre.callbacks import Checkpoint, CSVLogger, EpochCSVLogger, SampleCollector, SwapLogger
-
-from _small_sampler import make_sampler
 
 OUTSIDE = b"precious data outside the run directory\n"
 

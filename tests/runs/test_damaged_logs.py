@@ -14,9 +14,9 @@ import shutil
 import pytest
 
 from tf_vrre import cli
+from tf_vrre.diagnostics import runs as diag_runs_module
 from tf_vrre.runs import run_json
 from tf_vrre.runs import samples as run_files
-from tf_vrre.diagnostics import runs as diag_runs_module
 
 
 def _diagnose(run, out, capsys):

@@ -8,10 +8,9 @@ import os
 import shutil
 
 import pytest
+from _paths import FIXTURES
 
 from tf_vrre import cli
-
-from _paths import FIXTURES
 
 FIXTURE = os.path.join(FIXTURES, "vr_resghmc_cnn_run")
 TRAIN_FLAGS = ["train", "--config", "vr-resghmc", "--model", "cnn", "--set", "model.kwargs.width=4", "--subset", "64",

@@ -15,14 +15,16 @@ import sys
 import keras
 import numpy as np
 import pytest
+from _small_sampler import (
+    Interrupt,  # raises KeyboardInterrupt at a given step
+    make_sampler,
+    read_csv,
+)
 
 import tf_vrre
 from tf_vrre import _keras_compat as kc
-from tf_vrre.runs import samples as run_files
 from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
-
-from _small_sampler import make_sampler, read_csv
-from _small_sampler import Interrupt  # raises KeyboardInterrupt at a given step
+from tf_vrre.runs import samples as run_files
 
 
 def writers(run, **kwargs):
@@ -225,8 +227,8 @@ def test_an_unserializable_model_fn_is_named_before_anything_is_written(tmp_path
     the fix, not a TypeError from inside Keras, and no directory; ``models.Builder`` works."""
     import functools
 
-    from tf_vrre.workflows.image_classification import models
     from tf_vrre import CorrectedSwap, ReplicaExchangeSampler
+    from tf_vrre.workflows.image_classification import models
 
     def sampler(model_fn):
         s = ReplicaExchangeSampler(model_fn, data_size=64, num_chains=2, temperatures=[1.0, 4.0],

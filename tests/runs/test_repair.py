@@ -8,12 +8,12 @@ import sys
 
 import numpy as np
 import pytest
+from _paths import ROOT
 
 from tf_vrre.runs import locks, repair, run_json
 from tf_vrre.runs import samples as run_files
 from tf_vrre.workflows.image_classification import evaluation_checks
 
-from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)

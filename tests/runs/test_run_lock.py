@@ -16,10 +16,10 @@ import sys
 import time
 
 import pytest
+from _paths import ROOT
 
 from tf_vrre.runs import locks, run_json
 
-from _paths import ROOT  # noqa: E402
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -46,7 +46,7 @@ def _snapshot(run, lock=False):
 def _stat(run):
     """Every entry's bytes and mtime, and the directories' mtimes (a file created and removed shows)."""
     out = {}
-    for d, dirs, files in os.walk(run):
+    for d, _dirs, files in os.walk(run):
         out[d] = os.stat(d).st_mtime_ns
         for f in files:
             p = os.path.join(d, f)

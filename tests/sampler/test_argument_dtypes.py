@@ -6,12 +6,11 @@ are named before Keras fails somewhere inside."""
 import keras
 import numpy as np
 import pytest
+from _small_sampler import make_sampler, small_net
 
 import tf_vrre
 from tf_vrre import numerics
 from tf_vrre.sgmcmc import schedules
-
-from _small_sampler import make_sampler, small_net
 
 F32 = r"\[1.18e-38, 3.4e\+38\] \(finite"
 POSITIVE_F32 = r"in \[1.18e-38, 3.4e\+38\] \(finite and positive in float32"

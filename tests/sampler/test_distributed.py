@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+
 from _paths import HELPERS, ROOT
 
 

@@ -8,10 +8,9 @@ non-finite values, labels outside the model's classes, sample weights, batch siz
 import keras
 import numpy as np
 import pytest
+from _small_sampler import N, data, make_sampler, small_net
 
 from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
-
-from _small_sampler import N, data, make_sampler, small_net
 
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
 

@@ -8,11 +8,10 @@ chain architecture used to end in Keras' "expected 24 variables, but received 20
 import keras
 import numpy as np
 import pytest
+from _small_sampler import N, data, small_net
 
 from tf_vrre import ControlVariates, CorrectedSwap, ReplicaExchangeSampler
 from tf_vrre.sgmcmc.schedules import EpochExponential
-
-from _small_sampler import N, data, small_net
 
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
 PACKAGE = "test_reliability_saving"

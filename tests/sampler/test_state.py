@@ -10,12 +10,11 @@ import h5py
 import keras
 import numpy as np
 import pytest
+from _small_sampler import N, data, small_net
 
 import tf_vrre
 from tf_vrre.sampler import saving
 from tf_vrre.sgmcmc import state
-
-from _small_sampler import N, data, small_net
 
 
 def _sampler(**kwargs):

@@ -13,15 +13,13 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from _paths import HELPERS
+from _small_sampler import _subclassed_net, make_sampler, small_net
+from _tiny_run import cifar_slice, make_tiny_run, normalize, tiny_cnn
 
 import tf_vrre
 from tf_vrre.callbacks.sample_collector import SampleSet
 from tf_vrre.serving.export import export_ensemble, member_indices
-
-from _tiny_run import cifar_slice, make_tiny_run, normalize, tiny_cnn
-from _small_sampler import make_sampler, small_net
-from _small_sampler import _subclassed_net
-from _paths import HELPERS
 
 TOL = 1e-5
 

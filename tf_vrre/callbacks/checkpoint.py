@@ -14,6 +14,8 @@ them again identically (the noise is a function of ``(seed, step)``, ``make_data
 the step counter).
 """
 
+from __future__ import annotations
+
 import os
 import warnings
 
@@ -22,8 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat, errors
-from tf_vrre.runs import fault_points
-from tf_vrre.runs import ownership
+from tf_vrre.runs import fault_points, ownership
 from tf_vrre.runs.run_json import RunDirError
 from tf_vrre.runs.samples import write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
@@ -89,7 +90,8 @@ class Checkpoint(keras.callbacks.Callback):
       >>> # killed? run the same script again: it continues from the last epoch checkpoint
     """
 
-    def __init__(self, directory, every_epochs=1, max_to_keep=2, overwrite=False):
+    def __init__(self, directory: str | os.PathLike, every_epochs: int = 1, max_to_keep: int = 2,
+                 overwrite: bool = False) -> None:
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
@@ -125,7 +127,8 @@ class Checkpoint(keras.callbacks.Callback):
             try:  # TensorFlow reads the index here: "Invalid checkpoint state" for one without a latest checkpoint
                 self._manager = tf.train.CheckpointManager(self._ckpt, self.directory, max_to_keep=self.max_to_keep)
             except (ValueError, tf.errors.OpError) as err:
-                raise CheckpointError(self._index_problem(f"is not a readable checkpoint index ({_first_line(err)})"))
+                raise CheckpointError(
+                    self._index_problem(f"is not a readable checkpoint index ({_first_line(err)})")) from None
             self.restored_epoch = self._restore()
         except Exception:
             ownership.release(self)
@@ -249,10 +252,10 @@ class Checkpoint(keras.callbacks.Callback):
         self.model.listeners.checkpoint_committed(step)  # evicted samples no resume can need are deleted
         self._pending, self._last_saved = None, epoch
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"directory": self.directory, "every_epochs": self.every_epochs, "max_to_keep": self.max_to_keep,
                 "overwrite": self.overwrite}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> Checkpoint:
         return cls(**config)

@@ -7,6 +7,8 @@ or appends (``append=True``: the epochs replayed after a resume are logged twice
 later ones (the replay writes them again, identically) and refuses the log of another run.
 """
 
+from __future__ import annotations
+
 import csv
 import math
 import os
@@ -14,9 +16,7 @@ import warnings
 
 import keras
 
-from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points
-from tf_vrre.runs import ownership
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import RunFileError, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
 
@@ -76,7 +76,7 @@ class CSVLogger(keras.callbacks.Callback):
       ['epoch', '0', '1']
     """
 
-    def __init__(self, filename, separator=",", overwrite=False):
+    def __init__(self, filename: str | os.PathLike, separator: str = ",", overwrite: bool = False) -> None:
         super().__init__()
         if not isinstance(filename, (str, os.PathLike)) or not str(filename):
             raise TypeError(f"filename must be a path, got {filename!r}")
@@ -155,9 +155,9 @@ class CSVLogger(keras.callbacks.Callback):
         self._abandon()
         ownership.release(self)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"filename": self.filename, "separator": self.separator, "overwrite": self.overwrite}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> CSVLogger:
         return cls(**config)

@@ -14,8 +14,7 @@ import keras
 import numpy as np
 
 from tf_vrre import _keras_compat
-from tf_vrre.runs import ladder_file
-from tf_vrre.runs import ownership
+from tf_vrre.runs import ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc import ladder, schedules
 
@@ -334,7 +333,7 @@ class LadderTuner(keras.callbacks.Callback):
 
     def _maybe_warn(self, record, attempts):
         K = self.model.num_chains
-        if self._warned or np.min(attempts) < WARN_MIN_ATTEMPTS or K >= record["recommended_chains"] / 2:
+        if self._warned or np.min(attempts) < WARN_MIN_ATTEMPTS or record["recommended_chains"] / 2 <= K:
             return
         self._warned = True
         warnings.warn(

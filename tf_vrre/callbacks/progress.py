@@ -14,6 +14,8 @@
 - :class:`HostStepCounter` - a host (CPU) copy of the sampler's step counter for input pipelines.
 """
 
+from __future__ import annotations
+
 import contextlib
 import csv
 import math
@@ -56,7 +58,7 @@ class EpochCSVLogger(keras.callbacks.Callback):
       ['epoch', '0', '1']
     """
 
-    def __init__(self, filename):
+    def __init__(self, filename: str | os.PathLike) -> None:
         super().__init__()
         if not isinstance(filename, (str, os.PathLike)) or not str(filename):
             raise TypeError(f"filename must be a path, got {filename!r}")
@@ -149,7 +151,8 @@ class StepProgress:
         self.bar = interactive(self.stream) if bar is None else bool(bar)
         self.unit = unit
         self._start = time.perf_counter()
-        self._last = self._first = None
+        self._last: float | None = None  # time of the last plain line
+        self._first: tuple[float, int] | None = None  # (time, steps) after the first update
         self._done = 0
         self._progbar = None
         if self.bar:
@@ -177,7 +180,7 @@ class StepProgress:
             return
         self._last = now
         line = f"  {done}/{self.total} {self.unit}s ({100 * done // self.total}%), {now - self._start:.0f} s"
-        t0, d0 = self._first
+        t0, d0 = self._first if self._first is not None else (now, done)
         if not final and d0 < done < self.total:
             line += f", about {(now - t0) / (done - d0) * (self.total - done):.0f} s left"
         self.stream.write(line + "\n")
@@ -208,7 +211,7 @@ class EpochProgress(keras.callbacks.Callback):
                ("swap_attempts", "/{:.0f}"), ("sigma2_0", "sigma2 {:.3g}"), ("samples", "samples {:.0f}"),
                ("bma_accuracy", "BMA acc {:.3f}"))
 
-    def __init__(self, epochs, steps_per_epoch, stream="stderr", interval=30.0):
+    def __init__(self, epochs: int, steps_per_epoch: int, stream: str = "stderr", interval: float = 30.0) -> None:
         super().__init__()
         for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

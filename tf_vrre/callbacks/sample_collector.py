@@ -29,8 +29,17 @@ import numpy as np
 from tf_vrre.callbacks import running_bma, sample_identity, sample_reservoir
 from tf_vrre.callbacks.sample_reservoir import KEEP, exploding, reservoir_slot
 from tf_vrre.runs import fault_points, ownership
-from tf_vrre.runs.samples import (FORMAT, MANIFEST, MODEL_JSON, SampleSet, atomic_write, check_entry, load_samples,
-                                  sha256, write_json)
+from tf_vrre.runs.samples import (
+    FORMAT,
+    MANIFEST,
+    MODEL_JSON,
+    SampleSet,
+    atomic_write,
+    check_entry,
+    load_samples,
+    sha256,
+    write_json,
+)
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 

@@ -7,6 +7,8 @@ and survive ``keras.callbacks.BackupAndRestore`` resumes: records after the rest
 dropped and replayed, never duplicated.
 """
 
+from __future__ import annotations
+
 import csv
 import math
 import os
@@ -14,12 +16,10 @@ import os
 import keras
 import tensorflow as tf
 
-from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points
-from tf_vrre.runs import ownership
-from tf_vrre.sgmcmc import swap_record
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import read_log, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
+from tf_vrre.sgmcmc import swap_record
 
 IDENTITY = "identity.json"
 SWAP_LOG_FORMAT = "tf_vrre.swaps/1"
@@ -116,7 +116,8 @@ class SwapLogger(keras.callbacks.Callback):
       True
     """
 
-    def __init__(self, log_dir, tensorboard_dir=None, overwrite=False):
+    def __init__(self, log_dir: str | os.PathLike, tensorboard_dir: str | os.PathLike | None = None,
+                 overwrite: bool = False) -> None:
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not str(log_dir):
             raise TypeError(f"log_dir must be a path, got {log_dir!r}")
@@ -290,9 +291,9 @@ class SwapLogger(keras.callbacks.Callback):
             self._writer.flush()
         ownership.release(self)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"log_dir": self.log_dir, "tensorboard_dir": self.tensorboard_dir, "overwrite": self.overwrite}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> SwapLogger:
         return cls(**config)

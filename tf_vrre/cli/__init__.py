@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
     """One line on stderr for a bad flag (no usage block), in the shape of every ``tf-vrre``
     error: ``tf-vrre: error: <subcommand>: <flag>: <message>`` (:func:`tf_vrre.cli._args.die`)."""
 
-    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 (argparse's signature)
+    def parse_known_args(self, args=None, namespace=None):
         # the top-level parser starts with no subcommand; the subcommand's parser names it
         _args.COMMAND = self.prog.split()[-1] if " " in self.prog else None
         return super().parse_known_args(args, namespace)
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"tf-vrre: error: {args.command}: cannot write{where}: {err.strerror or err}; free space "
                          "or fix permissions and run the same command again\n")
         return 1
-    except Exception as err:  # noqa: BLE001  (TensorFlow's own writes: checkpoints, SavedModels, summaries)
+    except Exception as err:
         message = _tensorflow_write_error(err)
         if message is None:
             raise

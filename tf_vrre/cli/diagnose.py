@@ -8,7 +8,6 @@ import os
 
 from tf_vrre.cli import _args, _ladder
 
-
 HELP = "replica flow, per-pair acceptance, ESS / R-hat of a run (swap log and/or samples)"
 DESCRIPTION = (
     "Reads RUN/swaps/ (SwapLogger: swaps.csv, refresh.csv, epochs.csv) and RUN/samples/ "

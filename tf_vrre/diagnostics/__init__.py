@@ -18,11 +18,18 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
 """
 
 from tf_vrre.diagnostics.arviz import to_inference_data
-from tf_vrre.diagnostics.fidelity import (agreement, classification_fidelity, classification_nll, ks_distance,
-                                          regression_fidelity, regression_nll, total_variation, wasserstein_1)
 from tf_vrre.diagnostics.chains import chain_summary, effective_sample_size, potential_scale_reduction, split_chains
-from tf_vrre.diagnostics.replicas import (pair_acceptance, replica_flow, round_trips, sigma2_trend,
-                                          slot_paths)
+from tf_vrre.diagnostics.fidelity import (
+    agreement,
+    classification_fidelity,
+    classification_nll,
+    ks_distance,
+    regression_fidelity,
+    regression_nll,
+    total_variation,
+    wasserstein_1,
+)
+from tf_vrre.diagnostics.replicas import pair_acceptance, replica_flow, round_trips, sigma2_trend, slot_paths
 from tf_vrre.diagnostics.report import diagnose, format_table, to_json
 from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_log
 

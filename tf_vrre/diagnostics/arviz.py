@@ -13,13 +13,16 @@ Needs the optional extra ``pip install "tf_vrre[arviz]"`` (ArviZ 0.x, whose ``fr
   draw); without samples ``accepted``, ``accept_prob``, ``log_ratio`` of pair 0.
 """
 
+from __future__ import annotations
+
 import os
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from tf_vrre.diagnostics import replicas
-from tf_vrre.diagnostics import report
+from tf_vrre.diagnostics import replicas, report
 
 
 def _import_arviz():
@@ -74,7 +77,8 @@ def _draws(loaded, burn_in, classes):
              "accept_prob": log.swaps["accept_prob"][m], "log_ratio": log.swaps["log_ratio"][m]})
 
 
-def to_inference_data(runs, burn_in=0.1, points=4):
+def to_inference_data(runs: str | os.PathLike | Sequence[str | os.PathLike], burn_in: float = 0.1,
+                      points: int = 4) -> Any:
     """An ``arviz.InferenceData`` of one run or of several runs (chains) for ``az.summary``,
     ``az.plot_trace``, ``az.plot_rank``, ``az.ess`` / ``az.rhat``.
 

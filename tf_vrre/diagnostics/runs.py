@@ -11,9 +11,14 @@ import os
 
 import numpy as np
 
-from tf_vrre.runs.samples import load_samples
-from tf_vrre.runs.samples import locate  # noqa: F401  (re-export: the rule lives with the other run files)
-from tf_vrre.runs.samples import MANIFEST, RunFileError, read_json, read_log
+from tf_vrre.runs.samples import (
+    MANIFEST,
+    RunFileError,
+    load_samples,
+    locate,  # noqa: F401  (re-export: the rule lives with the other run files)
+    read_json,
+    read_log,
+)
 
 METADATA = ("energy", "temperature", "lr")
 """Per-sample numbers a SampleCollector records in each manifest entry (a manifest rebuilt by

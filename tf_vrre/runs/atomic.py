@@ -22,6 +22,7 @@ propagates with the target's path as its ``filename``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -98,10 +99,8 @@ def write(path: str | os.PathLike[str], write_fn: Callable[[IO[Any]], object], t
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as err:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(err, OSError) and err.filename is None and err.errno is not None:
             raise OSError(err.errno, err.strerror, path) from None
         raise

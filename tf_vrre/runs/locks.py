@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import IO
+from typing import IO, Literal, overload
 
 import tf_vrre.runs.atomic as atomic
 from tf_vrre import errors
@@ -46,7 +46,7 @@ from tf_vrre.runs import run_json
 try:
     import fcntl
 except ImportError:  # no fcntl (Windows): the in-process checks only
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # None: this platform has no fcntl
 
 LOCK = run_json.LOCK
 
@@ -147,7 +147,7 @@ def _holder(f: IO[str], path: str) -> Busy:
     return Busy(path, None, True)
 
 
-def _open(path: str, shared: bool):
+def _open(path: str, shared: bool) -> tuple[IO[str] | None, bool]:
     """``(file, created)``: the lock file opened without following a link; ``(None, False)`` for a
     shared lock on a missing file (readers never create it)."""
     if shared:
@@ -160,6 +160,10 @@ def _open(path: str, shared: bool):
     return atomic.open_lock(path), created
 
 
+@overload
+def acquire(path: str | os.PathLike, shared: Literal[False] = False, mark: bool = True) -> Lock: ...
+@overload
+def acquire(path: str | os.PathLike, shared: bool, mark: bool = True) -> Lock | None: ...
 def acquire(path: str | os.PathLike, shared: bool = False, mark: bool = True) -> Lock | None:
     """Takes the lock of lock file ``path`` without waiting.
 

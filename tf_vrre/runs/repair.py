@@ -31,10 +31,11 @@ from __future__ import annotations
 import contextlib
 import os
 import zipfile
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from tf_vrre.runs import atomic, locks, run_json
-from tf_vrre.runs.samples import MANIFEST, FORMAT, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
+from tf_vrre.runs.samples import FORMAT, MANIFEST, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"
 
@@ -120,7 +121,8 @@ def _strays(directory: str, entries: list[dict[str, Any]]) -> dict[str, str]:
     total = None
     if run is not None:
         try:
-            total = run_json.read_run(run)["schedule"]["total_steps"]
+            doc = run_json.read_run(run, required=True)  # required: a dict, never None
+            total = doc["schedule"]["total_steps"] if doc is not None else None
         except (ValueError, KeyError, TypeError):
             total = None
     seen: dict[str, str] = {}
@@ -230,5 +232,5 @@ def writer_locks(directory: str) -> Iterator[None]:
         finally:
             held.release(remove=True)
     finally:
-        if taken:
+        if taken and run is not None:  # taken implies a run
             locks.unlock_run(run)

@@ -125,7 +125,7 @@ def field(run: dict, dotted: str, kind: type | tuple[type, ...], path: str) -> A
     """
     kinds = kind if isinstance(kind, tuple) else (kind,)
     value: Any = run
-    done = []
+    done: list[str] = []
     for part in dotted.split("."):
         if not isinstance(value, dict):
             raise RunDirError(f"{path}: key {'.'.join(done)} must be an object, got {_json_name(value)}")

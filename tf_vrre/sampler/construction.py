@@ -85,7 +85,7 @@ def check_options(energy_mode: str, nll: Any, seed: int | None) -> int:
     if nll is not None:
         energy.check_nll_callable(nll)
     if seed is None:
-        seed = int(np.random.randint(0, 2 ** 31 - 1))
+        seed = int(np.random.randint(0, 2 ** 31 - 1))  # noqa: NPY002  (seed=None follows np.random.seed)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an integer or None, got {seed!r}")
     return int(seed)

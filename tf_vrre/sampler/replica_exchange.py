@@ -36,15 +36,32 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import (batch, construction, datasets, hyperparameters, input_checks, invariants, placements,
-                             replica_step, saving, xla)
+from tf_vrre.sampler import (
+    batch,
+    construction,
+    datasets,
+    hyperparameters,
+    input_checks,
+    invariants,
+    placements,
+    replica_step,
+    saving,
+    xla,
+)
 from tf_vrre.sampler.chain_metrics import ChainMetrics
-from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sampler.listeners import SamplerListeners
+from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
 from tf_vrre.sgmcmc.dynamics import Diffusion
-from tf_vrre.sgmcmc.state import (ChainState, ControlVariateState, Ladder, LossScale, SamplerState, SwapState,
-                                  exchange_forward)
+from tf_vrre.sgmcmc.state import (
+    ChainState,
+    ControlVariateState,
+    Ladder,
+    LossScale,
+    SamplerState,
+    SwapState,
+    exchange_forward,
+)
 from tf_vrre.sgmcmc.swap_energy import SwapEnergyEstimator
 
 _FIT_SIGNATURE = inspect.signature(keras.Model.fit)

@@ -18,11 +18,15 @@ one after the other, so serving memory does not grow with K either.  The archive
 ``keras.export.ExportArchive``.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -45,7 +49,9 @@ where every pixel of an image is within [0, 1] -- an image scaled to 0..1 by mis
 signatures take raw pixels, 0..255); a true for a nearly black image is expected."""
 
 
-def export_ensemble(source, out, model=None, version=None, max_members=None, temperature=1.0):
+def export_ensemble(source: str | os.PathLike, out: str | os.PathLike,
+                    model: keras.Model | Callable[[], keras.Model] | None = None, version: int | None = None,
+                    max_members: int | None = None, temperature: float = 1.0) -> dict[str, Any]:
     """Writes the samples' Bayesian model average as TF Serving version ``out/<version>``.
 
     ``source`` is a run directory (``RUN/run.json`` + ``RUN/samples``: the raw images' dtype
@@ -308,7 +314,9 @@ def _in_pixel_range(tf, pixels, top):
 
 
 def _summaries(tf, p_members, with_members):
-    entropy = lambda p: -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)  # noqa: E731
+    def entropy(p):
+        return -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)
+
     p = tf.reduce_mean(p_members, axis=1)
     result = {"probabilities": p, "predictive_entropy": entropy(p),
               "predicted_class": tf.argmax(p, axis=-1, output_type=tf.int64)}

@@ -14,17 +14,15 @@ coefficient of Algorithm 2 is updated by :func:`update_coefficient`.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import collections
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import estimators
+from tf_vrre.sgmcmc import distribute, estimators
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -91,7 +89,7 @@ class ControlVariates:
     def from_config(cls, config: dict) -> ControlVariates:
         return cls(**config)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"ControlVariates({args})"
 
@@ -111,10 +109,8 @@ def make_reference(data: Any, batch_size: int, data_size: int) -> Reference:
     """Checks ``data`` and wraps it as a :class:`Reference` (``ValueError`` if it is not N examples)."""
     if isinstance(data, tf.data.Dataset):
         source = data.unbatch().batch(batch_size)
-        count, batches = 0, 0
-        for batch in source:
-            count += int(distribute.batch_size(batch))
-            batches += 1
+        sizes = [int(distribute.batch_size(batch)) for batch in source]
+        count, batches = sum(sizes), len(sizes)
     else:
         # In-memory data: kept as tensors and sliced inside the graph (no iterator set-up per
         # refresh, which dominates for small m).
@@ -150,16 +146,18 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
         if replicas > 1:
             source = source.shard(replicas, rid)
         iterator = iter(source)
-        get = lambda i: iterator.get_next()  # noqa: E731
+
+        def get(i: Any) -> Any:
+            return iterator.get_next()
     else:
-        def get(i):
+        def get(i: Any) -> Any:
             start = i * batch_size
             stop = tf.minimum(start + batch_size, count)
             return tf.nest.map_structure(lambda t: t[start:stop], source)
     num = (tf.constant(num_batches, tf.int64) - rid + replicas - 1) // replicas
     K = len(snapshots)
 
-    def body(j, total, table):
+    def body(j: tf.Tensor, total: tf.Tensor, table: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         i = rid + j * replicas
         x, y, swt = keras.utils.unpack_x_y_sample_weight(get(i))
         vals = [energy_fn(snap, x, y, swt) for snap in snapshots]
@@ -195,7 +193,7 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
     K, cache = len(chains), state.snapshot_nll is not None
     single = not sharded or distribute.replicas()[0] == 1
 
-    def do():
+    def do() -> tuple[tf.Tensor, tf.Tensor]:
         ops = []
         for chain, snap in zip(chains, state.snapshots):
             for dst, src in zip(snap.weights, chain.weights):
@@ -209,7 +207,7 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
                 return tf.identity(total), tf.zeros([K, 0])
         return total, table
 
-    def skip():
+    def skip() -> tuple[tf.Tensor, tf.Tensor]:
         width = 0 if (single or not cache) else reference.count
         return tf.zeros([K], tf.float64), tf.zeros([K, width])
 

@@ -17,10 +17,9 @@ prior ``wd/2 ||beta||^2``: deterministic, so it enters every estimator exactly.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import inspect
 
 import keras
 import numpy as np
@@ -70,7 +69,7 @@ def resolve_nll(loss: Any) -> Callable:
     else:  # pragma: no cover - keras.losses.get raises first
         raise ValueError(f"loss: cannot use {loss!r} as a per-example negative log-likelihood")
 
-    def nll(x, y, y_pred):
+    def nll(x: Any, y: Any, y_pred: Any) -> tf.Tensor:
         del x
         if y is None:
             raise ValueError(
@@ -104,7 +103,7 @@ def computes_in_float16(model: keras.Model) -> bool:
 def to_float32(y_pred: Any) -> Any:
     """Low-precision (float16 / bfloat16) outputs cast to float32: under a mixed-precision policy
     the network computes in low precision, the energies and everything after them do not."""
-    def cast(t):
+    def cast(t: tf.Tensor) -> tf.Tensor:
         return tf.cast(t, tf.float32) if t.dtype in (tf.float16, tf.bfloat16) else t
     return tf.nest.map_structure(cast, y_pred)
 

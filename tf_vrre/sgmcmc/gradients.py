@@ -8,16 +8,14 @@ replicas, plus the prior's gradient ``wd * beta``.  The per-example NLLs are kep
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import collections
 
 import keras
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import energy
+from tf_vrre.sgmcmc import distribute, energy
 
 
 class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):

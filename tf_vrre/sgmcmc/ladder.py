@@ -54,7 +54,7 @@ NUDGE = 1e-6
 increasing and can be inverted (as Pigeons.jl does)."""
 
 
-def _array(name, values, size=None):
+def _array(name: str, values: ArrayLike, size: int | None = None) -> np.ndarray:
     a = np.asarray(values, np.float64).reshape(-1)
     if size is not None and a.size != size:
         raise ValueError(f"{name} must have {size} entries, got {a.size}")
@@ -170,7 +170,7 @@ class Barrier:
         """``(b_hot, b_cold)``."""
         return float(self.beta[0]), float(self.beta[-1])
 
-    def _log_slope(self):
+    def _log_slope(self) -> float:
         """Barrier per unit of ``log b`` across the hottest pair (used to extrapolate beyond it)."""
         return float(self._intensity[-1] / math.log(self.beta[1] / self.beta[0]))
 
@@ -466,7 +466,7 @@ def gaussian_local_barrier(beta: ArrayLike, dim: int) -> np.ndarray:
     return _gaussian_constant(dim) / np.asarray(beta, np.float64)
 
 
-def _gaussian_constant(dim):
+def _gaussian_constant(dim: float) -> float:
     if not dim > 0:
         raise ValueError(f"dim must be > 0, got {dim!r}")
     return math.exp(special.gammaln((dim + 1) / 2.0) - special.gammaln(dim / 2.0)) / math.sqrt(math.pi)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Union
+from typing import Any, TypeAlias, TypeGuard
 
 import keras
 import numpy as np
@@ -31,14 +31,14 @@ import tensorflow as tf
 
 from tf_vrre import numerics
 
-Schedule = keras.optimizers.schedules.LearningRateSchedule
-ScalarOrSchedule = Union[float, Schedule]
+Schedule: TypeAlias = keras.optimizers.schedules.LearningRateSchedule
+ScalarOrSchedule: TypeAlias = float | Schedule
 """A hyperparameter's value: a number, or a ``LearningRateSchedule`` of the step."""
 
 
-def is_schedule(value: Any) -> bool:
+def is_schedule(value: Any) -> TypeGuard[Schedule]:
     """True if ``value`` is a ``keras.optimizers.schedules.LearningRateSchedule``."""
-    return isinstance(value, Schedule)
+    return isinstance(value, keras.optimizers.schedules.LearningRateSchedule)
 
 
 def value_at(value: ScalarOrSchedule, step: int = 0) -> float:
@@ -123,7 +123,7 @@ def deserialize(value: Any) -> Any:
     return value
 
 
-def _positive(name, value, integer=False, allow_zero=False):
+def _positive(name: str, value: Any, integer: bool = False, allow_zero: bool = False) -> Any:
     ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
     if isinstance(value, bool) or not ok_type or not np.isfinite(value) or not (
             value >= 0 if allow_zero else value > 0):
@@ -204,17 +204,17 @@ class Scaled(Schedule):
     def __init__(self, base: ScalarOrSchedule | dict, multiplier: float):
         if isinstance(base, dict):
             base = keras.saving.deserialize_keras_object(base)
-        if not isinstance(base, Schedule):
+        if not is_schedule(base):
             base = _positive("base", base)
         self.base = base
         self.multiplier = _positive("multiplier", multiplier)
 
     def __call__(self, step: Any) -> tf.Tensor:
-        value = self.base(step) if isinstance(self.base, Schedule) else self.base
+        value = self.base(step) if is_schedule(self.base) else self.base
         return tf.cast(value, tf.float32) * self.multiplier
 
     def get_config(self) -> dict:
-        base = keras.saving.serialize_keras_object(self.base) if isinstance(self.base, Schedule) else self.base
+        base = keras.saving.serialize_keras_object(self.base) if is_schedule(self.base) else self.base
         return {"base": base, "multiplier": self.multiplier}
 
 
@@ -252,7 +252,7 @@ class CyclicalCosine(Schedule):
             raise ValueError(f"cycles must be <= total_steps ({self.total_steps}), got {cycles}")
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 < threshold < 1:
             raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
-        self.threshold = float(threshold)
+        self.threshold: float = float(threshold)
 
     @property
     def cycle_length(self) -> int:

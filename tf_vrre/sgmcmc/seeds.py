@@ -44,7 +44,7 @@ def step_key(key: tf.Tensor, step: int | tf.Tensor) -> tf.Tensor:
     return fold(key, step)
 
 
-def _bits(shape, key, dtype):
+def _bits(shape: Any, key: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
     """Philox bits of ``shape`` (``tf.uint32`` / ``tf.uint64``): the same with and without XLA."""
     return tf.random.stateless_uniform(shape, tf.cast(key, tf.int64), minval=None, maxval=None,
                                        dtype=dtype, alg="philox")

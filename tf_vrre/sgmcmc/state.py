@@ -174,7 +174,7 @@ class SwapState:
         per-pair counts on a ladder)."""
         swaps, attempts = tf.reduce_sum(self.swap_count), tf.reduce_sum(self.attempt_count)
 
-        def rate(a, b):
+        def rate(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
             return tf.math.divide_no_nan(tf.cast(a, tf.float64), tf.cast(b, tf.float64))
 
         logs = {"swaps": swaps, "swap_attempts": attempts, "correction": self.correction,
@@ -328,7 +328,7 @@ def exchange_labels(replica: ReplicaChain, results: Any, ladder: tuple[tf.Tensor
     lrs, temps = ladder
     perm = results.permutation  # slot j takes the state of slot perm[j]: the chain at slot s goes to inv[s]
 
-    def move():
+    def move() -> tf.Tensor:
         rung = tf.gather(tf.math.invert_permutation(perm), tf.convert_to_tensor(replica.rung))
         replica.rung.assign(rung)
         own = tf.gather(rung, replica_id)

@@ -10,17 +10,14 @@ swap may be attempted.  Besides the energies it returns the within-batch moments
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import collections
 
 import keras
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute
-from tf_vrre.sgmcmc import energy
-from tf_vrre.sgmcmc import estimators
+from tf_vrre.sgmcmc import distribute, energy, estimators
 
 
 class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",
@@ -67,7 +64,8 @@ class SwapEnergyEstimator:
         self.use_cache, self.data_size = use_cache, data_size
         self.batch_dependent = energy.has_training_dependent_layers(chains[0])
 
-    def _forwards(self, batch, nlls, need_snapshots):
+    def _forwards(self, batch: Any, nlls: Sequence[tf.Tensor],
+                  need_snapshots: bool) -> tuple[list[tf.Tensor], list[tf.Tensor]]:
         """Per-example current and snapshot NLLs that need a forward pass (on the un-augmented
         view ``batch.energy_x`` when the batch carries one)."""
         y, swt, training = batch.y, batch.sample_weight, self.mode == "train"
@@ -86,7 +84,7 @@ class SwapEnergyEstimator:
         cur, snap = self._per_example(batch, forward, possible)
         return self._reduce(cur, snap, forward.priors, batch.size, adaptive)
 
-    def _per_example(self, batch, forward, possible):
+    def _per_example(self, batch: Any, forward: Any, possible: tf.Tensor) -> tuple[Any, Any]:
         """Per chain, the current and snapshot per-example NLLs of the swap energies."""
         K, vr, nlls = len(self.chains), self.vr, forward.nlls
         if batch.energy_x is not None and self.mode == "train" and self.batch_dependent:
@@ -95,7 +93,7 @@ class SwapEnergyEstimator:
         cached = vr is not None and batch.index is not None and self.use_cache
         need_snapshots = vr is not None and not cached
         if need_snapshots or self.mode == "inference" or batch.energy_x is not None:
-            def none():
+            def none() -> tuple[list[tf.Tensor], list[tf.Tensor]]:
                 z = tf.zeros_like(nlls[0])
                 return [z] * K, ([z] * K if need_snapshots else [])
 
@@ -151,7 +149,8 @@ class SwapEnergyEstimator:
         variance = estimators.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
         return SwapEnergies(total, pm, cross, variance)
 
-    def _reduce(self, cur, snap, priors, n, adaptive):
+    def _reduce(self, cur: Sequence[tf.Tensor], snap: Sequence[tf.Tensor], priors: Sequence[tf.Tensor], n: tf.Tensor,
+                adaptive: bool) -> SwapEnergies:
         K, P, vr = len(self.chains), len(self.chains) - 1, self.vr
         cur64 = [tf.cast(c, tf.float64) for c in cur]
         if vr is not None:

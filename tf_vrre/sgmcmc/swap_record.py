@@ -8,9 +8,8 @@ reads the buffer after every ``train_function`` call, so ``steps_per_execution``
 
 from __future__ import annotations
 
-from typing import Any
-
 import collections
+from typing import Any
 
 import tensorflow as tf
 
@@ -50,7 +49,9 @@ class StepRecord(collections.namedtuple("StepRecord", ["step", "sigma2_updated",
 
 def row(record: StepRecord) -> tf.Tensor:
     """The float64 row of a :class:`StepRecord`, laid out as :func:`swap_log_columns`."""
-    f64 = lambda t: tf.cast(t, tf.float64)  # noqa: E731
+    def f64(t: Any) -> tf.Tensor:
+        return tf.cast(t, tf.float64)
+
     res, energy = record.results, record.energy
     per_pair = tf.stack([f64(res.attempted), f64(res.accepted), energy[:-1], energy[1:], res.log_accept_ratio,
                          res.sigma2, record.sigma2_new], axis=1)

@@ -17,16 +17,23 @@ one parity for a window of ``W`` attempts (:func:`even_odd_pairs`, :func:`deo_wi
 is a function of the attempt counter alone, so it adds no state.
 """
 
+from __future__ import annotations
+
 import collections
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.seeds as seeds
 import tf_vrre.sgmcmc.estimators as stats
+import tf_vrre.sgmcmc.seeds as seeds
 from tf_vrre.sgmcmc import schedules
+
+if TYPE_CHECKING:
+    from tf_vrre.sgmcmc.state import SwapState
+    from tf_vrre.sgmcmc.swap_energy import SwapEnergies
 
 PAIR_SCHEDULES = ("random", "deo")
 PENALTIES = ("auto", "batch", "offset", "window")
@@ -52,7 +59,8 @@ class SwapResults(collections.namedtuple(
     """
 
 
-def log_swap_ratio(energy_lo, energy_hi, temperature_lo, temperature_hi, sigma2, correction):
+def log_swap_ratio(energy_lo: tf.Tensor, energy_hi: tf.Tensor, temperature_lo: tf.Tensor, temperature_hi: tf.Tensor,
+                   sigma2: tf.Tensor, correction: tf.Tensor | float) -> tf.Tensor:
     """Corrected log acceptance ratio ``delta * (U_lo - U_hi - delta * sigma2 / F)``."""
     energy_lo = tf.cast(energy_lo, tf.float64)
     energy_hi = tf.cast(energy_hi, tf.float64)
@@ -62,7 +70,7 @@ def log_swap_ratio(energy_lo, energy_hi, temperature_lo, temperature_hi, sigma2,
     return delta * (energy_lo - energy_hi - delta * sigma2 / correction)
 
 
-def random_pair(num_chains, attempt, seed):
+def random_pair(num_chains: int, attempt: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     """Attempts one adjacent pair drawn uniformly."""
     del attempt
     num_pairs = num_chains - 1
@@ -125,7 +133,7 @@ def deo_window_rule(num_chains: int, swap_rate: float) -> int:
 _PROPOSALS = {"random": random_pair, "deo": even_odd_pairs}
 
 
-def permutation_from_pairs(accepted):
+def permutation_from_pairs(accepted: tf.Tensor) -> tf.Tensor:
     """Permutation ``[K]`` that exchanges the (disjoint) accepted adjacent pairs."""
     num_pairs = accepted.shape[0]
     idx = tf.range(num_pairs + 1)
@@ -135,7 +143,7 @@ def permutation_from_pairs(accepted):
     return tf.where(left, idx + 1, tf.where(right, idx - 1, idx))
 
 
-def decide_swaps(log_ratio, attempted, seed):
+def decide_swaps(log_ratio: tf.Tensor, attempted: tf.Tensor, seed: tf.Tensor) -> SwapResults:
     """Metropolis decisions for the attempted pairs; returns :class:`SwapResults`."""
     u = seeds.uniform(tf.shape(log_ratio), seed, tf.float64)  # the same under XLA (seeds module)
     accepted = tf.logical_and(attempted, tf.math.log(u) < log_ratio)
@@ -193,8 +201,9 @@ class CorrectedSwap:
       2.0
     """
 
-    def __init__(self, correction=2.0, smoothing=0.3, period=None, pairs="random",
-                 cooling_steps=0, penalty="auto", attempt_every=1, deo_window=1, target_acceptance=None):
+    def __init__(self, correction: schedules.ScalarOrSchedule | str = 2.0, smoothing: float = 0.3,
+                 period: int | None = None, pairs: str = "random", cooling_steps: int = 0, penalty: str = "auto",
+                 attempt_every: int = 1, deo_window: int = 1, target_acceptance: float | None = None) -> None:
         self.target_acceptance = _checked_target(correction, target_acceptance)
         if isinstance(correction, str) and correction != "auto":
             raise ValueError(f"correction (F) must be a number > 0, a LearningRateSchedule or 'auto', got {correction!r}")
@@ -217,16 +226,16 @@ class CorrectedSwap:
         if deo_window != 1 and pairs != "deo":
             raise ValueError(f"deo_window: a window of attempts per parity needs pairs='deo', got "
                              f"deo_window={deo_window!r} with pairs={pairs!r}")
-        self.correction = correction
-        self.smoothing = float(smoothing)
-        self.period = period
-        self.pairs = pairs
-        self.cooling_steps = cooling_steps
-        self.penalty = penalty
-        self.attempt_every = attempt_every
-        self.deo_window = int(deo_window)
+        self.correction: schedules.ScalarOrSchedule | str = correction
+        self.smoothing: float = float(smoothing)
+        self.period: int | None = period
+        self.pairs: str = pairs
+        self.cooling_steps: int = cooling_steps
+        self.penalty: str = penalty
+        self.attempt_every: int = attempt_every
+        self.deo_window: int = int(deo_window)
 
-    def resolved(self, variance_reduced):
+    def resolved(self, variance_reduced: bool) -> CorrectedSwap:
         """This rule with ``penalty="auto"`` made concrete: ``"batch"`` with control variates
         (their noise grows through the snapshot period), else the paper's ``"window"``."""
         if self.penalty != "auto":
@@ -234,7 +243,7 @@ class CorrectedSwap:
         return CorrectedSwap.from_config({**self.get_config(),
                                           "penalty": "batch" if variance_reduced else "window"})
 
-    def possible(self, step, state):
+    def possible(self, step: tf.Tensor, state: SwapState) -> tf.Tensor:
         """True on attempt steps (``step % attempt_every == 0``) unless a swap was accepted
         within the last ``cooling_steps`` steps."""
         cooled = step - state.last_swap_step > self.cooling_steps
@@ -242,7 +251,8 @@ class CorrectedSwap:
             return cooled
         return tf.logical_and(cooled, tf.equal(tf.math.floormod(step, self.attempt_every), 0))
 
-    def penalty_variance(self, state, energies, step):
+    def penalty_variance(self, state: SwapState, energies: SwapEnergies,
+                         step: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """The ``sigma2`` ``[P]`` of this step's penalty and whether it exists yet (bool scalar).
 
         ``"batch"``: this batch's own estimate of ``Var(U~_p - U~_{p+1})`` at the current
@@ -257,7 +267,8 @@ class CorrectedSwap:
             return tf.gather(state.sigma2_offset, k, axis=1), tf.gather(state.offset_ready, k)
         return energies.variance, tf.constant(True)
 
-    def attempt(self, state, energies, temperatures, step, key):
+    def attempt(self, state: SwapState, energies: SwapEnergies, temperatures: tf.Tensor, step: tf.Tensor,
+                key: tf.Tensor) -> SwapResults:
         """Proposes pairs and decides them with the corrected rule (step 4 of the train step).
 
         Args:
@@ -277,7 +288,7 @@ class CorrectedSwap:
         attempt = tf.logical_and(self.possible(step, state), ready)
         proposed = tf.logical_and(self.propose(num_chains, state.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)),
                                   attempt)
-        if self.scheduled_correction:
+        if schedules.is_schedule(self.correction):
             state.correction.assign(tf.cast(self.correction(step), tf.float64))
         correction = tf.convert_to_tensor(state.correction)
         log_ratio = log_swap_ratio(energy[:-1], energy[1:], temperatures[:-1], temperatures[1:], sigma2, correction)
@@ -285,7 +296,7 @@ class CorrectedSwap:
         return res._replace(attempt=attempt, sigma2=sigma2, correction=correction)
 
     @staticmethod
-    def count(state, results, step, energy):
+    def count(state: SwapState, results: SwapResults, step: tf.Tensor, energy: tf.Tensor) -> None:
         """Adds one step's results to the counters of ``state``."""
         state.attempt_count.assign_add(tf.cast(results.attempted, tf.int64))
         state.swap_count.assign_add(tf.cast(results.accepted, tf.int64))
@@ -294,7 +305,8 @@ class CorrectedSwap:
         state.last_energy.assign(energy)
         state.last_log_ratio.assign(results.log_accept_ratio)
 
-    def update_sigma2(self, state, variance, weight, step, period):
+    def update_sigma2(self, state: SwapState, variance: tf.Tensor, weight: tf.Tensor, step: tf.Tensor,
+                      period: int) -> tf.Tensor:
         """Step 6 of the train step: the sigma2 window and its stochastic approximation.
 
         ``variance``: float64 ``[P]`` within-batch estimate of ``Var(U~_p - U~_{p+1})`` at this
@@ -313,9 +325,10 @@ class CorrectedSwap:
         state.window_variance.assign(tf.where(reset, tf.zeros_like(total), total))
         return ended
 
-    def update_offsets(self, state, variance, weight, step):
+    def update_offsets(self, state: SwapState, variance: tf.Tensor, weight: tf.Tensor, step: tf.Tensor) -> None:
         """``penalty="offset"``: ``sigma2[p, k] <- (1 - gamma) sigma2[p, k] + gamma s2`` for this
         step's offset ``k = step mod m`` (the first estimate of an offset is taken as is)."""
+        assert state.sigma2_offset is not None and state.offset_ready is not None  # created for penalty="offset"
         onehot = tf.one_hot(tf.math.floormod(step, state.offsets), state.offsets, on_value=True, off_value=False)
         use = tf.logical_and(onehot, weight > 0)
         ready = tf.convert_to_tensor(state.offset_ready)
@@ -324,7 +337,7 @@ class CorrectedSwap:
         state.sigma2_offset.assign(tf.where(use[None, :], new, old))
         state.offset_ready.assign(tf.logical_or(ready, use))
 
-    def propose(self, num_chains, attempt, seed):
+    def propose(self, num_chains: int, attempt: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
         """Bool ``[K-1]``: the adjacent pairs attempted at this attempt index."""
         if self.pairs == "deo":
             return even_odd_pairs(num_chains, attempt, seed, self.deo_window)
@@ -336,17 +349,17 @@ class CorrectedSwap:
         return isinstance(self.correction, str)
 
     @property
-    def scheduled_correction(self):
+    def scheduled_correction(self) -> bool:
         """True when ``correction`` is a schedule of the step."""
         return schedules.is_schedule(self.correction)
 
-    def initial_correction(self):
+    def initial_correction(self) -> float:
         """``F`` at step 0, a float."""
         if self.adaptive_correction:
             return AUTO_INITIAL_CORRECTION
         return schedules.value_at(self.correction)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         correction = self.correction if self.adaptive_correction else schedules.serialize(self.correction)
         return {"correction": correction, "smoothing": self.smoothing,
                 "period": self.period, "pairs": self.pairs,
@@ -354,7 +367,7 @@ class CorrectedSwap:
                 "deo_window": self.deo_window, "target_acceptance": self.target_acceptance}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> CorrectedSwap:
         config = dict(config)
         # Files written before the option existed used the paper's rule: keep it for them.
         config.setdefault("penalty", "window")
@@ -363,7 +376,7 @@ class CorrectedSwap:
             config["correction"] = schedules.deserialize(config["correction"])
         return cls(**config)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"CorrectedSwap({args})"
 
@@ -385,7 +398,7 @@ def _checked_target(correction: object, target: object) -> float | None:
     return float(target)
 
 
-def resolve(swap, num_chains):
+def resolve(swap: CorrectedSwap | str | None, num_chains: int) -> CorrectedSwap | None:
     """The swap rule of a sampler's ``swap`` argument (``"auto"``, ``"corrected"``, ``"none"``, ``None`` or a rule)."""
     if isinstance(swap, str):
         if swap == "auto":

@@ -28,7 +28,7 @@ import decimal
 import math
 
 from tf_vrre import errors
-from tf_vrre.numerics import F32_MAX, F32_TINY
+from tf_vrre.numerics import F32_MAX
 
 __all__ = ["BoundError", "within", "prior_stability_limit", "noise_variance_limit", "log_or_inf"]
 

@@ -6,11 +6,10 @@ import json
 import os
 
 import pytest
+from _paths import FIXTURES
 
 from tf_vrre.workflows.image_classification import config as C
 from tf_vrre.workflows.image_classification import config_values, sampler_numbers
-
-from _paths import FIXTURES
 
 
 def test_shipped_configs_resolve_with_the_papers_numbers():
@@ -103,7 +102,7 @@ def test_model_names_match_the_registry():
     """The config schema names the models without importing Keras; the registry is the truth."""
     from tf_vrre.workflows.image_classification import models
 
-    assert config_values.MODEL_NAMES == models.names()
+    assert models.names() == config_values.MODEL_NAMES
 
 
 def test_configs_are_frozen_dataclasses_one_per_table():

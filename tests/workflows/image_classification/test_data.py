@@ -5,9 +5,9 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import SHARED_DATA
 
 from tf_vrre.workflows.image_classification import data as D
-from conftest import SHARED_DATA
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)  # published training-set statistics
 
@@ -51,7 +51,7 @@ def test_tfds_source_with_mock_data():
     with tfds.testing.mock_data(num_examples=48):
         x, y, src = D.load_split("cifar10", "train", "tfds", download=False)
         assert src == "tfds" and x.shape == (48, 32, 32, 3) and x.dtype == np.uint8
-        assert y.dtype == np.int64 and 0 <= y.min() and y.max() <= 9
+        assert y.dtype == np.int64 and y.min() >= 0 and y.max() <= 9
         xs, ys, _ = D.load_split("svhn", "test", "tfds", download=False)
         assert xs.shape == (48, 32, 32, 3) and ys.max() <= 9
         train, (xh, yh), info = D.load_training_data("cifar100", "tfds", subset=32, holdout=8, download=False)
@@ -170,7 +170,7 @@ def test_random_erasing_rate_and_rectangle():
             areas.append(zero.mean())
     # binomial(400, 0.5): sd 10
     assert abs(erased - trials / 2) < 4 * np.sqrt(trials / 4)
-    assert 0.015 <= min(areas) and max(areas) <= 0.41
+    assert min(areas) >= 0.015 and max(areas) <= 0.41
     with pytest.raises(ValueError, match="erasing must be a probability"):
         D.Augmentation(erasing=1.5)
     aug = D.Augmentation(crop_padding=2, flip=False, erasing=0.25)

@@ -8,13 +8,13 @@ import sys
 
 import numpy as np
 import pytest
+from _paths import ROOT
 
 from tf_vrre.runs import run_json
 from tf_vrre.workflows.image_classification import config as C
 from tf_vrre.workflows.image_classification import config_values
 from tf_vrre.workflows.image_classification.data import sources
 
-from _paths import ROOT  # noqa: E402
 ENV = dict(os.environ, PYTHONPATH=ROOT)
 ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # TensorFlow would print start-up lines: one line means it never started
 

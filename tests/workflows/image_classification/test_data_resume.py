@@ -7,8 +7,8 @@ import shutil
 
 import numpy as np
 import pytest
-
 from _image_runs import cli_flags
+
 from tf_vrre import cli
 from tf_vrre.runs import run_json
 from tf_vrre.workflows.image_classification import config, train

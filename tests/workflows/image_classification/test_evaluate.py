@@ -6,11 +6,11 @@ import shutil
 
 import numpy as np
 import pytest
-
 from _image_runs import tiny_config
-from tf_vrre.workflows.image_classification import evaluate, train
-from tf_vrre.runs import run_json
+
 from tf_vrre.callbacks.sample_collector import load_samples
+from tf_vrre.runs import run_json
+from tf_vrre.workflows.image_classification import evaluate, train
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,15 @@ import socket
 import subprocess
 import sys
 
+import _fake_tpu
 import numpy as np
 import pytest
-
-import _fake_tpu
 from _image_runs import cli_flags, tiny_config
-from tf_vrre.workflows.image_classification import strategies, train as training
-from tf_vrre.callbacks.sample_collector import load_samples
 from _paths import ROOT
+
+from tf_vrre.callbacks.sample_collector import load_samples
+from tf_vrre.workflows.image_classification import strategies
+from tf_vrre.workflows.image_classification import train as training
 
 
 # ---- TF_CONFIG and TPU detection (no TensorFlow) ----------------------------------------------

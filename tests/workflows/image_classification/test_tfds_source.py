@@ -10,15 +10,14 @@ import os
 import re
 import sys
 import time
-import tomllib
 from unittest import mock
 
 import numpy as np
 import pytest
+import tomllib
+from _paths import ROOT
 
 from tf_vrre.workflows.image_classification.data import sources, tfds_source
-
-from _paths import ROOT  # noqa: E402
 
 
 def _cifar_binary(folder, x, y):
@@ -63,7 +62,9 @@ def test_prepared_tfds_data_load_offline(tfds_dir):
     xs, ys, used = sources.load_split("cifar10", "train", "tfds", data_dir, download=False)
     assert used == "tfds" and xs.shape == (200, 32, 32, 3) and xs.dtype == np.uint8 and ys.dtype == np.int64
     # tfds shuffles examples by key hash when it writes: the same set of (image, label) pairs
-    order = lambda a, b: sorted(zip(map(bytes, a), b.tolist()))  # noqa: E731
+    def order(a, b):
+        return sorted(zip(map(bytes, a), b.tolist()))
+
     assert order(xs, ys) == order(x, y)
 
 
@@ -156,10 +157,10 @@ def test_offline_for_real_through_the_console_script(tmp_path):
 
 
 def test_download_hosts_are_the_builders():
+    from urllib.parse import urlsplit
+
     import tensorflow_datasets as tfds
     from tensorflow_datasets.datasets.svhn_cropped import svhn_cropped_dataset_builder as svhn
-
-    from urllib.parse import urlsplit
 
     for name in ("cifar10", "cifar100"):
         builder = tfds.builder(name, data_dir=os.devnull)
@@ -193,9 +194,8 @@ def test_packages_tfds_imports_to_prepare_data_are_declared():
     prepare) but declares it only for Python < 3.9: a fresh install must get it from us."""
     from importlib import metadata
 
-    from packaging.requirements import Requirement
-
     import tensorflow_datasets
+    from packaging.requirements import Requirement
 
     core = os.path.join(os.path.dirname(tensorflow_datasets.__file__), "core")
     modules = set()
@@ -244,7 +244,7 @@ def test_a_proxy_that_accepts_tcp_but_never_answers_is_no_connection(monkeypatch
     silent.close()
 
     class BadGateway(http.server.BaseHTTPRequestHandler):
-        def do_CONNECT(self):  # noqa: N802 (the HTTP method's name)
+        def do_CONNECT(self):
             self.send_error(502)
 
         def log_message(self, *args):

@@ -10,13 +10,13 @@ import time
 
 import numpy as np
 import pytest
-
 from _image_runs import cli_flags, tiny_config
-from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.runs import run_json
-from tf_vrre.workflows.image_classification import train as training
-from tf_vrre.callbacks.sample_collector import load_samples
 from _paths import HELPERS, ROOT
+
+from tf_vrre.callbacks.sample_collector import load_samples
+from tf_vrre.runs import run_json
+from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification import train as training
 
 
 @pytest.mark.parametrize("method", C.METHODS)

@@ -20,7 +20,7 @@ from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
 
-_trapezoid = getattr(np, "trapezoid", None) or np.trapz  # NumPy < 2.0 names it trapz
+_trapezoid = getattr(np, "trapezoid", None) or np.trapz  # noqa: NPY201  (NumPy < 2.0 names it trapz)
 
 
 class Mixture(collections.namedtuple("Mixture", ["phi", "sigma", "prior_sd", "true_beta"],
@@ -298,7 +298,10 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
     n_data = int(len(data))
     common = dict(data_size=n_data, learning_rates=learning_rate, dynamics="sgld",
                   weight_decay=weight_decay(target), nll=target_nll(target), seed=seed)
-    builder = (lambda: build_model(initial))
+
+    def builder():
+        return build_model(initial)
+
     if method == "sgld":
         sampler = ReplicaExchangeSampler(builder, num_chains=1, temperatures=float(temperatures[0]),
                                          swap=None, **common)

@@ -36,7 +36,8 @@ import copy
 import dataclasses
 import os
 import types
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tf_vrre import errors
 from tf_vrre.workflows.image_classification import config_values, sampler_numbers
@@ -368,7 +369,10 @@ def resolve(raw: Mapping) -> Config:
     source = getattr(raw, "path", None)
     where = f" (in {source})" if source else ""
     overridden = set(getattr(raw, "overridden", ()))
-    at = (lambda name: " (override)" if name in overridden else where)  # noqa: E731
+
+    def at(name):
+        return " (override)" if name in overridden else where
+
     _check_depth(raw, where)
     method = raw.get("method")
     if method is None:

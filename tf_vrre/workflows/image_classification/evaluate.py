@@ -37,8 +37,15 @@ from tf_vrre.diagnostics import runs
 from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.runs.samples import read_log
 from tf_vrre.workflows.image_classification import evaluation_checks, metrics, models, plots
-from tf_vrre.workflows.image_classification.data import (Preprocessing, eval_dataset, indices_digest, load_split,
-                                                         num_classes, pixels_digest, split_indices)
+from tf_vrre.workflows.image_classification.data import (
+    Preprocessing,
+    eval_dataset,
+    indices_digest,
+    load_split,
+    num_classes,
+    pixels_digest,
+    split_indices,
+)
 
 ENTROPY_THRESHOLD = 1.5
 ECE_BINS = 15

@@ -16,6 +16,7 @@ nothing, and only if it is still this process's.  (What ``tf-vrre evaluate`` che
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -233,10 +234,8 @@ def give_back(pre: Preflight) -> None:
         empty = False
     locks.unlock_run(pre.out, remove=empty)
     if empty:
-        try:
+        with contextlib.suppress(OSError):  # something appeared meanwhile: keep it
             os.rmdir(pre.out)
-        except OSError:  # something appeared meanwhile: keep it
-            pass
 
 
 def _floor_sum(n: int, m: int, a: int, b: int) -> int:

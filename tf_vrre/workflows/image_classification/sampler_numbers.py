@@ -37,7 +37,8 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tf_vrre import numerics
 from tf_vrre.numerics import F32_MAX, F32_TINY

@@ -13,9 +13,18 @@
 
 import importlib
 
-from tf_vrre.workflows.image_classification.data.sources import (ALIASES, DATASETS, SOURCES, check_available,
-                                                                 check_dataset, image_shape, load_split, npz_files,
-                                                                 num_classes, resolve_source)
+from tf_vrre.workflows.image_classification.data.sources import (
+    ALIASES,
+    DATASETS,
+    SOURCES,
+    check_available,
+    check_dataset,
+    image_shape,
+    load_split,
+    npz_files,
+    num_classes,
+    resolve_source,
+)
 
 # Names from the TensorFlow modules, imported on first use: this package and its ``sources`` (and so
 # ``tf-vrre train`` / ``evaluate`` checking their flags) stay free of TensorFlow.

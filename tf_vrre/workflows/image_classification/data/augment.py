@@ -14,6 +14,8 @@ so the augmented view of example ``i`` in data epoch ``e`` is the same in every 
 replica, and after a resume.
 """
 
+from __future__ import annotations
+
 import numbers
 
 import tensorflow as tf
@@ -84,7 +86,11 @@ class Augmentation:
       (TensorShape([8, 8, 3]), 'float32')
     """
 
-    def __init__(self, crop_padding=4, flip=True, erasing=0.0):
+    crop_padding: int
+    flip: bool
+    erasing: float
+
+    def __init__(self, crop_padding: int = 4, flip: bool = True, erasing: float = 0.0) -> None:
         if isinstance(crop_padding, bool) or not isinstance(crop_padding, numbers.Integral) or crop_padding < 0:
             raise ValueError(f"crop_padding must be an integer >= 0, got {crop_padding!r}")
         if not isinstance(flip, bool):
@@ -100,10 +106,10 @@ class Augmentation:
         """True if any random transformation is on."""
         return bool(self.crop_padding or self.flip or self.erasing)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         return {"crop_padding": self.crop_padding, "flip": self.flip, "erasing": self.erasing}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Augmentation(" + ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()) + ")"
 
 

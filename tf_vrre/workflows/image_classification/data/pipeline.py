@@ -14,16 +14,19 @@ batches of the uninterrupted run.  Elements are
   so the control variate stays unbiased.
 """
 
+from __future__ import annotations
+
 import hashlib
 import numbers
 import os
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from tf_vrre.sampler.batch import ENERGY_INPUTS_KEY, INDEX_KEY  # the sampler's batch keys, defined once
 from tf_vrre.workflows.image_classification.data import sources, tfds_source
-from tf_vrre.workflows.image_classification.data.augment import augment, example_key
+from tf_vrre.workflows.image_classification.data.augment import Augmentation, augment, example_key
 
 ORDER_SALT = 0x0D7A
 _CHUNK = 4096
@@ -53,8 +56,12 @@ class Preprocessing:
     """
 
     kind = "normalize"
+    mean: list[float]
+    std: list[float]
+    scale: float
 
-    def __init__(self, mean, std, scale=1.0 / 255.0):
+    def __init__(self, mean: Sequence[float] | np.ndarray, std: Sequence[float] | np.ndarray,
+                 scale: float = 1.0 / 255.0) -> None:
         mean = [float(v) for v in np.reshape(mean, -1)]
         std = [float(v) for v in np.reshape(std, -1)]
         if len(mean) != len(std) or not mean:
@@ -68,7 +75,7 @@ class Preprocessing:
         self.mean, self.std, self.scale = mean, std, float(scale)
 
     @classmethod
-    def from_images(cls, x, scale=1.0 / 255.0, where="the images"):
+    def from_images(cls, x: np.ndarray, scale: float = 1.0 / 255.0, where: str = "the images") -> Preprocessing:
         """Statistics of ``x * scale`` per channel (exact sums in float64, in chunks).
 
         Raises:
@@ -94,12 +101,12 @@ class Preprocessing:
         mean = total / count
         return cls(mean, np.sqrt(np.maximum(squares / count - mean ** 2, 0.0)), scale)
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         """The ``run.json`` ``"preprocessing"`` entry."""
         return {"kind": self.kind, "scale": self.scale, "mean": list(self.mean), "std": list(self.std)}
 
     @classmethod
-    def from_dict(cls, d, where="preprocessing"):
+    def from_dict(cls, d: dict, where: str = "preprocessing") -> Preprocessing:
         """Inverse of :meth:`to_dict` (checks ``kind`` and that ``scale``, ``mean`` and ``std`` are
         there); errors name ``where`` (e.g. the ``run.json`` the entry comes from).
 
@@ -129,7 +136,7 @@ class Preprocessing:
                              f"preprocessing normalises {len(self.mean)} (one mean and std per channel: channels "
                              "last, NHWC)")
 
-    def apply(self, x):
+    def apply(self, x: np.ndarray) -> np.ndarray:
         """Normalised float32 copy of numpy images ``x`` (in chunks: bounded temporaries).
 
         Raises:
@@ -144,7 +151,7 @@ class Preprocessing:
             out[start:start + _CHUNK] = (x[start:start + _CHUNK].astype(np.float32) * scale - mean) / std
         return out
 
-    def apply_tf(self, x, raw=True):
+    def apply_tf(self, x: tf.Tensor, raw: bool = True) -> tf.Tensor:
         """The same normalisation in TensorFlow; ``raw=False`` if ``x`` is already ``x * scale``."""
         x = tf.cast(x, tf.float32)
         self._check_channels(x.shape.as_list() if x.shape.rank is not None else [], "Preprocessing.apply_tf")
@@ -247,26 +254,26 @@ class TrainingData:
       ...                              augmentation=Augmentation()), epochs=2, verbose=0)
     """
 
-    def __init__(self, x, y, preprocessing, num_classes):
+    def __init__(self, x: np.ndarray, y: np.ndarray, preprocessing: Preprocessing, num_classes: int) -> None:
         if len(x) != len(y) or not len(x):
             raise ValueError(f"x and y must have the same non-zero length, got {len(x)} and {len(y)}")
         self.x = np.asarray(x)
         self.y = np.asarray(y, np.int64)
         self.preprocessing = preprocessing
         self.num_classes = int(num_classes)
-        self._reference = None
+        self._reference: tuple[tf.Tensor, tf.Tensor] | None = None
 
     @property
-    def size(self):
+    def size(self) -> int:
         return len(self.x)
 
     @property
-    def reference(self):
+    def reference(self) -> tuple[tf.Tensor, tf.Tensor]:
         if self._reference is None:
             self._reference = (tf.constant(self.preprocessing.apply(self.x)), tf.constant(self.y))
         return self._reference
 
-    def steps_per_epoch(self, batch_size):
+    def steps_per_epoch(self, batch_size: int) -> int:
         """``N // batch_size`` (the last partial batch of every data epoch is dropped)."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -274,7 +281,8 @@ class TrainingData:
             raise ValueError(f"batch_size must be <= the {self.size} training examples, got {batch_size}")
         return self.size // int(batch_size)
 
-    def dataset(self, batch_size, seed, counter, augmentation=None):
+    def dataset(self, batch_size: int, seed: int, counter: tf.Variable | int,
+                augmentation: Augmentation | None = None) -> tf.data.Dataset:
         """One data epoch per iterator, starting at step ``counter`` (see the module docstring).
 
         Args:

@@ -137,7 +137,7 @@ def load(name, split, data_dir, download):
             ys.append(yb)
     except OfflineError:
         raise
-    except Exception as err:  # tfds raises AssertionError / DatasetNotFoundError / OSError
+    except Exception as err:  # noqa: BLE001  (tfds raises AssertionError / DatasetNotFoundError / OSError)
         hint = "" if download else " (download=False: prepare it first, or use the npz source)"
         raise FileNotFoundError(f"tensorflow-datasets could not load {name}:{split} from data_dir "
                                 f"{data_dir!r}{hint}: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
