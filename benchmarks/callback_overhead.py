@@ -34,8 +34,12 @@ import results
 import tf_vrre
 
 CONFIGS = ("bare", "swaplog", "collect", "both")
-LABELS = {"bare": "none", "swaplog": "`SwapLogger` (drains the in-graph record after every call)",
-          "collect": "`SampleCollector(every={every})` (one `.npz` + manifest per sample)", "both": "both"}
+LABELS = {
+    "bare": "none",
+    "swaplog": "`SwapLogger` (drains the in-graph record after every call)",
+    "collect": "`SampleCollector(every={every})` (one `.npz` + manifest per sample)",
+    "both": "both",
+}
 
 
 def mlp():
@@ -75,9 +79,16 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="tf_vrre_cb_")
     samplers, callbacks = {}, {}
     for name in CONFIGS:
-        s = tf_vrre.ReplicaExchangeSampler(build, data_size=n, num_chains=2, temperatures=[1e-3, 5e-3],
-                                           learning_rates=1e-5, weight_decay=1.0,
-                                           variance_reduction=tf_vrre.ControlVariates(period=50), seed=0)
+        s = tf_vrre.ReplicaExchangeSampler(
+            build,
+            data_size=n,
+            num_chains=2,
+            temperatures=[1e-3, 5e-3],
+            learning_rates=1e-5,
+            weight_decay=1.0,
+            variance_reduction=tf_vrre.ControlVariates(period=50),
+            seed=0,
+        )
         s.set_reference_data((x, y))
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         cbs = []
@@ -90,35 +101,55 @@ def main(argv=None):
 
     def window(name, steps):
         start = time.perf_counter()
-        samplers[name].fit(data[name], steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
-                           callbacks=callbacks[name])
+        samplers[name].fit(
+            data[name], steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False, callbacks=callbacks[name]
+        )
         return time.perf_counter() - start
 
     for name in CONFIGS:  # trace + warm up
         window(name, max(args.steps // 4, 2 * args.every))
     times = {k: [] for k in CONFIGS}
     for r in range(args.repeats):
-        order = CONFIGS[r % 4:] + CONFIGS[:r % 4]
+        order = CONFIGS[r % 4 :] + CONFIGS[: r % 4]
         for name in order:
             times[name].append(window(name, args.steps) / args.steps)
-        print(f"round {r + 1}/{args.repeats}: " + ", ".join(f"{k} {1e3 * times[k][-1]:.2f} ms" for k in CONFIGS),
-              file=sys.stderr)
+        print(
+            f"round {r + 1}/{args.repeats}: " + ", ".join(f"{k} {1e3 * times[k][-1]:.2f} ms" for k in CONFIGS),
+            file=sys.stderr,
+        )
     med = {k: float(np.median(v)) for k, v in times.items()}
-    out = {"model": args.model, "batch": batch, "steps": args.steps, "repeats": args.repeats, "every": args.every,
-           "ms_per_step": {k: 1e3 * v for k, v in med.items()},
-           "ratio_to_bare": {k: med[k] / med["bare"] for k in CONFIGS}}
+    out = {
+        "model": args.model,
+        "batch": batch,
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "every": args.every,
+        "ms_per_step": {k: 1e3 * v for k, v in med.items()},
+        "ratio_to_bare": {k: med[k] / med["bare"] for k in CONFIGS},
+    }
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.model}, batch {batch}, {args.steps} steps x {args.repeats} rounds (median), collector every {args.every}")
+        print(
+            f"{args.model}, batch {batch}, {args.steps} steps x {args.repeats} rounds (median), collector every {args.every}"
+        )
         for k in CONFIGS:
             print(f"  {k:<8} {1e3 * med[k]:8.2f} ms/step   x{med[k] / med['bare']:.3f}")
-    rows = [[LABELS[k].format(every=args.every), [1e3 * t for t in times[k]], 1e3 * med[k], med[k] / med["bare"]]
-            for k in CONFIGS]
-    table = results.table(["callbacks", "ms/step (per round)", "median ms/step", "vs. none"],
-                          ["{}", ", ".join(["{:.1f}"] * args.repeats), "{:.1f}", "{:.2f}"], rows, keys=CONFIGS)
-    results.write(target, {"main": table}, settings={k: v for k, v in vars(args).items()
-                                                     if k not in ("json", "results", "force")} | {"batch": batch})
+    rows = [
+        [LABELS[k].format(every=args.every), [1e3 * t for t in times[k]], 1e3 * med[k], med[k] / med["bare"]]
+        for k in CONFIGS
+    ]
+    table = results.table(
+        ["callbacks", "ms/step (per round)", "median ms/step", "vs. none"],
+        ["{}", ", ".join(["{:.1f}"] * args.repeats), "{:.1f}", "{:.2f}"],
+        rows,
+        keys=CONFIGS,
+    )
+    results.write(
+        target,
+        {"main": table},
+        settings={k: v for k, v in vars(args).items() if k not in ("json", "results", "force")} | {"batch": batch},
+    )
     return out
 
 

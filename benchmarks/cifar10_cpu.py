@@ -48,8 +48,10 @@ from tf_vrre.workflows.image_classification import config as C
 from tf_vrre.workflows.image_classification import evaluate as evaluation
 from tf_vrre.workflows.image_classification import train as training
 
-DATA_DIR = next((str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
-                str(REPO.parent / "shared" / "data"))
+DATA_DIR = next(
+    (str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
+    str(REPO.parent / "shared" / "data"),
+)
 METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 
 
@@ -61,8 +63,12 @@ def parse_args(argv=None):
     p.add_argument("--model", default="resnet8")
     p.add_argument("--subset", type=int, default=5000, help="training images N")
     p.add_argument("--epochs", type=int, default=30, help="epochs of every method (cycSGHMC: --cyc-epochs)")
-    p.add_argument("--cyc-epochs", type=int, default=None, help="epochs of cycSGHMC (default 2 x --epochs, as "
-                   "in the paper's 1000 vs 500)")
+    p.add_argument(
+        "--cyc-epochs",
+        type=int,
+        default=None,
+        help="epochs of cycSGHMC (default 2 x --epochs, as in the paper's 1000 vs 500)",
+    )
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--thinning", type=int, default=None, help="steps between samples (default: one per epoch)")
     p.add_argument("--vr-period", type=int, default=None, help="m (default: two epochs, as the paper's 392 at n=256)")
@@ -78,8 +84,14 @@ def method_config(method, seed, args):
     """The shipped config of ``method`` with the benchmark's scale flags."""
     spe = args.subset // args.batch_size
     epochs = (args.cyc_epochs or 2 * args.epochs) if method == "cycsghmc" else args.epochs
-    over = {"model.name": args.model, "data.subset": args.subset, "data.batch_size": args.batch_size,
-            "training.epochs": epochs, "training.seed": seed, "samples.thinning": args.thinning or spe}
+    over = {
+        "model.name": args.model,
+        "data.subset": args.subset,
+        "data.batch_size": args.batch_size,
+        "training.epochs": epochs,
+        "training.seed": seed,
+        "samples.thinning": args.thinning or spe,
+    }
     window = args.vr_period or 2 * spe
     if method in C.VARIANCE_REDUCED:
         over["variance_reduction.period"] = window
@@ -108,11 +120,19 @@ def run_one(method, seed, args):
     epochs = run["config"]["training"]["epochs"]
     with open(os.path.join(out, rundir.LOG), newline="") as f:
         times = [float(r["epoch_seconds"]) for r in csv.DictReader(f) if r.get("epoch_seconds")]
-    return {"method": method, "seed": seed, "dir": out, "epochs": epochs,
-            "seconds_per_epoch": float(np.median(times[1:])) if len(times) > 1 else None,  # first: tracing
-            "train_seconds": run.get("benchmark_seconds"), "samples": report["samples"],
-            "test": report["test"], "ood": report["ood"], "temperature": report["temperature"],
-            "swaps": report["swaps"]}
+    return {
+        "method": method,
+        "seed": seed,
+        "dir": out,
+        "epochs": epochs,
+        "seconds_per_epoch": float(np.median(times[1:])) if len(times) > 1 else None,  # first: tracing
+        "train_seconds": run.get("benchmark_seconds"),
+        "samples": report["samples"],
+        "test": report["test"],
+        "ood": report["ood"],
+        "temperature": report["temperature"],
+        "swaps": report["swaps"],
+    }
 
 
 def _write(path, obj):
@@ -138,8 +158,10 @@ def table(results, methods, seeds):
             continue
         row = {"method": m, "seeds": len(rs)}
         get = {
-            "acc": lambda r: r["test"]["T=1"]["accuracy"], "nll": lambda r: r["test"]["T=1"]["nll"],
-            "brier": lambda r: r["test"]["T=1"]["brier"], "ece": lambda r: r["test"]["T=1"]["ece"],
+            "acc": lambda r: r["test"]["T=1"]["accuracy"],
+            "nll": lambda r: r["test"]["T=1"]["nll"],
+            "brier": lambda r: r["test"]["T=1"]["brier"],
+            "ece": lambda r: r["test"]["T=1"]["ece"],
             "ece_T": lambda r: r["test"].get("T=fitted", {}).get("ece"),
             "T": lambda r: (r["temperature"] or {}).get("T"),
             "ood_entropy": lambda r: r["ood"]["T=1"]["entropy_mean"],
@@ -175,8 +197,22 @@ def _fmt(pair, spec, scale=1.0):
     return format(mean * scale, spec) + ("" if spread is None else " +- " + format(spread * scale, spec))
 
 
-HEAD = ("method", "BMA acc %", "NLL", "Brier", "ECE", "ECE (fitted T)", "T", "OOD entropy", ">1.5 (T=2)",
-        "AUROC", "swaps/attempts", "sigma2 late", "sigma2 reduction", "s/epoch vs SGHMC")
+HEAD = (
+    "method",
+    "BMA acc %",
+    "NLL",
+    "Brier",
+    "ECE",
+    "ECE (fitted T)",
+    "T",
+    "OOD entropy",
+    ">1.5 (T=2)",
+    "AUROC",
+    "swaps/attempts",
+    "sigma2 late",
+    "sigma2 reduction",
+    "s/epoch vs SGHMC",
+)
 
 
 def _cell(pair, spec, scale=1.0):
@@ -198,13 +234,30 @@ def results_table(rows):
         swaps = "-"
         if r["swaps"][0] is not None:
             swaps = [r["swaps"][0], r["swaps"][1] or 0.0, r["attempts"][0], r["attempts"][1] or 0.0]
-        cells.append([r["method"], _cell(r["acc"], ".1f", 100),
-                      *[_cell(r[k], spec) for k, spec in zip(("nll", "brier", "ece", "ece_T", "T", "ood_entropy",
-                                                               "ood_gt15_T2", "auroc"), specs[1:])],
-                      swaps, _cell(r["sigma2_late"], ".3g"), _cell(r["sigma2_reduction"], ".2f"),
-                      _cell(r["epoch_time_ratio"], ".2f")])
-    formats = ["{}", *[f"{{:{s}}} +- {{:{s}}}" for s in specs], "{:.0f} +- {:.0f} / {:.0f} +- {:.0f}",
-               "{:.3g} +- {:.3g}", "{:.2f} +- {:.2f}", "{:.2f} +- {:.2f}"]
+        cells.append(
+            [
+                r["method"],
+                _cell(r["acc"], ".1f", 100),
+                *[
+                    _cell(r[k], spec)
+                    for k, spec in zip(
+                        ("nll", "brier", "ece", "ece_T", "T", "ood_entropy", "ood_gt15_T2", "auroc"), specs[1:]
+                    )
+                ],
+                swaps,
+                _cell(r["sigma2_late"], ".3g"),
+                _cell(r["sigma2_reduction"], ".2f"),
+                _cell(r["epoch_time_ratio"], ".2f"),
+            ]
+        )
+    formats = [
+        "{}",
+        *[f"{{:{s}}} +- {{:{s}}}" for s in specs],
+        "{:.0f} +- {:.0f} / {:.0f} +- {:.0f}",
+        "{:.3g} +- {:.3g}",
+        "{:.2f} +- {:.2f}",
+        "{:.2f} +- {:.2f}",
+    ]
     return results_file.table(HEAD, formats, cells, keys=[r["method"] for r in rows])
 
 
@@ -214,11 +267,28 @@ def print_table(rows):
     print("|" + "---|" * len(head))
     for r in rows:
         swaps = "-" if r["swaps"][0] is None else f"{_fmt(r['swaps'], '.0f')} / {_fmt(r['attempts'], '.0f')}"
-        print("| " + " | ".join([
-            r["method"], _fmt(r["acc"], ".1f", 100), _fmt(r["nll"], ".3f"), _fmt(r["brier"], ".3f"),
-            _fmt(r["ece"], ".3f"), _fmt(r["ece_T"], ".3f"), _fmt(r["T"], ".2f"), _fmt(r["ood_entropy"], ".3f"),
-            _fmt(r["ood_gt15_T2"], ".3f"), _fmt(r["auroc"], ".3f"), swaps, _fmt(r["sigma2_late"], ".3g"),
-            _fmt(r["sigma2_reduction"], ".2f"), _fmt(r["epoch_time_ratio"], ".2f")]) + " |")
+        print(
+            "| "
+            + " | ".join(
+                [
+                    r["method"],
+                    _fmt(r["acc"], ".1f", 100),
+                    _fmt(r["nll"], ".3f"),
+                    _fmt(r["brier"], ".3f"),
+                    _fmt(r["ece"], ".3f"),
+                    _fmt(r["ece_T"], ".3f"),
+                    _fmt(r["T"], ".2f"),
+                    _fmt(r["ood_entropy"], ".3f"),
+                    _fmt(r["ood_gt15_T2"], ".3f"),
+                    _fmt(r["auroc"], ".3f"),
+                    swaps,
+                    _fmt(r["sigma2_late"], ".3g"),
+                    _fmt(r["sigma2_reduction"], ".2f"),
+                    _fmt(r["epoch_time_ratio"], ".2f"),
+                ]
+            )
+            + " |"
+        )
 
 
 def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
@@ -234,8 +304,13 @@ def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
                 curves.append((m, z[key], {"color": f"C{i}"}))
     if curves:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        image_plots.entropy_cdf(path, curves, 1.5, float(np.log(10)),
-                                title=f"CIFAR-100 test images under CIFAR-10 models (BMA, T = 2, seed {seeds[0]}; CPU scale)")
+        image_plots.entropy_cdf(
+            path,
+            curves,
+            1.5,
+            float(np.log(10)),
+            title=f"CIFAR-100 test images under CIFAR-10 models (BMA, T = 2, seed {seeds[0]}; CPU scale)",
+        )
 
 
 def sigma2_figure(results, seeds, path):
@@ -254,8 +329,13 @@ def sigma2_figure(results, seeds, path):
             with open(f, newline="") as fh:
                 rows = [row for row in csv.DictReader(fh) if row.get("sigma2_updated") in ("1", "True")]
             steps = [int(row["step"]) for row in rows]
-            ax.semilogy(steps, [float(row["sigma2_0"]) for row in rows], color=f"C{i}", ls=("-", "--", ":")[j % 3],
-                        label=f"{method} seed {seed}")
+            ax.semilogy(
+                steps,
+                [float(row["sigma2_0"]) for row in rows],
+                color=f"C{i}",
+                ls=("-", "--", ":")[j % 3],
+                label=f"{method} seed {seed}",
+            )
             drawn = True
     if drawn:
         ax.set_xlabel("step")
@@ -278,12 +358,15 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "results.json")
     results = json.load(open(path))["results"] if os.path.exists(path) else []
-    print(f"cifar10_cpu: {args.model}, N={args.subset}, {args.epochs} epochs (cycSGHMC "
-          f"{args.cyc_epochs or 2 * args.epochs}), batch {args.batch_size}, seeds {seeds}, test/OOD size "
-          f"{args.test_size}, data {args.data_dir}", flush=True)
+    print(
+        f"cifar10_cpu: {args.model}, N={args.subset}, {args.epochs} epochs (cycSGHMC "
+        f"{args.cyc_epochs or 2 * args.epochs}), batch {args.batch_size}, seeds {seeds}, test/OOD size "
+        f"{args.test_size}, data {args.data_dir}",
+        flush=True,
+    )
     start = time.time()
     for i, seed in enumerate(seeds):
-        order = methods[i % len(methods):] + methods[:i % len(methods)]
+        order = methods[i % len(methods) :] + methods[: i % len(methods)]
         for method in order:
             if any(r["method"] == method and r["seed"] == seed for r in results):
                 continue
@@ -291,9 +374,12 @@ def main(argv=None):
             res = run_one(method, seed, args)
             results.append(res)
             _write(path, {"settings": vars(args), "results": results})
-            print(f"[{time.time() - start:6.0f} s] {method} seed {seed}: BMA acc {res['test']['T=1']['accuracy']:.4f}, "
-                  f"NLL {res['test']['T=1']['nll']:.3f}, samples {res['samples']}, swaps {res['swaps']}, "
-                  f"{time.time() - t0:.0f} s", flush=True)
+            print(
+                f"[{time.time() - start:6.0f} s] {method} seed {seed}: BMA acc {res['test']['T=1']['accuracy']:.4f}, "
+                f"NLL {res['test']['T=1']['nll']:.3f}, samples {res['samples']}, swaps {res['swaps']}, "
+                f"{time.time() - t0:.0f} s",
+                flush=True,
+            )
     rows = table(results, methods, seeds)
     _write(path, {"settings": vars(args), "results": results, "table": rows})
     entropy_figure(results, methods, seeds, args.figure)

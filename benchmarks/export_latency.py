@@ -32,7 +32,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results
 
 # real CIFAR-10 .npz files: $TF_VRRE_DATA_DIR, else ../shared/data beside the repository
-DATA = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
+DATA = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"
+)
 TRAIN = os.path.join(DATA, "cifar10", "cifar10_train_part1of2.npz")
 TEST = os.path.join(DATA, "cifar10", "cifar10_test.npz")
 
@@ -51,34 +53,58 @@ def make_run(run_dir, k_max, train_size, batch_size, seed=0):
     scale = 1.0 / 255.0
     xs = x.astype(np.float64) * scale
     pre = {"kind": "normalize", "scale": scale, "mean": xs.mean((0, 1, 2)).tolist(), "std": xs.std((0, 1, 2)).tolist()}
-    xn = ((x.astype(np.float32) * np.float32(scale) - np.float32(pre["mean"])) / np.float32(pre["std"]))
+    xn = (x.astype(np.float32) * np.float32(scale) - np.float32(pre["mean"])) / np.float32(pre["std"])
     spe = train_size // batch_size
     steps = 4 + k_max
     sampler = tf_vrre.ReplicaExchangeSampler(
-        resnet20, data_size=train_size, num_chains=2, temperatures=[1e-3, 5e-3], learning_rates=[2e-6 * 50000 / train_size, 3e-6 * 50000 / train_size],
-        dynamics="sghmc", weight_decay=5.0, swap=tf_vrre.CorrectedSwap(correction=2.0),
-        variance_reduction=tf_vrre.ControlVariates(period=spe), seed=seed)
+        resnet20,
+        data_size=train_size,
+        num_chains=2,
+        temperatures=[1e-3, 5e-3],
+        learning_rates=[2e-6 * 50000 / train_size, 3e-6 * 50000 / train_size],
+        dynamics="sghmc",
+        weight_decay=5.0,
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=spe),
+        seed=seed,
+    )
     sampler.set_reference_data((xn, y))
     sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     collector = tf_vrre.SampleCollector(os.path.join(run_dir, "samples"), every=1, burn_in_steps=4)
     t0 = time.perf_counter()
-    sampler.fit(sampler.make_dataset(batch_size, repeat=True), epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False,
-                callbacks=[collector])
+    sampler.fit(
+        sampler.make_dataset(batch_size, repeat=True),
+        epochs=1,
+        steps_per_epoch=steps,
+        verbose=0,
+        shuffle=False,
+        callbacks=[collector],
+    )
     print(f"  sampled {k_max} ResNet-20 members in {steps} steps ({time.perf_counter() - t0:.0f} s)")
-    run = {"format": "tf_vrre.run/1", "method": "vr-resghmc", "config": {"benchmark": True},
-           "model": {"name": "resnet20", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
-           "data": {"dataset": "cifar10", "source": "npz", "data_dir": os.path.dirname(TRAIN),
-                    "train_size": train_size, "subset": None},
-           "preprocessing": pre, "seed": seed,
-           "versions": {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__},
-           "status": "complete"}
+    run = {
+        "format": "tf_vrre.run/1",
+        "method": "vr-resghmc",
+        "config": {"benchmark": True},
+        "model": {"name": "resnet20", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+        "data": {
+            "dataset": "cifar10",
+            "source": "npz",
+            "data_dir": os.path.dirname(TRAIN),
+            "train_size": train_size,
+            "subset": None,
+        },
+        "preprocessing": pre,
+        "seed": seed,
+        "versions": {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__},
+        "status": "complete",
+    }
     with open(os.path.join(run_dir, "run.json"), "w") as f:
         json.dump(run, f)
     return run
 
 
 def dir_mib(path):
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 2 ** 20
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 2**20
 
 
 def main():
@@ -104,8 +130,10 @@ def main():
     root = args.out or tempfile.mkdtemp(prefix="export_latency-")
     run_dir = os.path.join(root, "run")
     os.makedirs(run_dir, exist_ok=True)
-    print(f"ResNet-20, CIFAR-10; tensorflow {tf.__version__}, keras {keras.__version__}, "
-          f"{os.cpu_count()} CPUs; work dir {root}")
+    print(
+        f"ResNet-20, CIFAR-10; tensorflow {tf.__version__}, keras {keras.__version__}, "
+        f"{os.cpu_count()} CPUs; work dir {root}"
+    )
     run = make_run(run_dir, max(ks), args.train_size, 64)
 
     configs = {}  # name -> (signature, input dtype)
@@ -125,10 +153,11 @@ def main():
     configs["plain"] = (tf.saved_model.load(plain).signatures["serving_default"], "normalized")
 
     with np.load(TEST) as d:
-        images = d["x"][:max(batches)]
+        images = d["x"][: max(batches)]
     pre = run["preprocessing"]
-    normalized = ((images.astype(np.float32) * np.float32(pre["scale"]) - np.float32(pre["mean"]))
-                  / np.float32(pre["std"]))
+    normalized = (images.astype(np.float32) * np.float32(pre["scale"]) - np.float32(pre["mean"])) / np.float32(
+        pre["std"]
+    )
     times = {(name, b): [] for name in configs for b in batches}
 
     def call(name, b):
@@ -157,18 +186,37 @@ def main():
     print(f"| 1, plain `model.export` | {plain_seconds:.1f} | {dir_mib(plain):.2f} | " + " | ".join(row) + " |")
     for k in ks:
         cells = [f"{med[(f'K={k}', b)]:.1f} ({med[(f'K={k}', b)] / med[('plain', b)]:.1f}x)" for b in batches]
-        print(f"| {k} | {exports[k]['export_seconds']:.1f} | {exports[k]['bytes'] / 2 ** 20:.2f} | "
-              + " | ".join(cells) + " |")
-    rows = [["1, plain `model.export`", plain_seconds, dir_mib(plain),
-             *[{"value": med[("plain", b)], "format": "{:.1f}"} for b in batches]]]
+        print(
+            f"| {k} | {exports[k]['export_seconds']:.1f} | {exports[k]['bytes'] / 2**20:.2f} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    rows = [
+        [
+            "1, plain `model.export`",
+            plain_seconds,
+            dir_mib(plain),
+            *[{"value": med[("plain", b)], "format": "{:.1f}"} for b in batches],
+        ]
+    ]
     for k in ks:
-        rows.append([str(k), exports[k]["export_seconds"], exports[k]["bytes"] / 2 ** 20,
-                     *[[med[(f"K={k}", b)], med[(f"K={k}", b)] / med[("plain", b)]] for b in batches]])
-    table = results.table(["members", "export s", "SavedModel MiB", *[f"batch {b} ms (ratio)" for b in batches]],
-                          ["{}", "{:.1f}", "{:.2f}", *["{:.1f} ({:.1f}x)"] * len(batches)], rows,
-                          keys=["plain", *[f"K={k}" for k in ks]])
-    results.write(target, {"main": table}, settings={k: v for k, v in vars(args).items()
-                                                     if k not in ("out", "results", "force")})
+        rows.append(
+            [
+                str(k),
+                exports[k]["export_seconds"],
+                exports[k]["bytes"] / 2**20,
+                *[[med[(f"K={k}", b)], med[(f"K={k}", b)] / med[("plain", b)]] for b in batches],
+            ]
+        )
+    table = results.table(
+        ["members", "export s", "SavedModel MiB", *[f"batch {b} ms (ratio)" for b in batches]],
+        ["{}", "{:.1f}", "{:.2f}", *["{:.1f} ({:.1f}x)"] * len(batches)],
+        rows,
+        keys=["plain", *[f"K={k}" for k in ks]],
+    )
+    results.write(
+        target, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("out", "results", "force")}
+    )
     if args.out is None:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -37,23 +37,45 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import results
 from test_checkpoint_resume import assert_same_run, job
 
-POINTS = ("batch", "epoch_end", "torn", "sample.file", "sample.manifest", "swaps.drained", "csv.row",
-          "checkpoint.data", "checkpoint.committed")
+POINTS = (
+    "batch",
+    "epoch_end",
+    "torn",
+    "sample.file",
+    "sample.manifest",
+    "swaps.drained",
+    "csv.row",
+    "checkpoint.data",
+    "checkpoint.committed",
+)
 # Occurrences spread over one uninterrupted run: 32 steps, 14 samples, 8 epochs.
-OCCURRENCES = {"batch": (1, 7, 14, 22, 31), "torn": (1, 7, 14, 22, 31), "swaps.drained": (1, 7, 14, 22, 31),
-               "sample.file": (1, 4, 8, 11, 14), "sample.manifest": (1, 4, 8, 11, 14),
-               "epoch_end": (1, 3, 5, 8), "csv.row": (1, 3, 5, 8), "checkpoint.data": (1, 3, 5, 8),
-               "checkpoint.committed": (1, 3, 5, 8)}
-LABELS = {"batch": "`batch` (between writers after a step)", "epoch_end": "`epoch_end` (between callbacks' epoch ends)",
-          "torn": "`torn` (rows torn mid-write)", "checkpoint.data": "`checkpoint.data` (inside the write, before the "
-          "commit)"}
+OCCURRENCES = {
+    "batch": (1, 7, 14, 22, 31),
+    "torn": (1, 7, 14, 22, 31),
+    "swaps.drained": (1, 7, 14, 22, 31),
+    "sample.file": (1, 4, 8, 11, 14),
+    "sample.manifest": (1, 4, 8, 11, 14),
+    "epoch_end": (1, 3, 5, 8),
+    "csv.row": (1, 3, 5, 8),
+    "checkpoint.data": (1, 3, 5, 8),
+    "checkpoint.committed": (1, 3, 5, 8),
+}
+LABELS = {
+    "batch": "`batch` (between writers after a step)",
+    "epoch_end": "`epoch_end` (between callbacks' epoch ends)",
+    "torn": "`torn` (rows torn mid-write)",
+    "checkpoint.data": "`checkpoint.data` (inside the write, before the commit)",
+}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--points", default=",".join(POINTS), help="comma-separated points (default: all)")
-    p.add_argument("--occurrences", default=None,
-                   help="comma-separated n: kill at the n-th pass (default: spread over the run, per point)")
+    p.add_argument(
+        "--occurrences",
+        default=None,
+        help="comma-separated n: kill at the n-th pass (default: spread over the run, per point)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the run directories")
     results.add_arguments(p, "kill-sweep")
     a = p.parse_args()
@@ -87,19 +109,31 @@ def main():
                 shutil.rmtree(d)
             print(f"{point:<22}{n:>4}  {rows[-1][2]:<12}{rows[-1][3]}", flush=True)
     killed = sum(r[2] == "killed" for r in rows)
-    print(f"\n{killed} kills, {sum(r[3] == 'identical' for r in rows)} resumed runs identical to the uninterrupted "
-          f"one, {failures} different, {len(rows) - killed} points not reached; {time.perf_counter() - t0:.0f} s")
+    print(
+        f"\n{killed} kills, {sum(r[3] == 'identical' for r in rows)} resumed runs identical to the uninterrupted "
+        f"one, {failures} different, {len(rows) - killed} points not reached; {time.perf_counter() - t0:.0f} s"
+    )
     if not a.keep:
         shutil.rmtree(root)
     table = []
     for point in points:
         done = [r for r in rows if r[0] == point and r[2] == "killed"]
-        table.append([LABELS.get(point, f"`{point}`"), ", ".join(str(r[1]) for r in done) or "-",
-                      [sum(r[3] == "identical" for r in done), len(done)]])
-    main_table = results.table(["point", "occurrences killed", "resumed runs identical"], ["{}", "{}", "{} / {}"],
-                               table, keys=points)
-    results.write(target, {"main": main_table}, seconds=time.perf_counter() - t0,
-                  settings={"points": points, "occurrences": chosen, "steps": 32, "epochs": 8})
+        table.append(
+            [
+                LABELS.get(point, f"`{point}`"),
+                ", ".join(str(r[1]) for r in done) or "-",
+                [sum(r[3] == "identical" for r in done), len(done)],
+            ]
+        )
+    main_table = results.table(
+        ["point", "occurrences killed", "resumed runs identical"], ["{}", "{}", "{} / {}"], table, keys=points
+    )
+    results.write(
+        target,
+        {"main": main_table},
+        seconds=time.perf_counter() - t0,
+        settings={"points": points, "occurrences": chosen, "steps": 32, "epochs": 8},
+    )
     return 1 if failures else 0
 
 

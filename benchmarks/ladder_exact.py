@@ -48,20 +48,39 @@ def main(argv=None):
         weights, t0 = [], time.time()
         for seed in range(args.seeds):
             for init in (30.0, -5.0):  # one start in each mode
-                r = mx.run("resgld", data, steps=args.steps, learning_rate=lr, batch_size=args.data_size,
-                           period=4, temperatures=temps, correction=2.0, initial=init, seed=seed,
-                           record_every=500)
-                beta = r["beta"][len(r["beta"]) // 10:]
+                r = mx.run(
+                    "resgld",
+                    data,
+                    steps=args.steps,
+                    learning_rate=lr,
+                    batch_size=args.data_size,
+                    period=4,
+                    temperatures=temps,
+                    correction=2.0,
+                    initial=init,
+                    seed=seed,
+                    record_every=500,
+                )
+                beta = r["beta"][len(r["beta"]) // 10 :]
                 weights.append(np.mean(beta < mx.PHI / 2))
         w = np.array(weights)
         se = w.std(ddof=1) / np.sqrt(len(w))
-        print(f"eta {lr:g}: left {w.mean():.4f} +- {se:.4f} ({len(w)} runs), bias {w.mean() - exact:+.4f} "
-              f"= {(w.mean() - exact) / se:+.1f} SE, {time.time() - t0:.0f} s", flush=True)
+        print(
+            f"eta {lr:g}: left {w.mean():.4f} +- {se:.4f} ({len(w)} runs), bias {w.mean() - exact:+.4f} "
+            f"= {(w.mean() - exact) / se:+.1f} SE, {time.time() - t0:.0f} s",
+            flush=True,
+        )
         rows.append([lr, len(w), [float(w.mean()), float(se)], float((w.mean() - exact) / se)])
-    table = results.table(["eta", "runs", "cold left-mode weight", "bias"],
-                          ["{:g}", "{}", "{:.4f} +- {:.4f}", "{:+.1f} SE"], rows)
-    results.write(out, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")},
-                  exact_left_weight=float(exact), temperatures=[float(t) for t in temps])
+    table = results.table(
+        ["eta", "runs", "cold left-mode weight", "bias"], ["{:g}", "{}", "{:.4f} +- {:.4f}", "{:+.1f} SE"], rows
+    )
+    results.write(
+        out,
+        {"main": table},
+        settings={k: v for k, v in vars(args).items() if k not in ("results", "force")},
+        exact_left_weight=float(exact),
+        temperatures=[float(t) for t in temps],
+    )
 
 
 if __name__ == "__main__":

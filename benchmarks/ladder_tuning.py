@@ -110,16 +110,28 @@ def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None, corre
     if target == "gaussian":
         drain = SwapDrain(lambda w: float(w[0] ** 2))
         batch = GAUSS["data_size"] if energies == "exact" else 20
-        s, ds, _ = lt.mixture_sampler(temps, GAUSS_LR, seed, batch_size=batch, vr=energies == "vr",
-                                      steps_per_execution=SPE, target=GAUSS)
+        s, ds, _ = lt.mixture_sampler(
+            temps, GAUSS_LR, seed, batch_size=batch, vr=energies == "vr", steps_per_execution=SPE, target=GAUSS
+        )
         s.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[c for c in (tuner, drain) if c])
     else:
         drain = SwapDrain(lambda w: float(w[0]))
         data = mx.make_data(1000, seed=0)
-        mx.run("resgld" if energies == "exact" else "vr-resgld", data, steps, learning_rate=MIX_LR,
-               batch_size=1000 if energies == "exact" else 100, period=4, temperatures=temps, correction=correction,
-               seed=seed, record_every=SPE, callbacks=[c for c in (tuner, drain) if c],
-               swap_options={"pairs": "deo", **(swap_options or {})}, initial=30.0 if seed % 2 == 0 else -5.0)
+        mx.run(
+            "resgld" if energies == "exact" else "vr-resgld",
+            data,
+            steps,
+            learning_rate=MIX_LR,
+            batch_size=1000 if energies == "exact" else 100,
+            period=4,
+            temperatures=temps,
+            correction=correction,
+            seed=seed,
+            record_every=SPE,
+            callbacks=[c for c in (tuner, drain) if c],
+            swap_options={"pairs": "deo", **(swap_options or {})},
+            initial=30.0 if seed % 2 == 0 else -5.0,
+        )
     return _measure(drain, tuner, K, tune, steps, target)
 
 
@@ -137,12 +149,19 @@ def _measure(drain, tuner, K, tune, steps, target):
     theory = 1000.0 * ladder.round_trip_rate(r) * attempt_steps / (steps - tune)
     cold = np.array([v for st, v in drain.cold if st > tune])
     values = (cold < mx.PHI / 2).astype(float) if target == "mixture" else cold
-    blocks = values[:values.size - values.size % 20].reshape(20, -1).mean(1)
-    return {"temperatures": temps, "rejection": r.tolist(), "attempts": attempts.tolist(), "barrier": barrier.total,
-            "tuner_barrier": tuner.record["rounds"][-1]["barrier"] if tuner else None,
-            "trips_per_1000": 1000.0 * trips / (steps - tune), "theory_per_1000": theory, "cold": float(values.mean()),
-            "correction": float(drain.model.state.swap.correction.numpy()),
-            "cold_se": float(blocks.std(ddof=1) / math.sqrt(20))}
+    blocks = values[: values.size - values.size % 20].reshape(20, -1).mean(1)
+    return {
+        "temperatures": temps,
+        "rejection": r.tolist(),
+        "attempts": attempts.tolist(),
+        "barrier": barrier.total,
+        "tuner_barrier": tuner.record["rounds"][-1]["barrier"] if tuner else None,
+        "trips_per_1000": 1000.0 * trips / (steps - tune),
+        "theory_per_1000": theory,
+        "cold": float(values.mean()),
+        "correction": float(drain.model.state.swap.correction.numpy()),
+        "cold_se": float(blocks.std(ddof=1) / math.sqrt(20)),
+    }
 
 
 def _mean_se(values):
@@ -164,44 +183,63 @@ def summarise(runs, target):
     cold, across = _mean_se([r["cold"] for r in runs])
     pooled = math.sqrt(sum(r["cold_se"] ** 2 for r in runs)) / len(runs)
     se = max(pooled, across) if np.isfinite(across) else pooled
-    return {"barrier": _mean_se([r["barrier"] for r in runs]),
-            "tuner_barrier": _mean_se([r["tuner_barrier"] for r in runs]) if runs[0]["tuner_barrier"] else None,
-            "rejection": np.mean([r["rejection"] for r in runs], 0).tolist(),
-            "trips_per_1000": _mean_se([r["trips_per_1000"] for r in runs]),
-            "theory_per_1000": _mean_se([r["theory_per_1000"] for r in runs]),
-            "cold": cold, "cold_se": se, "cold_se_across_seeds": across, "cold_se_within_runs": pooled,
-            "exact": exact, "error": cold - exact,
-            "z": (cold - exact) / se if se and np.isfinite(se) and se > 0 else None,
-            "temperatures": np.mean([r["temperatures"] for r in runs], 0).tolist()}
+    return {
+        "barrier": _mean_se([r["barrier"] for r in runs]),
+        "tuner_barrier": _mean_se([r["tuner_barrier"] for r in runs]) if runs[0]["tuner_barrier"] else None,
+        "rejection": np.mean([r["rejection"] for r in runs], 0).tolist(),
+        "trips_per_1000": _mean_se([r["trips_per_1000"] for r in runs]),
+        "theory_per_1000": _mean_se([r["theory_per_1000"] for r in runs]),
+        "cold": cold,
+        "cold_se": se,
+        "cold_se_across_seeds": across,
+        "cold_se_within_runs": pooled,
+        "exact": exact,
+        "error": cold - exact,
+        "z": (cold - exact) / se if se and np.isfinite(se) and se > 0 else None,
+        "temperatures": np.mean([r["temperatures"] for r in runs], 0).tolist(),
+    }
 
 
 def _row(key, s):
     target, energies, K, kind = key
     lam = f"{s['barrier'][0]:.2f}" + (f" ({s['tuner_barrier'][0]:.2f})" if s["tuner_barrier"] else "")
     z = "" if s["z"] is None else f" ({s['z']:+.1f} SE)"
-    return (f"| {target} | {energies} | {K} | {kind} | {lam} | {' '.join(f'{v:.2f}' for v in s['rejection'])} | "
-            f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['theory_per_1000'][0]:.1f} | "
-            f"{s['error']:+.3f} +- {s['cold_se']:.3f}{z} |")
+    return (
+        f"| {target} | {energies} | {K} | {kind} | {lam} | {' '.join(f'{v:.2f}' for v in s['rejection'])} | "
+        f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['theory_per_1000'][0]:.1f} | "
+        f"{s['error']:+.3f} +- {s['cold_se']:.3f}{z} |"
+    )
 
 
-HEADER = ("| target | energies | K | ladder | Lambda (tuner's) | rejection per pair | round trips / 1000 steps "
-          "| NRPT theory | cold chain error |\n|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| target | energies | K | ladder | Lambda (tuner's) | rejection per pair | round trips / 1000 steps "
+    "| NRPT theory | cold chain error |\n|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def _provenance(argv):
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True,
-                                    text=True).stdout.strip())
+        dirty = bool(
+            subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True, text=True).stdout.strip()
+        )
     except OSError:
         commit, dirty = None, None
-    return {"command": "python benchmarks/ladder_tuning.py " + " ".join(argv), "git_commit": commit,
-            "git_dirty": dirty, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "hardware": {"machine": platform.machine(), "processor": platform.processor() or None,
-                         "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                         "python": platform.python_version(),
-                         "tensorflow": tf.__version__,
-                         "devices": [d.device_type for d in tf.config.list_physical_devices()]}}
+    return {
+        "command": "python benchmarks/ladder_tuning.py " + " ".join(argv),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "hardware": {
+            "machine": platform.machine(),
+            "processor": platform.processor() or None,
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "tensorflow": tf.__version__,
+            "devices": [d.device_type for d in tf.config.list_physical_devices()],
+        },
+    }
 
 
 def main(argv=None):
@@ -220,8 +258,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.tune, args.fixed = 2, 4000, 8000
-    configs = [(t, e, int(k), kind) for t in args.targets.split(",") for e in args.energies.split(",")
-               for k in args.chains.split(",") for kind in args.ladders.split(",")]
+    configs = [
+        (t, e, int(k), kind)
+        for t in args.targets.split(",")
+        for e in args.energies.split(",")
+        for k in args.chains.split(",")
+        for kind in args.ladders.split(",")
+    ]
     results, start, figure_done = {}, time.time(), False
     for i, key in enumerate(configs):
         runs = []
@@ -231,28 +274,42 @@ def main(argv=None):
                 record = tempfile.mkdtemp()
             runs.append(run_one(*key, seed, args.tune, args.fixed, record))
             if record:
-                ladder_report.plot_barrier(args.figure, ladder_report.read(record),
-                                           title=f"LadderTuner on the {key[0]} ({key[1]} energies), K = {key[2]}: "
-                                                 f"{args.tune} tuning steps from a linear ladder")
+                ladder_report.plot_barrier(
+                    args.figure,
+                    ladder_report.read(record),
+                    title=f"LadderTuner on the {key[0]} ({key[1]} energies), K = {key[2]}: "
+                    f"{args.tune} tuning steps from a linear ladder",
+                )
                 figure_done = True
         results[key] = {"summary": summarise(runs, key[0]), "runs": runs}
-        print(f"[{i + 1}/{len(configs)}] {' '.join(map(str, key))}: {time.time() - start:.0f} s", file=sys.stderr,
-              flush=True)
-    print(f"\n{args.seeds} seeds x {args.tune} tuning + {args.fixed} measured steps; Lambda from the measured "
-          "rejections (tuner's last-round estimate); cold chain error: Gaussian E[w_1^2] - 1, mixture left-mode "
-          "weight - exact\n")
+        print(
+            f"[{i + 1}/{len(configs)}] {' '.join(map(str, key))}: {time.time() - start:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(
+        f"\n{args.seeds} seeds x {args.tune} tuning + {args.fixed} measured steps; Lambda from the measured "
+        "rejections (tuner's last-round estimate); cold chain error: Gaussian E[w_1^2] - 1, mixture left-mode "
+        "weight - exact\n"
+    )
     print(HEADER)
     for key, res in results.items():
         print(_row(key, res["summary"]))
     exact_lambda = ladder.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
-    print(f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
-          f"(SGLD at eta = {GAUSS_LR}: {1 / (1 - GAUSS_LR / 2):.4f}); mixture left-mode weight at tau = 10: "
-          f"{_exact('mixture'):.4f}")
+    print(
+        f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
+        f"(SGLD at eta = {GAUSS_LR}: {1 / (1 - GAUSS_LR / 2):.4f}); mixture left-mode weight at tau = 10: "
+        f"{_exact('mixture'):.4f}"
+    )
     settings = dict(vars(args), out=os.path.relpath(os.path.abspath(args.out), os.path.dirname(HERE)))
-    doc = {**_provenance(argv), "settings": settings, "exact": {"gaussian_barrier": exact_lambda,
-                                                                  "mixture_left_weight": _exact("mixture")},
-           "results": [{"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v}
-                       for k, v in results.items()]}
+    doc = {
+        **_provenance(argv),
+        "settings": settings,
+        "exact": {"gaussian_barrier": exact_lambda, "mixture_left_weight": _exact("mixture")},
+        "results": [
+            {"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v} for k, v in results.items()
+        ],
+    }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)

@@ -44,17 +44,51 @@ def main_table(summary):
     """The page's table: one row per method (mean +- standard error across seeds) and the exact answer."""
     rows = []
     for method, r in summary["methods"].items():
-        rows.append([LABELS.get(method, method), r["swaps"], r["accept_rate"], r["mean_sigma2"], r["mode_changes"],
-                     [r["left_mode_weight"], r["left_mode_weight_se"]], [r["ks"], r["ks_se"]], r["beta_ess"],
-                     r["beta_rhat"], r["seconds"]])
+        rows.append(
+            [
+                LABELS.get(method, method),
+                r["swaps"],
+                r["accept_rate"],
+                r["mean_sigma2"],
+                r["mode_changes"],
+                [r["left_mode_weight"], r["left_mode_weight_se"]],
+                [r["ks"], r["ks_se"]],
+                r["beta_ess"],
+                r["beta_rhat"],
+                r["seconds"],
+            ]
+        )
     rows = [[c if c is not None else "-" for c in row] for row in rows]
     exact = {"value": summary["exact"]["mode_weights"][0], "format": "{:.3f}"}
     rows.append(["exact", None, None, None, None, exact, {"value": 0.0, "format": "{:.3f}"}, None, None, None])
     return results.table(
-        ["method", "swaps", "accept", "mean sigma2", "mode changes", "left-mode weight", "KS", "ESS(beta)", "R-hat",
-         "time s"],
-        ["{}", "{:.0f}", "{:.4f}", "{:.4g}", "{:.1f}", "{:.3f} +- {:.3f}", "{:.3f} +- {:.3f}", "{:.0f}", "{:.2f}",
-         "{:.0f}"], rows, keys=[*summary["methods"], "exact"])
+        [
+            "method",
+            "swaps",
+            "accept",
+            "mean sigma2",
+            "mode changes",
+            "left-mode weight",
+            "KS",
+            "ESS(beta)",
+            "R-hat",
+            "time s",
+        ],
+        [
+            "{}",
+            "{:.0f}",
+            "{:.4f}",
+            "{:.4g}",
+            "{:.1f}",
+            "{:.3f} +- {:.3f}",
+            "{:.3f} +- {:.3f}",
+            "{:.0f}",
+            "{:.2f}",
+            "{:.0f}",
+        ],
+        rows,
+        keys=[*summary["methods"], "exact"],
+    )
 
 
 def variance_table(summary):
@@ -66,23 +100,36 @@ def variance_table(summary):
     if base:
         rows.append(["reSGLD (mini-batch energies)", "-", base, 1.0])
         keys.append("resgld")
-    entries = ([(m, methods["vr-resgld"]["mean_sigma2"])] if "vr-resgld" in methods else []) + \
-        [(int(k), v) for k, v in summary["variance_by_m"].items()]
+    entries = ([(m, methods["vr-resgld"]["mean_sigma2"])] if "vr-resgld" in methods else []) + [
+        (int(k), v) for k, v in summary["variance_by_m"].items()
+    ]
     for period, s2 in sorted(entries):
         rows.append(["VR-reSGLD", period, s2, base / s2 if base else "-"])
         keys.append(f"vr-m{period}")
-    return results.table(["swap energies", "m", "mean sigma2", "reSGLD / this"], ["{}", "{}", "{:.4g}", "{:.1f}"],
-                         rows, keys=keys)
+    return results.table(
+        ["swap energies", "m", "mean sigma2", "reSGLD / this"], ["{}", "{}", "{:.4g}", "{:.1f}"], rows, keys=keys
+    )
 
 
 def seeds_table(summary):
     rows = []
     for method, r in summary["methods"].items():
         for s in r["per_seed"]:
-            rows.append([LABELS.get(method, method), s["seed"], s["swaps"] if s["swaps"] is not None else "-",
-                         s["mode_changes"], s["left_mode_weight"], s["ks"]])
-    return results.table(["method", "chain seed", "swaps", "mode changes", "left-mode weight", "KS"],
-                         ["{}", "{}", "{}", "{}", "{:.3f}", "{:.3f}"], rows)
+            rows.append(
+                [
+                    LABELS.get(method, method),
+                    s["seed"],
+                    s["swaps"] if s["swaps"] is not None else "-",
+                    s["mode_changes"],
+                    s["left_mode_weight"],
+                    s["ks"],
+                ]
+            )
+    return results.table(
+        ["method", "chain seed", "swaps", "mode changes", "left-mode weight", "KS"],
+        ["{}", "{}", "{}", "{}", "{:.3f}", "{:.3f}"],
+        rows,
+    )
 
 
 def figure(path, summary, traces):
@@ -91,10 +138,19 @@ def figure(path, summary, traces):
     from tf_vrre import _figures
 
     cfg, methods, seeds = summary["config"], list(summary["methods"]), summary["chain_seeds"]
-    modes, exact_left, split = summary["exact"]["modes"], summary["exact"]["mode_weights"][0], summary["target"]["phi"] / 2
+    modes, exact_left, split = (
+        summary["exact"]["modes"],
+        summary["exact"]["mode_weights"][0],
+        summary["target"]["phi"] / 2,
+    )
     fig = _figures.new(figsize=(3.6 * len(methods), 0.95 * len(seeds) + 2.9))
-    axes = fig.subplots(len(seeds) + 1, len(methods), squeeze=False, sharex=True,
-                        gridspec_kw={"height_ratios": [1] * len(seeds) + [2.0]})
+    axes = fig.subplots(
+        len(seeds) + 1,
+        len(methods),
+        squeeze=False,
+        sharex=True,
+        gridspec_kw={"height_ratios": [1] * len(seeds) + [2.0]},
+    )
     for j, method in enumerate(methods):
         per_seed = summary["methods"][method]["per_seed"]
         axes[0, j].set_title(LABELS.get(method, method), fontsize=10)
@@ -107,8 +163,15 @@ def figure(path, summary, traces):
                 ax.axhline(mode, ls="--", lw=0.6, color="0.4")
             ax.set_ylim(min(modes) - 10, max(modes) + 10)
             ax.set_yticks([round(m) for m in modes])
-            ax.text(0.01, 0.5, f"seed {seed}: {s['mode_changes']} mode changes, left {s['left_mode_weight']:.2f}",
-                    transform=ax.transAxes, va="center", fontsize=7, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
+            ax.text(
+                0.01,
+                0.5,
+                f"seed {seed}: {s['mode_changes']} mode changes, left {s['left_mode_weight']:.2f}",
+                transform=ax.transAxes,
+                va="center",
+                fontsize=7,
+                bbox={"facecolor": "white", "alpha": 0.85, "lw": 0},
+            )
             ax.tick_params(labelsize=7)
             # running weight of the left mode after burn-in
             start = int(beta.size * cfg["burn_in"])
@@ -123,8 +186,11 @@ def figure(path, summary, traces):
     axes[0, 0].set_ylabel(r"$\beta$", fontsize=8)
     axes[-1, 0].set_ylabel("left-mode weight so far", fontsize=8)
     axes[-1, 0].legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"Cold chain of each seed (tf-vrre mixture, {cfg['steps']:,} iterations): trace, and the weight "
-                 f"of the left mode against the exact one at tau = {cfg['tau1']:g}", fontsize=9)
+    fig.suptitle(
+        f"Cold chain of each seed (tf-vrre mixture, {cfg['steps']:,} iterations): trace, and the weight "
+        f"of the left mode against the exact one at tau = {cfg['tau1']:g}",
+        fontsize=9,
+    )
     fig.tight_layout(h_pad=0.4)
     _figures.save(fig, str(path), dpi=80)
 
@@ -137,25 +203,35 @@ def convert(run_dir, out, figure_path, flags, ran):
         traces = {k: z[k] for k in z.files}
     figure(figure_path, summary, traces)
     cfg = {k: v for k, v in summary["config"].items() if k != "out"}
-    values = {"variance_reduction_factor": summary["variance_reduction_factor"],
-              "variance_by_m": summary["variance_by_m"], "wall_seconds": summary["wall_seconds"]}
+    values = {
+        "variance_reduction_factor": summary["variance_reduction_factor"],
+        "variance_by_m": summary["variance_by_m"],
+        "wall_seconds": summary["wall_seconds"],
+    }
     study = " ".join(["tf-vrre", "mixture", *flags])
-    results.write(out, {"main": main_table(summary), "seeds": seeds_table(summary),
-                       "variance": variance_table(summary)},
-                  command=study, converted_by="python benchmarks/mixture.py" + (" --run" if not ran else ""), config=cfg,
-                  exact=summary["exact"], values=values, figure=str(Path(figure_path).resolve().relative_to(HERE.parent))
-                  if Path(figure_path).resolve().is_relative_to(HERE.parent) else str(figure_path))
+    results.write(
+        out,
+        {"main": main_table(summary), "seeds": seeds_table(summary), "variance": variance_table(summary)},
+        command=study,
+        converted_by="python benchmarks/mixture.py" + (" --run" if not ran else ""),
+        config=cfg,
+        exact=summary["exact"],
+        values=values,
+        figure=str(Path(figure_path).resolve().relative_to(HERE.parent))
+        if Path(figure_path).resolve().is_relative_to(HERE.parent)
+        else str(figure_path),
+    )
     print(f"figure: {figure_path}")
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    flags = argv[argv.index("--") + 1:] if "--" in argv else []
+    flags = argv[argv.index("--") + 1 :] if "--" in argv else []
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--run", default=None, help="a finished `tf-vrre mixture --out DIR` to convert instead of running")
     p.add_argument("--figure", default=str(FIGURE), help="PNG (default docs/mixture-density.png)")
     results.add_arguments(p, "mixture")
-    args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     out = results.check_target(args.results, args.force)
     convert(args.run or run_study(flags), out, args.figure, flags, ran=args.run is None)
 

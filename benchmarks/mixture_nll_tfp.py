@@ -35,16 +35,25 @@ def tfp_nll(x, y, y_pred):
     del y
     x = tf.reshape(tf.cast(x, tf.float32), [-1])
     beta = tf.reshape(y_pred, [-1])
-    locs = tf.stack([beta, mx.PHI - beta], axis=-1)                      # [n, 2]
+    locs = tf.stack([beta, mx.PHI - beta], axis=-1)  # [n, 2]
     dist = tfd.MixtureSameFamily(tfd.Categorical(probs=[0.5, 0.5]), tfd.Normal(locs, mx.SIGMA))
     return -dist.log_prob(x)
 
 
 def fit_seconds(nll, data, steps, seed=0):
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model, data_size=len(data), num_chains=2, temperatures=[10.0, 3000.0],
-        learning_rates=3e-4, dynamics="sgld", weight_decay=mx.weight_decay(), nll=nll, seed=seed,
-        swap=tf_vrre.CorrectedSwap(correction=2.0, period=4), variance_reduction=tf_vrre.ControlVariates(period=4))
+        mx.build_default_model,
+        data_size=len(data),
+        num_chains=2,
+        temperatures=[10.0, 3000.0],
+        learning_rates=3e-4,
+        dynamics="sgld",
+        weight_decay=mx.weight_decay(),
+        nll=nll,
+        seed=seed,
+        swap=tf_vrre.CorrectedSwap(correction=2.0, period=4),
+        variance_reduction=tf_vrre.ControlVariates(period=4),
+    )
     s.set_reference_data(data)
     s.compile(steps_per_execution=10)
     ds = tf.data.Dataset.from_tensor_slices(data).repeat().shuffle(1000, seed=seed).batch(100, drop_remainder=True)
@@ -76,16 +85,26 @@ def main():
             times[name].append(secs)
             final[name] = b
     med = {k: float(np.median(v)) for k, v in times.items()}
-    print(f"{args.steps} steps, median of {args.repeats} interleaved fits: hand {1e3 * med['hand'] / args.steps:.2f} "
-          f"ms/step, tfp {1e3 * med['tfp'] / args.steps:.2f} ms/step, tfp / hand = {med['tfp'] / med['hand']:.2f}")
+    print(
+        f"{args.steps} steps, median of {args.repeats} interleaved fits: hand {1e3 * med['hand'] / args.steps:.2f} "
+        f"ms/step, tfp {1e3 * med['tfp'] / args.steps:.2f} ms/step, tfp / hand = {med['tfp'] / med['hand']:.2f}"
+    )
     print(f"final cold beta (same seed): hand {final['hand']:.6f}, tfp {final['tfp']:.6f}")
     table = results.table(
-        ["NLL", "ms / step (median of interleaved fits)", "vs. by hand", "final cold beta (same seed)",
-         "largest difference to the hand-written NLL (nats per example)"],
+        [
+            "NLL",
+            "ms / step (median of interleaved fits)",
+            "vs. by hand",
+            "final cold beta (same seed)",
+            "largest difference to the hand-written NLL (nats per example)",
+        ],
         ["{}", "{:.2f}", "{:.2f}x", "{:.6f}", "{:.0e}"],
-        [["by hand (logsumexp)", 1e3 * med["hand"] / args.steps, 1.0, final["hand"], "-"],
-         ["`tfd.MixtureSameFamily`", 1e3 * med["tfp"] / args.steps, med["tfp"] / med["hand"], final["tfp"], largest]],
-        keys=["hand", "tfp"])
+        [
+            ["by hand (logsumexp)", 1e3 * med["hand"] / args.steps, 1.0, final["hand"], "-"],
+            ["`tfd.MixtureSameFamily`", 1e3 * med["tfp"] / args.steps, med["tfp"] / med["hand"], final["tfp"], largest],
+        ],
+        keys=["hand", "tfp"],
+    )
     results.write(target, {"main": table}, settings={"steps": args.steps, "repeats": args.repeats})
 
 

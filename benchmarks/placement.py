@@ -36,8 +36,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tensorflow as tf
 
 DEVICES = 4
-tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
-                                           [tf.config.LogicalDeviceConfiguration()] * DEVICES)
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * DEVICES
+)
 
 import keras
 import numpy as np
@@ -65,9 +66,17 @@ def build(strategy, chains, placement):
     x, y = data()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
-            mlp, data_size=N, num_chains=chains, temperatures=list(np.geomspace(1e-3, 1e-2, chains)),
-            learning_rates=1e-5, dynamics="sghmc", seed=0, swap=tf_vrre.CorrectedSwap(correction=5.0),
-            variance_reduction=tf_vrre.ControlVariates(period=16, batch_size=512), placement=placement)
+            mlp,
+            data_size=N,
+            num_chains=chains,
+            temperatures=list(np.geomspace(1e-3, 1e-2, chains)),
+            learning_rates=1e-5,
+            dynamics="sghmc",
+            seed=0,
+            swap=tf_vrre.CorrectedSwap(correction=5.0),
+            variance_reduction=tf_vrre.ControlVariates(period=16, batch_size=512),
+            placement=placement,
+        )
         s.set_reference_data((x, y))
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=False)
     return s
@@ -88,8 +97,13 @@ class StepClock(keras.callbacks.Callback):
 
 def timed(sampler, steps):
     clock = StepClock()
-    sampler.fit(sampler.make_dataset(BATCH, drop_remainder=True, repeat=True), steps_per_epoch=steps, epochs=1,
-                verbose=0, callbacks=[clock])
+    sampler.fit(
+        sampler.make_dataset(BATCH, drop_remainder=True, repeat=True),
+        steps_per_epoch=steps,
+        epochs=1,
+        verbose=0,
+        callbacks=[clock],
+    )
     return clock.per_step()
 
 
@@ -112,21 +126,41 @@ def figure(path, measured, params):
             ax.text(x0 + 2.0, 6.15, f"device {d}", ha="center", fontsize=10)
             chains = (0, 1) if key == "replicated" else (d,)
             for j, h in enumerate(chains):
-                ax.add_patch(FancyBboxPatch((x0 + 0.25, 4.2 - 1.6 * j), 3.5, 1.3, boxstyle="round,pad=0.03",
-                                            fc=colors[h], ec="none", alpha=0.85))
-                ax.text(x0 + 2.0, 4.85 - 1.6 * j, f"chain {h}: weights, velocities,\nsnapshot, U_hat",
-                        ha="center", va="center", color="white", fontsize=8.5)
+                ax.add_patch(
+                    FancyBboxPatch(
+                        (x0 + 0.25, 4.2 - 1.6 * j),
+                        3.5,
+                        1.3,
+                        boxstyle="round,pad=0.03",
+                        fc=colors[h],
+                        ec="none",
+                        alpha=0.85,
+                    )
+                )
+                ax.text(
+                    x0 + 2.0,
+                    4.85 - 1.6 * j,
+                    f"chain {h}: weights, velocities,\nsnapshot, U_hat",
+                    ha="center",
+                    va="center",
+                    color="white",
+                    fontsize=8.5,
+                )
             if key == "replicated":
                 ax.text(x0 + 2.0, 2.2, f"batch shard {d + 1}/2", ha="center", fontsize=8.5)
             else:
                 ax.text(x0 + 2.0, 2.9, "whole batch\nrung label: T, lr", ha="center", fontsize=8.5)
         ax.add_patch(FancyArrowPatch((4.4, 3.6), (5.6, 3.6), arrowstyle="<|-|>", mutation_scale=14, color="#222"))
         t = measured[key]
-        what = ("all-reduce of every chain's gradients\n+ energies, per-example NLLs"
-                if key == "replicated" else "one all_gather: energies and\nper-example swap energies")
+        what = (
+            "all-reduce of every chain's gradients\n+ energies, per-example NLLs"
+            if key == "replicated"
+            else "one all_gather: energies and\nper-example swap energies"
+        )
         ax.text(5.0, 1.05, f"{what}\n{t['bytes'] / 1024:.1f} KiB per step", ha="center", va="center", fontsize=9)
-    fig.text(0.5, 0.96, f"Where the weights live (K = 2, MLP {params:,} parameters per chain)",
-             ha="center", fontsize=12)
+    fig.text(
+        0.5, 0.96, f"Where the weights live (K = 2, MLP {params:,} parameters per chain)", ha="center", fontsize=12
+    )
     fig.savefig(path, dpi=110)
 
 
@@ -160,26 +194,45 @@ def main():
         return
     measured = {}
     for chains in (2, 4):  # one process per K (see measure)
-        child = subprocess.run([sys.executable, __file__, "--chains", str(chains), "--steps", str(args.steps),
-                                "--repeats", str(args.repeats)], capture_output=True, text=True, check=False)
+        child = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--chains",
+                str(chains),
+                "--steps",
+                str(args.steps),
+                "--repeats",
+                str(args.repeats),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if child.returncode:
             sys.exit(f"K={chains} failed:\n{child.stderr[-3000:]}")
         measured[chains] = json.loads(child.stdout.strip().splitlines()[-1])
     params = measured[2]["params"]
-    print(f"MLP 64-256-256-10 ({params:,} parameters per chain), batch {BATCH}, VR-reSGHMC; "
-          f"{DEVICES} logical CPU devices on {os.cpu_count()} cores; medians of {args.repeats} rounds")
+    print(
+        f"MLP 64-256-256-10 ({params:,} parameters per chain), batch {BATCH}, VR-reSGHMC; "
+        f"{DEVICES} logical CPU devices on {os.cpu_count()} cores; medians of {args.repeats} rounds"
+    )
     print(f"{'K':>2} | {'placement':<18} | {'ms/step':>8} | {'bytes/step':>11} | {'largest (elements)':>18} | by kind")
     for chains in (2, 4):
         for placement in PLACEMENTS:
             t = measured[chains][placement]
             kinds = ", ".join(f"{k} {v:,}" for k, v in sorted(t["kinds"].items()))
-            print(f"{chains:>2} | {placement:<18} | {1e3 * statistics.median(t['times']):>8.2f} | {t['bytes']:>11,} | "
-                  f"{t['largest']:>18,} | {kinds}")
+            print(
+                f"{chains:>2} | {placement:<18} | {1e3 * statistics.median(t['times']):>8.2f} | {t['bytes']:>11,} | "
+                f"{t['largest']:>18,} | {kinds}"
+            )
     for chains in (2, 4):
         a, b = (measured[chains][p] for p in PLACEMENTS)
         ratio = statistics.median(b["times"]) / statistics.median(a["times"])
-        print(f"K={chains}: chain_per_replica moves {a['bytes'] / b['bytes']:.0f}x fewer bytes per step; "
-              f"step time chain_per_replica / replicated = {ratio:.2f}")
+        print(
+            f"K={chains}: chain_per_replica moves {a['bytes'] / b['bytes']:.0f}x fewer bytes per step; "
+            f"step time chain_per_replica / replicated = {ratio:.2f}"
+        )
     if args.figure:
         figure(args.figure, measured[2], params)
         print("figure:", args.figure)

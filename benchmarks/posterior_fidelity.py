@@ -35,10 +35,17 @@ import posterior_fidelity_methods as pfm
 REFERENCE_DIR = HERE / "reference"
 RESULTS = HERE / "results" / "posterior-fidelity.json"
 FIGURE = HERE.parent / "docs" / "benchmarks" / "posterior-fidelity.png"
-REFERENCE_SETTINGS = {"chains": 4, "warmup": 1000, "draws": 1000, "thin": 4, "max_tree_depth": 7, "chunk": 100,
-                      "seed": 0}
+REFERENCE_SETTINGS = {
+    "chains": 4,
+    "warmup": 1000,
+    "draws": 1000,
+    "thin": 4,
+    "max_tree_depth": 7,
+    "chunk": 100,
+    "seed": 0,
+}
 QUICK_REFERENCE = {"chains": 2, "warmup": 100, "draws": 100, "thin": 2, "max_tree_depth": 5, "chunk": 50, "seed": 0}
-BUDGET_EPOCHS = 500    # gradient evaluations per method and seed, in units of N (one "epoch")
+BUDGET_EPOCHS = 500  # gradient evaluations per method and seed, in units of N (one "epoch")
 
 
 def environment():
@@ -49,20 +56,36 @@ def environment():
     import tensorflow_probability as tfp
 
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True,
-                                    text=True, check=True).stdout.strip())
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain"], cwd=HERE, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        )
     except (OSError, subprocess.CalledProcessError):
         commit, dirty = None, None
-    return {"command": "python benchmarks/posterior_fidelity.py " + " ".join(sys.argv[1:]),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": commit, "git_dirty": dirty,
-            "hardware": {"machine": platform.machine(), "processor": platform.processor() or None,
-                         "cpus": os.cpu_count(), "system": platform.system()},
-            "versions": {"python": platform.python_version(), "tensorflow": tf.__version__,
-                         "tensorflow_probability": tfp.__version__, "keras": keras.__version__,
-                         "numpy": np.__version__, "scikit-learn": sklearn.__version__}}
+    return {
+        "command": "python benchmarks/posterior_fidelity.py " + " ".join(sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "hardware": {
+            "machine": platform.machine(),
+            "processor": platform.processor() or None,
+            "cpus": os.cpu_count(),
+            "system": platform.system(),
+        },
+        "versions": {
+            "python": platform.python_version(),
+            "tensorflow": tf.__version__,
+            "tensorflow_probability": tfp.__version__,
+            "keras": keras.__version__,
+            "numpy": np.__version__,
+            "scikit-learn": sklearn.__version__,
+        },
+    }
 
 
 def _write_json(path, obj):
@@ -91,16 +114,20 @@ def convergence(problem, outputs):
     if problem.kind == "classification":
         p = softmax(outputs)
         top = p.mean((0, 1)).argmax(-1)
-        summary = p[..., np.arange(len(top)), top]          # [chains, draws, n]
+        summary = p[..., np.arange(len(top)), top]  # [chains, draws, n]
     else:
         summary = outputs[..., 0]
     rhat = dg.potential_scale_reduction(summary, split=True)
     ess = dg.effective_sample_size(summary, split=True)
     return {"rhat": rhat, "ess": ess}, {
         "summary": ("p(top class | x)" if problem.kind == "classification" else "f(x)") + " at each test point",
-        "rhat_max": float(rhat.max()), "rhat_median": float(np.median(rhat)),
+        "rhat_max": float(rhat.max()),
+        "rhat_median": float(np.median(rhat)),
         "rhat_fraction_above_1.01": float(np.mean(rhat > 1.01)),
-        "ess_min": float(ess.min()), "ess_median": float(np.median(ess)), "ess_max": float(ess.max())}
+        "ess_min": float(ess.min()),
+        "ess_median": float(np.median(ess)),
+        "ess_max": float(ess.max()),
+    }
 
 
 def build_reference(problem, settings, out_dir, force):
@@ -119,24 +146,46 @@ def build_reference(problem, settings, out_dir, force):
     for c in range(settings["chains"]):  # independent Keras (Glorot) initialisations
         keras.utils.set_random_seed(settings["seed"] + 1 + c)
         starts.append(posterior.flatten(problem.model_fn()))
-    print(f"reference {problem.name}: D = {posterior.dimension} weights, N = {problem.data_size}, "
-          f"{settings['chains']} chains x ({settings['warmup']} warm-up + {settings['draws']} draws)", flush=True)
-    run = hmc.sample_nuts(posterior, np.stack(starts), settings["warmup"], settings["draws"], settings["seed"],
-                          thin=settings["thin"], max_tree_depth=settings["max_tree_depth"], chunk=settings["chunk"],
-                          progress=lambda s: print(f"  {problem.name}: {s}", flush=True))
+    print(
+        f"reference {problem.name}: D = {posterior.dimension} weights, N = {problem.data_size}, "
+        f"{settings['chains']} chains x ({settings['warmup']} warm-up + {settings['draws']} draws)",
+        flush=True,
+    )
+    run = hmc.sample_nuts(
+        posterior,
+        np.stack(starts),
+        settings["warmup"],
+        settings["draws"],
+        settings["seed"],
+        thin=settings["thin"],
+        max_tree_depth=settings["max_tree_depth"],
+        chunk=settings["chunk"],
+        progress=lambda s: print(f"  {problem.name}: {s}", flush=True),
+    )
     outputs = posterior.predict(run.draws, problem.x_test)
     arrays, diag = convergence(problem, outputs)
     np.savez_compressed(npz, **reference_predictive(problem, outputs), **arrays)
     per_iteration = run.leapfrogs * problem.data_size
-    info = {**environment(), "problem": problem.name, "fingerprint": problem.fingerprint(), "settings": settings,
-            "dimension": posterior.dimension, "seconds": run.seconds, "step_size": run.step_size.tolist(),
-            "leapfrogs_per_iteration": run.leapfrogs, "divergences": run.divergences,
-            "gradient_evaluations_per_chain": per_iteration * (settings["warmup"] + settings["draws"]),
-            "convergence": diag}
+    info = {
+        **environment(),
+        "problem": problem.name,
+        "fingerprint": problem.fingerprint(),
+        "settings": settings,
+        "dimension": posterior.dimension,
+        "seconds": run.seconds,
+        "step_size": run.step_size.tolist(),
+        "leapfrogs_per_iteration": run.leapfrogs,
+        "divergences": run.divergences,
+        "gradient_evaluations_per_chain": per_iteration * (settings["warmup"] + settings["draws"]),
+        "convergence": diag,
+    }
     _write_json(meta, info)
-    print(f"  {problem.name}: {run.seconds:.0f} s, R-hat max {diag['rhat_max']:.3f} "
-          f"(median {diag['rhat_median']:.3f}), "
-          f"ESS min {diag['ess_min']:.0f} (median {diag['ess_median']:.0f}), {run.divergences} divergences", flush=True)
+    print(
+        f"  {problem.name}: {run.seconds:.0f} s, R-hat max {diag['rhat_max']:.3f} "
+        f"(median {diag['rhat_median']:.3f}), "
+        f"ESS min {diag['ess_min']:.0f} (median {diag['ess_median']:.0f}), {run.divergences} divergences",
+        flush=True,
+    )
     return info
 
 
@@ -144,12 +193,16 @@ def load_reference(problem, ref_dir):
     """The stored reference of ``problem`` (refused if it was built on other data)."""
     npz, meta = Path(ref_dir) / f"{problem.name}.npz", Path(ref_dir) / f"{problem.name}.json"
     if not npz.exists() or not meta.exists():
-        raise SystemExit(f"run: no reference for {problem.name} in {ref_dir}; build it with "
-                         "`python benchmarks/posterior_fidelity.py reference`")
+        raise SystemExit(
+            f"run: no reference for {problem.name} in {ref_dir}; build it with "
+            "`python benchmarks/posterior_fidelity.py reference`"
+        )
     info = json.loads(meta.read_text())
     if info["fingerprint"] != problem.fingerprint():
-        raise SystemExit(f"run: the reference in {npz} was built on other data (the data set or the split "
-                         "changed); rebuild it with `python benchmarks/posterior_fidelity.py reference --force`")
+        raise SystemExit(
+            f"run: the reference in {npz} was built on other data (the data set or the split "
+            "changed); rebuild it with `python benchmarks/posterior_fidelity.py reference --force`"
+        )
     with np.load(npz) as z:
         return {k: z[k] for k in z.files}, info
 
@@ -164,12 +217,12 @@ def method_predictive(problem, trace, budget, burn_in):
     if trace.info["members"] > 1:
         if not within.any():
             return None, 0
-        outputs = trace.outputs[np.flatnonzero(within)[-1]]                 # [members, n, out]
+        outputs = trace.outputs[np.flatnonzero(within)[-1]]  # [members, n, out]
     else:
         keep = within & trace.collect & (trace.budget > burn_in * budget)
         if not keep.any():
             return None, 0
-        outputs = trace.outputs[keep][:, 0]                                 # [S, n, out]
+        outputs = trace.outputs[keep][:, 0]  # [S, n, out]
     if problem.kind == "classification":
         return softmax(outputs).mean(0), len(outputs)
     return outputs[..., 0], len(outputs)
@@ -199,8 +252,9 @@ def reference_floor(problem, reference):
     half = len(d) // 2
     a, b = d[:half].reshape(-1, d.shape[-1]), d[half:].reshape(-1, d.shape[-1])
     out = dg.regression_fidelity(a, b)
-    return out | {"reference_nll_all": dg.regression_nll(d.reshape(-1, d.shape[-1]), problem.y_test,
-                                                          problem.noise_scale)}
+    return out | {
+        "reference_nll_all": dg.regression_nll(d.reshape(-1, d.shape[-1]), problem.y_test, problem.noise_scale)
+    }
 
 
 def evaluate_run(problem, method, trace, reference, budget, burn_in, points):
@@ -209,15 +263,17 @@ def evaluate_run(problem, method, trace, reference, budget, burn_in, points):
     for f in points:
         predictive, samples = method_predictive(problem, trace, f * budget, burn_in)
         if predictive is not None:
-            curve.append({"fraction": f, "budget": f * budget, "samples": samples,
-                          **score(problem, predictive, reference)})
+            curve.append(
+                {"fraction": f, "budget": f * budget, "samples": samples, **score(problem, predictive, reference)}
+            )
     return {"final": curve[-1] if curve and curve[-1]["fraction"] == 1.0 else None, "curve": curve}
 
 
 CURVE = (0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-METRICS = {"classification": (("agreement", "agreement", ".3f"), ("total_variation", "TV", ".3f"),
-                              ("nll", "NLL", ".3f")),
-           "regression": (("wasserstein_1", "W1 / sd", ".3f"), ("ks_distance", "KS", ".3f"), ("nll", "NLL", ".3f"))}
+METRICS = {
+    "classification": (("agreement", "agreement", ".3f"), ("total_variation", "TV", ".3f"), ("nll", "NLL", ".3f")),
+    "regression": (("wasserstein_1", "W1 / sd", ".3f"), ("ks_distance", "KS", ".3f"), ("nll", "NLL", ".3f")),
+}
 HEADLINE = {"classification": "total_variation", "regression": "wasserstein_1"}
 
 
@@ -235,21 +291,33 @@ def table_rows(problem, runs, methods, floor, reference_info):
         rs = [r for r in runs if r["method"] == name and r["final"]]
         if not rs:
             continue
-        row = {"method": name, "label": pfm.METHODS[name].label, "seeds": len(rs),
-               "samples": _mean_sd([r["final"]["samples"] for r in rs]),
-               "swap_rate": _mean_sd([r["info"]["swaps"] / r["info"]["attempts"] for r in rs
-                                      if r["info"]["attempts"]]),
-               "seconds": _mean_sd([r["seconds"] for r in rs])}
+        row = {
+            "method": name,
+            "label": pfm.METHODS[name].label,
+            "seeds": len(rs),
+            "samples": _mean_sd([r["final"]["samples"] for r in rs]),
+            "swap_rate": _mean_sd([r["info"]["swaps"] / r["info"]["attempts"] for r in rs if r["info"]["attempts"]]),
+            "seconds": _mean_sd([r["seconds"] for r in rs]),
+        }
         for key, _, _ in METRICS[problem.kind]:
             row[key] = _mean_sd([r["final"][key] for r in rs])
         headline = HEADLINE[problem.kind]
-        row[headline + "_tenth"] = _mean_sd([next((c[headline] for c in r["curve"] if c["fraction"] == 0.1), None)
-                                             for r in rs])
+        row[headline + "_tenth"] = _mean_sd(
+            [next((c[headline] for c in r["curve"] if c["fraction"] == 0.1), None) for r in rs]
+        )
         rows.append(row)
-    rows.append({"method": "nuts", "label": "NUTS reference: chains 1-2 vs 3-4 (NLL: all chains)", "seeds": None,
-                 "samples": None, "swap_rate": None, "seconds": {"mean": reference_info["seconds"], "sd": None},
-                 **{k: {"mean": floor[k], "sd": None} for k, _, _ in METRICS[problem.kind][:2]},
-                 "nll": {"mean": floor["reference_nll_all"], "sd": None}})
+    rows.append(
+        {
+            "method": "nuts",
+            "label": "NUTS reference: chains 1-2 vs 3-4 (NLL: all chains)",
+            "seeds": None,
+            "samples": None,
+            "swap_rate": None,
+            "seconds": {"mean": reference_info["seconds"], "sd": None},
+            **{k: {"mean": floor[k], "sd": None} for k, _, _ in METRICS[problem.kind][:2]},
+            "nll": {"mean": floor["reference_nll_all"], "sd": None},
+        }
+    )
     return rows
 
 
@@ -269,9 +337,20 @@ def format_table(kind, rows, budget_epochs):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [_cell(r[k], spec) for k, _, spec in METRICS[kind]]
-        lines.append("| " + " | ".join([r["label"], *cells, _cell(r.get(headline + "_tenth"), ".3f"),
-                                        _cell(r["samples"], ".0f"), _cell(r["swap_rate"], ".2f"),
-                                        _cell(r["seconds"], ".0f")]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["label"],
+                    *cells,
+                    _cell(r.get(headline + "_tenth"), ".3f"),
+                    _cell(r["samples"], ".0f"),
+                    _cell(r["swap_rate"], ".2f"),
+                    _cell(r["seconds"], ".0f"),
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -292,14 +371,22 @@ def figure(path, problems, runs, methods, floors, budget_epochs):
             fractions = sorted({c["fraction"] for r in rs for c in r["curve"]})
             if not fractions:
                 continue
-            values = np.array([[next((c[key] for c in r["curve"] if c["fraction"] == f), np.nan) for r in rs]
-                               for f in fractions])
+            values = np.array(
+                [[next((c[key] for c in r["curve"] if c["fraction"] == f), np.nan) for r in rs] for f in fractions]
+            )
             mean = np.nanmean(values, 1)
             sd = np.nanstd(values, 1, ddof=1) if len(rs) > 1 else np.zeros(len(fractions))
             x = np.array(fractions) * budget_epochs
             color = f"C{i % 10}"
-            ax.plot(x, mean, marker="o", ms=3, color=color, ls="--" if pfm.METHODS[name].vr else "-",
-                    label=pfm.METHODS[name].label)
+            ax.plot(
+                x,
+                mean,
+                marker="o",
+                ms=3,
+                color=color,
+                ls="--" if pfm.METHODS[name].vr else "-",
+                label=pfm.METHODS[name].label,
+            )
             ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
         ax.axhline(floors[problem][key], color="0.3", ls=":", label="NUTS: chains 1-2 vs 3-4")
         ax.set_xscale("log")
@@ -310,8 +397,12 @@ def figure(path, problems, runs, methods, floors, budget_epochs):
             axis.set_minor_formatter(NullFormatter())
         ax.set_xticks([t for t in (10, 20, 50, 100, 200, 500, 1000, 2000) if t <= budget_epochs * 1.01])
         ax.set_xlabel("gradient evaluations / N (all chains and full passes)")
-        ax.set_ylabel({"total_variation": "total variation to NUTS (test points)",
-                       "wasserstein_1": "W1 to NUTS of f(x), in posterior sds"}[key])
+        ax.set_ylabel(
+            {
+                "total_variation": "total variation to NUTS (test points)",
+                "wasserstein_1": "W1 to NUTS of f(x), in posterior sds",
+            }[key]
+        )
         ax.set_title(f"{problem} ({kind})", fontsize=10)
         ax.grid(alpha=0.3, which="both")
     handles, labels = axes[0].get_legend_handles_labels()
@@ -326,24 +417,40 @@ def parse_args(argv=None):
     sub = p.add_subparsers(dest="command", required=True)
     ref = sub.add_parser("reference", help="build and store the NUTS reference of every problem (once)")
     ref.add_argument("--problems", default=",".join(pfm.PROBLEMS))
-    ref.add_argument("--out", default=None, help=f"directory (default {REFERENCE_DIR.relative_to(HERE.parent)}, "
-                     "with --quick runs/posterior-fidelity-reference-quick)")
+    ref.add_argument(
+        "--out",
+        default=None,
+        help=f"directory (default {REFERENCE_DIR.relative_to(HERE.parent)}, "
+        "with --quick runs/posterior-fidelity-reference-quick)",
+    )
     ref.add_argument("--force", action="store_true", help="replace an existing reference")
     ref.add_argument("--quick", action="store_true", help="a short, unconverged reference for trying the pipeline")
     run = sub.add_parser("run", help="run the contenders against the stored reference")
     run.add_argument("--problems", default=",".join(pfm.PROBLEMS))
     run.add_argument("--methods", default=",".join(pfm.METHODS))
     run.add_argument("--seeds", default="1,2,3,4,5", help="seed 0 was used to choose the learning rates")
-    run.add_argument("--budget", type=float, default=BUDGET_EPOCHS, help="gradient evaluations per method and "
-                     "seed, in units of N")
-    run.add_argument("--burn-in", type=float, default=0.2, help="fraction of each budget whose samples are "
-                     "discarded (constant-step samplers)")
+    run.add_argument(
+        "--budget", type=float, default=BUDGET_EPOCHS, help="gradient evaluations per method and seed, in units of N"
+    )
+    run.add_argument(
+        "--burn-in",
+        type=float,
+        default=0.2,
+        help="fraction of each budget whose samples are discarded (constant-step samplers)",
+    )
     run.add_argument("--records", type=int, default=400, help="records of the test predictions per run")
     run.add_argument("--reference", default=str(REFERENCE_DIR))
-    run.add_argument("--out", default=None, help="results JSON (default benchmarks/results/posterior-fidelity.json, "
-                     "with --quick runs/posterior-fidelity-quick.json)")
-    run.add_argument("--figure", default=None, help="PNG (default docs/benchmarks/posterior-fidelity.png; "
-                     "with --quick next to the results)")
+    run.add_argument(
+        "--out",
+        default=None,
+        help="results JSON (default benchmarks/results/posterior-fidelity.json, "
+        "with --quick runs/posterior-fidelity-quick.json)",
+    )
+    run.add_argument(
+        "--figure",
+        default=None,
+        help="PNG (default docs/benchmarks/posterior-fidelity.png; with --quick next to the results)",
+    )
     run.add_argument("--quick", action="store_true", help="one seed, a fifth of the budget")
     run.add_argument("--force", action="store_true", help="replace an existing results file")
     fig = sub.add_parser("figure", help="reprint the tables and redraw the figure of a results file")
@@ -391,8 +498,10 @@ def _checked_run_args(args):
     if args.quick:
         seeds, args.budget = seeds[:1], args.budget / 5
     if not args.budget > 0 or not 0 <= args.burn_in < 1 or args.records < 2:
-        raise SystemExit(f"--budget must be > 0, --burn-in in [0, 1), --records >= 2; got {args.budget}, "
-                         f"{args.burn_in}, {args.records}")
+        raise SystemExit(
+            f"--budget must be > 0, --burn-in in [0, 1), --records >= 2; got {args.budget}, "
+            f"{args.burn_in}, {args.records}"
+        )
     args.out = Path(args.out or (Path("runs") / "posterior-fidelity-quick.json" if args.quick else RESULTS))
     args.figure = Path(args.figure or (args.out.with_suffix(".png") if args.quick else FIGURE))
     if args.out.exists() and not args.force:
@@ -405,8 +514,11 @@ def main_run(args):
     loaded = {name: (pfm.PROBLEMS[name](),) for name in problems}
     loaded = {name: (p, *load_reference(p, args.reference)) for name, (p,) in loaded.items()}  # all before any run
     start, cpu_start, runs, tables, floors = time.time(), time.process_time(), [], {}, {}
-    print(f"posterior fidelity: problems {problems}, methods {methods}, seeds {seeds}, budget {args.budget:g} "
-          f"epochs of gradient evaluations per run", flush=True)
+    print(
+        f"posterior fidelity: problems {problems}, methods {methods}, seeds {seeds}, budget {args.budget:g} "
+        f"epochs of gradient evaluations per run",
+        flush=True,
+    )
     for name, (problem, reference, info) in loaded.items():
         floors[name] = reference_floor(problem, reference)
         budget = args.budget * problem.data_size
@@ -416,24 +528,59 @@ def main_run(args):
                 trace = pfm.run_method(pfm.METHODS[method], problem, budget, seed, args.records)
                 seconds = time.time() - t0
                 ev = evaluate_run(problem, pfm.METHODS[method], trace, reference, budget, args.burn_in, CURVE)
-                runs.append({"problem": name, "method": method, "seed": seed, "seconds": seconds, "info": trace.info,
-                             **ev})
+                runs.append(
+                    {"problem": name, "method": method, "seed": seed, "seconds": seconds, "info": trace.info, **ev}
+                )
                 key = HEADLINE[problem.kind]
-                print(f"[{time.time() - start:5.0f} s] {name} {method} seed {seed}: {key} "
-                      f"{ev['final'][key]:.4f}, {seconds:.0f} s", flush=True)
+                print(
+                    f"[{time.time() - start:5.0f} s] {name} {method} seed {seed}: {key} "
+                    f"{ev['final'][key]:.4f}, {seconds:.0f} s",
+                    flush=True,
+                )
         rows = table_rows(problem, [r for r in runs if r["problem"] == name], methods, floors[name], info)
         tables[name] = rows
     settings = {k: _repo_relative(v) if k in ("reference", "out", "figure") else v for k, v in vars(args).items()}
-    problem_settings = {name: {"kind": p.kind, "train": p.data_size, "test": len(p.x_test), "hidden": p.hidden,
-                               "weight_decay": p.weight_decay, "noise_scale": p.noise_scale,
-                               "learning_rates": p.learning_rates, "batch_size": p.batch_size,
-                               "ladder_ratio": p.pair_ratio, "reference": {k: info[k] for k in (
-                                   "settings", "seconds", "dimension", "convergence", "divergences", "step_size",
-                                   "leapfrogs_per_iteration", "gradient_evaluations_per_chain", "command", "date")}}
-                        for name, (p, _, info) in loaded.items()}
-    results = {**environment(), "settings": settings, "seeds": seeds, "curve_fractions": CURVE,
-               "problems": problem_settings, "floors": floors, "tables": tables, "runs": runs,
-               "seconds": time.time() - start, "cpu_seconds": time.process_time() - cpu_start}
+    problem_settings = {
+        name: {
+            "kind": p.kind,
+            "train": p.data_size,
+            "test": len(p.x_test),
+            "hidden": p.hidden,
+            "weight_decay": p.weight_decay,
+            "noise_scale": p.noise_scale,
+            "learning_rates": p.learning_rates,
+            "batch_size": p.batch_size,
+            "ladder_ratio": p.pair_ratio,
+            "reference": {
+                k: info[k]
+                for k in (
+                    "settings",
+                    "seconds",
+                    "dimension",
+                    "convergence",
+                    "divergences",
+                    "step_size",
+                    "leapfrogs_per_iteration",
+                    "gradient_evaluations_per_chain",
+                    "command",
+                    "date",
+                )
+            },
+        }
+        for name, (p, _, info) in loaded.items()
+    }
+    results = {
+        **environment(),
+        "settings": settings,
+        "seeds": seeds,
+        "curve_fractions": CURVE,
+        "problems": problem_settings,
+        "floors": floors,
+        "tables": tables,
+        "runs": runs,
+        "seconds": time.time() - start,
+        "cpu_seconds": time.process_time() - cpu_start,
+    }
     _write_json(args.out, results)
     report(results, args.figure)
     print(f"results {args.out}")
@@ -444,8 +591,14 @@ def report(results, figure_path):
     """Prints the tables of a results JSON and draws its figure."""
     problems = [(name, p["kind"]) for name, p in results["problems"].items()]
     budget = results["settings"]["budget"]
-    figure(figure_path, problems, results["runs"], _names(results["settings"]["methods"], pfm.METHODS, "methods"),
-           results["floors"], budget)
+    figure(
+        figure_path,
+        problems,
+        results["runs"],
+        _names(results["settings"]["methods"], pfm.METHODS, "methods"),
+        results["floors"],
+        budget,
+    )
     for name, kind in problems:
         print(f"\n{name}: {kind}, budget {budget:g} epochs, mean +- sd over {len(results['seeds'])} seeds")
         print(format_table(kind, results["tables"][name], budget))

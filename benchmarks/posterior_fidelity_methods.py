@@ -31,18 +31,18 @@ class Problem:
     """One data set, its network, prior and the contenders' shared settings."""
 
     name: str
-    kind: str                  # "classification" or "regression"
+    kind: str  # "classification" or "regression"
     x_train: np.ndarray
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
-    hidden: tuple              # tanh layer widths
+    hidden: tuple  # tanh layer widths
     outputs: int
-    weight_decay: float        # prior precision wd (prior N(0, 1/wd) on every weight)
+    weight_decay: float  # prior precision wd (prior N(0, 1/wd) on every weight)
     noise_scale: float | None  # regression: the Gaussian likelihood's sd (standardised units)
-    learning_rates: dict       # eta by dynamics (the sampler's N-scaled units): "sghmc" (also M-SGD), "sgld"
+    learning_rates: dict  # eta by dynamics (the sampler's N-scaled units): "sghmc" (also M-SGD), "sgld"
     batch_size: int
-    pair_ratio: float          # hand ladder: tau_{h+1} / tau_h
+    pair_ratio: float  # hand ladder: tau_{h+1} / tau_h
 
     @property
     def data_size(self):
@@ -61,13 +61,14 @@ class Problem:
 
     def ladder(self, chains):
         """The hand-set ladder: geometric from tau = 1 with ratio ``pair_ratio`` per pair."""
-        return [float(self.pair_ratio ** h) for h in range(chains)]
+        return [float(self.pair_ratio**h) for h in range(chains)]
 
     def fingerprint(self):
         """SHA-256 of the standardised data and of the density's settings (network, prior, noise):
         a reference is valid only for exactly these."""
-        h = hashlib.sha256(repr((self.kind, self.hidden, self.outputs, "tanh", self.weight_decay,
-                                 self.noise_scale)).encode())
+        h = hashlib.sha256(
+            repr((self.kind, self.hidden, self.outputs, "tanh", self.weight_decay, self.noise_scale)).encode()
+        )
         for a in (self.x_train, self.y_train, self.x_test, self.y_test):
             h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
@@ -76,8 +77,9 @@ class Problem:
 def _split(x, y, stratify, test_fraction=0.2, seed=0):
     from sklearn.model_selection import train_test_split
 
-    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=test_fraction, random_state=seed,
-                                              stratify=y if stratify else None)
+    x_tr, x_te, y_tr, y_te = train_test_split(
+        x, y, test_size=test_fraction, random_state=seed, stratify=y if stratify else None
+    )
     mu, sd = x_tr.mean(0), x_tr.std(0)
     sd[sd == 0] = 1.0  # constant pixels of the digits
     return (x_tr - mu) / sd, (x_te - mu) / sd, y_tr, y_te
@@ -89,9 +91,21 @@ def digits():
 
     d = datasets.load_digits()
     x_tr, x_te, y_tr, y_te = _split(d.data.astype(np.float64), d.target, stratify=True)
-    return Problem("digits", "classification", x_tr.astype(np.float32), y_tr.astype(np.int64),
-                   x_te.astype(np.float32), y_te.astype(np.int64), hidden=(32,), outputs=10, weight_decay=1.0,
-                   noise_scale=None, learning_rates={"sghmc": 2e-4, "sgld": 3.2e-3}, batch_size=64, pair_ratio=1.02)
+    return Problem(
+        "digits",
+        "classification",
+        x_tr.astype(np.float32),
+        y_tr.astype(np.int64),
+        x_te.astype(np.float32),
+        y_te.astype(np.int64),
+        hidden=(32,),
+        outputs=10,
+        weight_decay=1.0,
+        noise_scale=None,
+        learning_rates={"sghmc": 2e-4, "sgld": 3.2e-3},
+        batch_size=64,
+        pair_ratio=1.02,
+    )
 
 
 def diabetes():
@@ -102,10 +116,21 @@ def diabetes():
     d = datasets.load_diabetes()
     x_tr, x_te, y_tr, y_te = _split(d.data.astype(np.float64), d.target.astype(np.float64), stratify=False)
     mu, sd = y_tr.mean(), y_tr.std()
-    return Problem("diabetes", "regression", x_tr.astype(np.float32), ((y_tr - mu) / sd).astype(np.float32),
-                   x_te.astype(np.float32), ((y_te - mu) / sd).astype(np.float32), hidden=(50, 50), outputs=1,
-                   weight_decay=1.0, noise_scale=0.75, learning_rates={"sghmc": 5e-5, "sgld": 2e-4}, batch_size=32,
-                   pair_ratio=1.02)
+    return Problem(
+        "diabetes",
+        "regression",
+        x_tr.astype(np.float32),
+        ((y_tr - mu) / sd).astype(np.float32),
+        x_te.astype(np.float32),
+        ((y_te - mu) / sd).astype(np.float32),
+        hidden=(50, 50),
+        outputs=1,
+        weight_decay=1.0,
+        noise_scale=0.75,
+        learning_rates={"sghmc": 5e-5, "sgld": 2e-4},
+        batch_size=32,
+        pair_ratio=1.02,
+    )
 
 
 PROBLEMS = {"digits": digits, "diabetes": diabetes}
@@ -128,9 +153,9 @@ class Method:
     vr: bool = False
     members: int = 1
     cycles: int = 0
-    lr_factor: float = 1.0     # times the problem's learning rate of these dynamics
-    temperature: float = 1.0   # of the cold chain (1 = the posterior; others are deliberately wrong)
-    swap: bool = True          # with K >= 2: the corrected swap (False: independent chains)
+    lr_factor: float = 1.0  # times the problem's learning rate of these dynamics
+    temperature: float = 1.0  # of the cold chain (1 = the posterior; others are deliberately wrong)
+    swap: bool = True  # with K >= 2: the corrected swap (False: independent chains)
     callbacks: Callable = lambda problem, steps: []
 
 
@@ -155,9 +180,9 @@ VR_PERIOD_EPOCHS = 2
 class Trace:
     """What a run leaves: network outputs on the test inputs at the recorded steps."""
 
-    budget: np.ndarray     # [S] gradient evaluations spent when each record was taken (whole run)
-    outputs: np.ndarray    # [S, members, n_test, outputs]
-    collect: np.ndarray    # [S] bool: the record is a sample (False: exploration phase of a cycle)
+    budget: np.ndarray  # [S] gradient evaluations spent when each record was taken (whole run)
+    outputs: np.ndarray  # [S, members, n_test, outputs]
+    collect: np.ndarray  # [S] bool: the record is a sample (False: exploration phase of a cycle)
     info: dict
 
 
@@ -194,16 +219,27 @@ def _sampler(method, problem, steps, seed):
         kwargs["variance_reduction"] = tf_vrre.ControlVariates(period=VR_PERIOD_EPOCHS * spe)
     nll = problem.nll()
     sampler = tf_vrre.ReplicaExchangeSampler(
-        problem.model_fn, data_size=problem.data_size, num_chains=K, learning_rates=lr, dynamics=method.dynamics,
-        weight_decay=problem.weight_decay, seed=seed, nll=None if isinstance(nll, keras.losses.Loss) else nll,
-        **kwargs)
+        problem.model_fn,
+        data_size=problem.data_size,
+        num_chains=K,
+        learning_rates=lr,
+        dynamics=method.dynamics,
+        weight_decay=problem.weight_decay,
+        seed=seed,
+        nll=None if isinstance(nll, keras.losses.Loss) else nll,
+        **kwargs,
+    )
     data = (problem.x_train, problem.y_train)
     if method.vr:  # batches carry their example index: the snapshot energies come from the full pass's cache
         sampler.set_reference_data(data)
         batches = sampler.make_dataset(problem.batch_size, repeat=True, drop_remainder=True)
     else:
-        batches = tf.data.Dataset.from_tensor_slices(data).shuffle(problem.data_size, seed=seed).batch(
-            problem.batch_size, drop_remainder=True).repeat()
+        batches = (
+            tf.data.Dataset.from_tensor_slices(data)
+            .shuffle(problem.data_size, seed=seed)
+            .batch(problem.batch_size, drop_remainder=True)
+            .repeat()
+        )
     return sampler, cycle, nll, batches
 
 
@@ -235,8 +271,9 @@ def run_method(method, problem, budget, seed, records=200):
     outputs, info = [], {"steps": steps, "every": every, "members": method.members, "swaps": 0, "attempts": 0}
     for member in range(method.members):
         sampler, cycle, nll, batches = _sampler(method, problem, steps, seed * 1000 + member)
-        sampler.compile(loss=nll if isinstance(nll, keras.losses.Loss) else None, steps_per_execution=every,
-                        jit_compile=False)
+        sampler.compile(
+            loss=nll if isinstance(nll, keras.losses.Loss) else None, steps_per_execution=every, jit_compile=False
+        )
         recorder = _Recorder(problem.x_test, every, cycle)
         callbacks = [recorder] + list(method.callbacks(problem, steps))
         history = sampler.fit(batches, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=callbacks)

@@ -31,9 +31,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results
 
 ROOT = results.ROOT
-PAGES = ["README.md", "docs/index.md", "docs/getting-started.md", "docs/algorithm.md", "docs/guides/tuning.md",
-         *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md"))]
-REGION = re.compile(r"(<!-- results: (?P<name>[\w-]+) (?P<part>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.DOTALL)
+PAGES = [
+    "README.md",
+    "docs/index.md",
+    "docs/getting-started.md",
+    "docs/algorithm.md",
+    "docs/guides/tuning.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md")),
+]
+REGION = re.compile(
+    r"(<!-- results: (?P<name>[\w-]+) (?P<part>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.DOTALL
+)
 FIELD = re.compile(r"\{(?P<name>[\w-]+)\.(?P<key>\w+)(?::(?P<fmt>[^{}]*))?\}")
 NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 
@@ -43,39 +51,68 @@ NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 
 
 def _mixture(res):
-    v = {key: results.value(res, "main", label, "left-mode weight") for key, label in
-         (("vr", "vr-resgld"), ("re", "resgld"), ("exact", "exact"))}
+    v = {
+        key: results.value(res, "main", label, "left-mode weight")
+        for key, label in (("vr", "vr-resgld"), ("re", "resgld"), ("exact", "exact"))
+    }
     (w, se), (w_re, se_re), exact = v["vr"], v["re"], v["exact"]
-    changes = {m: results.value(res, "main", key, "mode changes") for m, key in (("vr", "vr-resgld"),
-                                                                                ("re", "resgld"))}
+    changes = {m: results.value(res, "main", key, "mode changes") for m, key in (("vr", "vr-resgld"), ("re", "resgld"))}
     seeds = res["tables"]["seeds"]
-    per_seed = {m: [r[3] for r in seeds["rows"] if r[0] == label] for m, label in (("vr", "VR-reSGLD"),
-                                                                                    ("re", "reSGLD"))}
+    per_seed = {
+        m: [r[3] for r in seeds["rows"] if r[0] == label] for m, label in (("vr", "VR-reSGLD"), ("re", "reSGLD"))
+    }
     left = [r[4] for r in seeds["rows"] if r[0] == "VR-reSGLD"]
-    chains = {f"{m}_{stat}": results.value(res, "main", key, column) for m, key in
-              (("vr", "vr-resgld"), ("re", "resgld"), ("sgld", "sgld"))
-              for stat, column in (("ess", "ESS(beta)"), ("rhat", "R-hat"))}
-    return {"vr_left": w, "vr_se": se, "exact_left": exact, "vr_z": abs(w - exact) / se, "re_left": w_re,
-            "re_se": se_re, "re_z": abs(w_re - exact) / se_re, "vr_changes": changes["vr"], "re_changes": changes["re"],
-            "vr_changes_min": min(per_seed["vr"]), "vr_changes_max": max(per_seed["vr"]),
-            "re_changes_min": min(per_seed["re"]), "re_changes_max": max(per_seed["re"]),
-            "vr_left_min": min(left), "vr_left_max": max(left), **chains,
-            "steps": res["config"]["steps"], "sigma2_factor": res["values"]["variance_reduction_factor"], "minutes": res["values"]["wall_seconds"] / 60}
+    chains = {
+        f"{m}_{stat}": results.value(res, "main", key, column)
+        for m, key in (("vr", "vr-resgld"), ("re", "resgld"), ("sgld", "sgld"))
+        for stat, column in (("ess", "ESS(beta)"), ("rhat", "R-hat"))
+    }
+    return {
+        "vr_left": w,
+        "vr_se": se,
+        "exact_left": exact,
+        "vr_z": abs(w - exact) / se,
+        "re_left": w_re,
+        "re_se": se_re,
+        "re_z": abs(w_re - exact) / se_re,
+        "vr_changes": changes["vr"],
+        "re_changes": changes["re"],
+        "vr_changes_min": min(per_seed["vr"]),
+        "vr_changes_max": max(per_seed["vr"]),
+        "re_changes_min": min(per_seed["re"]),
+        "re_changes_max": max(per_seed["re"]),
+        "vr_left_min": min(left),
+        "vr_left_max": max(left),
+        **chains,
+        "steps": res["config"]["steps"],
+        "sigma2_factor": res["values"]["variance_reduction_factor"],
+        "minutes": res["values"]["wall_seconds"] / 60,
+    }
 
 
 def _swap_bias(res):
-    return {"window_z": results.value(res, "main", "vr-window", "bias / SE"),
-            "batch_z": results.value(res, "main", "vr-batch", "bias / SE")}
+    return {
+        "window_z": results.value(res, "main", "vr-window", "bias / SE"),
+        "batch_z": results.value(res, "main", "vr-batch", "bias / SE"),
+    }
 
 
 def _step_cost(res):
     ratio = "/ reSGHMC (wall, cpu)"
-    return {"vr_over_re": results.value(res, "main", "vr_inf", ratio)[0],
-            "vr_over_re_every4": results.value(res, "main", "vr_thin4", ratio)[0]}
+    return {
+        "vr_over_re": results.value(res, "main", "vr_inf", ratio)[0],
+        "vr_over_re_every4": results.value(res, "main", "vr_thin4", ratio)[0],
+    }
 
 
-FIDELITY_NAMES = {"sgld": "SGLD", "sghmc": "SGHMC", "resghmc": "two-chain reSGHMC", "vr-resghmc": "two-chain VR-reSGHMC",
-                  "resghmc-k4": "four-chain reSGHMC", "vr-resghmc-k4": "four-chain VR-reSGHMC"}
+FIDELITY_NAMES = {
+    "sgld": "SGLD",
+    "sghmc": "SGHMC",
+    "resghmc": "two-chain reSGHMC",
+    "vr-resghmc": "two-chain VR-reSGHMC",
+    "resghmc-k4": "four-chain reSGHMC",
+    "vr-resghmc-k4": "four-chain VR-reSGHMC",
+}
 
 
 def _posterior_fidelity(res):
@@ -105,8 +142,12 @@ def _posterior_fidelity(res):
     return out
 
 
-VALUES = {"mixture": _mixture, "swap-bias": _swap_bias, "step-cost-paper-ratio": _step_cost,
-          "posterior-fidelity": _posterior_fidelity}
+VALUES = {
+    "mixture": _mixture,
+    "swap-bias": _swap_bias,
+    "step-cost-paper-ratio": _step_cost,
+    "posterior-fidelity": _posterior_fidelity,
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,49 +155,92 @@ VALUES = {"mixture": _mixture, "swap-bias": _swap_bias, "step-cost-paper-ratio":
 
 CLAIMS = [
     ("README.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
-    ("README.md", "VR-reSGLD's cold chain visits both modes, with left-mode weight {mixture.vr_left:.3f} +-"
-                  " {mixture.vr_se:.3f} across 3 seeds against the exact {mixture.exact_left:.3f}"
-                  " ({mixture.vr_z:.1f} standard errors)"),
-    ("README.md", "[{swap-bias.window_z:.0f} standard errors with the paper's rule, {swap-bias.batch_z:+.1f} with"
-                  " ours]"),
-    ("README.md", "a VR-reSGHMC step costs {step-cost-paper-ratio.vr_over_re:.2f}x a reSGHMC step at the paper's"
-                  " refresh ratio"),
+    (
+        "README.md",
+        "VR-reSGLD's cold chain visits both modes, with left-mode weight {mixture.vr_left:.3f} +-"
+        " {mixture.vr_se:.3f} across 3 seeds against the exact {mixture.exact_left:.3f}"
+        " ({mixture.vr_z:.1f} standard errors)",
+    ),
+    (
+        "README.md",
+        "[{swap-bias.window_z:.0f} standard errors with the paper's rule, {swap-bias.batch_z:+.1f} with ours]",
+    ),
+    (
+        "README.md",
+        "a VR-reSGHMC step costs {step-cost-paper-ratio.vr_over_re:.2f}x a reSGHMC step at the paper's refresh ratio",
+    ),
     ("README.md", "{step-cost-paper-ratio.vr_over_re_every4:.2f}x when swaps are attempted every 4th step"),
-    ("README.md", "on the mixture, {mixture.sigma2_factor:.0f}x lower variance of the swap energies and"
-                  " {mixture.vr_changes:.0f} instead of {mixture.re_changes:.0f} mode changes per seed"),
-    ("README.md", "VR-reSGHMC ended {posterior-fidelity.gap_min:.0f}-{posterior-fidelity.gap_max:.0f}% farther from"
-                  " NUTS than reSGHMC on the same ladder"),
-    ("README.md", "closest to NUTS were {posterior-fidelity.closest_digits} on digits and"
-                  " {posterior-fidelity.closest_diabetes} on diabetes ({posterior-fidelity.closest_gain_min:.0f}-"
-                  "{posterior-fidelity.closest_gain_max:.0f}% closer than SGHMC), while cyclical SGHMC and a"
-                  " five-network deep ensemble ended {posterior-fidelity.baselines_min:.1f}-"
-                  "{posterior-fidelity.baselines_max:.1f}x as far as SGHMC"),
-    ("docs/index.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
-    ("docs/index.md", "left-mode weight {mixture.vr_left:.3f} +- {mixture.vr_se:.3f} against the exact"
-                      " {mixture.exact_left:.3f} ({mixture.vr_z:.1f} standard errors)"),
-    *[(page, claim) for page in ("docs/index.md", "docs/algorithm.md") for claim in (
-        "give {mixture.sigma2_factor:.0f}x lower variance of the swap energies",
-        "VR-reSGHMC ended {posterior-fidelity.gap_min:.0f}-{posterior-fidelity.gap_max:.0f}% farther from NUTS than"
-        " reSGHMC on the same ladder")],
-    ("docs/algorithm.md", "the cold chain changes mode {mixture.vr_changes:.0f} instead of {mixture.re_changes:.0f}"
-                          " times per seed"),
+    (
+        "README.md",
+        "on the mixture, {mixture.sigma2_factor:.0f}x lower variance of the swap energies and"
+        " {mixture.vr_changes:.0f} instead of {mixture.re_changes:.0f} mode changes per seed",
+    ),
+    (
+        "README.md",
+        "VR-reSGHMC ended {posterior-fidelity.gap_min:.0f}-{posterior-fidelity.gap_max:.0f}% farther from"
+        " NUTS than reSGHMC on the same ladder",
+    ),
+    (
+        "README.md",
+        "closest to NUTS were {posterior-fidelity.closest_digits} on digits and"
+        " {posterior-fidelity.closest_diabetes} on diabetes ({posterior-fidelity.closest_gain_min:.0f}-"
+        "{posterior-fidelity.closest_gain_max:.0f}% closer than SGHMC), while cyclical SGHMC and a"
+        " five-network deep ensemble ended {posterior-fidelity.baselines_min:.1f}-"
+        "{posterior-fidelity.baselines_max:.1f}x as far as SGHMC",
+    ),
+    (
+        "docs/index.md",
+        "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed",
+    ),
+    (
+        "docs/index.md",
+        "left-mode weight {mixture.vr_left:.3f} +- {mixture.vr_se:.3f} against the exact"
+        " {mixture.exact_left:.3f} ({mixture.vr_z:.1f} standard errors)",
+    ),
+    *[
+        (page, claim)
+        for page in ("docs/index.md", "docs/algorithm.md")
+        for claim in (
+            "give {mixture.sigma2_factor:.0f}x lower variance of the swap energies",
+            "VR-reSGHMC ended {posterior-fidelity.gap_min:.0f}-{posterior-fidelity.gap_max:.0f}% farther from NUTS than"
+            " reSGHMC on the same ladder",
+        )
+    ],
+    (
+        "docs/algorithm.md",
+        "the cold chain changes mode {mixture.vr_changes:.0f} instead of {mixture.re_changes:.0f} times per seed",
+    ),
     ("docs/algorithm.md", "A VR-reSGHMC step costs {step-cost-paper-ratio.vr_over_re:.2f}x a reSGHMC step"),
     ("docs/algorithm.md", "(bias {swap-bias.window_z:.0f} standard errors on the held-out mixture)"),
-    ("docs/benchmarks/mixture.md", "VR-reSGLD's cold chain changes mode {mixture.vr_changes_min}-"
-                                   "{mixture.vr_changes_max} times per seed"),
-    ("docs/benchmarks/mixture.md", "its mean left weight, {mixture.vr_left:.3f} +- {mixture.vr_se:.3f}, is"
-                                   " {mixture.vr_z:.1f} standard errors from the exact {mixture.exact_left:.3f}, and"
-                                   " its seeds still spread from {mixture.vr_left_min:.2f} to"
-                                   " {mixture.vr_left_max:.2f} after {mixture.steps:,} iterations"),
+    (
+        "docs/benchmarks/mixture.md",
+        "VR-reSGLD's cold chain changes mode {mixture.vr_changes_min}-{mixture.vr_changes_max} times per seed",
+    ),
+    (
+        "docs/benchmarks/mixture.md",
+        "its mean left weight, {mixture.vr_left:.3f} +- {mixture.vr_se:.3f}, is"
+        " {mixture.vr_z:.1f} standard errors from the exact {mixture.exact_left:.3f}, and"
+        " its seeds still spread from {mixture.vr_left_min:.2f} to"
+        " {mixture.vr_left_max:.2f} after {mixture.steps:,} iterations",
+    ),
     ("docs/benchmarks/mixture.md", "With m = 4 it is {mixture.sigma2_factor:.0f}x below reSGLD's"),
-    ("docs/benchmarks/mixture.md", "whose swap energies are {mixture.sigma2_factor:.0f} times noisier, changes mode"
-                                   " {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
-    ("docs/benchmarks/mixture.md", "its mean, {mixture.re_left:.3f} +- {mixture.re_se:.3f}, is {mixture.re_z:.1f}"
-                                   " standard errors from the exact weight"),
-    ("docs/benchmarks/mixture.md", "the information of about {mixture.vr_ess:.0f} independent ones (R-hat"
-                                   " {mixture.vr_rhat:.2f}), reSGLD's about {mixture.re_ess:.0f} (R-hat"
-                                   " {mixture.re_rhat:.2f}: the seeds disagree). SGLD's ESS {mixture.sgld_ess:.0f}"
-                                   " and R-hat {mixture.sgld_rhat:.2f}"),
+    (
+        "docs/benchmarks/mixture.md",
+        "whose swap energies are {mixture.sigma2_factor:.0f} times noisier, changes mode"
+        " {mixture.re_changes_min}-{mixture.re_changes_max} times per seed",
+    ),
+    (
+        "docs/benchmarks/mixture.md",
+        "its mean, {mixture.re_left:.3f} +- {mixture.re_se:.3f}, is {mixture.re_z:.1f}"
+        " standard errors from the exact weight",
+    ),
+    (
+        "docs/benchmarks/mixture.md",
+        "the information of about {mixture.vr_ess:.0f} independent ones (R-hat"
+        " {mixture.vr_rhat:.2f}), reSGLD's about {mixture.re_ess:.0f} (R-hat"
+        " {mixture.re_rhat:.2f}: the seeds disagree). SGLD's ESS {mixture.sgld_ess:.0f}"
+        " and R-hat {mixture.sgld_rhat:.2f}",
+    ),
 ]
 
 
@@ -165,7 +249,7 @@ def _claim_regex(template, values):
     for each numeric field, the shortest text up to the words that follow for a text field."""
     parts, pos = [], 0
     for m, value in zip(FIELD.finditer(template), values):
-        parts.append(r"\s+".join(re.escape(w) for w in re.split(r"\s+", template[pos:m.start()])))
+        parts.append(r"\s+".join(re.escape(w) for w in re.split(r"\s+", template[pos : m.start()])))
         parts.append(r"(.+?)" if isinstance(value, str) else NUMBER)
         pos = m.end()
     parts.append(r"\s+".join(re.escape(w) for w in re.split(r"\s+", template[pos:])))
@@ -191,13 +275,15 @@ def render_claims(text, path, cache, problems):
             continue
         found = list(_claim_regex(template, values).finditer(text))
         if len(found) != 1:
-            problems.append(f"{path}: the sentence {template!r} occurs {len(found)} times (expected once); "
-                            "edit the page or the template in benchmarks/render_docs.py")
+            problems.append(
+                f"{path}: the sentence {template!r} occurs {len(found)} times (expected once); "
+                "edit the page or the template in benchmarks/render_docs.py"
+            )
             continue
         m = found[0]
         for i in reversed(range(len(values))):  # from the end: earlier offsets stay valid
             shown = format(values[i], fields[i]["fmt"] or "")
-            text = text[:m.start(i + 1)] + shown + text[m.end(i + 1):]
+            text = text[: m.start(i + 1)] + shown + text[m.end(i + 1) :]
     return text
 
 
@@ -218,7 +304,9 @@ def source_line(name, res):
 def _posterior_fidelity_table(res, part):
     import posterior_fidelity
 
-    return posterior_fidelity.format_table(res["problems"][part]["kind"], res["tables"][part], res["settings"]["budget"])
+    return posterior_fidelity.format_table(
+        res["problems"][part]["kind"], res["tables"][part], res["settings"]["budget"]
+    )
 
 
 TABLES = {"posterior-fidelity": _posterior_fidelity_table}

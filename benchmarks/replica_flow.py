@@ -32,10 +32,18 @@ def run(out, pairs, seed, steps, chains, record_every=10):
     data = mx.make_data(1000, seed=0)
     temps = mx.ladder(10.0, 3000.0, chains)
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model, data_size=len(data), num_chains=chains, temperatures=temps,
-        learning_rates=3e-4, dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.nll, seed=seed,
+        mx.build_default_model,
+        data_size=len(data),
+        num_chains=chains,
+        temperatures=temps,
+        learning_rates=3e-4,
+        dynamics="sgld",
+        weight_decay=mx.weight_decay(),
+        nll=mx.nll,
+        seed=seed,
         swap=tf_vrre.CorrectedSwap(correction=2.0, smoothing=0.3, period=4, pairs=pairs),
-        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=len(data)))
+        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=len(data)),
+    )
     s.set_reference_data(data)
     s.compile(steps_per_execution=record_every)
     beta = []
@@ -47,8 +55,14 @@ def run(out, pairs, seed, steps, chains, record_every=10):
 
     ds = tf.data.Dataset.from_tensor_slices(data).repeat().shuffle(1000, seed=seed).batch(100, drop_remainder=True)
     start = time.perf_counter()
-    s.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
-          callbacks=[Record(), tf_vrre.SwapLogger(os.path.join(out, "swaps"))])
+    s.fit(
+        ds,
+        steps_per_epoch=steps,
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+        callbacks=[Record(), tf_vrre.SwapLogger(os.path.join(out, "swaps"))],
+    )
     return np.asarray(beta), time.perf_counter() - start
 
 
@@ -69,36 +83,65 @@ def main():
             flow = dg.replica_flow(dg.read_swap_log(os.path.join(d, "swaps")))
             runs.setdefault(pairs, []).append((beta, flow, secs))
             print(f"{pairs} seed {seed}: {secs:.0f}s", flush=True)
-    print(f"\nK={args.chains}, tau 10..3000 geometric, {args.steps} steps, seeds 0..{args.seeds - 1}; "
-          "mean over seeds")
-    print(f"{'pairs':<8}{'acceptance per pair':>24}{'trips/1000':>12}{'first passage':>15}{'ESS(beta)':>11}"
-          f"{'R-hat':>7}{'left weight':>13}   per seed: trips/1000; left weight")
+    print(f"\nK={args.chains}, tau 10..3000 geometric, {args.steps} steps, seeds 0..{args.seeds - 1}; mean over seeds")
+    print(
+        f"{'pairs':<8}{'acceptance per pair':>24}{'trips/1000':>12}{'first passage':>15}{'ESS(beta)':>11}"
+        f"{'R-hat':>7}{'left weight':>13}   per seed: trips/1000; left weight"
+    )
     rows = []
     for pairs, rs in runs.items():
         acc = np.mean([[q["acceptance"] for q in f["pairs"]] for _, f, _ in rs], 0)
         trips = [f["round_trips_per_1000_steps"] for _, f, _ in rs]
         fp = [f["mean_first_passage_cold_to_hot"] for _, f, _ in rs if f["mean_first_passage_cold_to_hot"]]
-        betas = [b[len(b) // 10:] for b, _, _ in rs]
+        betas = [b[len(b) // 10 :] for b, _, _ in rs]
         s = dg.chain_summary(np.stack(betas))
         left = [float(np.mean(b < 10)) for b in betas]
-        print(f"{pairs:<8}{' / '.join(f'{a:.3f}' for a in acc):>24}{np.mean(trips):>12.2f}"
-              f"{(np.mean(fp) if fp else float('nan')):>15.1f}{s['ess'] or float('nan'):>11.0f}"
-              f"{s['rhat'] or float('nan'):>7.2f}{np.mean(left):>13.3f}   "
-              f"{', '.join(f'{t:.2f}' for t in trips)}; {', '.join(f'{v:.2f}' for v in left)}")
-        rows.append([{"random": "random", "deo": "DEO"}[pairs], [float(a) for a in acc],
-                     [float(np.mean(trips)), *map(float, trips)], float(np.mean(fp)) if fp else None,
-                     float(s["ess"]) if s["ess"] else None, float(s["rhat"]) if s["rhat"] else None,
-                     [float(np.mean(left)), *left]])
+        print(
+            f"{pairs:<8}{' / '.join(f'{a:.3f}' for a in acc):>24}{np.mean(trips):>12.2f}"
+            f"{(np.mean(fp) if fp else float('nan')):>15.1f}{s['ess'] or float('nan'):>11.0f}"
+            f"{s['rhat'] or float('nan'):>7.2f}{np.mean(left):>13.3f}   "
+            f"{', '.join(f'{t:.2f}' for t in trips)}; {', '.join(f'{v:.2f}' for v in left)}"
+        )
+        rows.append(
+            [
+                {"random": "random", "deo": "DEO"}[pairs],
+                [float(a) for a in acc],
+                [float(np.mean(trips)), *map(float, trips)],
+                float(np.mean(fp)) if fp else None,
+                float(s["ess"]) if s["ess"] else None,
+                float(s["rhat"]) if s["rhat"] else None,
+                [float(np.mean(left)), *left],
+            ]
+        )
     exact = mx.mode_weights(mx.make_data(1000, seed=0), 10.0)[0]
     print(f"exact left-mode weight at tau = 10: {exact:.3f}")
     per_seed = ", ".join(["{:.1f}"] * args.seeds)
     rows.append(["exact", None, None, None, None, None, {"value": float(exact), "format": "{:.3f}"}])
     table = results.table(
-        ["pairs", "acceptance per pair", "round trips / 1000 steps (per seed)", "first passage cold -> hot",
-         "ESS(beta)", "R-hat", "left weight (per seed)"],
-        ["{}", " / ".join(["{:.3f}"] * (args.chains - 1)), "{:.1f} (" + per_seed + ")", "{:.1f} steps", "{:.0f}",
-         "{:.2f}", "{:.3f} (" + per_seed.replace(".1f", ".2f") + ")"], rows, keys=["random", "deo", "exact"])
-    results.write(target, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")})
+        [
+            "pairs",
+            "acceptance per pair",
+            "round trips / 1000 steps (per seed)",
+            "first passage cold -> hot",
+            "ESS(beta)",
+            "R-hat",
+            "left weight (per seed)",
+        ],
+        [
+            "{}",
+            " / ".join(["{:.3f}"] * (args.chains - 1)),
+            "{:.1f} (" + per_seed + ")",
+            "{:.1f} steps",
+            "{:.0f}",
+            "{:.2f}",
+            "{:.3f} (" + per_seed.replace(".1f", ".2f") + ")",
+        ],
+        rows,
+        keys=["random", "deo", "exact"],
+    )
+    results.write(
+        target, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")}
+    )
 
 
 if __name__ == "__main__":

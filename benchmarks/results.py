@@ -39,8 +39,9 @@ def path_of(name):
 def table(columns, formats, rows, keys=None):
     """A table of a results file (see the module docstring); checks the shape now, not at rendering."""
     if len(formats) != len(columns) or any(len(row) != len(columns) for row in rows):
-        raise ValueError(f"table: {len(columns)} columns, {len(formats)} formats, row lengths "
-                         f"{sorted({len(row) for row in rows})}")
+        raise ValueError(
+            f"table: {len(columns)} columns, {len(formats)} formats, row lengths {sorted({len(row) for row in rows})}"
+        )
     if keys is not None and len(keys) != len(rows):
         raise ValueError(f"table: {len(keys)} keys for {len(rows)} rows")
     out = {"columns": list(columns), "formats": list(formats), "rows": [list(row) for row in rows]}
@@ -100,20 +101,29 @@ def environment(argv=None):
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    return {"command": " ".join(["python", str(script), *argv[1:]]),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": commit, "git_dirty": None if status is None else bool(status),
-            "hardware": {"machine": platform.machine(), "processor": platform.processor() or None,
-                         "cpus": os.cpu_count(), "system": platform.system()},
-            "versions": versions}
+    return {
+        "command": " ".join(["python", str(script), *argv[1:]]),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit,
+        "git_dirty": None if status is None else bool(status),
+        "hardware": {
+            "machine": platform.machine(),
+            "processor": platform.processor() or None,
+            "cpus": os.cpu_count(),
+            "system": platform.system(),
+        },
+        "versions": versions,
+    }
 
 
 def check_target(path, force):
     """Refuses (before any work) to replace an existing results file unless ``force``."""
     path = Path(path)
     if path.exists() and not force:
-        raise SystemExit(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} exists; pass "
-                         "--force to replace it (its page is re-rendered by `python benchmarks/render_docs.py`)")
+        raise SystemExit(
+            f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} exists; pass "
+            "--force to replace it (its page is re-rendered by `python benchmarks/render_docs.py`)"
+        )
     return path
 
 
@@ -138,6 +148,7 @@ def load(name):
 
 def add_arguments(parser, name):
     """The two flags every benchmark has: ``--results PATH`` and ``--force``."""
-    parser.add_argument("--results", default=str(path_of(name)),
-                        help=f"results file (default benchmarks/results/{name}.json)")
+    parser.add_argument(
+        "--results", default=str(path_of(name)), help=f"results file (default benchmarks/results/{name}.json)"
+    )
     parser.add_argument("--force", action="store_true", help="replace an existing results file")

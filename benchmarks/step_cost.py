@@ -93,12 +93,24 @@ warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz"
 
-CONFIGS = {"sghmc": "(a) SGHMC, 1 chain", "indep": "(a2) 2 chains, no swaps", "resghmc": "(b) reSGHMC, 2 chains",
-           "vr": "(c) VR-reSGHMC, energy_mode=train", "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
-           "vr_thin4": "(e) (d) + attempt_every=4", "vr_thin8": "(f) (d) + attempt_every=8"}
-LABELS = {"sghmc": "SGHMC, 1 chain", "indep": "2 chains, no swaps", "resghmc": "reSGHMC",
-          "vr": 'VR-reSGHMC, `energy_mode="train"`', "vr_inf": 'VR-reSGHMC, `"inference"` (cached snapshot NLLs)',
-          "vr_thin4": "same + `CorrectedSwap(attempt_every=4)`", "vr_thin8": "same + `attempt_every=8`"}
+CONFIGS = {
+    "sghmc": "(a) SGHMC, 1 chain",
+    "indep": "(a2) 2 chains, no swaps",
+    "resghmc": "(b) reSGHMC, 2 chains",
+    "vr": "(c) VR-reSGHMC, energy_mode=train",
+    "vr_inf": "(d) VR-reSGHMC, energy_mode=inference",
+    "vr_thin4": "(e) (d) + attempt_every=4",
+    "vr_thin8": "(f) (d) + attempt_every=8",
+}
+LABELS = {
+    "sghmc": "SGHMC, 1 chain",
+    "indep": "2 chains, no swaps",
+    "resghmc": "reSGHMC",
+    "vr": 'VR-reSGHMC, `energy_mode="train"`',
+    "vr_inf": 'VR-reSGHMC, `"inference"` (cached snapshot NLLs)',
+    "vr_thin4": "same + `CorrectedSwap(attempt_every=4)`",
+    "vr_thin8": "same + `attempt_every=8`",
+}
 VR_CONFIGS = ("vr", "vr_inf", "vr_thin4", "vr_thin8")
 ATTEMPT_EVERY = {"vr_thin4": 4, "vr_thin8": 8}
 RATIOS = {  # name: (numerator, denominator, target, paper)
@@ -120,45 +132,65 @@ def benchmark_model():
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n", 1)[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--depth", type=int, default=8, help="ResNet depth 6n+2 (8, 14, 20, ...)")
     p.add_argument("--width", type=int, default=16, help="filters of the first stage")
     p.add_argument("--batch", type=int, default=128, help="mini-batch size")
     p.add_argument("--data-size", type=int, default=640, help="N: training = reference examples")
     p.add_argument("--m", type=int, default=98, help="control-variate refresh period")
-    p.add_argument("--paper-ratio", action="store_true",
-                   help="N = m * batch / 2: the paper's refresh work per step (N = 50,000, m = 392, "
-                        "n = 256: 128 images per step and chain), measured, not extrapolated")
-    p.add_argument("--steps", type=int, default=None,
-                   help="timed steps per window, a multiple of m (default: m)")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="untimed steps per sampler before timing (default: 2 x steps-per-execution)")
+    p.add_argument(
+        "--paper-ratio",
+        action="store_true",
+        help="N = m * batch / 2: the paper's refresh work per step (N = 50,000, m = 392, "
+        "n = 256: 128 images per step and chain), measured, not extrapolated",
+    )
+    p.add_argument("--steps", type=int, default=None, help="timed steps per window, a multiple of m (default: m)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="untimed steps per sampler before timing (default: 2 x steps-per-execution)",
+    )
     p.add_argument("--repeats", type=int, default=2, help="rounds; the median is reported")
-    p.add_argument("--steps-per-execution", type=int, default=7,
-                   help="steps per compiled call; must divide --steps and --warmup")
+    p.add_argument(
+        "--steps-per-execution", type=int, default=7, help="steps per compiled call; must divide --steps and --warmup"
+    )
     p.add_argument("--ref-batch", type=int, default=1000, help="batch size of the full pass")
-    p.add_argument("--batches", choices=("indexed", "plain"), default="indexed",
-                   help="VR samplers: sampler.make_dataset batches with example indices "
-                        "(snapshot-NLL cache where exact) or plain (x, y) batches")
-    p.add_argument("--tf-data-autotune", action="store_true",
-                   help="leave tf.data autotuning on (off by default: see the module docstring)")
-    p.add_argument("--configs", default=",".join(CONFIGS),
-                   help="comma-separated subset of " + ", ".join(CONFIGS))
-    p.add_argument("--paper-data-size", type=int, default=50000,
-                   help="N of the extrapolated VR ratios (CIFAR-10 training set)")
+    p.add_argument(
+        "--batches",
+        choices=("indexed", "plain"),
+        default="indexed",
+        help="VR samplers: sampler.make_dataset batches with example indices "
+        "(snapshot-NLL cache where exact) or plain (x, y) batches",
+    )
+    p.add_argument(
+        "--tf-data-autotune",
+        action="store_true",
+        help="leave tf.data autotuning on (off by default: see the module docstring)",
+    )
+    p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
+    p.add_argument(
+        "--paper-data-size", type=int, default=50000, help="N of the extrapolated VR ratios (CIFAR-10 training set)"
+    )
     p.add_argument("--paper-m", type=int, default=392, help="m of the extrapolated VR ratios")
     p.add_argument("--data", default=str(DEFAULT_DATA), help="npz with x (uint8 NHWC) and y")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--inter-op-threads", type=int, default=0,
-                   help="tf.config.threading inter-op threads (0: TensorFlow's default)")
-    p.add_argument("--intra-op-threads", type=int, default=0,
-                   help="tf.config.threading intra-op threads (0: TensorFlow's default)")
+    p.add_argument(
+        "--inter-op-threads", type=int, default=0, help="tf.config.threading inter-op threads (0: TensorFlow's default)"
+    )
+    p.add_argument(
+        "--intra-op-threads", type=int, default=0, help="tf.config.threading intra-op threads (0: TensorFlow's default)"
+    )
     p.add_argument("--results", help="results file (default benchmarks/results/step-cost[-paper-ratio].json)")
     p.add_argument("--force", action="store_true", help="replace an existing results file")
     args = p.parse_args(argv)
-    args.results = str(results.check_target(
-        args.results or results.path_of("step-cost-paper-ratio" if args.paper_ratio else "step-cost"), args.force))
+    args.results = str(
+        results.check_target(
+            args.results or results.path_of("step-cost-paper-ratio" if args.paper_ratio else "step-cost"), args.force
+        )
+    )
     if args.paper_ratio:
         args.data_size = args.m * args.batch // 2
     if args.steps is None:
@@ -170,19 +202,32 @@ def parse_args(argv=None):
     if unknown or not configs or len(set(configs)) != len(configs):
         p.error(f"--configs: got {configs}; choose distinct names from {list(CONFIGS)}")
     args.configs = configs
-    for name in ("depth", "width", "batch", "data_size", "m", "steps", "warmup", "repeats",
-                 "steps_per_execution", "ref_batch", "paper_data_size", "paper_m"):
+    for name in (
+        "depth",
+        "width",
+        "batch",
+        "data_size",
+        "m",
+        "steps",
+        "warmup",
+        "repeats",
+        "steps_per_execution",
+        "ref_batch",
+        "paper_data_size",
+        "paper_m",
+    ):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.depth < 8 or (args.depth - 2) % 6:
         p.error(f"--depth must be 6n + 2 with n >= 1 (8, 14, 20, 32, ...), got {args.depth}")
     if args.steps % args.m:
-        p.error(f"--steps ({args.steps}) must be a multiple of --m ({args.m}) so that every "
-                "timed window holds the same number of refreshes")
+        p.error(
+            f"--steps ({args.steps}) must be a multiple of --m ({args.m}) so that every "
+            "timed window holds the same number of refreshes"
+        )
     k = args.steps_per_execution
     if args.steps % k or args.warmup % k:
-        p.error(f"--steps-per-execution ({k}) must divide --steps ({args.steps}) and "
-                f"--warmup ({args.warmup})")
+        p.error(f"--steps-per-execution ({k}) must divide --steps ({args.steps}) and --warmup ({args.warmup})")
     if args.batch > args.data_size:
         p.error("--batch must not exceed --data-size")
     return args
@@ -200,8 +245,11 @@ def load_data(path, n, seed):
         x, y = x[idx], y[idx]
         source = f"CIFAR-10 {os.path.basename(path)}"
     else:
-        print(f"NOTE: {path} not found; using {n} random images with random labels "
-              "(timings are comparable, losses are meaningless)", flush=True)
+        print(
+            f"NOTE: {path} not found; using {n} random images with random labels "
+            "(timings are comparable, losses are meaningless)",
+            flush=True,
+        )
         x = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
         y = rng.integers(0, 10, size=(n,), dtype=np.int64)
         source = "random"
@@ -215,9 +263,11 @@ def make_dataset(x, y, batch, seed):
     x, y = tf.convert_to_tensor(x), tf.convert_to_tensor(y)
     idx = tf.data.Dataset.range(int(x.shape[0]))
     idx = idx.shuffle(int(x.shape[0]), seed=seed, reshuffle_each_iteration=True).repeat()
-    return idx.batch(batch, drop_remainder=True).map(
-        lambda i: (tf.gather(x, i), tf.gather(y, i)),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    return (
+        idx.batch(batch, drop_remainder=True)
+        .map(lambda i: (tf.gather(x, i), tf.gather(y, i)), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def without_autotune(ds):
@@ -230,13 +280,12 @@ def sampler_dataset(sampler, config, args, plain):
     """The batches a configuration is timed on, and a description of them."""
     if config in VR_CONFIGS and args.batches == "indexed":
         if not hasattr(sampler, "make_dataset"):
-            raise SystemExit("--batches indexed needs ReplicaExchangeSampler.make_dataset; "
-                             "use --batches plain")
-        ds = sampler.make_dataset(args.batch, shuffle=True, seed=args.seed, repeat=True,
-                                  drop_remainder=True)
+            raise SystemExit("--batches indexed needs ReplicaExchangeSampler.make_dataset; use --batches plain")
+        ds = sampler.make_dataset(args.batch, shuffle=True, seed=args.seed, repeat=True, drop_remainder=True)
         cached = bool(getattr(sampler, "_cache_exact", False))
-        what = "indexed batches, " + ("snapshot NLLs from the cache" if cached
-                                      else "cache not exact here: snapshot forward")
+        what = "indexed batches, " + (
+            "snapshot NLLs from the cache" if cached else "cache not exact here: snapshot forward"
+        )
     else:
         ds = plain
         what = "plain batches" + (", snapshot forward" if config in VR_CONFIGS else "")
@@ -255,16 +304,21 @@ def build_sampler(config, args, data):
         num_chains=2 if two else 1,
         temperatures=[0.01, 0.05] if two else 0.01,
         learning_rates=2e-6,
-        dynamics="sghmc", momentum=0.9, weight_decay=25.0,
+        dynamics="sghmc",
+        momentum=0.9,
+        weight_decay=25.0,
         swap=swap,
-        variance_reduction=(tf_vrre.ControlVariates(period=args.m, batch_size=args.ref_batch)
-                            if vr else None),
+        variance_reduction=(tf_vrre.ControlVariates(period=args.m, batch_size=args.ref_batch) if vr else None),
         energy_mode="train" if config in ("vr", "resghmc", "indep", "sghmc") else "inference",
-        seed=args.seed)
+        seed=args.seed,
+    )
     if vr:
         sampler.set_reference_data(data)
-    sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                    steps_per_execution=args.steps_per_execution, jit_compile=False)
+    sampler.compile(
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=args.steps_per_execution,
+        jit_compile=False,
+    )
     return sampler
 
 
@@ -289,8 +343,10 @@ def _print_parts(med, full, args, logs):
     chains, swap = wall["indep"], wall["resghmc"] - wall["indep"]
     refresh = full["wall"] / args.m
     epoch = args.data_size / args.batch
-    print(f"\n{'parts of a step, wall ms':<40s} {'chains':>8s} {'swap':>7s} {'energies':>9s} {'full pass':>10s}"
-          f" {'total':>7s} {'/ reSGHMC':>10s} {'swaps/epoch':>12s}")
+    print(
+        f"\n{'parts of a step, wall ms':<40s} {'chains':>8s} {'swap':>7s} {'energies':>9s} {'full pass':>10s}"
+        f" {'total':>7s} {'/ reSGHMC':>10s} {'swaps/epoch':>12s}"
+    )
     parts = {}
     for c in ("resghmc",) + VR_CONFIGS:
         if c not in wall:
@@ -301,8 +357,11 @@ def _print_parts(med, full, args, logs):
         steps_done = args.repeats * args.steps + 2 * args.warmup  # swaps in logs are cumulative
         per_epoch = logs[c].get("swaps", 0.0) / steps_done * epoch
         parts[c]["swaps_per_epoch"] = per_epoch
-        print(f"{CONFIGS[c]:<40s} " + " ".join(f"{v * 1e3:{w}.1f}" for v, w in zip(row, (8, 7, 9, 10)))
-              + f" {wall[c] * 1e3:7.1f} {wall[c] / wall['resghmc']:10.3f} {per_epoch:12.2f}")
+        print(
+            f"{CONFIGS[c]:<40s} "
+            + " ".join(f"{v * 1e3:{w}.1f}" for v, w in zip(row, (8, 7, 9, 10)))
+            + f" {wall[c] * 1e3:7.1f} {wall[c] / wall['resghmc']:10.3f} {per_epoch:12.2f}"
+        )
     return parts
 
 
@@ -324,9 +383,8 @@ def full_pass_seconds(data, num_models, batch_size, repeats=3):
     def full_pass():
         total = tf.zeros([num_models], tf.float64)
         for start in range(0, n, batch_size):
-            xb, yb = x[start:start + batch_size], y[start:start + batch_size]
-            total += tf.stack([tf.reduce_sum(tf.cast(loss(yb, net(xb, training=False)), tf.float64))
-                               for net in nets])
+            xb, yb = x[start : start + batch_size], y[start : start + batch_size]
+            total += tf.stack([tf.reduce_sum(tf.cast(loss(yb, net(xb, training=False)), tf.float64)) for net in nets])
         return total
 
     full_pass().numpy()  # trace
@@ -350,15 +408,17 @@ def _setup(args):
         samplers[config] = build_sampler(config, args, (x, y))
         datasets[config], batches[config] = sampler_dataset(samplers[config], config, args, args.ds)
         run_window(samplers[config], datasets[config], args.warmup)
-        print(f"  built + warmed up {CONFIGS[config]:<40s} ({args.warmup} steps incl. tracing) "
-              f"in {time.perf_counter() - t0:5.1f} s; {batches[config]}", flush=True)
+        print(
+            f"  built + warmed up {CONFIGS[config]:<40s} ({args.warmup} steps incl. tracing) "
+            f"in {time.perf_counter() - t0:5.1f} s; {batches[config]}",
+            flush=True,
+        )
     # One more untimed round-robin pass: the first window after the other samplers' set-up
     # ran up to 25% slow in trials.
     t0 = time.perf_counter()
     for config in args.configs:
         run_window(samplers[config], datasets[config], args.warmup)
-    print(f"  untimed settling round ({args.warmup} steps each) in {time.perf_counter() - t0:.1f} s",
-          flush=True)
+    print(f"  untimed settling round ({args.warmup} steps each) in {time.perf_counter() - t0:.1f} s", flush=True)
     return samplers, datasets, batches
 
 
@@ -373,12 +433,13 @@ def _time_rounds(args, samplers, datasets):
             per_step["wall"][config].append(wall / args.steps)
             per_step["cpu"][config].append(cpu / args.steps)
             last_logs[config] = logs
-            swaps = (f", swaps {int(logs['swaps'])}/{int(logs['swap_attempts'])} so far"
-                     if "swaps" in logs else "")
-            print(f"  [round {r + 1}/{args.repeats}] {CONFIGS[config]:<40s} {args.steps} steps: "
-                  f"wall {wall:7.2f} s = {wall / args.steps * 1e3:7.1f} ms/step, "
-                  f"cpu {cpu / args.steps * 1e3:7.1f} ms/step (loss {logs['loss']:.3f}{swaps})",
-                  flush=True)
+            swaps = f", swaps {int(logs['swaps'])}/{int(logs['swap_attempts'])} so far" if "swaps" in logs else ""
+            print(
+                f"  [round {r + 1}/{args.repeats}] {CONFIGS[config]:<40s} {args.steps} steps: "
+                f"wall {wall:7.2f} s = {wall / args.steps * 1e3:7.1f} ms/step, "
+                f"cpu {cpu / args.steps * 1e3:7.1f} ms/step (loss {logs['loss']:.3f}{swaps})",
+                flush=True,
+            )
     return per_step, last_logs
 
 
@@ -405,8 +466,10 @@ def _ratios_and_full_pass(args, med):
 
 def _print_tables(args, per_step, med, ratios, full, extrapolated):
     print()
-    print(f"{'configuration':<40s} {'wall ms/step: median':>21s} {'min':>7s} {'max':>7s}"
-          f" {'cpu ms/step: median':>20s} {'min':>7s} {'max':>7s}")
+    print(
+        f"{'configuration':<40s} {'wall ms/step: median':>21s} {'min':>7s} {'max':>7s}"
+        f" {'cpu ms/step: median':>20s} {'min':>7s} {'max':>7s}"
+    )
     for c in args.configs:
         row = f"{CONFIGS[c]:<40s}"
         for clock, width in (("wall", 21), ("cpu", 20)):
@@ -419,20 +482,30 @@ def _print_tables(args, per_step, med, ratios, full, extrapolated):
         if name not in ratios["wall"]:
             continue
         w, c = ratios["wall"][name], ratios["cpu"][name]
-        verdict = "" if target is None else "   " + ", ".join(
-            f"{clock} {'ok' if ratios[clock][name] <= target else 'ABOVE TARGET'}" for clock in CLOCKS)
-        print(f"{name:<40s} {w:7.3f} {c:7.3f} {f'<= {target:.2f}' if target else '':>8s} "
-              f"{f'{paper:.2f}' if paper else '':>6s}{verdict}")
+        verdict = (
+            ""
+            if target is None
+            else "   "
+            + ", ".join(f"{clock} {'ok' if ratios[clock][name] <= target else 'ABOVE TARGET'}" for clock in CLOCKS)
+        )
+        print(
+            f"{name:<40s} {w:7.3f} {c:7.3f} {f'<= {target:.2f}' if target else '':>8s} "
+            f"{f'{paper:.2f}' if paper else '':>6s}{verdict}"
+        )
     if full is not None:
         print()
-        print(f"full pass (2 nets x {args.data_size} images, inference, batch {args.ref_batch}): "
-              f"wall {full['wall']:.3f} s, cpu {full['cpu']:.3f} s; amortised over m={args.m}: "
-              f"wall {full['wall'] / args.m * 1e3:.2f} ms/step")
+        print(
+            f"full pass (2 nets x {args.data_size} images, inference, batch {args.ref_batch}): "
+            f"wall {full['wall']:.3f} s, cpu {full['cpu']:.3f} s; amortised over m={args.m}: "
+            f"wall {full['wall'] / args.m * 1e3:.2f} ms/step"
+        )
         for name in extrapolated["wall"]:
             label = f"{name} at N={args.paper_data_size}, m={args.paper_m}"
-            print(f"{label:<40s} {extrapolated['wall'][name]:7.3f} {extrapolated['cpu'][name]:7.3f}"
-                  f"   (estimate: measured full-pass cost scaled to "
-                  f"{args.paper_data_size / args.paper_m:.1f} images/step/chain)")
+            print(
+                f"{label:<40s} {extrapolated['wall'][name]:7.3f} {extrapolated['cpu'][name]:7.3f}"
+                f"   (estimate: measured full-pass cost scaled to "
+                f"{args.paper_data_size / args.paper_m:.1f} images/step/chain)"
+            )
 
 
 def results_table(args, med, parts):
@@ -442,13 +515,27 @@ def results_table(args, med, parts):
     for c in args.configs:
         ratio = [med[k][c] / med[k]["resghmc"] for k in CLOCKS] if "resghmc" in med["wall"] else None
         p = parts.get(c)
-        cells = [p[k] * 1e3 for k in ("chains", "swap", "energies", "full_pass")] + [p["swaps_per_epoch"]] if p else \
-            [1e3 * med["wall"][c] if c == "indep" else None] + [None] * 4
+        cells = (
+            [p[k] * 1e3 for k in ("chains", "swap", "energies", "full_pass")] + [p["swaps_per_epoch"]]
+            if p
+            else [1e3 * med["wall"][c] if c == "indep" else None] + [None] * 4
+        )
         rows.append([LABELS[c], 1e3 * med["wall"][c], None if c in ("sghmc", "indep") else ratio, *cells])
-    return results.table(["configuration", "wall ms/step", "/ reSGHMC (wall, cpu)", "chains", "swap", "swap energies",
-                          "full pass", "swaps / epoch"],
-                         ["{}", "{:.1f}", "{:.2f}, {:.2f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}"], rows,
-                         keys=args.configs)
+    return results.table(
+        [
+            "configuration",
+            "wall ms/step",
+            "/ reSGHMC (wall, cpu)",
+            "chains",
+            "swap",
+            "swap energies",
+            "full pass",
+            "swaps / epoch",
+        ],
+        ["{}", "{:.1f}", "{:.2f}, {:.2f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}"],
+        rows,
+        keys=args.configs,
+    )
 
 
 def main(argv=None):
@@ -463,13 +550,19 @@ def main(argv=None):
 
     x, y, source = load_data(args.data, args.data_size, args.seed)
     args.data_xy, args.ds = (x, y), make_dataset(x, y, args.batch, args.seed)
-    print(f"step_cost: ResNet-{args.depth} (width {args.width}, {params:,} parameters), "
-          f"batch {args.batch}, N={args.data_size} {source} images, m={args.m} "
-          f"({args.data_size / args.m:.1f} refresh images/step/chain), {args.steps} timed steps "
-          f"x {args.repeats} rounds, steps_per_execution={args.steps_per_execution}, "
-          f"warm-up {args.warmup} steps", flush=True)
-    print(f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
-          f"devices {[d.device_type for d in tf.config.list_logical_devices()]}", flush=True)
+    print(
+        f"step_cost: ResNet-{args.depth} (width {args.width}, {params:,} parameters), "
+        f"batch {args.batch}, N={args.data_size} {source} images, m={args.m} "
+        f"({args.data_size / args.m:.1f} refresh images/step/chain), {args.steps} timed steps "
+        f"x {args.repeats} rounds, steps_per_execution={args.steps_per_execution}, "
+        f"warm-up {args.warmup} steps",
+        flush=True,
+    )
+    print(
+        f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
+        f"devices {[d.device_type for d in tf.config.list_logical_devices()]}",
+        flush=True,
+    )
 
     samplers, datasets, batches = _setup(args)
     per_step, last_logs = _time_rounds(args, samplers, datasets)
@@ -480,13 +573,24 @@ def main(argv=None):
     wall_total = time.perf_counter() - wall_start
     print(f"\nwall time {wall_total:.1f} s", flush=True)
 
-    results.write(args.results, {"main": results_table(args, med, parts)},
-                  settings={k: v for k, v in vars(args).items() if k not in ("data_xy", "ds", "results", "force")},
-                  model={"depth": args.depth, "width": args.width, "parameters": params}, data_source=source,
-                  batches=batches, seconds_per_step={clock: {c: {"median": med[clock][c], "rounds": per_step[clock][c]}
-                                                             for c in args.configs} for clock in CLOCKS},
-                  ratios=ratios, full_pass_seconds=full, extrapolated_ratios=extrapolated, parts_ms_per_step=parts,
-                  last_logs=last_logs, wall_seconds=wall_total)
+    results.write(
+        args.results,
+        {"main": results_table(args, med, parts)},
+        settings={k: v for k, v in vars(args).items() if k not in ("data_xy", "ds", "results", "force")},
+        model={"depth": args.depth, "width": args.width, "parameters": params},
+        data_source=source,
+        batches=batches,
+        seconds_per_step={
+            clock: {c: {"median": med[clock][c], "rounds": per_step[clock][c]} for c in args.configs}
+            for clock in CLOCKS
+        },
+        ratios=ratios,
+        full_pass_seconds=full,
+        extrapolated_ratios=extrapolated,
+        parts_ms_per_step=parts,
+        last_logs=last_logs,
+        wall_seconds=wall_total,
+    )
     return {"median_seconds_per_step": med, "ratios": ratios}
 
 

@@ -46,11 +46,13 @@ CONFIGS = {
     "re-window": ("resgld", {"penalty": "window"}, None),
     "exact": ("resgld", {"penalty": "window"}, "full"),
 }
-LABELS = {"vr-window": '`"window"` (the paper\'s one sigma2 per window)',
-          "vr-offset": '`"offset"` (one sigma2 per offset step mod m)',
-          "vr-batch": '`"batch"` (this step\'s own variance; the default with VR)',
-          "re-window": 'reSGLD (no control variates), `"window"`',
-          "exact": "exact energies (n = N, sigma2 = 0)"}
+LABELS = {
+    "vr-window": '`"window"` (the paper\'s one sigma2 per window)',
+    "vr-offset": '`"offset"` (one sigma2 per offset step mod m)',
+    "vr-batch": '`"batch"` (this step\'s own variance; the default with VR)',
+    "re-window": 'reSGLD (no control variates), `"window"`',
+    "exact": "exact energies (n = N, sigma2 = 0)",
+}
 
 
 def _args(argv):
@@ -83,14 +85,34 @@ def _one(args, target, data, name, seed):
 
     method, swap_options, batch = CONFIGS[name]
     initial = 30.0 if seed % 2 == 0 else target.true_beta  # half the chains start in each mode
-    r = mx.run(method, data, steps=args.steps, learning_rate=args.lr,
-               batch_size=len(data) if batch == "full" else args.batch, period=args.m,
-               temperatures=tuple(args.tau), correction=args.correction, initial=initial, seed=seed,
-               record_every=500, target=target, swap_options=swap_options, jit_compile=True)
-    b = r["beta"][int(len(r["beta"]) * args.burn_in):]
-    return {"config": name, "seed": seed, "initial": initial, "left": float(np.mean(b < target.split)),
-            "mode_changes": mx.mode_changes(r["beta"], target.split), "swaps": r["swaps"],
-            "attempts": r["attempts"], "seconds": r["seconds"], "steps": args.steps}
+    r = mx.run(
+        method,
+        data,
+        steps=args.steps,
+        learning_rate=args.lr,
+        batch_size=len(data) if batch == "full" else args.batch,
+        period=args.m,
+        temperatures=tuple(args.tau),
+        correction=args.correction,
+        initial=initial,
+        seed=seed,
+        record_every=500,
+        target=target,
+        swap_options=swap_options,
+        jit_compile=True,
+    )
+    b = r["beta"][int(len(r["beta"]) * args.burn_in) :]
+    return {
+        "config": name,
+        "seed": seed,
+        "initial": initial,
+        "left": float(np.mean(b < target.split)),
+        "mode_changes": mx.mode_changes(r["beta"], target.split),
+        "swaps": r["swaps"],
+        "attempts": r["attempts"],
+        "seconds": r["seconds"],
+        "steps": args.steps,
+    }
 
 
 def _table(path, exact):
@@ -105,13 +127,27 @@ def _table(path, exact):
             continue
         sw = np.mean([r["swaps"] for r in rows if r["config"] == name])
         se = w.std(ddof=1) / np.sqrt(w.size)
-        print(f"{name:<12}{w.size:>6}{sw:>12.0f}{w.mean():>12.4f} +- {se:.4f}{w.mean() - exact:>+9.4f}"
-              f"{(w.mean() - exact) / se:>+9.1f}")
-        cells.append([LABELS[name], int(w.size), float(sw), [float(w.mean()), float(se)], float(w.mean() - exact),
-                      float((w.mean() - exact) / se)])
+        print(
+            f"{name:<12}{w.size:>6}{sw:>12.0f}{w.mean():>12.4f} +- {se:.4f}{w.mean() - exact:>+9.4f}"
+            f"{(w.mean() - exact) / se:>+9.1f}"
+        )
+        cells.append(
+            [
+                LABELS[name],
+                int(w.size),
+                float(sw),
+                [float(w.mean()), float(se)],
+                float(w.mean() - exact),
+                float((w.mean() - exact) / se),
+            ]
+        )
         keys.append(name)
-    return results.table(["swap penalty", "seeds", "swaps / seed", "cold left-mode weight", "bias", "bias / SE"],
-                         ["{}", "{}", "{:.0f}", "{:.4f} +- {:.4f}", "{:+.3f}", "{:+.1f}"], cells, keys)
+    return results.table(
+        ["swap penalty", "seeds", "swaps / seed", "cold left-mode weight", "bias", "bias / SE"],
+        ["{}", "{}", "{:.0f}", "{:.4f} +- {:.4f}", "{:+.3f}", "{:+.1f}"],
+        cells,
+        keys,
+    )
 
 
 def main(argv=None):
@@ -135,8 +171,11 @@ def main(argv=None):
                 row = _one(args, target, data, name, seed)
                 with open(args.out, "a") as f:
                     f.write(json.dumps(row) + "\n")
-                print(f"{name} seed {seed}: left {row['left']:.3f}, {row['mode_changes']} mode changes, "
-                      f"{row['swaps']} swaps, {time.perf_counter() - t0:.0f} s", flush=True)
+                print(
+                    f"{name} seed {seed}: left {row['left']:.3f}, {row['mode_changes']} mode changes, "
+                    f"{row['swaps']} swaps, {time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
     settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "table")}
     results.write(out, {"main": _table(args.out, exact)}, settings=settings, exact_left_weight=float(exact))
 

@@ -62,16 +62,25 @@ from tf_vrre.workflows.image_classification import models
 from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData
 
 # ../shared/data next to the repository (or next to its parent folder)
-DEFAULT_DATA = next((d / "shared" / "data" / "cifar10" / "cifar10_test.npz" for d in (REPO.parent, REPO.parents[1])
-                     if (d / "shared" / "data").is_dir()), REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz")
+DEFAULT_DATA = next(
+    (
+        d / "shared" / "data" / "cifar10" / "cifar10_test.npz"
+        for d in (REPO.parent, REPO.parents[1])
+        if (d / "shared" / "data").is_dir()
+    ),
+    REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz",
+)
 CONFIGS = ("resghmc", "resghmc_inf", "vr_train", "vr_train_n", "vr_inf", "vr_inf_adaptive", "resghmc_m", "vr_inf_1")
-LABELS = {"resghmc": "reSGHMC (as step_cost)", "resghmc_inf": "reSGHMC, inference-mode energies",
-          "vr_train": "VR-reSGHMC (as step_cost: train mode, full pass in batches of 1000)",
-          "vr_train_n": "VR-reSGHMC, train mode, full pass in batches of 128",
-          "vr_inf": "VR-reSGHMC, inference mode (cached snapshot energies)",
-          "vr_inf_adaptive": "VR-reSGHMC, inference, adaptive c",
-          "resghmc_m": "**reSGHMC with VR's sigma^2 window (m = 98)**",
-          "vr_inf_1": "**VR-reSGHMC (inference) with reSGHMC's window (1 step)**"}
+LABELS = {
+    "resghmc": "reSGHMC (as step_cost)",
+    "resghmc_inf": "reSGHMC, inference-mode energies",
+    "vr_train": "VR-reSGHMC (as step_cost: train mode, full pass in batches of 1000)",
+    "vr_train_n": "VR-reSGHMC, train mode, full pass in batches of 128",
+    "vr_inf": "VR-reSGHMC, inference mode (cached snapshot energies)",
+    "vr_inf_adaptive": "VR-reSGHMC, inference, adaptive c",
+    "resghmc_m": "**reSGHMC with VR's sigma^2 window (m = 98)**",
+    "vr_inf_1": "**VR-reSGHMC (inference) with reSGHMC's window (1 step)**",
+}
 
 
 def parse_args(argv=None):
@@ -115,6 +124,7 @@ class Exact(keras.callbacks.Callback):
                 sq = tf.add_n([tf.reduce_sum(tf.square(tf.cast(w, tf.float64))) for w in chain.trainable_weights])
                 out.append(nll + 0.5 * self.wd * sq)
             return tf.stack(out)
+
         return energies
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -129,13 +139,25 @@ def build(config, args, data):
     period = {"resghmc_m": args.m, "vr_inf_1": 1}.get(config)
     cv = None
     if vr:
-        cv = tf_vrre.ControlVariates(period=args.m, batch_size=args.batch if config == "vr_train_n" else 1000,
-                                     coefficient="adaptive" if config.endswith("adaptive") else -1.0)
+        cv = tf_vrre.ControlVariates(
+            period=args.m,
+            batch_size=args.batch if config == "vr_train_n" else 1000,
+            coefficient="adaptive" if config.endswith("adaptive") else -1.0,
+        )
     s = tf_vrre.ReplicaExchangeSampler(
-        resnet8, data_size=args.data_size, num_chains=2, temperatures=list(args.temperatures),
-        learning_rates=args.lr, dynamics="sghmc", momentum=0.9, weight_decay=25.0,
-        swap=tf_vrre.CorrectedSwap(correction=args.correction, period=period), variance_reduction=cv, energy_mode=mode,
-        seed=args.seed)
+        resnet8,
+        data_size=args.data_size,
+        num_chains=2,
+        temperatures=list(args.temperatures),
+        learning_rates=args.lr,
+        dynamics="sghmc",
+        momentum=0.9,
+        weight_decay=25.0,
+        swap=tf_vrre.CorrectedSwap(correction=args.correction, period=period),
+        variance_reduction=cv,
+        energy_mode=mode,
+        seed=args.seed,
+    )
     if vr:
         s.set_reference_data(data.reference)
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -156,14 +178,22 @@ def analyse(swap_rows, exact, temps):
     half = len(rows) // 2
     exact_accept = np.minimum(1.0, np.exp(np.minimum(delta * true, 0.0)))
     return {
-        "attempts": len(rows), "accepted": int(acc.sum()), "first_attempt": int(rows[0]["step"]),
-        "sigma2_mean": float(sigma2.mean()), "sigma2_median": float(np.median(sigma2)),
-        "error_var": float(err.var(ddof=1)), "bias": float(err.mean()), "bias_se": float(err.std(ddof=1) / np.sqrt(len(err))),
-        "bias_first_half": float(err[:half].mean()), "bias_second_half": float(err[half:].mean()),
+        "attempts": len(rows),
+        "accepted": int(acc.sum()),
+        "first_attempt": int(rows[0]["step"]),
+        "sigma2_mean": float(sigma2.mean()),
+        "sigma2_median": float(np.median(sigma2)),
+        "error_var": float(err.var(ddof=1)),
+        "bias": float(err.mean()),
+        "bias_se": float(err.std(ddof=1) / np.sqrt(len(err))),
+        "bias_first_half": float(err[:half].mean()),
+        "bias_second_half": float(err[half:].mean()),
         "sd": float(err.std(ddof=1)),
-        "est_diff_mean": float(est.mean()), "exact_diff_mean": float(true.mean()),
-        "exact_diff_min": float(true.min()), "exact_diff_max": float(true.max()),
-        "penalty_mean": float(np.mean(delta ** 2 * sigma2 / corr)),
+        "est_diff_mean": float(est.mean()),
+        "exact_diff_mean": float(true.mean()),
+        "exact_diff_min": float(true.min()),
+        "exact_diff_max": float(true.max()),
+        "penalty_mean": float(np.mean(delta**2 * sigma2 / corr)),
         "exact_accept_rate": float(exact_accept.mean()),
         "accepted_while_exact_impossible": int(np.sum(acc & (delta * true < -10))),
         "exact_energy_lo_last": float(exact[int(rows[-1]["step"])][0]),
@@ -175,13 +205,15 @@ def main(argv=None):
     args = parse_args(argv)
     target = results.check_target(args.results, args.force)
     with np.load(args.data) as z:
-        x, y = z["x"][:args.data_size], z["y"][:args.data_size].astype(np.int64)
+        x, y = z["x"][: args.data_size], z["y"][: args.data_size].astype(np.int64)
     data = TrainingData(x, y, Preprocessing.from_images(x), 10)
     spe = data.steps_per_epoch(args.batch)
     epochs = max(1, args.steps // spe)
-    print(f"swap_energies: ResNet-8, N={args.data_size} real CIFAR-10 images, batch {args.batch}, eta={args.lr:g}, "
-          f"tau={tuple(args.temperatures)}, F={args.correction:g}, m={args.m}, {epochs * spe} steps per config",
-          flush=True)
+    print(
+        f"swap_energies: ResNet-8, N={args.data_size} real CIFAR-10 images, batch {args.batch}, eta={args.lr:g}, "
+        f"tau={tuple(args.temperatures)}, F={args.correction:g}, m={args.m}, {epochs * spe} steps per config",
+        flush=True,
+    )
     found = {}
     for config in args.configs.split(","):
         t0 = time.time()
@@ -189,19 +221,27 @@ def main(argv=None):
         s = build(config, args, data)
         out = tempfile.mkdtemp(prefix=f"swap_energies_{config}_")
         exact = Exact(*data.reference, weight_decay=25.0)
-        s.fit(data.dataset(args.batch, args.seed, s.state.step), epochs=epochs, verbose=0, shuffle=False,
-              callbacks=[exact, tf_vrre.SwapLogger(out)])
+        s.fit(
+            data.dataset(args.batch, args.seed, s.state.step),
+            epochs=epochs,
+            verbose=0,
+            shuffle=False,
+            callbacks=[exact, tf_vrre.SwapLogger(out)],
+        )
         with open(os.path.join(out, "swaps.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
         found[config] = analyse(rows, exact.rows, args.temperatures)
         r = found[config]
-        print(f"  {config:<16s} {r.get('accepted', 0):>4d}/{r['attempts']:<4d} swaps; sigma2 {r.get('sigma2_mean', 0):9.3g} "
-              f"(measured error var {r.get('error_var', 0):9.3g}); bias {r.get('bias', 0):+8.2f} +- {r.get('bias_se', 0):.2f} "
-              f"(1st half {r.get('bias_first_half', 0):+.2f}, 2nd {r.get('bias_second_half', 0):+.2f}); "
-              f"exact U_lo-U_hi {r.get('exact_diff_mean', 0):+.2f} [{r.get('exact_diff_min', 0):+.1f}, "
-              f"{r.get('exact_diff_max', 0):+.1f}], estimated {r.get('est_diff_mean', 0):+.2f}; penalty "
-              f"{r.get('penalty_mean', 0):.3g}; exact-energy accept {r.get('exact_accept_rate', 0):.3f}; accepted with "
-              f"delta*dU < -10: {r.get('accepted_while_exact_impossible', 0)}  ({time.time() - t0:.0f} s)", flush=True)
+        print(
+            f"  {config:<16s} {r.get('accepted', 0):>4d}/{r['attempts']:<4d} swaps; sigma2 {r.get('sigma2_mean', 0):9.3g} "
+            f"(measured error var {r.get('error_var', 0):9.3g}); bias {r.get('bias', 0):+8.2f} +- {r.get('bias_se', 0):.2f} "
+            f"(1st half {r.get('bias_first_half', 0):+.2f}, 2nd {r.get('bias_second_half', 0):+.2f}); "
+            f"exact U_lo-U_hi {r.get('exact_diff_mean', 0):+.2f} [{r.get('exact_diff_min', 0):+.1f}, "
+            f"{r.get('exact_diff_max', 0):+.1f}], estimated {r.get('est_diff_mean', 0):+.2f}; penalty "
+            f"{r.get('penalty_mean', 0):.3g}; exact-energy accept {r.get('exact_accept_rate', 0):.3f}; accepted with "
+            f"delta*dU < -10: {r.get('accepted_while_exact_impossible', 0)}  ({time.time() - t0:.0f} s)",
+            flush=True,
+        )
     settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "json")}
     if args.json:
         Path(args.json).write_text(json.dumps({"settings": settings, "results": found}, indent=2) + "\n")
@@ -211,15 +251,47 @@ def main(argv=None):
 
 def table(found):
     """The page's table: one row per configuration that attempted a swap."""
-    rows = [[LABELS[c], r["first_attempt"], [r["accepted"], r["attempts"]], r["sigma2_mean"], r["error_var"],
-             [r["bias"], r["bias_se"]], [r["exact_diff_mean"], r["exact_diff_min"], r["exact_diff_max"]],
-             r["exact_accept_rate"], r["accepted_while_exact_impossible"]] for c, r in found.items() if r["attempts"]]
+    rows = [
+        [
+            LABELS[c],
+            r["first_attempt"],
+            [r["accepted"], r["attempts"]],
+            r["sigma2_mean"],
+            r["error_var"],
+            [r["bias"], r["bias_se"]],
+            [r["exact_diff_mean"], r["exact_diff_min"], r["exact_diff_max"]],
+            r["exact_accept_rate"],
+            r["accepted_while_exact_impossible"],
+        ]
+        for c, r in found.items()
+        if r["attempts"]
+    ]
     return results.table(
-        ["configuration", "first attempt", "swaps / attempts", "sigma^2 (sampler)", "var of the error of U~_lo - U~_hi",
-         "bias of U~_lo - U~_hi", "exact U_lo - U_hi: mean [min, max]", "exact-energy acceptance",
-         "accepted with delta (U_lo - U_hi) < -10"],
-        ["{}", "step {}", "{} / {}", "{:.3g}", "{:.3g}", "{:+.2f} +- {:.2f}", "{:.1f} [{:.0f}, {:+.0f}]", "{:.3f}", "{}"],
-        rows, keys=[c for c, r in found.items() if r["attempts"]])
+        [
+            "configuration",
+            "first attempt",
+            "swaps / attempts",
+            "sigma^2 (sampler)",
+            "var of the error of U~_lo - U~_hi",
+            "bias of U~_lo - U~_hi",
+            "exact U_lo - U_hi: mean [min, max]",
+            "exact-energy acceptance",
+            "accepted with delta (U_lo - U_hi) < -10",
+        ],
+        [
+            "{}",
+            "step {}",
+            "{} / {}",
+            "{:.3g}",
+            "{:.3g}",
+            "{:+.2f} +- {:.2f}",
+            "{:.1f} [{:.0f}, {:+.0f}]",
+            "{:.3f}",
+            "{}",
+        ],
+        rows,
+        keys=[c for c, r in found.items() if r["attempts"]],
+    )
 
 
 if __name__ == "__main__":

@@ -43,24 +43,49 @@ def main(argv=None):
     configs = [("F = 2", 2.0, None)] + [(f"target {float(r):g}", "auto", float(r)) for r in args.targets.split(",")]
     start, rows = time.time(), []
     for name, correction, target in configs:
-        runs = [lt.run_one("mixture", "vr", args.chains, "tuned", seed, args.tune, args.fixed, correction=correction,
-                           swap_options=None if target is None else {"target_acceptance": target})
-                for seed in range(args.seeds)]
+        runs = [
+            lt.run_one(
+                "mixture",
+                "vr",
+                args.chains,
+                "tuned",
+                seed,
+                args.tune,
+                args.fixed,
+                correction=correction,
+                swap_options=None if target is None else {"target_acceptance": target},
+            )
+            for seed in range(args.seeds)
+        ]
         summary = lt.summarise(runs, "mixture")
         attempts = np.sum([r["attempts"] for r in runs], 0)
         accepted = np.sum([np.multiply(r["attempts"], np.subtract(1.0, r["rejection"])) for r in runs], 0)
-        rows.append({"config": name, "correction": correction, "target_acceptance": target,
-                     "final_correction": [r["correction"] for r in runs],
-                     "acceptance": float(accepted.sum() / attempts.sum()), "summary": summary, "runs": runs})
+        rows.append(
+            {
+                "config": name,
+                "correction": correction,
+                "target_acceptance": target,
+                "final_correction": [r["correction"] for r in runs],
+                "acceptance": float(accepted.sum() / attempts.sum()),
+                "summary": summary,
+                "runs": runs,
+            }
+        )
         print(f"[{len(rows)}/{len(configs)}] {name}: {time.time() - start:.0f} s", file=sys.stderr, flush=True)
-    print(f"\nthe paper's mixture, VR energies, K = {args.chains} tuned, {args.seeds} seeds x {args.tune} tuning + "
-          f"{args.fixed} measured steps; exact left-mode weight {rows[0]['summary']['exact']:.4f}\n")
-    print("| F | F reached (per seed) | acceptance | round trips / 1000 steps | cold chain error |\n|---|---|---|---|---|")
+    print(
+        f"\nthe paper's mixture, VR energies, K = {args.chains} tuned, {args.seeds} seeds x {args.tune} tuning + "
+        f"{args.fixed} measured steps; exact left-mode weight {rows[0]['summary']['exact']:.4f}\n"
+    )
+    print(
+        "| F | F reached (per seed) | acceptance | round trips / 1000 steps | cold chain error |\n|---|---|---|---|---|"
+    )
     for r in rows:
         s = r["summary"]
         z = "" if s["z"] is None else f" ({s['z']:+.1f} SE)"
-        print(f"| {r['config']} | {' '.join(f'{v:.3g}' for v in r['final_correction'])} | {r['acceptance']:.3f} | "
-              f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['error']:+.3f} +- {s['cold_se']:.3f}{z} |")
+        print(
+            f"| {r['config']} | {' '.join(f'{v:.3g}' for v in r['final_correction'])} | {r['acceptance']:.3f} | "
+            f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['error']:+.3f} +- {s['cold_se']:.3f}{z} |"
+        )
     settings = dict(vars(args), out=os.path.relpath(os.path.abspath(args.out), os.path.dirname(HERE)))
     doc = {**lt._provenance(argv), "script": "benchmarks/swap_target.py", "settings": settings, "results": rows}
     doc["command"] = "python benchmarks/swap_target.py " + " ".join(argv)

@@ -31,8 +31,9 @@ from tf_vrre.sampler import xla
 from tf_vrre.workflows.gaussian_mixture import target as mx
 from tf_vrre.workflows.image_classification.models import resnet
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data",
-                    "cifar10", "cifar10_test.npz")
+DATA = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data", "cifar10", "cifar10_test.npz"
+)
 
 
 def mlp():
@@ -52,17 +53,33 @@ def _problems(data_path):
         xi, yi = rng.integers(0, 256, (640, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, 640)
     xi = ((xi / 255.0 - 0.47) / 0.25).astype("float32")
     return {
-        "1-parameter mixture (`tf_vrre.workflows.gaussian_mixture.target`, batch 100)": (mx.build_default_model, (mix,), 100, 500,
-                                              dict(nll=mx.nll, weight_decay=mx.weight_decay(), dynamics="sgld",
-                                                   temperatures=[10.0, 3000.0], learning_rates=3e-4)),
+        "1-parameter mixture (`tf_vrre.workflows.gaussian_mixture.target`, batch 100)": (
+            mx.build_default_model,
+            (mix,),
+            100,
+            500,
+            dict(
+                nll=mx.nll,
+                weight_decay=mx.weight_decay(),
+                dynamics="sgld",
+                temperatures=[10.0, 3000.0],
+                learning_rates=3e-4,
+            ),
+        ),
         "MLP 8-16-2 (the ten-line example, batch 64)": (mlp, (x, (x[:, 0] > 0).astype("int64")), 64, 200, {}),
         "ResNet-8 (batch 128, CIFAR images)": (lambda: resnet(8), (xi, yi.astype("int64")), 128, 5, {}),
     }
 
 
 def _sampler(model_fn, data, jit, kw):
-    args = dict(data_size=len(data[0]), num_chains=2, temperatures=[0.01, 0.05], learning_rates=1e-5, seed=0,
-                variance_reduction=tf_vrre.ControlVariates(period=16))
+    args = dict(
+        data_size=len(data[0]),
+        num_chains=2,
+        temperatures=[0.01, 0.05],
+        learning_rates=1e-5,
+        seed=0,
+        variance_reduction=tf_vrre.ControlVariates(period=16),
+    )
     args.update(kw)
     s = tf_vrre.ReplicaExchangeSampler(model_fn, **args)
     s.set_reference_data(data if len(data) > 1 else data[0])
@@ -89,7 +106,7 @@ def main(argv=None):
             s.fit(ds, steps_per_epoch=spe * 2, epochs=1, verbose=0)  # trace, compile, warm up
             samplers[jit] = (s, ds)
         for r in range(args.repeats):
-            for jit in ((False, True) if r % 2 == 0 else (True, False)):
+            for jit in (False, True) if r % 2 == 0 else (True, False):
                 s, ds = samplers[jit]
                 t0 = time.perf_counter()
                 s.fit(ds, steps_per_epoch=spe * 4, epochs=1, verbose=0)
@@ -101,10 +118,12 @@ def main(argv=None):
     print(f"\n{'model (2 chains, VR)':<34}{'graph ms/step':>14}{'XLA ms/step':>13}{'XLA/graph':>11}  auto picks")
     for name, graph, fused, ratio, auto in rows:
         print(f"{name:<34}{graph:>14.3f}{fused:>13.3f}{ratio:>11.2f}  {auto}")
-    table = results.table(["model (2 chains, VR)", "graph ms/step", "XLA ms/step", '`"auto"` picks'],
-                          ["{}", "{:.3g}", "{:.3g} ({:.2f}x)", "{}"],
-                          [[name, float(graph), [float(fused), float(ratio)], auto] for name, graph, fused, ratio, auto in rows],
-                          keys=["mixture", "mlp", "resnet8"][:len(rows)])
+    table = results.table(
+        ["model (2 chains, VR)", "graph ms/step", "XLA ms/step", '`"auto"` picks'],
+        ["{}", "{:.3g}", "{:.3g} ({:.2f}x)", "{}"],
+        [[name, float(graph), [float(fused), float(ratio)], auto] for name, graph, fused, ratio, auto in rows],
+        keys=["mixture", "mlp", "resnet8"][: len(rows)],
+    )
     results.write(target, {"main": table}, settings={"repeats": args.repeats})
 
 

@@ -72,8 +72,10 @@ def pip_commands(checkout, tpu):
         if not has_tensorflow:
             command = f"pip install tensorflow-tpu -f {LIBTPU_INDEX}" if tpu else "pip install tensorflow"
             runtime = "this TPU runtime" if tpu else "this runtime"
-            raise RuntimeError(f"tf_vrre is installed but {runtime} has no TensorFlow: run `{command}` in a cell, "
-                               "then restart the runtime and run again")
+            raise RuntimeError(
+                f"tf_vrre is installed but {runtime} has no TensorFlow: run `{command}` in a cell, "
+                "then restart the runtime and run again"
+            )
         return []
     if not tpu:
         return [["-q", checkout]]
@@ -85,8 +87,12 @@ def pip_commands(checkout, tpu):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkout", nargs="?", default=CHECKOUT,
-                        help="the tf_vrre checkout to install (default: the one this script is in)")
+    parser.add_argument(
+        "checkout",
+        nargs="?",
+        default=CHECKOUT,
+        help="the tf_vrre checkout to install (default: the one this script is in)",
+    )
     args = parser.parse_args(argv)
     if not os.path.isfile(os.path.join(args.checkout, "pyproject.toml")):
         parser.error(f"checkout: no pyproject.toml in {args.checkout!r}; give the directory of a tf_vrre clone")

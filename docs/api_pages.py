@@ -26,12 +26,21 @@ NAMESPACE = os.path.join(os.path.dirname(HERE), "tests", "helpers", "_doctest_na
 def examples_assume():
     """The index's last section: the set-up every docstring example assumes, the code itself."""
     source = open(NAMESPACE).read()
-    setup = source[source.index("import keras"):source.index("\ndef namespace")].rstrip()
-    return [".. _examples-assume:", ""] + _heading("Examples assume", "-") + [
-        "The ``>>>`` examples on these pages run as tests, each in a fresh namespace that already holds",
-        "these names, so each example shows only what it documents; examples that write files use",
-        "relative paths (``runs/toy``) and run in an empty working directory:", "",
-        ".. code-block:: python", ""] + [f"   {line}".rstrip() for line in setup.splitlines()] + [""]
+    setup = source[source.index("import keras") : source.index("\ndef namespace")].rstrip()
+    return (
+        [".. _examples-assume:", ""]
+        + _heading("Examples assume", "-")
+        + [
+            "The ``>>>`` examples on these pages run as tests, each in a fresh namespace that already holds",
+            "these names, so each example shows only what it documents; examples that write files use",
+            "relative paths (``runs/toy``) and run in an empty working directory:",
+            "",
+            ".. code-block:: python",
+            "",
+        ]
+        + [f"   {line}".rstrip() for line in setup.splitlines()]
+        + [""]
+    )
 
 
 def version():
@@ -53,19 +62,33 @@ def public_modules():
     import tf_vrre
 
     names = [m.name for m in pkgutil.walk_packages(tf_vrre.__path__, "tf_vrre.")]
-    return sorted(n for n in names if not any(part.startswith("_") for part in n.split("."))
-                  and n != "tf_vrre.cli" and not n.startswith("tf_vrre.cli."))
+    return sorted(
+        n
+        for n in names
+        if not any(part.startswith("_") for part in n.split("."))
+        and n != "tf_vrre.cli"
+        and not n.startswith("tf_vrre.cli.")
+    )
 
 
 def module_members(module):
     """Public members of a module: its ``__all__``, else the public names it defines."""
     names = getattr(module, "__all__", None)
     if names is None:
-        names = [n for n, v in vars(module).items() if not n.startswith("_")
-                 and getattr(v, "__module__", None) == module.__name__
-                 and (inspect.isclass(v) or inspect.isfunction(v))]
-    return [n for n in names if inspect.isclass(getattr(module, n, None)) or callable(getattr(module, n, None))
-            and not isinstance(getattr(module, n), types.ModuleType)]
+        names = [
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_")
+            and getattr(v, "__module__", None) == module.__name__
+            and (inspect.isclass(v) or inspect.isfunction(v))
+        ]
+    return [
+        n
+        for n in names
+        if inspect.isclass(getattr(module, n, None))
+        or callable(getattr(module, n, None))
+        and not isinstance(getattr(module, n), types.ModuleType)
+    ]
 
 
 def _kind(obj):
@@ -95,12 +118,19 @@ def index_page(objects, modules):
         "The public API is ``tf_vrre.<name>`` for every name below (``tf_vrre.__all__``, listed in",
         "``tf_vrre/__init__.pyi``); the modules further down hold the rest, each imported by its own path.",
         "The guides show them at work; :doc:`../architecture` shows where they live. The ``>>>``",
-        "examples assume a small set-up (toy data ``x, y``, ``net``, ``toy_sampler``): :ref:`examples-assume`.", "",
-        ".. currentmodule:: tf_vrre", ""]
+        "examples assume a small set-up (toy data ``x, y``, ``net``, ``toy_sampler``): :ref:`examples-assume`.",
+        "",
+        ".. currentmodule:: tf_vrre",
+        "",
+    ]
     for title, names in groups.items():
         if names:
-            lines += _heading(title, "-") + [".. autosummary::", "   :toctree: _autosummary", "   :nosignatures:",
-                                             ""] + [f"   {n}" for n in names] + [""]
+            lines += (
+                _heading(title, "-")
+                + [".. autosummary::", "   :toctree: _autosummary", "   :nosignatures:", ""]
+                + [f"   {n}" for n in names]
+                + [""]
+            )
     lines += _heading("Command line", "-") + [".. toctree::", "   :maxdepth: 1", "", "   cli", ""]
     lines += _heading("Modules", "-")
     for package in sorted({".".join(m.split(".")[:2]) for m in modules}):
@@ -137,7 +167,7 @@ def module_page(name, entries):
         lines += [f".. currentmodule:: {name}", "", ".. autosummary::", "   :nosignatures:", ""]
         own = [m for m in members if entries.setdefault(id(getattr(module, m)), f"{name}.{m}") == f"{name}.{m}"]
         links = {m: entries[id(getattr(module, m))] for m in members if m not in own}
-        links = {m: t[len(name) + 1:] if t.startswith(name + ".") else t for m, t in links.items()}  # autosummary
+        links = {m: t[len(name) + 1 :] if t.startswith(name + ".") else t for m, t in links.items()}  # autosummary
         lines += [f"   {m}" if m in own else f"   ~{links[m]}" for m in members] + [""]  # wants these relative
         for m in own:
             directive = "autoclass" if inspect.isclass(getattr(module, m)) else "autofunction"
@@ -155,7 +185,9 @@ def cli_page():
     os.environ["COLUMNS"] = "90"  # argparse wraps help at the terminal width: 88 columns fit the page
     lines = _heading("Command line", "=") + [
         "``tf-vrre <command> --help`` of every subcommand (the same text the console prints;",
-        "``python -m tf_vrre.cli`` is the same command).", ""]
+        "``python -m tf_vrre.cli`` is the same command).",
+        "",
+    ]
     for name in cli.SUBCOMMANDS:
         text = io.StringIO()
         with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
@@ -215,7 +247,7 @@ def fields_before_examples(app, what, name, obj, options, lines):
             rest.append(lines[i])
             i += 1
     if moved:
-        while rest[rubric - 1:rubric] == [""] and rubric > 0:  # the fields join the field list above
+        while rest[rubric - 1 : rubric] == [""] and rubric > 0:  # the fields join the field list above
             rest.pop(rubric - 1)
             rubric -= 1
         lines[:] = rest[:rubric] + ([""] if rubric else []) + moved + [""] + rest[rubric:]

@@ -86,7 +86,6 @@ copybutton_only_copy_prompt_lines = False
 linkcheck_ignore = [r"https?://.*"]
 
 
-
 def _copy_notebooks():
     """colab/*.ipynb and colab/README.md -> docs/notebooks/ (build output, not tracked)."""
     import shutil

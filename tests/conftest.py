@@ -16,8 +16,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers"))
 
 # real data, optional: $TF_VRRE_SHARED_DATA, else ../shared/data beside the repository (synthetic images otherwise)
-SHARED_DATA = (os.environ.get("TF_VRRE_SHARED_DATA")
-               or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"))
+SHARED_DATA = os.environ.get("TF_VRRE_SHARED_DATA") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"
+)
 
 
 @pytest.fixture(scope="session")

@@ -44,8 +44,9 @@ def test_every_benchmark_page_shows_a_results_file_and_its_source():
         regions = render_docs.REGION.findall(text)
         assert regions, f"{name}: no table from a results file"
         tables = {r[1] for r in regions if r[2] != "source"}
-        assert tables <= {r[1] for r in regions if r[2] == "source"} | {"posterior-fidelity"}, \
+        assert tables <= {r[1] for r in regions if r[2] == "source"} | {"posterior-fidelity"}, (
             f"{name}: a table without the line saying where its numbers come from"
+        )
 
 
 def test_every_results_file_says_how_when_and_where_it_was_measured():
@@ -64,8 +65,9 @@ def test_every_benchmark_script_writes_its_results_file():
     for name in sorted(os.listdir(BENCHMARKS)):
         if name.endswith(".py") and name not in helpers:
             text = _text(os.path.join("benchmarks", name))
-            assert "results.write(" in text or "results_file.write(" in text or "benchmarks/results/" in text, \
+            assert "results.write(" in text or "results_file.write(" in text or "benchmarks/results/" in text, (
                 f"benchmarks/{name} writes no results file"
+            )
 
 
 def test_a_changed_results_file_is_caught(tmp_path, monkeypatch):
@@ -76,8 +78,10 @@ def test_a_changed_results_file_is_caught(tmp_path, monkeypatch):
     res["tables"]["main"]["rows"][0][5] = -7.04
     (tmp_path / "results" / "swap-bias.json").write_text(json.dumps(res))
     monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
-    for page, shown in (("docs/benchmarks/swap-bias.md", "| -7.0 |"),
-                        ("README.md", "[-7 standard errors with the paper's rule")):
+    for page, shown in (
+        ("docs/benchmarks/swap-bias.md", "| -7.0 |"),
+        ("README.md", "[-7 standard errors with the paper's rule"),
+    ):
         text = _text(page)
         rendered, problems = render_docs.render(text, page)
         assert not problems and rendered != text
@@ -91,10 +95,15 @@ def test_a_reworded_claim_is_reported():
 
 
 def test_table_cells():
-    tab = results.table(["a", "b", "c"], ["{}", "{:.3f} +- {:.3f}", "{:+.1f}"],
-                        [["x", [0.6491, 0.0503], -1.25], ["exact", {"value": 0.575, "format": "{:.3f}"}, None],
-                        ["y", "-", 2]])
-    assert results.markdown(tab).splitlines()[2:] == ["| x | 0.649 +- 0.050 | -1.2 |", "| exact | 0.575 |  |",
-                                                      "| y | - | +2.0 |"]
+    tab = results.table(
+        ["a", "b", "c"],
+        ["{}", "{:.3f} +- {:.3f}", "{:+.1f}"],
+        [["x", [0.6491, 0.0503], -1.25], ["exact", {"value": 0.575, "format": "{:.3f}"}, None], ["y", "-", 2]],
+    )
+    assert results.markdown(tab).splitlines()[2:] == [
+        "| x | 0.649 +- 0.050 | -1.2 |",
+        "| exact | 0.575 |  |",
+        "| y | - | +2.0 |",
+    ]
     with pytest.raises(ValueError, match="3 columns"):
         results.table(["a", "b", "c"], ["{}"] * 3, [["only", "two"]])

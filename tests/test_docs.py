@@ -17,8 +17,15 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
 # pages whose ```python blocks build on each other, in this order, like a notebook
-EXAMPLE_PAGES = ["getting-started.md", "algorithm.md", "guides/recipes.md", "guides/serving.md",
-                 "guides/diagnostics.md", "guides/image-workflow.md", "guides/tuning.md"]
+EXAMPLE_PAGES = [
+    "getting-started.md",
+    "algorithm.md",
+    "guides/recipes.md",
+    "guides/serving.md",
+    "guides/diagnostics.md",
+    "guides/image-workflow.md",
+    "guides/tuning.md",
+]
 # the pages a new user reads first: no code line longer than the page is wide (88 characters in
 # the theme's content column; the stylesheet wraps longer ones on screen, _static/wrap.css)
 FIRST_PAGES = ["../README.md", "index.md", "getting-started.md", "guides/tuning.md"]
@@ -27,13 +34,18 @@ CODE_WIDTH = 88
 
 def _build(out, builder="html"):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder,
-                           DOCS, str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder, DOCS, str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _warnings(stderr):
-    return "\n".join(line for line in stderr.splitlines() if "WARNING" in line or "ERROR" in line
-                     or "CRITICAL" in line)
+    return "\n".join(line for line in stderr.splitlines() if "WARNING" in line or "ERROR" in line or "CRITICAL" in line)
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +57,25 @@ def built(tmp_path_factory):
 
 
 def test_docs_build_without_warnings(built):
-    for page in ["index", "getting-started", "guides/tuning", "algorithm", "architecture", "guides/recipes",
-                 "guides/image-workflow", "guides/serving", "guides/diagnostics", "guides/scale",
-                 "guides/failing-loudly", "benchmarks/index", "api/index", "changelog",
-                 "notebooks/01_quickstart", "notebooks/02_cifar10_vr_resghmc", "notebooks/03_serve_the_posterior"]:
+    for page in [
+        "index",
+        "getting-started",
+        "guides/tuning",
+        "algorithm",
+        "architecture",
+        "guides/recipes",
+        "guides/image-workflow",
+        "guides/serving",
+        "guides/diagnostics",
+        "guides/scale",
+        "guides/failing-loudly",
+        "benchmarks/index",
+        "api/index",
+        "changelog",
+        "notebooks/01_quickstart",
+        "notebooks/02_cifar10_vr_resghmc",
+        "notebooks/03_serve_the_posterior",
+    ]:
         assert (built / f"{page}.html").is_file(), page
 
 
@@ -85,7 +112,8 @@ def test_docs_python_examples_run(capsys, tmp_path, monkeypatch):
         assert _examples.examples(text), f"{page} has no python example"
         wrong += [(page, shown, printed) for shown, printed in _examples.run_page(text, page, namespace)]
     assert not wrong, "an example prints other than what its page shows:\n" + "\n".join(
-        f"{page}\nshown:   {shown.strip()}\nprinted: {printed.strip()}" for page, shown, printed in wrong)
+        f"{page}\nshown:   {shown.strip()}\nprinted: {printed.strip()}" for page, shown, printed in wrong
+    )
     out = capsys.readouterr().out
     assert "swaps" in out and "BMA accuracy" in out and "members" in out
 

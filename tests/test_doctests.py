@@ -24,8 +24,9 @@ def modules():
         pkg = importlib.import_module(package)
         names.append(package)
         if hasattr(pkg, "__path__"):
-            names += [m.name for m in pkgutil.walk_packages(pkg.__path__, f"{package}.")
-                      if not m.name.endswith("__main__")]
+            names += [
+                m.name for m in pkgutil.walk_packages(pkg.__path__, f"{package}.") if not m.name.endswith("__main__")
+            ]
     return sorted(set(names))
 
 

@@ -33,12 +33,14 @@ def _cases(tmp_path):
     log = [{"epoch": str(e), "loss": str(1.0 / (e + 1)), "loss_1": str(2.0 / (e + 1))} for e in range(3)]
     return {
         "entropy_cdf": lambda p: image_plots.entropy_cdf(p, [("a", rng.uniform(0, 2.3, 50), None)], 1.5, np.log(10)),
-        "reliability": lambda p: image_plots.reliability(p, [("T=1", [(0.0, 0.5, 10, 0.3, 0.2),
-                                                                       (0.5, 1.0, 20, 0.8, 0.7)], 0.05)]),
+        "reliability": lambda p: image_plots.reliability(
+            p, [("T=1", [(0.0, 0.5, 10, 0.3, 0.2), (0.5, 1.0, 20, 0.8, 0.7)], 0.05)]
+        ),
         "swaps": lambda p: image_plots.swaps(p, swaps, refresh, log, num_pairs=1, title="t"),
         "traces": lambda p: mixture_plots.traces(p, {"sgld": rng.normal(size=20)}, 10, (-5.0, 25.0), 0.4),
-        "density": lambda p: mixture_plots.density(p, {"sgld": rng.normal(size=100)}, grid,
-                                                   np.exp(-0.5 * grid ** 2), {"sgld": 0.1}),
+        "density": lambda p: mixture_plots.density(
+            p, {"sgld": rng.normal(size=100)}, grid, np.exp(-0.5 * grid**2), {"sgld": 0.1}
+        ),
         "variance": lambda p: mixture_plots.variance(p, [("reSGLD", "resgld", rng.uniform(1, 2, 30))], 10),
         "sensitivity": lambda p: mixture_plots.sensitivity(p, [0.1, 0.2], [1e-4, 1e-3], [[1.0, 2.0], [3.0, 4.0]]),
         "replicas": lambda p: diag_plots.replicas(p, [flow], ["run"]),

@@ -47,8 +47,8 @@ def test_initial_epoch_is_what_fit_starts_from():
 
 def test_first_batch_iterator_takes_the_last_item():
     it = iter(tf.data.Dataset.range(3))
-    assert kc.first_batch_iterator([(0, it)]) is it          # Keras 3.9-3.10
-    assert kc.first_batch_iterator([(0, 1, it)]) is it       # Keras 3.11+
+    assert kc.first_batch_iterator([(0, it)]) is it  # Keras 3.9-3.10
+    assert kc.first_batch_iterator([(0, 1, it)]) is it  # Keras 3.11+
     assert kc.first_batch_iterator([]) is None
     assert tf_vrre.ReplicaExchangeSampler._maybe_symbolic_build is not keras.Model._maybe_symbolic_build
 

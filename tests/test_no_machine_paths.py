@@ -34,8 +34,14 @@ def tracked_files():
         files = [f for f in out.decode().split("\0") if f]
     except (OSError, subprocess.CalledProcessError):
         files = [os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(ROOT) for f in fs]
-    return [f for f in files if not f.endswith(BINARY) and f != THIS and not f.startswith((".git/", "docs/_build/"))
-            and os.path.isfile(os.path.join(ROOT, f))]
+    return [
+        f
+        for f in files
+        if not f.endswith(BINARY)
+        and f != THIS
+        and not f.startswith((".git/", "docs/_build/"))
+        and os.path.isfile(os.path.join(ROOT, f))
+    ]
 
 
 def offending_lines(pattern_list):
@@ -66,6 +72,13 @@ def test_the_patterns_catch_what_they_should():
     assert not MACHINE_PATH.search("runs/work/x") and not MACHINE_PATH.search("https://example.org/Users/x")
     assert any(p.search("fixed in issue 10") for p in PROCESS)
     assert any(p.search("measured on the shared 2-core CPU") for p in PROCESS)
-    assert not any(p.search(s) for p in PROCESS for s in (
-        "keras.backend.clear_session()", '@pytest.fixture(scope="session")', "keras-team/keras issue 19246",
-        "over several Colab sessions"))
+    assert not any(
+        p.search(s)
+        for p in PROCESS
+        for s in (
+            "keras.backend.clear_session()",
+            '@pytest.fixture(scope="session")',
+            "keras-team/keras issue 19246",
+            "over several Colab sessions",
+        )
+    )

@@ -33,9 +33,17 @@ NOTEBOOKS = ("01_quickstart.ipynb", "02_cifar10_vr_resghmc.ipynb", "03_serve_the
 
 # Toy-scale settings shared by notebooks 2 and 3: a small CNN that learns the synthetic classes
 # within a few steps (so the fitted temperature exists), VR refreshed every 2 steps, a sample every 2.
-TINY_RUN = {"model.kwargs.width": 8, "sampler.lr": 0.03, "data.batch_size": 32, "data.holdout": 32,
-            "samples.thinning": 2, "samples.validation": 16, "samples.burn_in_epochs": 0,
-            "variance_reduction.period": 2, "variance_reduction.batch_size": 64}
+TINY_RUN = {
+    "model.kwargs.width": 8,
+    "sampler.lr": 0.03,
+    "data.batch_size": 32,
+    "data.holdout": 32,
+    "samples.thinning": 2,
+    "samples.validation": 16,
+    "samples.burn_in_epochs": 0,
+    "variance_reduction.period": 2,
+    "variance_reduction.batch_size": 64,
+}
 
 
 def _read(name):
@@ -45,8 +53,14 @@ def _read(name):
 def _run(name, tmp_path, **parameters):
     """Executes ``colab/name`` in ``tmp_path`` with papermill; returns the executed notebook."""
     out = tmp_path / name
-    papermill.execute_notebook(os.path.join(COLAB, name), str(out), parameters=parameters, cwd=str(tmp_path),
-                               kernel_name="python3", progress_bar=False)
+    papermill.execute_notebook(
+        os.path.join(COLAB, name),
+        str(out),
+        parameters=parameters,
+        cwd=str(tmp_path),
+        kernel_name="python3",
+        progress_bar=False,
+    )
     return nbformat.read(str(out), as_version=4)
 
 
@@ -88,8 +102,9 @@ def test_committed_notebook_conventions(name):
     assert len(install.splitlines()) <= 12, "keep the install cell short: its logic belongs in colab/install.py"
     tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and code.index(tagged[0]) == 1, "one parameters cell, right after the install cell"
-    assert not [c for c in code if "injected-parameters" in c.metadata.get("tags", [])], \
+    assert not [c for c in code if "injected-parameters" in c.metadata.get("tags", [])], (
         "remove the papermill-injected parameters cell: opened in Colab, the notebook must run its defaults"
+    )
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -152,12 +167,13 @@ def _install_calls(monkeypatch, tpu, tensorflow, tf_vrre=False):
 def test_install_script_installs_tensorflow_tpu_on_a_tpu_runtime_without_tensorflow(monkeypatch):
     calls = _install_calls(monkeypatch, tpu=True, tensorflow=False)
     assert calls[0] == ["-q", "tensorflow-tpu", "-f", "https://storage.googleapis.com/libtpu-tf-releases/index.html"]
-    assert calls[1] == ["-q", "--no-deps", ROOT]   # no CPU/GPU tensorflow over it
+    assert calls[1] == ["-q", "--no-deps", ROOT]  # no CPU/GPU tensorflow over it
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         declared = tomllib.load(f)["project"]["dependencies"]
     wanted = {d.replace("[tf]", "") for d in declared if not d.startswith("tensorflow>")}
-    assert set(calls[2][1:]) == wanted and len(calls[2][1:]) == len(declared) - 1, \
+    assert set(calls[2][1:]) == wanted and len(calls[2][1:]) == len(declared) - 1, (
         "tf_vrre's requirements from pyproject.toml, all but tensorflow"
+    )
     assert len(calls) == 3
 
 
@@ -166,8 +182,10 @@ def test_install_script_leaves_tensorflow_alone_elsewhere(monkeypatch):
     assert _install_calls(monkeypatch, tpu=True, tensorflow=True) == [["-q", ROOT]]
 
 
-@pytest.mark.parametrize("tpu, command", [(True, r"pip install tensorflow-tpu -f https://storage\.googleapis\.com/"),
-                                          (False, r"`pip install tensorflow`")])
+@pytest.mark.parametrize(
+    "tpu, command",
+    [(True, r"pip install tensorflow-tpu -f https://storage\.googleapis\.com/"), (False, r"`pip install tensorflow`")],
+)
 def test_install_script_names_the_command_when_only_tensorflow_is_missing(monkeypatch, tpu, command):
     with pytest.raises(RuntimeError, match=command):
         _install_calls(monkeypatch, tpu=tpu, tensorflow=False, tf_vrre=True)
@@ -215,8 +233,10 @@ def test_notebooks_share_one_install_cell():
 def test_readme_links_every_notebook_with_a_colab_badge():
     readme = open(os.path.join(ROOT, "README.md")).read()
     for name in NOTEBOOKS:
-        assert re.search(r"colab-badge\.svg\)\]\(https://colab\.research\.google\.com/github/[^)]*/colab/"
-                         + re.escape(name) + r"\)", readme), name
+        assert re.search(
+            r"colab-badge\.svg\)\]\(https://colab\.research\.google\.com/github/[^)]*/colab/" + re.escape(name) + r"\)",
+            readme,
+        ), name
 
 
 # ---- executed at toy scale --------------------------------------------------------------------
@@ -226,16 +246,28 @@ def test_quickstart_runs(tmp_path):
     text = _text(nb)
     for method in ("sgld", "resgld", "vr-resgld"):
         assert re.search(rf"^{method} +1000 steps in", text, re.M), method
-    assert re.search(r"^exact .* 0\.575 +0\.000$", text, re.M)         # the exact row of the table
-    assert "variance reduction factor" in text and "'swaps'" in text   # sigma2 figure and the fit example ran
+    assert re.search(r"^exact .* 0\.575 +0\.000$", text, re.M)  # the exact row of the table
+    assert "variance reduction factor" in text and "'swaps'" in text  # sigma2 figure and the fit example ran
     _check_figures(nb, [out / f for f in ("target.png", "traces.png", "density.png", "sigma2.png")], 4)
 
 
 def test_cifar10_notebook_runs(tmp_path, data_dir):
     runs = tmp_path / "runs"
-    nb = _run("02_cifar10_vr_resghmc.ipynb", tmp_path, MODEL="cnn", EPOCHS=2, SUBSET=128, SOURCE="npz",
-              DATA_DIR=data_dir, OOD="svhn", RUN_ROOT=str(runs), TEST_SIZE=100, FIT_SIZE=32, OVERRIDES=TINY_RUN,
-              JIT_COMPILE=True)  # the TPU setting: the library path with the XLA-compiled step
+    nb = _run(
+        "02_cifar10_vr_resghmc.ipynb",
+        tmp_path,
+        MODEL="cnn",
+        EPOCHS=2,
+        SUBSET=128,
+        SOURCE="npz",
+        DATA_DIR=data_dir,
+        OOD="svhn",
+        RUN_ROOT=str(runs),
+        TEST_SIZE=100,
+        FIT_SIZE=32,
+        OVERRIDES=TINY_RUN,
+        JIT_COMPILE=True,
+    )  # the TPU setting: the library path with the XLA-compiled step
     text = _text(nb)
     assert re.search(r"^accelerator: (CPU|GPU|\d+ GPUs); strategy", text, re.M)
     assert "resghmc: finished" in text and "vr-resghmc: finished" in text
@@ -248,21 +280,30 @@ def test_cifar10_notebook_runs(tmp_path, data_dir):
         assert execution["jit_compile"] is True and execution["xla"] is True, execution
     assert re.search(r"^test accuracy \(%\), T = 1 +[\d.]+ +94\.56 \+- 0\.23 +[\d.]+ +94\.84 \+- 0\.11$", text, re.M)
     figures = [runs / f for f in ("data.png", "training_curves.png", "entropy_cdf_ood.png")]
-    figures += [runs / m / f for m in ("resghmc", "vr-resghmc") for f in ("entropy_cdf.png", "reliability.png",
-                                                                         "swaps.png")]
+    figures += [
+        runs / m / f for m in ("resghmc", "vr-resghmc") for f in ("entropy_cdf.png", "reliability.png", "swaps.png")
+    ]
     _check_figures(nb, figures, 5)
 
 
 def test_serving_notebook_runs(tmp_path, data_dir):
     serving = tmp_path / "serving" / "cifar10"
-    nb = _run("03_serve_the_posterior.ipynb", tmp_path, RUN_DIR=str(tmp_path / "run"), SOURCE="npz",
-              DATA_DIR=data_dir, SERVING_DIR=str(serving), MEMBER_COUNTS=[1, 2, None], LATENCY_BATCHES=[1, 8],
-              LATENCY_REPEATS=2, SMALL_RUN=dict(TINY_RUN, **{"model.name": "cnn", "data.subset": 128,
-                                                            "training.epochs": 2}))
+    nb = _run(
+        "03_serve_the_posterior.ipynb",
+        tmp_path,
+        RUN_DIR=str(tmp_path / "run"),
+        SOURCE="npz",
+        DATA_DIR=data_dir,
+        SERVING_DIR=str(serving),
+        MEMBER_COUNTS=[1, 2, None],
+        LATENCY_BATCHES=[1, 8],
+        LATENCY_REPEATS=2,
+        SMALL_RUN=dict(TINY_RUN, **{"model.name": "cnn", "data.subset": 128, "training.epochs": 2}),
+    )
     text = _text(nb)
     assert os.path.isfile(serving / "1" / "saved_model.pb") and not os.path.exists(serving / "2")
     assert re.search(r"max \|REST - BMA\| = \S+, max \|gRPC - BMA\| = \S+", text)  # the in-notebook check ran
     for signature in ("serving_default", "members", "serving_float32", "members_float32"):
         assert signature in text
-    assert re.search(r"^ +4 +[\d.]+ \( *[\d.]+x\)", text, re.M)       # latency row of all 4 members
+    assert re.search(r"^ +4 +[\d.]+ \( *[\d.]+x\)", text, re.M)  # latency row of all 4 members
     _check_figures(nb, [tmp_path / "serving" / f for f in ("served_uncertainty.png", "latency.png")], 2)

@@ -25,12 +25,37 @@ ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH
 STUB = os.path.join(ROOT, "tf_vrre", "__init__.pyi")
 
 PUBLIC = {
-    "ReplicaExchangeSampler", "CorrectedSwap", "ControlVariates", "SwapResults", "gaussian_nll",
-    "EpochExponential", "Scaled", "CyclicalCosine", "paper_cifar_schedules",
-    "HyperparameterScheduler", "SwapLogger", "SampleCollector", "Checkpoint", "CSVLogger", "EpochCSVLogger", "LadderTuner",
-    "EpochProgress", "SampleSet", "load_samples", "RunMismatchError", "export_ensemble",
-    "SamplerError", "DivergenceError", "InvariantError", "TfVrreError", "to_inference_data",
-    "Augmentation", "Preprocessing", "TrainingData", "train", "evaluate",
+    "ReplicaExchangeSampler",
+    "CorrectedSwap",
+    "ControlVariates",
+    "SwapResults",
+    "gaussian_nll",
+    "EpochExponential",
+    "Scaled",
+    "CyclicalCosine",
+    "paper_cifar_schedules",
+    "HyperparameterScheduler",
+    "SwapLogger",
+    "SampleCollector",
+    "Checkpoint",
+    "CSVLogger",
+    "EpochCSVLogger",
+    "LadderTuner",
+    "EpochProgress",
+    "SampleSet",
+    "load_samples",
+    "RunMismatchError",
+    "export_ensemble",
+    "SamplerError",
+    "DivergenceError",
+    "InvariantError",
+    "TfVrreError",
+    "to_inference_data",
+    "Augmentation",
+    "Preprocessing",
+    "TrainingData",
+    "train",
+    "evaluate",
 }
 """The public API: classes and functions only (sub-packages are imported by their own path)."""
 
@@ -41,17 +66,20 @@ KERAS_PACKAGES = ("tf_vrre", "models", "tf_vrre.mixture")
 
 
 def _fresh(code, *args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=ENV, cwd=cwd,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=300
+    )
 
 
 def _registered(names):
     return sorted(n for n in names if n.split(">")[0] in KERAS_PACKAGES)
 
 
-REGISTERED = ("from keras.src.saving import object_registration\n"
-              "print(sorted(n for n in object_registration.GLOBAL_CUSTOM_OBJECTS "
-              f"if n.split('>')[0] in {KERAS_PACKAGES!r}))\n")
+REGISTERED = (
+    "from keras.src.saving import object_registration\n"
+    "print(sorted(n for n in object_registration.GLOBAL_CUSTOM_OBJECTS "
+    f"if n.split('>')[0] in {KERAS_PACKAGES!r}))\n"
+)
 """Code that prints the library's Keras names in the registry (the mapping ``load_model`` reads)."""
 
 
@@ -59,36 +87,50 @@ REGISTERED = ("from keras.src.saving import object_registration\n"
 
 
 def test_runs_and_numerics_import_without_tensorflow():
-    out = _fresh("import sys\nimport tf_vrre, tf_vrre.numerics, tf_vrre.runs, tf_vrre.runs.samples, "
-                 "tf_vrre.runs.run_json, tf_vrre.runs.ownership, tf_vrre.runs.fault_points, tf_vrre.runs.atomic, "
-                 "tf_vrre.runs.repair\n"
-                 "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    out = _fresh(
+        "import sys\nimport tf_vrre, tf_vrre.numerics, tf_vrre.runs, tf_vrre.runs.samples, "
+        "tf_vrre.runs.run_json, tf_vrre.runs.ownership, tf_vrre.runs.fault_points, tf_vrre.runs.atomic, "
+        "tf_vrre.runs.repair\n"
+        "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 def test_command_line_checks_without_tensorflow():
-    out = _fresh("import sys\nimport tf_vrre.cli\nfrom tf_vrre.cli import diagnose, evaluate, export, mixture, train\n"
-                 "from tf_vrre.workflows.image_classification import config, planning, strategies\n"
-                 "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    out = _fresh(
+        "import sys\nimport tf_vrre.cli\nfrom tf_vrre.cli import diagnose, evaluate, export, mixture, train\n"
+        "from tf_vrre.workflows.image_classification import config, planning, strategies\n"
+        "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 # ``python -m tf_vrre.cli`` exactly as the shell runs it; at exit, whether TensorFlow was ever imported
-CLI = ("import atexit, runpy, sys\n"
-       "marker = sys.argv.pop(1)\n"
-       "atexit.register(lambda: open(marker, 'w').write(str('tensorflow' in sys.modules)))\n"
-       "runpy.run_module('tf_vrre.cli', run_name='__main__', alter_sys=True)\n")
+CLI = (
+    "import atexit, runpy, sys\n"
+    "marker = sys.argv.pop(1)\n"
+    "atexit.register(lambda: open(marker, 'w').write(str('tensorflow' in sys.modules)))\n"
+    "runpy.run_module('tf_vrre.cli', run_name='__main__', alter_sys=True)\n"
+)
 
 
-@pytest.mark.parametrize("flags, status", [(["--help"], 0), (["mixture", "--help"], 0),
-                                           (["mixture", "--iterations", "-3"], 2), (["--no-such-flag"], 2)])
+@pytest.mark.parametrize(
+    "flags, status",
+    [(["--help"], 0), (["mixture", "--help"], 0), (["mixture", "--iterations", "-3"], 2), (["--no-such-flag"], 2)],
+)
 def test_help_and_bad_flags_never_import_tensorflow(tmp_path, flags, status):
     marker = tmp_path / "tensorflow-imported"
     env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # TensorFlow would print here
-    out = subprocess.run([sys.executable, "-c", CLI, str(marker), *flags], capture_output=True, text=True, env=env,
-                         cwd=tmp_path, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", CLI, str(marker), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == status, out.stderr
     assert marker.read_text() == "False"
     if status == 0:
@@ -123,9 +165,15 @@ def saved_sampler(tmp_path_factory):
     from tf_vrre.workflows.image_classification import models
 
     sampler = tf_vrre.ReplicaExchangeSampler(
-        models.Builder("cnn", num_classes=2, input_shape=(8, 8, 3), width=2), data_size=32, num_chains=2,
-        temperatures=[1e-3, 1e-2], learning_rates=tf_vrre.EpochExponential(1e-3, 0.9, 4),
-        swap=tf_vrre.CorrectedSwap(correction=2.0), variance_reduction=tf_vrre.ControlVariates(period=4), seed=0)
+        models.Builder("cnn", num_classes=2, input_shape=(8, 8, 3), width=2),
+        data_size=32,
+        num_chains=2,
+        temperatures=[1e-3, 1e-2],
+        learning_rates=tf_vrre.EpochExponential(1e-3, 0.9, 4),
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=4),
+        seed=0,
+    )
     sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     path = str(tmp_path_factory.mktemp("saved") / "sampler.keras")
     sampler.save(path)
@@ -136,10 +184,13 @@ def saved_sampler(tmp_path_factory):
 def test_load_model_after_import_in_either_order(saved_sampler, imports):
     """``keras.saving.load_model`` right after ``import tf_vrre``, no attribute of it touched first."""
     path, config = saved_sampler
-    out = _fresh(imports + "import json, sys\n"
-                 "back = keras.saving.load_model(sys.argv[1])\n"
-                 "print(type(back).__module__, type(back).__name__)\n"
-                 "print(json.dumps(back.get_config(), sort_keys=True, default=str))\n", path)
+    out = _fresh(
+        imports + "import json, sys\n"
+        "back = keras.saving.load_model(sys.argv[1])\n"
+        "print(type(back).__module__, type(back).__name__)\n"
+        "print(json.dumps(back.get_config(), sort_keys=True, default=str))\n",
+        path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     kind, back = out.stdout.strip().splitlines()[-2:]
     assert kind == "tf_vrre.sampler.replica_exchange ReplicaExchangeSampler"
@@ -148,10 +199,13 @@ def test_load_model_after_import_in_either_order(saved_sampler, imports):
 
 def test_keras_import_registers_every_keras_name_of_the_package():
     """The hook imports every module that registers a Keras name: importing all the others adds none."""
-    out = _fresh("import pkgutil, importlib\nimport tf_vrre\nimport keras\n" + REGISTERED +
-                 "for m in pkgutil.walk_packages(tf_vrre.__path__, 'tf_vrre.'):\n"
-                 "    if not m.name.endswith('__main__'):\n"
-                 "        importlib.import_module(m.name)\n" + REGISTERED)
+    out = _fresh(
+        "import pkgutil, importlib\nimport tf_vrre\nimport keras\n"
+        + REGISTERED
+        + "for m in pkgutil.walk_packages(tf_vrre.__path__, 'tf_vrre.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n" + REGISTERED
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     after_keras, after_all = out.stdout.strip().splitlines()[-2:]
     assert after_keras == after_all
@@ -159,11 +213,14 @@ def test_keras_import_registers_every_keras_name_of_the_package():
     assert set(eval(after_all)) == set(_registered(keras.saving.get_custom_objects()))
 
 
-@pytest.mark.parametrize("first", [
-    "tf_vrre.ReplicaExchangeSampler",  # the public API's first use imports Keras itself
-    "importlib.import_module('tf_vrre.sgmcmc.schedules')",  # a module that other Keras modules import
-    "importlib.import_module('tf_vrre.sampler.batch')",
-])
+@pytest.mark.parametrize(
+    "first",
+    [
+        "tf_vrre.ReplicaExchangeSampler",  # the public API's first use imports Keras itself
+        "importlib.import_module('tf_vrre.sgmcmc.schedules')",  # a module that other Keras modules import
+        "importlib.import_module('tf_vrre.sampler.batch')",
+    ],
+)
 def test_keras_first_imported_inside_the_package(first):
     """Keras first imported by one of the package's own modules: the hook runs while that module is
     being imported and must not need it half-done (``sgmcmc`` and ``sampler`` import Keras first;
@@ -196,14 +253,16 @@ def test_stub_and_runtime_api_agree():
 
 
 def test_public_names_in_a_fresh_interpreter():
-    out = _fresh("import sys\nimport tf_vrre\n"
-                 "assert 'tensorflow' not in sys.modules, 'import tf_vrre imported TensorFlow'\n"
-                 "print(sorted(tf_vrre.__all__))\nprint(sorted(dir(tf_vrre)))\n"
-                 "from tf_vrre import ReplicaExchangeSampler, load_samples, train\n"
-                 "print(ReplicaExchangeSampler is tf_vrre.ReplicaExchangeSampler, train.__module__)\n"
-                 "namespace = {}\nexec('from tf_vrre import *', namespace)\n"
-                 "print(sorted(k for k in namespace if not k.startswith('__')))\n"
-                 "print(all(getattr(tf_vrre, n) is namespace[n] for n in tf_vrre.__all__))\n")
+    out = _fresh(
+        "import sys\nimport tf_vrre\n"
+        "assert 'tensorflow' not in sys.modules, 'import tf_vrre imported TensorFlow'\n"
+        "print(sorted(tf_vrre.__all__))\nprint(sorted(dir(tf_vrre)))\n"
+        "from tf_vrre import ReplicaExchangeSampler, load_samples, train\n"
+        "print(ReplicaExchangeSampler is tf_vrre.ReplicaExchangeSampler, train.__module__)\n"
+        "namespace = {}\nexec('from tf_vrre import *', namespace)\n"
+        "print(sorted(k for k in namespace if not k.startswith('__')))\n"
+        "print(all(getattr(tf_vrre, n) is namespace[n] for n in tf_vrre.__all__))\n"
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     all_, dir_, same, star, every = out.stdout.strip().splitlines()[-5:]
     assert eval(all_) == sorted(PUBLIC) and set(eval(dir_)) >= PUBLIC
@@ -214,11 +273,13 @@ def test_public_names_in_a_fresh_interpreter():
 def test_subpackages_are_attributes_loaded_on_first_use():
     """``tf_vrre.diagnostics`` after ``import tf_vrre`` alone; not in ``__all__``; TensorFlow-free
     layers stay free of TensorFlow."""
-    out = _fresh("import sys\nimport tf_vrre\n"
-                 "print(tf_vrre.numerics.F32_TINY > 0, tf_vrre.runs.__name__, 'tensorflow' in sys.modules)\n"
-                 "subs = set(tf_vrre.SUBPACKAGES)\n"
-                 "print(sorted(subs & set(tf_vrre.__all__)), subs <= set(dir(tf_vrre)))\n"
-                 "print(tf_vrre.diagnostics.fidelity.__name__)\n")
+    out = _fresh(
+        "import sys\nimport tf_vrre\n"
+        "print(tf_vrre.numerics.F32_TINY > 0, tf_vrre.runs.__name__, 'tensorflow' in sys.modules)\n"
+        "subs = set(tf_vrre.SUBPACKAGES)\n"
+        "print(sorted(subs & set(tf_vrre.__all__)), subs <= set(dir(tf_vrre)))\n"
+        "print(tf_vrre.diagnostics.fidelity.__name__)\n"
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     first, second, third = out.stdout.strip().splitlines()[-3:]
     assert first == "True tf_vrre.runs False" and second == "[] True"
@@ -229,15 +290,31 @@ def test_subpackages_are_attributes_loaded_on_first_use():
 def test_type_checker_sees_the_api_through_the_stub(tmp_path):
     """mypy reads ``tf_vrre/__init__.pyi``: public names resolve, a misspelt one is an error."""
     user = tmp_path / "user.py"
-    user.write_text("import tf_vrre\nfrom tf_vrre import CorrectedSwap, load_samples\n\n"
-                    "sampler_class = tf_vrre.ReplicaExchangeSampler\nswap_class = CorrectedSwap\n"
-                    "reader = load_samples\nversion: str = tf_vrre.__version__\n"
-                    "wrong = tf_vrre.ReplicaExchangeSamplr\n")
+    user.write_text(
+        "import tf_vrre\nfrom tf_vrre import CorrectedSwap, load_samples\n\n"
+        "sampler_class = tf_vrre.ReplicaExchangeSampler\nswap_class = CorrectedSwap\n"
+        "reader = load_samples\nversion: str = tf_vrre.__version__\n"
+        "wrong = tf_vrre.ReplicaExchangeSamplr\n"
+    )
     config = tmp_path / "mypy.ini"  # the stub alone: the modules it names are not analysed (they are untyped)
     config.write_text("[mypy]\n[mypy-" + ",".join(f"tf_vrre.{p}.*" for p in SUBPACKAGES) + "]\nfollow_imports = skip\n")
-    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--no-incremental",
-                          "--no-error-summary", str(user)], capture_output=True, text=True, env=ENV, cwd=ROOT,
-                         timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(config),
+            "--no-incremental",
+            "--no-error-summary",
+            str(user),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert out.returncode == 1, out.stdout + out.stderr[-2000:]  # 1: type errors found; 2: mypy itself failed
     errors = out.stdout.strip().splitlines()
     assert len(errors) == 1 and ':8: error: Module has no attribute "ReplicaExchangeSamplr"' in errors[0], out.stdout
@@ -256,14 +333,24 @@ def test_earlier_flat_module_names_are_gone():
 
 def test_no_import_cycles():
     graph = grimp.build_graph("tf_vrre")
-    cycles = [(a, b) for a in sorted(graph.modules) for b in sorted(graph.find_modules_directly_imported_by(a))
-              if b.startswith("tf_vrre") and graph.find_shortest_chain(importer=b, imported=a)]
+    cycles = [
+        (a, b)
+        for a in sorted(graph.modules)
+        for b in sorted(graph.find_modules_directly_imported_by(a))
+        if b.startswith("tf_vrre") and graph.find_shortest_chain(importer=b, imported=a)
+    ]
     assert cycles == []
 
 
 def test_layer_contracts_hold():
-    out = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
-                          "lint_imports_command()"], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "0 broken" in out.stdout
 
@@ -323,8 +410,8 @@ def dangling_references():
     for path in _read_files():
         text = open(path, encoding="utf-8").read()
         for match in DOTTED.finditer(text):
-            after = text[match.end():match.end() + 1]
-            if (after and NOT_A_PATH.match(after)) or text[:match.start()].endswith(KERAS_PACKAGE_ARGUMENT):
+            after = text[match.end() : match.end() + 1]
+            if (after and NOT_A_PATH.match(after)) or text[: match.start()].endswith(KERAS_PACKAGE_ARGUMENT):
                 continue
             if not _resolves(match.group()):
                 found.setdefault(os.path.relpath(path, ROOT), []).append(match.group())
@@ -332,7 +419,9 @@ def dangling_references():
             for name in match.group(2).split(","):
                 dotted = f"{match.group(1)}.{name.split(' as ')[0].strip()}"
                 if name.strip() and not _resolves(dotted):
-                    found.setdefault(os.path.relpath(path, ROOT), []).append(f"from {match.group(1)} import {name.strip()}")
+                    found.setdefault(os.path.relpath(path, ROOT), []).append(
+                        f"from {match.group(1)} import {name.strip()}"
+                    )
     return {path: sorted(set(names)) for path, names in found.items()}
 
 
@@ -340,15 +429,20 @@ def test_every_dotted_name_a_user_reads_exists():
     """Docstrings, docs, notebooks and the README name today's paths (``tf_vrre.sgmcmc.control_variates``,
     not an earlier ``tf_vrre.control_variates``)."""
     dangling = dangling_references()
-    assert dangling == {}, "names of no module or attribute:\n" + "\n".join(f"  {p}: {', '.join(n)}"
-                                                                           for p, n in sorted(dangling.items()))
+    assert dangling == {}, "names of no module or attribute:\n" + "\n".join(
+        f"  {p}: {', '.join(n)}" for p, n in sorted(dangling.items())
+    )
 
 
 def test_reference_scan_finds_what_it_must():
     assert _resolves("tf_vrre.sgmcmc.control_variates.refresh") and _resolves("tf_vrre.ReplicaExchangeSampler.fit")
     assert not _resolves("tf_vrre.control_variates.refresh") and not _resolves("tf_vrre.sgmcmc.swaps.NoSuchName")
-    found = [m.group() for m in DOTTED.finditer("see tf_vrre.faults.checked, `tf_vrre.rundir`; "
-                                                "format tf_vrre.run/1; name tf_vrre.mixture>nll.")]
+    found = [
+        m.group()
+        for m in DOTTED.finditer(
+            "see tf_vrre.faults.checked, `tf_vrre.rundir`; format tf_vrre.run/1; name tf_vrre.mixture>nll."
+        )
+    ]
     assert found == ["tf_vrre.faults.checked", "tf_vrre.rundir", "tf_vrre.run", "tf_vrre.mixture"]
     imports = FROM_IMPORT.findall(">>> from tf_vrre import strategies, load_samples as load\n")
     assert imports == [("tf_vrre", "strategies, load_samples as load")]

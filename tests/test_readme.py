@@ -19,7 +19,8 @@ def test_readme_python_blocks_run_and_print_what_they_show(capsys):
     assert len(blocks) >= 2 and all(shown for _, shown in blocks), "every README example shows its output"
     wrong = _examples.run_page(text, "README.md", {"__name__": "__readme__"})
     assert not wrong, "README output differs from what it shows:\n" + "\n".join(
-        f"shown:   {shown.strip()}\nprinted: {printed.strip()}" for shown, printed in wrong)
+        f"shown:   {shown.strip()}\nprinted: {printed.strip()}" for shown, printed in wrong
+    )
     out = capsys.readouterr().out
     assert re.search(r"^\d+ samples; BMA probabilities \[\[", out, flags=re.M), out
 

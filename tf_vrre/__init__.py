@@ -50,6 +50,7 @@ def __getattr__(name: str) -> object:
 def __dir__() -> list[str]:
     return sorted(set(_api_dir()) | set(SUBPACKAGES))
 
+
 KERAS_MODULES = (
     "tf_vrre.sampler",
     "tf_vrre.sgmcmc.control_variates",

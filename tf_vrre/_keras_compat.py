@@ -139,8 +139,11 @@ def graph_functions(graph):
 def missing():
     """Names of the private Keras APIs above that the installed Keras lacks (empty when all exist)."""
     gone = [f"keras.Model.{name}" for name in PRIVATE_METHODS if not hasattr(keras.Model, name)]
-    for module, name in ((compile_utils, "CompileMetrics"), (export_utils, "get_input_signature"),
-                         (numpy_dataset, "SingleDevice")):
+    for module, name in (
+        (compile_utils, "CompileMetrics"),
+        (export_utils, "get_input_signature"),
+        (numpy_dataset, "SingleDevice"),
+    ):
         if not hasattr(module, name):
             gone.append(f"{module.__name__}.{name}")
     return gone

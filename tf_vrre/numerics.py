@@ -41,8 +41,17 @@ import numpy as np
 F32_TINY = float(np.finfo(np.float32).tiny)  # 1.18e-38: smaller magnitudes are 0 or denormal in float32
 F32_MAX = float(np.finfo(np.float32).max)  # 3.4e38: larger magnitudes are inf in float32
 
-__all__ = ["CORRECTION", "F32_MAX", "F32_TINY", "LEARNING_RATES", "RULES", "TEMPERATURES", "HyperparameterRule",
-           "check_float32", "check_hyperparameter"]
+__all__ = [
+    "CORRECTION",
+    "F32_MAX",
+    "F32_TINY",
+    "LEARNING_RATES",
+    "RULES",
+    "TEMPERATURES",
+    "HyperparameterRule",
+    "check_float32",
+    "check_hyperparameter",
+]
 
 
 def check_float32(name: str, value: float, positive: bool = False) -> float:
@@ -51,10 +60,15 @@ def check_float32(name: str, value: float, positive: bool = False) -> float:
     is 0 there); ``positive``: also ``> 0``.  ``ValueError`` naming ``name`` and the range."""
     v = float(value)
     if not np.isfinite(v) or abs(v) > F32_MAX or (v != 0 and abs(v) < F32_TINY) or (positive and not v > 0):
-        allowed = (f"in [{F32_TINY:.3g}, {F32_MAX:.3g}]" if positive
-                   else f"0 or of magnitude in [{F32_TINY:.3g}, {F32_MAX:.3g}]")
-        raise ValueError(f"{name} must be {allowed} (finite{' and positive' if positive else ''} in float32, the dtype "
-                         f"the sampler computes in), got {value!r}")
+        allowed = (
+            f"in [{F32_TINY:.3g}, {F32_MAX:.3g}]"
+            if positive
+            else f"0 or of magnitude in [{F32_TINY:.3g}, {F32_MAX:.3g}]"
+        )
+        raise ValueError(
+            f"{name} must be {allowed} (finite{' and positive' if positive else ''} in float32, the dtype "
+            f"the sampler computes in), got {value!r}"
+        )
     return v
 
 
@@ -90,15 +104,18 @@ class HyperparameterRule:
         return f">= {self.MINIMUM:g}" if self.allows_zero(swaps) else f"> {self.MINIMUM:g} with swaps"
 
 
-TEMPERATURES = HyperparameterRule("temperatures", "temperatures", per_chain=True, zero_without_swaps=True,
-                                  increasing=True, dtype="float32")
+TEMPERATURES = HyperparameterRule(
+    "temperatures", "temperatures", per_chain=True, zero_without_swaps=True, increasing=True, dtype="float32"
+)
 """Per-chain ``tau``: finite, ``> 0`` with swaps (``>= 0`` without), strictly increasing in float32
 (non-decreasing without swaps)."""
-LEARNING_RATES = HyperparameterRule("learning_rates", "learning_rates", per_chain=True, zero_without_swaps=False,
-                                    increasing=False, dtype="float32")
+LEARNING_RATES = HyperparameterRule(
+    "learning_rates", "learning_rates", per_chain=True, zero_without_swaps=False, increasing=False, dtype="float32"
+)
 """Per-chain ``eta``: finite and ``> 0`` in float32."""
-CORRECTION = HyperparameterRule("correction", "correction (F)", per_chain=False, zero_without_swaps=False,
-                                increasing=False, dtype="float64")
+CORRECTION = HyperparameterRule(
+    "correction", "correction (F)", per_chain=False, zero_without_swaps=False, increasing=False, dtype="float64"
+)
 """The swap rule's ``F``: one finite number ``> 0`` (float64)."""
 RULES = {rule.name: rule for rule in (TEMPERATURES, LEARNING_RATES, CORRECTION)}
 """Argument name -> its rule."""
@@ -108,8 +125,13 @@ def _is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def check_hyperparameter(kind: str, value: float | Sequence[float], num_chains: int | None = None,
-                         swaps: bool = True, name: str | None = None) -> float | list[float]:
+def check_hyperparameter(
+    kind: str,
+    value: float | Sequence[float],
+    num_chains: int | None = None,
+    swaps: bool = True,
+    name: str | None = None,
+) -> float | list[float]:
     """A temperature, learning rate or correction ``F`` given as plain numbers, checked by its
     kind's :class:`HyperparameterRule`; returns it as a float or a list of floats.
 
@@ -153,6 +175,8 @@ def check_hyperparameter(kind: str, value: float | Sequence[float], num_chains: 
     if rule.increasing and swaps and any(np.float32(b) <= np.float32(a) for a, b in zip(floats, floats[1:])):
         raise ValueError(f"{label} must be strictly increasing in float32 (tau_1 < tau_2 < ...), got {floats}")
     if rule.increasing and not swaps and any(np.float32(b) < np.float32(a) for a, b in zip(floats, floats[1:])):
-        raise ValueError(f"{label} must not decrease in float32 without swaps (tau_1 <= tau_2 <= ...; "
-                         f"chain 1 is the coldest), got {floats}")
+        raise ValueError(
+            f"{label} must not decrease in float32 without swaps (tau_1 <= tau_2 <= ...; "
+            f"chain 1 is the coldest), got {floats}"
+        )
     return floats if many or (rule.per_chain and num_chains is not None) else floats[0]

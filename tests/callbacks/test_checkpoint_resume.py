@@ -118,8 +118,11 @@ def test_restores_state_and_epoch_and_keeps_newest(tmp_path):
         np.testing.assert_array_equal(a, b)
     fourth, _, _ = make_sampler(vr=True)
     before = [keras.ops.convert_to_numpy(v) for v in fourth.weights]
-    with pytest.raises(ValueError, match=r"holds the state after epoch 5, beyond fit\(epochs=3\): fit would train "
-                                         r"nothing and leave the sampler at epoch 5\. Pass epochs >= 5"):
+    with pytest.raises(
+        ValueError,
+        match=r"holds the state after epoch 5, beyond fit\(epochs=3\): fit would train "
+        r"nothing and leave the sampler at epoch 5\. Pass epochs >= 5",
+    ):
         _fit(fourth, tmp_path, epochs=3)  # fewer epochs than done: said, nothing restored
     for a, b in zip(before, [keras.ops.convert_to_numpy(v) for v in fourth.weights]):
         np.testing.assert_array_equal(a, b)
@@ -132,16 +135,22 @@ def test_every_epochs_and_final_checkpoint(tmp_path):
     s, x, y = make_sampler(vr=False)
     ckpt = Checkpoint(str(tmp_path), every_epochs=2, max_to_keep=5)
     s.fit(x, y, batch_size=16, epochs=5, verbose=0, shuffle=False, callbacks=[ckpt])
-    assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".index")) == \
-        ["ckpt-2.index", "ckpt-4.index", "ckpt-5.index"]
+    assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".index")) == [
+        "ckpt-2.index",
+        "ckpt-4.index",
+        "ckpt-5.index",
+    ]
 
 
 def test_refuses_another_runs_checkpoints_naming_the_difference(tmp_path):
     s, _, _ = make_sampler(vr=True)
     _fit(s, tmp_path, epochs=1)
     three, _, _ = make_sampler(vr=True, temperatures=(1.0, 2.0, 4.0))
-    with pytest.raises(tf_vrre.RunMismatchError, match=r"holds checkpoints of another run \(sampler.num_chains: 2 "
-                                                       r"there, 3 here\).*overwrite=True"):
+    with pytest.raises(
+        tf_vrre.RunMismatchError,
+        match=r"holds checkpoints of another run \(sampler.num_chains: 2 "
+        r"there, 3 here\).*overwrite=True",
+    ):
         _fit(three, tmp_path, epochs=1)
     other_seed, _, _ = make_sampler(vr=True, seed=5)
     with pytest.raises(tf_vrre.RunMismatchError, match="sampler.seed: 0 there, 5 here"):
@@ -156,8 +165,10 @@ def test_config_round_trip_and_argument_errors(tmp_path):
     config = ckpt.get_config()
     assert config == {"directory": str(tmp_path), "every_epochs": 3, "max_to_keep": 4, "overwrite": True}
     assert keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(ckpt)).get_config() == config
-    for kwargs, match in [({"every_epochs": 0}, "every_epochs must be an integer >= 1"),
-                          ({"max_to_keep": 1.5}, "max_to_keep must be an integer >= 1")]:
+    for kwargs, match in [
+        ({"every_epochs": 0}, "every_epochs must be an integer >= 1"),
+        ({"max_to_keep": 1.5}, "max_to_keep must be an integer >= 1"),
+    ]:
         with pytest.raises(ValueError, match=match):
             Checkpoint(str(tmp_path), **kwargs)
     with pytest.raises(TypeError, match="directory must be a path"):
@@ -172,17 +183,27 @@ def test_config_round_trip_and_argument_errors(tmp_path):
 
 def test_a_directory_that_is_a_file_is_named(tmp_path):
     (tmp_path / "ckpt").write_text("not a directory")
-    with pytest.raises(CheckpointError, match=re.escape(f"Checkpoint: directory {str(tmp_path / 'ckpt')!r} is a file, "
-                                                        "not a directory")):
+    with pytest.raises(
+        CheckpointError, match=re.escape(f"Checkpoint: directory {str(tmp_path / 'ckpt')!r} is a file, not a directory")
+    ):
         Checkpoint(str(tmp_path / "ckpt"))  # was a raw FileExistsError when fit started
 
 
-@pytest.mark.parametrize("index,what", [
-    (None, "is missing"),
-    ('model_checkpoint_path: "ckpt-9"\nall_model_checkpoint_paths: "ckpt-9"\n',
-     "names no readable checkpoint ({dir}/ckpt-9: its files are missing)"),
-    ('all_model_checkpoint_paths: "ckpt-2"\n', "is not a readable checkpoint index (Invalid checkpoint state loaded from"),
-], ids=["deleted", "names-a-missing-checkpoint", "no-latest"])
+@pytest.mark.parametrize(
+    "index,what",
+    [
+        (None, "is missing"),
+        (
+            'model_checkpoint_path: "ckpt-9"\nall_model_checkpoint_paths: "ckpt-9"\n',
+            "names no readable checkpoint ({dir}/ckpt-9: its files are missing)",
+        ),
+        (
+            'all_model_checkpoint_paths: "ckpt-2"\n',
+            "is not a readable checkpoint index (Invalid checkpoint state loaded from",
+        ),
+    ],
+    ids=["deleted", "names-a-missing-checkpoint", "no-latest"],
+)
 def test_an_index_that_cannot_be_trusted_is_refused_with_the_remedy(index, what, tmp_path):
     """A deleted index used to restart the run from epoch 0 without a word (redoing it, replacing its
     samples); an index naming a missing checkpoint gave TensorFlow's "Invalid checkpoint state" or
@@ -200,11 +221,16 @@ def test_an_index_that_cannot_be_trusted_is_refused_with_the_remedy(index, what,
     with pytest.raises(CheckpointError) as exc:
         _fit(again, tmp_path, epochs=3)
     message = str(exc.value)
-    assert message.startswith(f"Checkpoint: {path} {what.format(dir=tmp_path)}") and "(checkpoint files: ckpt-1, ckpt-2)" in message
-    remedy = (f"restarting from epoch 0 would redo the run and replace its samples and logs: recreate the index to "
-              f"resume from the newest one, python -c \"import tensorflow as tf; "
-              f"tf.compat.v1.train.update_checkpoint_state({str(tmp_path)!r}, 'ckpt-2')\", or remove {tmp_path} to "
-              "restart")
+    assert (
+        message.startswith(f"Checkpoint: {path} {what.format(dir=tmp_path)}")
+        and "(checkpoint files: ckpt-1, ckpt-2)" in message
+    )
+    remedy = (
+        f"restarting from epoch 0 would redo the run and replace its samples and logs: recreate the index to "
+        f'resume from the newest one, python -c "import tensorflow as tf; '
+        f"tf.compat.v1.train.update_checkpoint_state({str(tmp_path)!r}, 'ckpt-2')\", or remove {tmp_path} to "
+        "restart"
+    )
     assert remedy in message and sorted(os.listdir(tmp_path)) == files  # refused: nothing changed
     import tensorflow as tf
 
@@ -220,7 +246,11 @@ def test_a_missing_newest_checkpoint_falls_back_to_the_previous_with_a_warning(t
         if name.startswith("ckpt-2."):
             os.remove(tmp_path / name)
     again, _, _ = make_sampler(vr=True)
-    with pytest.warns(UserWarning, match=re.escape(f"damaged checkpoint skipped ({tmp_path}/ckpt-2: its files are "
-                                                   f"missing); resuming from {tmp_path}/ckpt-1")):
+    with pytest.warns(
+        UserWarning,
+        match=re.escape(
+            f"damaged checkpoint skipped ({tmp_path}/ckpt-2: its files are missing); resuming from {tmp_path}/ckpt-1"
+        ),
+    ):
         ckpt, _ = _fit(again, tmp_path, epochs=2)
     assert ckpt.restored_epoch == 1

@@ -42,7 +42,9 @@ class Counts(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         if int(self.model.state.step.numpy()) >= self.after:
-            self.rows.append((self.model.state.swap.attempt_count.numpy().copy(), self.model.state.swap.swap_count.numpy().copy()))
+            self.rows.append(
+                (self.model.state.swap.attempt_count.numpy().copy(), self.model.state.swap.swap_count.numpy().copy())
+            )
 
 
 def _rates_and_errors(rows, blocks=20):
@@ -50,7 +52,7 @@ def _rates_and_errors(rows, blocks=20):
     a = np.diff(np.array([r[0] for r in rows], np.float64), axis=0)
     s = np.diff(np.array([r[1] for r in rows], np.float64), axis=0)
     m = len(a) // blocks
-    ab, sb = a[:m * blocks].reshape(blocks, m, -1).sum(1), s[:m * blocks].reshape(blocks, m, -1).sum(1)
+    ab, sb = a[: m * blocks].reshape(blocks, m, -1).sum(1), s[: m * blocks].reshape(blocks, m, -1).sum(1)
     rate = 1 - sb.sum(0) / ab.sum(0)
     se = np.sqrt((((ab - sb) - rate * ab) ** 2).sum(0) / (blocks * (blocks - 1))) / ab.mean(0)
     return rate, se, ab.sum(0)
@@ -89,7 +91,7 @@ def test_gaussian_barrier_estimate(gaussian_run):
     r_exact = ladder.gaussian_rejection(t[:-1] / t[1:], DIM)
     expected = float(ladder.pair_barriers(r_exact).sum())
     se_last = se_fixed * np.sqrt(n_fixed / np.asarray(last["attempts"], np.float64))
-    slope = np.exp(special.erfinv(r_exact) ** 2)                   # d/dr (2 / sqrt(pi)) erfinv(r)
+    slope = np.exp(special.erfinv(r_exact) ** 2)  # d/dr (2 / sqrt(pi)) erfinv(r)
     se_barrier = float(np.sqrt(np.sum((slope * se_last) ** 2)))
     assert abs(last["barrier"] - expected) < 3 * se_barrier + SGLD_BIAS * slope.sum(), (last["barrier"], expected)
     exact = ladder.gaussian_barrier(DIM, 0.01)

@@ -125,8 +125,10 @@ def test_running_bma_metrics(tmp_path):
 def _run(directory, epochs, callbacks_first=True, interrupt_at=None):
     s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
     probe = WeightProbe()
-    ours = [SampleCollector(str(directory / "samples"), every=2, burn_in_steps=4, validation_data=(x, y)),
-            SwapLogger(str(directory / "swaps"))]
+    ours = [
+        SampleCollector(str(directory / "samples"), every=2, burn_in_steps=4, validation_data=(x, y)),
+        SwapLogger(str(directory / "swaps")),
+    ]
     backup = keras.callbacks.BackupAndRestore(str(directory / "backup"))
     cbs = [backup, *ours] if callbacks_first else [*ours, backup]
     if interrupt_at is not None:
@@ -154,7 +156,9 @@ def test_kill_and_resume_reproduces_samples(tmp_path):
         for wa, wb in zip(a.weights(i), b.weights(i)):
             np.testing.assert_array_equal(wa, wb)
     assert read_csv(tmp_path / "full" / "swaps" / "swaps.csv") == read_csv(tmp_path / "resumed" / "swaps" / "swaps.csv")
-    assert read_csv(tmp_path / "full" / "swaps" / "epochs.csv") == read_csv(tmp_path / "resumed" / "swaps" / "epochs.csv")
+    assert read_csv(tmp_path / "full" / "swaps" / "epochs.csv") == read_csv(
+        tmp_path / "resumed" / "swaps" / "epochs.csv"
+    )
     for va, vb in zip(full.weights, resumed.weights):  # every chain, velocity, snapshot, sigma2, counter
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(va), keras.ops.convert_to_numpy(vb))
 
@@ -185,25 +189,49 @@ def test_corrupt_manifest_and_files_are_named(tmp_path):
 
 
 def test_collector_errors_and_config(tmp_path):
-    for kwargs, match in [({"every": 0}, "every"), ({"burn_in_steps": -1}, "burn_in_steps"),
-                          ({"max_samples": 0}, "max_samples"), ({"keep": "first"}, "keep"),
-                          ({"output": "softmax"}, "output"),
-                          ({"validation_data": (np.zeros((3, 4)), np.zeros(2))}, "validation_data")]:
+    for kwargs, match in [
+        ({"every": 0}, "every"),
+        ({"burn_in_steps": -1}, "burn_in_steps"),
+        ({"max_samples": 0}, "max_samples"),
+        ({"keep": "first"}, "keep"),
+        ({"output": "softmax"}, "output"),
+        ({"validation_data": (np.zeros((3, 4)), np.zeros(2))}, "validation_data"),
+    ]:
         with pytest.raises(ValueError, match=match):
             SampleCollector(str(tmp_path), **kwargs)
     with pytest.raises(TypeError, match="cycle"):
         SampleCollector(str(tmp_path), cycle=0.7)
     s, x, y = make_sampler(vr=False)
-    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
-              steps_per_execution=4)
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None), steps_per_execution=4)
     with pytest.raises(ValueError, match="multiple of steps_per_execution"):
         s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path), every=6)])
-    col = SampleCollector(str(tmp_path), every=8, burn_in_steps=3, cycle=CyclicalCosine(1e-3, 100, 2),
-                          max_samples=5, keep="reservoir", validation_data=(np.ones((2, 4)), np.array([0, 1])),
-                          output="probabilities", batch_size=32, seed=7, overwrite=True)
+    col = SampleCollector(
+        str(tmp_path),
+        every=8,
+        burn_in_steps=3,
+        cycle=CyclicalCosine(1e-3, 100, 2),
+        max_samples=5,
+        keep="reservoir",
+        validation_data=(np.ones((2, 4)), np.array([0, 1])),
+        output="probabilities",
+        batch_size=32,
+        seed=7,
+        overwrite=True,
+    )
     config = col.get_config()
-    assert set(config) == {"directory", "every", "burn_in_steps", "cycle", "max_samples", "keep",
-                           "validation_data", "output", "batch_size", "seed", "overwrite"}
+    assert set(config) == {
+        "directory",
+        "every",
+        "burn_in_steps",
+        "cycle",
+        "max_samples",
+        "keep",
+        "validation_data",
+        "output",
+        "batch_size",
+        "seed",
+        "overwrite",
+    }
     back = SampleCollector.from_config(json.loads(json.dumps(config)))
     assert back.get_config() == config
     assert [back.is_collection_step(t) for t in range(100)] == [col.is_collection_step(t) for t in range(100)]
@@ -258,12 +286,20 @@ def test_model_json_rebuilds_the_sampled_architecture(tmp_path):
 
 
 def test_unserializable_model_warns_and_writes_no_model_json(tmp_path):
-    s = ReplicaExchangeSampler(_subclassed_net, data_size=64, num_chains=2, temperatures=[1.0, 4.0],
-                               learning_rates=2e-3, seed=0, swap=CorrectedSwap(correction=2.0))
+    s = ReplicaExchangeSampler(
+        _subclassed_net,
+        data_size=64,
+        num_chains=2,
+        temperatures=[1.0, 4.0],
+        learning_rates=2e-3,
+        seed=0,
+        swap=CorrectedSwap(correction=2.0),
+    )
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
     x, y = data()
     with pytest.warns(UserWarning, match="model=") as record:
-        s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False,
-              callbacks=[SampleCollector(str(tmp_path), every=2)])
+        s.fit(
+            x, y, batch_size=16, epochs=1, verbose=0, shuffle=False, callbacks=[SampleCollector(str(tmp_path), every=2)]
+        )
     assert "model.json not written" in str(record[0].message)
     assert not os.path.exists(tmp_path / "model.json") and len(load_samples(str(tmp_path))) == 2

@@ -17,13 +17,14 @@ from tf_vrre.sgmcmc.schedules import EpochExponential
 def test_scheduler_sets_values_per_epoch():
     s, x, y = make_sampler(vr=False)
     sched = HyperparameterScheduler(
-        learning_rates=[lambda e: 1e-3 * 0.5 ** e, lambda e: 1.5e-3 * 0.5 ** e],
+        learning_rates=[lambda e: 1e-3 * 0.5**e, lambda e: 1.5e-3 * 0.5**e],
         temperatures=lambda e: [1.0 / 1.02 ** min(e, 2), 5.0 / 1.02 ** min(e, 2)],
-        correction=lambda e: 2.0 * 1.02 ** min(e, 2))
+        correction=lambda e: 2.0 * 1.02 ** min(e, 2),
+    )
     hist = s.fit(x, y, batch_size=16, epochs=4, verbose=0, callbacks=[sched]).history
     for e in range(4):
-        assert hist["lr_0"][e] == pytest.approx(1e-3 * 0.5 ** e, rel=1e-6)
-        assert hist["lr_1"][e] == pytest.approx(1.5e-3 * 0.5 ** e, rel=1e-6)
+        assert hist["lr_0"][e] == pytest.approx(1e-3 * 0.5**e, rel=1e-6)
+        assert hist["lr_1"][e] == pytest.approx(1.5e-3 * 0.5**e, rel=1e-6)
         assert hist["temperature_0"][e] == pytest.approx(1.0 / 1.02 ** min(e, 2), rel=1e-6)
         assert hist["temperature_1"][e] == pytest.approx(5.0 / 1.02 ** min(e, 2), rel=1e-6)
         assert hist["correction"][e] == pytest.approx(2.0 * 1.02 ** min(e, 2), rel=1e-9)
@@ -32,8 +33,9 @@ def test_scheduler_sets_values_per_epoch():
 
 def test_scheduler_accepts_numbers_and_step_schedules():
     s, x, y = make_sampler(vr=False)
-    sched = HyperparameterScheduler(learning_rates=EpochExponential(1e-3, 0.5, steps_per_epoch=4, constant_epochs=1),
-                                    correction=3.0)
+    sched = HyperparameterScheduler(
+        learning_rates=EpochExponential(1e-3, 0.5, steps_per_epoch=4, constant_epochs=1), correction=3.0
+    )
     hist = s.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[sched]).history
     assert hist["lr_0"] == pytest.approx([1e-3, 5e-4, 2.5e-4], rel=1e-6)
     assert hist["correction"] == pytest.approx([3.0] * 3)
@@ -48,17 +50,24 @@ def test_scheduler_errors():
         HyperparameterScheduler(correction=[1.0, 2.0])
     s, x, y = make_sampler(vr=False)
     with pytest.raises(ValueError, match="temperatures must be"):
-        s.fit(x, y, batch_size=16, epochs=1, verbose=0,
-              callbacks=[HyperparameterScheduler(temperatures=lambda e: [2.0, 1.0])])
+        s.fit(
+            x,
+            y,
+            batch_size=16,
+            epochs=1,
+            verbose=0,
+            callbacks=[HyperparameterScheduler(temperatures=lambda e: [2.0, 1.0])],
+        )
     with pytest.raises(ValueError, match="correction"):
-        s.fit(x, y, batch_size=16, epochs=1, verbose=0,
-              callbacks=[HyperparameterScheduler(correction=lambda e: -1.0)])
-    scheduled = ReplicaExchangeSampler(small_net, data_size=N, temperatures=[1.0, 2.0],
-                                       learning_rates=EpochExponential(1e-3, 0.9, 4), seed=0)
+        s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[HyperparameterScheduler(correction=lambda e: -1.0)])
+    scheduled = ReplicaExchangeSampler(
+        small_net, data_size=N, temperatures=[1.0, 2.0], learning_rates=EpochExponential(1e-3, 0.9, 4), seed=0
+    )
     scheduled.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
     with pytest.raises(ValueError, match="already a schedule"):
-        scheduled.fit(x, y, batch_size=16, epochs=1, verbose=0,
-                      callbacks=[HyperparameterScheduler(learning_rates=1e-3)])
+        scheduled.fit(
+            x, y, batch_size=16, epochs=1, verbose=0, callbacks=[HyperparameterScheduler(learning_rates=1e-3)]
+        )
     with pytest.raises(ValueError, match="correction"):
         s.set_correction(0.0)
 
@@ -73,17 +82,20 @@ def test_scheduler_checks_its_arguments_by_the_samplers_rule():
     with pytest.raises(ValueError, match=r"correction \(F\) must be a finite number > 0"):
         HyperparameterScheduler(correction=0.0)
     s, x, y = make_sampler(vr=False)
-    for bad, message in (({"temperatures": [0.1, 0.2, 0.3]}, r"temperatures must have one entry per chain \(2\)"),
-                         ({"temperatures": [0.0, 0.2]}, r"temperatures must be finite and > 0 with swaps"),
-                         ({"temperatures": [0.2, 0.2]}, r"temperatures must be strictly increasing")):
+    for bad, message in (
+        ({"temperatures": [0.1, 0.2, 0.3]}, r"temperatures must have one entry per chain \(2\)"),
+        ({"temperatures": [0.0, 0.2]}, r"temperatures must be finite and > 0 with swaps"),
+        ({"temperatures": [0.2, 0.2]}, r"temperatures must be strictly increasing"),
+    ):
         with pytest.raises(ValueError, match=message):
             s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[HyperparameterScheduler(**bad)])
     assert int(s.state.step.numpy()) == 0
 
 
 def test_scheduler_config_round_trip():
-    sched = HyperparameterScheduler(learning_rates=[EpochExponential(1e-3, 0.9, 4), 2e-3],
-                                    temperatures=[1.0, 3.0], correction=2.5, verbose=1)
+    sched = HyperparameterScheduler(
+        learning_rates=[EpochExponential(1e-3, 0.9, 4), 2e-3], temperatures=[1.0, 3.0], correction=2.5, verbose=1
+    )
     config = sched.get_config()
     assert set(config) == {"learning_rates", "temperatures", "correction", "verbose"}
     back = HyperparameterScheduler.from_config(config)
@@ -97,8 +109,7 @@ def test_scheduler_config_round_trip():
 def logged(tmp_path_factory):
     out = tmp_path_factory.mktemp("swaplog")
     s, x, y = make_sampler(vr=True, correction=10.0, temperatures=(1.0, 1.5), lr=3e-3)  # ~50% acceptance
-    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
-              steps_per_execution=4)
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None), steps_per_execution=4)
     logger = SwapLogger(str(out / "csv"), tensorboard_dir=str(out / "tb"))
     hist = s.fit(s.make_dataset(16), epochs=60, verbose=0, callbacks=[logger]).history
     return s, out, hist
@@ -147,8 +158,8 @@ def test_refresh_records(logged):
     snap = [int(r["step"]) for r in rows if r["snapshot_refreshed"] == "1"]
     upd = [int(r["step"]) for r in rows if r["sigma2_updated"] == "1"]
     total = int(s.state.step.numpy())
-    assert snap == list(range(0, total, 4))                  # refresh every m = 4 steps
-    assert upd == list(range(3, total, 4))                   # sigma2 at the end of each window
+    assert snap == list(range(0, total, 4))  # refresh every m = 4 steps
+    assert upd == list(range(3, total, 4))  # sigma2 at the end of each window
     last = [r for r in rows if r["sigma2_updated"] == "1"][-1]
     assert float(last["sigma2_0"]) == pytest.approx(float(s.state.swap.sigma2.numpy()[0]))
     assert float(last["c_0"]) == -1.0
@@ -176,9 +187,13 @@ def test_log_ratios_beyond_float32_reach_tensorboard(tmp_path):
     s.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[logger])
     ratios = [float(r["log_ratio"]) for r in read_csv(tmp_path / "csv" / "swaps.csv")]
     assert ratios and max(abs(v) for v in ratios) > 3.5e38
-    logged = [v.simple_value for name in os.listdir(tmp_path / "tb")
-              for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "tb" / name))
-              for v in event.summary.value if v.tag == "swap/log_ratio_0"]
+    logged = [
+        v.simple_value
+        for name in os.listdir(tmp_path / "tb")
+        for event in tf.compat.v1.train.summary_iterator(str(tmp_path / "tb" / name))
+        for v in event.summary.value
+        if v.tag == "swap/log_ratio_0"
+    ]
     assert len(logged) == len(ratios)
 
 
@@ -209,9 +224,16 @@ def test_batch_energy_is_the_pre_update_energy_of_each_slots_state():
     """``batch_energy[h]`` = N-scaled NLL + prior of the state in slot h after the swap,
     before its update; checked by hand on full batches, across accepted swaps."""
     x, y = data()
-    s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=2, temperatures=[1.0, 1.2],
-                               learning_rates=3e-3, weight_decay=2.0, seed=0,
-                               swap=CorrectedSwap(correction=10.0, period=1))
+    s = ReplicaExchangeSampler(
+        small_net,
+        data_size=N,
+        num_chains=2,
+        temperatures=[1.0, 1.2],
+        learning_rates=3e-3,
+        weight_decay=2.0,
+        seed=0,
+        swap=CorrectedSwap(correction=10.0, period=1),
+    )
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
     before, checked = {}, [0, 0]
@@ -249,12 +271,16 @@ def test_offsets_csv_tallies_attempts_and_the_sigma2_used_by_offset(tmp_path):
     swaps, offsets = read_csv(tmp_path / "swaps.csv"), read_csv(tmp_path / "offsets.csv")
     assert {int(r["epoch"]) for r in offsets} == {0, 1, 2}
     for row in offsets:
-        mine = [r for r in swaps if r["epoch"] == row["epoch"] and r["pair"] == row["pair"]
-                and int(r["step"]) % 4 == int(row["offset"])]
+        mine = [
+            r
+            for r in swaps
+            if r["epoch"] == row["epoch"] and r["pair"] == row["pair"] and int(r["step"]) % 4 == int(row["offset"])
+        ]
         assert int(row["attempts"]) == len(mine) > 0
         assert int(row["swaps"]) == sum(int(r["accepted"]) for r in mine)
-        assert float(row["mean_sigma2_used"]) == pytest.approx(np.mean([float(r["sigma2"]) for r in mine]),
-                                                                rel=1e-9, abs=1e-12)
+        assert float(row["mean_sigma2_used"]) == pytest.approx(
+            np.mean([float(r["sigma2"]) for r in mine]), rel=1e-9, abs=1e-12
+        )
     assert sum(int(r["attempts"]) for r in offsets) == len(swaps)
     used = {k: np.mean([float(r["mean_sigma2_used"]) for r in offsets if r["offset"] == str(k)]) for k in range(4)}
     assert used[0] <= 1e-6 * max(used[1], used[2], used[3]), used  # the estimator is exact at the refresh

@@ -31,13 +31,18 @@ class BlockEnds(keras.callbacks.Callback):
 
 def _run(tmp_path, spe):
     s, x, y = make_sampler(vr=False, temperatures=(0.05, 0.5), correction=50.0)
-    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
-              steps_per_execution=spe)
+    s.compile(
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None), steps_per_execution=spe
+    )
     out = str(tmp_path / f"spe{spe}")
     probe = BlockEnds()
     sched = HyperparameterScheduler(temperatures=lambda e: [0.05 / (1 + e), 0.5 / (1 + e)])
-    callbacks = [sched, probe, SwapLogger(os.path.join(out, "swaps")),
-                 SampleCollector(os.path.join(out, "samples"), every=2)]
+    callbacks = [
+        sched,
+        probe,
+        SwapLogger(os.path.join(out, "swaps")),
+        SampleCollector(os.path.join(out, "samples"), every=2),
+    ]
     s.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=callbacks)
     with open(os.path.join(out, "swaps", "swaps.csv")) as f:
         swaps = list(csv.DictReader(f))
@@ -54,7 +59,7 @@ def test_no_sample_is_lost_when_steps_per_execution_does_not_divide_the_epoch(tm
     assert samples.steps == [2, 5, 6, 8, 11, 12]
     for i, step in enumerate(samples.steps):
         for got, block_end, same_step in zip(samples.weights(i), probe.weights[step], ref_probe.weights[step]):
-            np.testing.assert_array_equal(got, block_end)                   # the weights of that step
+            np.testing.assert_array_equal(got, block_end)  # the weights of that step
             np.testing.assert_allclose(got, same_step, rtol=1e-5, atol=1e-6)  # the same chain as spe=1
     # SwapLogger drains every step of every block; the scheduler acts at the same epoch starts.
     assert [r["step"] for r in swaps] == [r["step"] for r in ref_swaps] and len(swaps) > 0
@@ -67,7 +72,7 @@ def test_no_sample_is_lost_when_steps_per_execution_does_not_divide_the_epoch(tm
 
 def test_due_steps_of_a_block():
     col = SampleCollector("unused", every=4, burn_in_steps=4)
-    assert col.due_in_block(0, 4) == []       # burn-in
+    assert col.due_in_block(0, 4) == []  # burn-in
     assert col.due_in_block(4, 7) == []
     assert col.due_in_block(7, 9) == [8]
     assert col.due_in_block(8, 12) == [12]

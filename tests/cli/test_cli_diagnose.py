@@ -44,7 +44,7 @@ def test_single_run_writes_json_figures_and_table(diag_runs, tmp_path, capsys):
     assert s["cold_energy"]["draws"] == n_cold and s["cold_energy"]["chains"] == 1 and d["split"]
     manifest = json.load(open(run / "samples" / "manifest.json"))
     energies = [e["energy"] for e in manifest["entries"] if e["step"] >= cut]
-    assert s["sample_energy"]["mean"] == pytest.approx(np.mean(energies[len(energies) % 2:]))
+    assert s["sample_energy"]["mean"] == pytest.approx(np.mean(energies[len(energies) % 2 :]))
     for name in ("cold_energy", "sample_energy", "weight_norm", "predictive_0", "predictive_3"):
         assert s[name]["ess"] > 1 and np.isfinite(s[name]["rhat"]), name
     assert len(d["classes"]) == 4
@@ -52,14 +52,30 @@ def test_single_run_writes_json_figures_and_table(diag_runs, tmp_path, capsys):
 
 def test_two_runs_as_chains_and_bare_directories(diag_runs, tmp_path, capsys):
     out = tmp_path / "both"
-    assert cli.main(["diagnose", "--run", diag_runs[0], "--run", diag_runs[1], "--out", str(out),
-                     "--burn-in", "0.25", "--points", "2", "--no-split"]) == 0
+    assert (
+        cli.main(
+            [
+                "diagnose",
+                "--run",
+                diag_runs[0],
+                "--run",
+                diag_runs[1],
+                "--out",
+                str(out),
+                "--burn-in",
+                "0.25",
+                "--points",
+                "2",
+                "--no-split",
+            ]
+        )
+        == 0
+    )
     d = json.load(open(out / "diagnostics.json"))
     assert len(d["replica_flow"]) == 2 and d["burn_in"] == 0.25 and not d["split"]
     assert d["summaries"]["sample_energy"]["chains"] == 2 and "predictive_2" not in d["summaries"]
     bare = tmp_path / "bare"
-    assert cli.main(["diagnose", "--run", os.path.join(diag_runs[0], "swaps"), "--out", str(bare),
-                     "--no-figures"]) == 0
+    assert cli.main(["diagnose", "--run", os.path.join(diag_runs[0], "swaps"), "--out", str(bare), "--no-figures"]) == 0
     d = json.load(open(bare / "diagnostics.json"))
     assert set(d["summaries"]) == {"cold_energy"} and not (bare / "replicas.png").exists()
     assert cli.main(["diagnose", "--run", os.path.join(diag_runs[0], "samples"), "--out", str(bare)]) == 0
@@ -68,16 +84,19 @@ def test_two_runs_as_chains_and_bare_directories(diag_runs, tmp_path, capsys):
     assert "no swap log" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--run", "/nonexistent/run"], "--run"),
-    (["--run", "{run}", "--burn-in", "1.5"], "--burn-in"),
-    (["--run", "{run}", "--blocks", "1"], "--blocks"),
-    (["--run", "{run}", "--points", "0"], "--points"),
-    (["--run", "{run}", "--run", "{run}", "--out", "{tmp}"], "same run"),
-    (["--run", "{run}", "--run", "{run1}"], "--out"),
-    (["--run", "{run}", "--out", "/proc/forbidden/x"], "--out"),
-    (["--run", "{tmp}"], "no swap log"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--run", "/nonexistent/run"], "--run"),
+        (["--run", "{run}", "--burn-in", "1.5"], "--burn-in"),
+        (["--run", "{run}", "--blocks", "1"], "--blocks"),
+        (["--run", "{run}", "--points", "0"], "--points"),
+        (["--run", "{run}", "--run", "{run}", "--out", "{tmp}"], "same run"),
+        (["--run", "{run}", "--run", "{run1}"], "--out"),
+        (["--run", "{run}", "--out", "/proc/forbidden/x"], "--out"),
+        (["--run", "{tmp}"], "no swap log"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(diag_runs, tmp_path, capsys, flags, message):
     flags = [f.format(run=diag_runs[0], run1=diag_runs[1], tmp=tmp_path) for f in flags]
     with pytest.raises(SystemExit) as exc:
@@ -128,8 +147,10 @@ def test_a_manifest_without_energies_is_diagnosed_without_that_summary(diag_runs
     path.write_text(json.dumps(manifest))
     assert cli.main(["diagnose", "--run", str(run), "--no-figures"]) == 0
     out = capsys.readouterr().out
-    assert (f"sample_energy: not in the manifest of {run} (its entries record no energy, as after 'tf-vrre repair' "
-            "rebuilt it from the sample files)") in out
+    assert (
+        f"sample_energy: not in the manifest of {run} (its entries record no energy, as after 'tf-vrre repair' "
+        "rebuilt it from the sample files)"
+    ) in out
     d = json.load(open(run / "diagnostics.json"))
     assert "sample_energy" not in d["summaries"] and d["energy_not_recorded"] == [str(run)]
     assert d["summaries"]["weight_norm"]["draws"] > 8 and "cold_energy" in d["summaries"]
@@ -142,8 +163,9 @@ def test_a_manifest_without_energies_is_diagnosed_without_that_summary(diag_runs
         cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")])
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
-    assert err[0].endswith(f"{run}/samples/manifest.json: the entry of {manifest['entries'][3]['file']} has "
-                           "energy = '12.5', not a number"), err
+    assert err[0].endswith(
+        f"{run}/samples/manifest.json: the entry of {manifest['entries'][3]['file']} has energy = '12.5', not a number"
+    ), err
 
 
 def test_a_run_json_that_is_a_directory_is_named_not_reported_missing(diag_runs, tmp_path, capsys):
@@ -154,5 +176,7 @@ def test_a_run_json_that_is_a_directory_is_named_not_reported_missing(diag_runs,
     with pytest.raises(SystemExit) as exc:
         cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and err == [f"tf-vrre: error: diagnose: --run: {run}/run.json is not a readable run.json: not a "
-                                           "regular file (a directory?); move it away"]
+    assert exc.value.code == 2 and err == [
+        f"tf-vrre: error: diagnose: --run: {run}/run.json is not a readable run.json: not a "
+        "regular file (a directory?); move it away"
+    ]

@@ -31,8 +31,24 @@ def test_export_run_prints_and_writes_versions(run_dir, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "exported 2 of 2 samples (steps 6..8)" in text and "SavedModel size" in text
     assert "export time" in text and "serving_default, members" in text
-    assert cli.main(["export", "--samples", os.path.join(run_dir, "samples"), "--out", out,
-                     "--max-members", "1", "--temperature", "0.5", "--version", "5"]) == 0
+    assert (
+        cli.main(
+            [
+                "export",
+                "--samples",
+                os.path.join(run_dir, "samples"),
+                "--out",
+                out,
+                "--max-members",
+                "1",
+                "--temperature",
+                "0.5",
+                "--version",
+                "5",
+            ]
+        )
+        == 0
+    )
     assert "exported 1 of 2 samples (steps 8)" in capsys.readouterr().out
     assert sorted(os.listdir(out)) == ["1", "5"]
     record = json.load(open(os.path.join(out, "5", "export.json")))
@@ -40,13 +56,16 @@ def test_export_run_prints_and_writes_versions(run_dir, tmp_path, capsys):
     assert record["input"]["dtypes"] == ["float32"]  # --samples: the model's own signature
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--max-members", "0"], "--max-members: must be > 0"),
-    (["--temperature", "-1"], "--temperature: must be > 0"),
-    (["--temperature", "nan"], "--temperature: must be a finite number"),
-    (["--version", "0"], "--version: must be > 0"),
-    (["--version", "x"], "--version: expected an int"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--max-members", "0"], "--max-members: must be > 0"),
+        (["--temperature", "-1"], "--temperature: must be > 0"),
+        (["--temperature", "nan"], "--temperature: must be a finite number"),
+        (["--version", "0"], "--version: must be > 0"),
+        (["--version", "x"], "--version: expected an int"),
+    ],
+)
 def test_bad_flags_exit_2(run_dir, tmp_path, flags, message, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["export", "--run", run_dir, "--out", str(tmp_path / "o"), *flags])
@@ -114,11 +133,16 @@ def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
     json.dump(run, open(os.path.join(bad, "run.json"), "w"))
     out = str(tmp_path / "serving")
     os.makedirs(os.path.join(out, "\u00b2"))  # not an ASCII number: not a version (int() would fail)
-    proc = subprocess.run(command + ["export", "--run", bad, "--out", out], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        command + ["export", "--run", bad, "--out", out], capture_output=True, text=True, env=env, timeout=120
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
-    assert lines[0].startswith("tf-vrre: error: export: --run: ") and "run.json: need model.input_shape [H, W, C]" in lines[0]
+    assert (
+        lines[0].startswith("tf-vrre: error: export: --run: ")
+        and "run.json: need model.input_shape [H, W, C]" in lines[0]
+    )
     assert "C means and C stds > 0" in lines[0] and sorted(os.listdir(out)) == ["\u00b2"]
     from tf_vrre.serving import checks
+
     assert checks.choose_version(out, None) == 1

@@ -60,22 +60,92 @@ BAD = [
     (["train", "--config", "sghmc", "--out", "{out}", "--epochs", "0"], "--epochs: must be > 0, got 0"),
     (["train", "--config", "sghmc", "--out", "{out}", "--holdout", "1.5"], "--holdout: must be a count"),
     (["train", "--config", "bogus", "--out", "{out}"], "config 'bogus': no such file; shipped configs are"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--set", "sampler.momentum=1.0"],
-     "config key sampler.momentum must be a number in [0, 1), got 1.0"),
+    (
+        ["train", "--config", "sghmc", "--out", "{out}", "--set", "sampler.momentum=1.0"],
+        "config key sampler.momentum must be a number in [0, 1), got 1.0",
+    ),
     (["train", "--config", "sghmc", "--out", "{out}", "--model", "resnet99"], "config key model.name must be one of"),
     (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz"], "the npz source needs a directory"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{root}/nowhere"],
-     "data_dir '{root}/nowhere' does not exist"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--dataset", "cifar100"],
-     "no cifar100 train data in '{data}'"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--batch-size", "500"],
-     "data.batch_size (500) must be <= the 190 training examples"),  # 200 images, 5% held out
-    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--subset", "100",
-      "--batch-size", "50", "--epochs", "2", "--thinning", "100000"], "samples.thinning (100000) collects no sample"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{data}", "--epochs", "3",
-      "--batch-size", "50"], "variance_reduction.period (392) must be <= the run's 9 steps"),
-    (["train", "--config", "sghmc", "--out", "{corrupt_run}", "--source", "npz", "--data-dir", "{data}"],
-     "holds samples but no run.json"),
+    (
+        ["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{root}/nowhere"],
+        "data_dir '{root}/nowhere' does not exist",
+    ),
+    (
+        [
+            "train",
+            "--config",
+            "sghmc",
+            "--out",
+            "{out}",
+            "--source",
+            "npz",
+            "--data-dir",
+            "{data}",
+            "--dataset",
+            "cifar100",
+        ],
+        "no cifar100 train data in '{data}'",
+    ),
+    (
+        [
+            "train",
+            "--config",
+            "sghmc",
+            "--out",
+            "{out}",
+            "--source",
+            "npz",
+            "--data-dir",
+            "{data}",
+            "--batch-size",
+            "500",
+        ],
+        "data.batch_size (500) must be <= the 190 training examples",
+    ),  # 200 images, 5% held out
+    (
+        [
+            "train",
+            "--config",
+            "sghmc",
+            "--out",
+            "{out}",
+            "--source",
+            "npz",
+            "--data-dir",
+            "{data}",
+            "--subset",
+            "100",
+            "--batch-size",
+            "50",
+            "--epochs",
+            "2",
+            "--thinning",
+            "100000",
+        ],
+        "samples.thinning (100000) collects no sample",
+    ),
+    (
+        [
+            "train",
+            "--config",
+            "vr-resghmc",
+            "--out",
+            "{out}",
+            "--source",
+            "npz",
+            "--data-dir",
+            "{data}",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "50",
+        ],
+        "variance_reduction.period (392) must be <= the run's 9 steps",
+    ),
+    (
+        ["train", "--config", "sghmc", "--out", "{corrupt_run}", "--source", "npz", "--data-dir", "{data}"],
+        "holds samples but no run.json",
+    ),
     (["evaluate", "--run", "/nonexistent"], "--run: run directory '/nonexistent' does not exist"),
     (["evaluate", "--run", "{run}"], "expected format 'tf_vrre.run/1'"),
     (["evaluate", "--run", "{image_run}", "--test-size", "0"], "--test-size: must be > 0"),
@@ -83,41 +153,110 @@ BAD = [
     (["evaluate", "--run", "{image_run}", "--data-dir", "{root}/nowhere"], "data_dir '{root}/nowhere' does not exist"),
     (["evaluate", "--run", "{image_run}", "--ood", "cifar100"], "no cifar100 test data in '{data}'"),
     # the sampler's numbers, computed before TensorFlow in float32 (lr / N, hot chain, F grown, the prior's step)
-    (["train", "--config", "vr-resghmc", "--out", "{out}", *["--source", "npz", "--subset", "64", "--batch-size", "32", "--data-dir"],
-      "{data}", "--lr", "1.2e-38"], "config key sampler.lr must be in [7.53e-37, 3.4e+38] for the 64 training examples"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--lr", "3e38"],
-     "config key sampler.lr must be in [1.18e-38, 5.06e+03) (the prior's own step"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "swap.correction=1.2e-38"],
-     "config key swap.correction must be in [7.16e-33, 8.94e+35] (F grows x380 over the burn-in"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "swap.correction=3e38"],
-     "config key swap.correction must be in [7.16e-33, 8.94e+35]"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.weight_decay=3e38"],
-     "config key sampler.weight_decay must be in [0, 25.3) (the prior's own step"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.momentum=0.99999999"],
-     "config key sampler.momentum must be a number in [0, 0.99999994] (below 1 in float32"),
-    (["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.temperature=3e38"],
-     "config key sampler.temperature must be in [1.18e-38, 6.8e+37] (the hot chain's temperature"),
+    (
+        [
+            "train",
+            "--config",
+            "vr-resghmc",
+            "--out",
+            "{out}",
+            *["--source", "npz", "--subset", "64", "--batch-size", "32", "--data-dir"],
+            "{data}",
+            "--lr",
+            "1.2e-38",
+        ],
+        "config key sampler.lr must be in [7.53e-37, 3.4e+38] for the 64 training examples",
+    ),
+    (
+        ["train", "--config", "vr-resghmc", "--out", "{out}", "--lr", "3e38"],
+        "config key sampler.lr must be in [1.18e-38, 5.06e+03) (the prior's own step",
+    ),
+    (
+        ["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "swap.correction=1.2e-38"],
+        "config key swap.correction must be in [7.16e-33, 8.94e+35] (F grows x380 over the burn-in",
+    ),
+    (
+        ["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "swap.correction=3e38"],
+        "config key swap.correction must be in [7.16e-33, 8.94e+35]",
+    ),
+    (
+        ["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.weight_decay=3e38"],
+        "config key sampler.weight_decay must be in [0, 25.3) (the prior's own step",
+    ),
+    (
+        ["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.momentum=0.99999999"],
+        "config key sampler.momentum must be a number in [0, 0.99999994] (below 1 in float32",
+    ),
+    (
+        ["train", "--config", "vr-resghmc", "--out", "{out}", "--set", "sampler.temperature=3e38"],
+        "config key sampler.temperature must be in [1.18e-38, 6.8e+37] (the hot chain's temperature",
+    ),
     (["mixture", "--lr", "3e38"], "--lr: must be in [1.18e-38, 0.0499) (eta * (N / sigma^2 + 1 / prior_sd^2)"),
     # raw exceptions of the checks before TensorFlow: each one line naming the file and the key
     (["train", "--config", "{deep_toml}", "--out", "{out}"], "config {deep_toml}: nested too deeply to parse"),
-    (["train", "--config", "{internal_toml}", "--out", "{out}", "--set", "training.epochs=3"],
-     "config: unknown key 'overridden'; allowed: method, description, data, model"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{huge_labels}"],
-     "{huge_labels}/cifar10/cifar10_train.npz: not a readable .npz image archive"),
+    (
+        ["train", "--config", "{internal_toml}", "--out", "{out}", "--set", "training.epochs=3"],
+        "config: unknown key 'overridden'; allowed: method, description, data, model",
+    ),
+    (
+        ["train", "--config", "sghmc", "--out", "{out}", "--source", "npz", "--data-dir", "{huge_labels}"],
+        "{huge_labels}/cifar10/cifar10_train.npz: not a readable .npz image archive",
+    ),
     (["evaluate", "--run", "{typed_run}"], "{typed_run}/run.json: key data must be an object, got a list"),
-    (["train", "--config", "sghmc", "--out", "{typed_run}", "--overwrite", "--subset", "64", "--epochs", "1",
-      "--set", "samples.burn_in_epochs=0", "--batch-size", "32", "--source", "npz", "--data-dir", "{data}",
-      "--strategy", "tpus"], "--strategy: invalid choice"),
-    (["train", "--config", "sghmc", "--out", "{typed_run}", "--source", "npz", "--data-dir", "{data}"],
-     "--out: {typed_run}/run.json: key data must be an object, got a list"),
+    (
+        [
+            "train",
+            "--config",
+            "sghmc",
+            "--out",
+            "{typed_run}",
+            "--overwrite",
+            "--subset",
+            "64",
+            "--epochs",
+            "1",
+            "--set",
+            "samples.burn_in_epochs=0",
+            "--batch-size",
+            "32",
+            "--source",
+            "npz",
+            "--data-dir",
+            "{data}",
+            "--strategy",
+            "tpus",
+        ],
+        "--strategy: invalid choice",
+    ),
+    (
+        ["train", "--config", "sghmc", "--out", "{typed_run}", "--source", "npz", "--data-dir", "{data}"],
+        "--out: {typed_run}/run.json: key data must be an object, got a list",
+    ),
     # accepted silently: a file's own top-level `source` key
     (["train", "--config", "{source_toml}", "--out", "{out}"], "config: unknown key 'source'; allowed: method"),
     # slow or late: closed-form sample count for 2**31 - 1 epochs of a cyclical schedule; a bounded crop padding
-    (["train", "--config", "cycsghmc", "--out", "{out}", *["--source", "npz", "--subset", "64", "--batch-size", "32", "--data-dir"],
-      "{data}", "--epochs", "2147483647", "--thinning", "2", "--steps-per-execution", "4"],
-     "steps_per_execution (4) must divide samples.thinning (2)"),
-    (["train", "--config", "sghmc", "--out", "{out}", "--set", "data.crop_padding=100000"],
-     "config key data.crop_padding must be an integer in [0, 31]"),
+    (
+        [
+            "train",
+            "--config",
+            "cycsghmc",
+            "--out",
+            "{out}",
+            *["--source", "npz", "--subset", "64", "--batch-size", "32", "--data-dir"],
+            "{data}",
+            "--epochs",
+            "2147483647",
+            "--thinning",
+            "2",
+            "--steps-per-execution",
+            "4",
+        ],
+        "steps_per_execution (4) must divide samples.thinning (2)",
+    ),
+    (
+        ["train", "--config", "sghmc", "--out", "{out}", "--set", "data.crop_padding=100000"],
+        "config key data.crop_padding must be an integer in [0, 31]",
+    ),
     (["bogus"], "invalid choice: 'bogus'"),
     ([], "the following arguments are required: command"),
 ]
@@ -137,17 +276,34 @@ def dirs(tmp_path_factory):
     corrupt_run = root / "corrupt_run"
     (corrupt_run / "samples").mkdir(parents=True)
     (corrupt_run / "samples" / "sample-000000002.npz").write_bytes(b"not a zip")
-    (corrupt_run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
-        {"file": "sample-000000002.npz", "step": 2, "bytes": 3, "sha256": "0" * 64}]}))
-    data = root / "data" / "cifar10"  # the npz layout of tf_vrre.workflows.image_classification.data.sources, 200 synthetic images per split
+    (corrupt_run / "samples" / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": "tf_vrre.samples/1",
+                "entries": [{"file": "sample-000000002.npz", "step": 2, "bytes": 3, "sha256": "0" * 64}],
+            }
+        )
+    )
+    data = (
+        root / "data" / "cifar10"
+    )  # the npz layout of tf_vrre.workflows.image_classification.data.sources, 200 synthetic images per split
     data.mkdir(parents=True)
     rng = np.random.default_rng(0)
     for split in ("train", "test"):
-        np.savez(data / f"cifar10_{split}.npz", x=rng.integers(0, 256, (200, 32, 32, 3), dtype=np.uint8),
-                 y=np.arange(200) % 10)
-    return {"run": str(run), "corrupt": str(corrupt), "corrupt_run": str(corrupt_run), "root": root,
-            "data": str(root / "data"), "image_run": _image_run(root / "image_run", root / "data"),
-            **_probe_inputs(root)}
+        np.savez(
+            data / f"cifar10_{split}.npz",
+            x=rng.integers(0, 256, (200, 32, 32, 3), dtype=np.uint8),
+            y=np.arange(200) % 10,
+        )
+    return {
+        "run": str(run),
+        "corrupt": str(corrupt),
+        "corrupt_run": str(corrupt_run),
+        "root": root,
+        "data": str(root / "data"),
+        "image_run": _image_run(root / "image_run", root / "data"),
+        **_probe_inputs(root),
+    }
 
 
 def _probe_inputs(root):
@@ -156,8 +312,11 @@ def _probe_inputs(root):
     import io
     import zipfile
 
-    files = {"deep_toml": 'method = "sghmc"\n[sampler]\nlr = ' + "[" * 50000 + "]" * 50000 + "\n",
-             "internal_toml": 'method = "sghmc"\noverridden = 5\n', "source_toml": 'method = "sghmc"\nsource = "x"\n'}
+    files = {
+        "deep_toml": 'method = "sghmc"\n[sampler]\nlr = ' + "[" * 50000 + "]" * 50000 + "\n",
+        "internal_toml": 'method = "sghmc"\noverridden = 5\n',
+        "source_toml": 'method = "sghmc"\nsource = "x"\n',
+    }
     out = {}
     for name, text in files.items():
         (root / f"{name}.toml").write_text(text)
@@ -174,8 +333,19 @@ def _probe_inputs(root):
     out["huge_labels"] = str(root / "huge")
     typed = root / "typed_run"  # the format tag right, a section of the wrong type
     typed.mkdir()
-    (typed / "run.json").write_text(json.dumps({"format": "tf_vrre.run/1", "method": "sghmc", "config": {},
-                                                "model": {}, "data": [], "preprocessing": {}, "seed": 0}))
+    (typed / "run.json").write_text(
+        json.dumps(
+            {
+                "format": "tf_vrre.run/1",
+                "method": "sghmc",
+                "config": {},
+                "model": {},
+                "data": [],
+                "preprocessing": {},
+                "seed": 0,
+            }
+        )
+    )
     out["typed_run"] = str(typed)
     return out
 
@@ -185,16 +355,36 @@ def _image_run(run, data_dir):
     import hashlib
 
     (run / "samples").mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({
-        "format": "tf_vrre.run/1", "method": "sghmc", "config": {}, "seed": 0,
-        "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
-        "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 190},
-        "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3}}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "format": "tf_vrre.run/1",
+                "method": "sghmc",
+                "config": {},
+                "seed": 0,
+                "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+                "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 190},
+                "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3},
+            }
+        )
+    )
     sample = run / "samples" / "sample-000000001.npz"
     np.savez(sample, w0=np.zeros(3, np.float32))
-    (run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
-        {"file": sample.name, "step": 1, "bytes": sample.stat().st_size,
-         "sha256": hashlib.sha256(sample.read_bytes()).hexdigest()}]}))
+    (run / "samples" / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": "tf_vrre.samples/1",
+                "entries": [
+                    {
+                        "file": sample.name,
+                        "step": 1,
+                        "bytes": sample.stat().st_size,
+                        "sha256": hashlib.sha256(sample.read_bytes()).hexdigest(),
+                    }
+                ],
+            }
+        )
+    )
     return str(run)
 
 
@@ -203,16 +393,34 @@ def _state(root):
     out = {}
     for d, _, files in os.walk(root):
         out[d] = os.stat(d).st_mtime_ns
-        out.update({os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, open(os.path.join(d, f), "rb").read())
-                    for f in files})
+        out.update(
+            {
+                os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, open(os.path.join(d, f), "rb").read())
+                for f in files
+            }
+        )
     return out
 
 
 @pytest.mark.parametrize("flags, message", BAD, ids=[" ".join(f)[:80] or "none" for f, _ in BAD])
 def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, message):
     out = dirs["root"] / f"out-{abs(hash(tuple(flags)))}"
-    names = {k: dirs[k] for k in ("run", "corrupt", "corrupt_run", "root", "data", "image_run", "deep_toml",
-                                  "internal_toml", "source_toml", "huge_labels", "typed_run")}
+    names = {
+        k: dirs[k]
+        for k in (
+            "run",
+            "corrupt",
+            "corrupt_run",
+            "root",
+            "data",
+            "image_run",
+            "deep_toml",
+            "internal_toml",
+            "source_toml",
+            "huge_labels",
+            "typed_run",
+        )
+    }
     flags = [f.format(out=out, **names) for f in flags]
     message = message.format(**names)
     before = {p: _state(p) for p in (dirs["corrupt_run"], dirs["image_run"], dirs["typed_run"])}
@@ -230,8 +438,11 @@ def test_bad_flag_exits_2_with_exactly_one_line_and_writes_nothing(dirs, flags, 
 def test_out_that_cannot_be_written_and_earlier_results_are_refused(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    for out, message in [(blocker / "sub", "is not a directory"), (blocker, "it is a file"),
-                         ("/proc/no/such/dir", "--out: '/proc/no/such/dir' is not writable")]:
+    for out, message in [
+        (blocker / "sub", "is not a directory"),
+        (blocker, "it is a file"),
+        ("/proc/no/such/dir", "--out: '/proc/no/such/dir' is not writable"),
+    ]:
         result = run_cli("mixture", "--out", str(out))
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and message in result.stderr, result
     study = tmp_path / "study"
@@ -263,18 +474,37 @@ def test_ctrl_c_in_process_returns_130(monkeypatch, capsys, tmp_path):
 
     monkeypatch.setattr(mixture_cli, "run", interrupted)
     assert cli.main(["mixture", "--out", str(tmp_path / "o")]) == 130
-    assert capsys.readouterr().err.strip().splitlines()[-1] == \
-        "tf-vrre: interrupted (mixture); results finished so far are on disk"
+    assert (
+        capsys.readouterr().err.strip().splitlines()[-1]
+        == "tf-vrre: interrupted (mixture); results finished so far are on disk"
+    )
 
 
 def test_ctrl_c_during_the_mixture_study_keeps_the_finished_seeds(tmp_path):
     out = tmp_path / "study"
-    proc = subprocess.Popen(COMMAND + ["mixture", "--iterations", "2000", "--seeds", "3", "--methods", "sgld,vr-resgld",
-                                       "--data-size", "300", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                            # a runner started in the background (nohup, `cmd &`) ignores SIGINT, and so
-                            # would the child: Python then installs no KeyboardInterrupt handler
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        COMMAND
+        + [
+            "mixture",
+            "--iterations",
+            "2000",
+            "--seeds",
+            "3",
+            "--methods",
+            "sgld,vr-resgld",
+            "--data-size",
+            "300",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        # a runner started in the background (nohup, `cmd &`) ignores SIGINT, and so
+        # would the child: Python then installs no KeyboardInterrupt handler
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 300
     while time.time() < deadline and not (out / "summary.json").exists() and proc.poll() is None:
         time.sleep(0.05)
@@ -288,7 +518,8 @@ def test_ctrl_c_during_the_mixture_study_keeps_the_finished_seeds(tmp_path):
     assert summary["methods"]["sgld"]["per_seed"][0]["seed"] == 0
     with np.load(out / "traces.npz") as traces:
         assert len(traces["sgld/seed0/beta"]) == 2000 // 10
-        assert sorted(traces.files) == sorted(f"{m}/seed{s}/{k}" for m, s in summary["finished"]
-                                              for k in ("beta", "sigma2"))
+        assert sorted(traces.files) == sorted(
+            f"{m}/seed{s}/{k}" for m, s in summary["finished"] for k in ("beta", "sigma2")
+        )
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
     shutil.rmtree(out)

@@ -14,19 +14,44 @@ from tf_vrre import cli
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
 
-SHORT = ["--methods", "vr-resgld-ladder", "--iterations", "1000", "--seeds", "1", "--variance-m", "10",
-         "--variance-steps", "100", "--sens-ratios", "0.1", "--sens-lrs", "1e-4", "--sens-seeds", "1",
-         "--sens-steps", "8"]
+SHORT = [
+    "--methods",
+    "vr-resgld-ladder",
+    "--iterations",
+    "1000",
+    "--seeds",
+    "1",
+    "--variance-m",
+    "10",
+    "--variance-steps",
+    "100",
+    "--sens-ratios",
+    "0.1",
+    "--sens-lrs",
+    "1e-4",
+    "--sens-seeds",
+    "1",
+    "--sens-steps",
+    "8",
+]
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--methods", "vr-resgld", "--tune-ladder", "50"], "--tune-ladder: tunes the ladder of vr-resgld-ladder"),
-    (["--methods", "vr-resgld-ladder", "--tune-ladder", "5000"], r"--tune-ladder: must be <= the burn-in .*3000 steps"),
-    (["--target-acceptance", "0.3"], "--target-acceptance: needs --tune-ladder"),
-    (["--methods", "vr-resgld-ladder", "--tune-ladder", "50", "--target-acceptance", "1"],
-     r"--target-acceptance: must be a number in \(0, 1\), got 1"),
-    (["--methods", "vr-resgld-ladder", "--tune-ladder", "0"], "--tune-ladder"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--methods", "vr-resgld", "--tune-ladder", "50"], "--tune-ladder: tunes the ladder of vr-resgld-ladder"),
+        (
+            ["--methods", "vr-resgld-ladder", "--tune-ladder", "5000"],
+            r"--tune-ladder: must be <= the burn-in .*3000 steps",
+        ),
+        (["--target-acceptance", "0.3"], "--target-acceptance: needs --tune-ladder"),
+        (
+            ["--methods", "vr-resgld-ladder", "--tune-ladder", "50", "--target-acceptance", "1"],
+            r"--target-acceptance: must be a number in \(0, 1\), got 1",
+        ),
+        (["--methods", "vr-resgld-ladder", "--tune-ladder", "0"], "--tune-ladder"),
+    ],
+)
 def test_mixture_tuning_flags_refused_before_anything_is_written(flags, message, tmp_path, capsys):
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as exit_:
@@ -46,21 +71,29 @@ def test_mixture_tunes_the_ladder_and_f_and_prints_the_record(tmp_path, capsys):
     rounds = doc["rounds"]
     assert rounds[-1]["end_step"] == 100 and doc["target_acceptance"] == 0.4
     assert "ladder tuning of vr-resgld-ladder-seed0" in printed and "F = " in printed
-    with pytest.raises(SystemExit):   # the study directory itself is no run: diagnose points to the record
+    with pytest.raises(SystemExit):  # the study directory itself is no run: diagnose points to the record
         cli.main(["diagnose", "--run", str(out)])
     assert f"--run {out / 'ladder' / 'vr-resgld-ladder-seed0'}" in capsys.readouterr().err
     summary = json.load(open(out / "summary.json"))
     # the study's ladder run used the tuned ladder: the ladder of the last round, not the geometric one
     assert summary["methods"]["vr-resgld-ladder"]["per_seed"][0]["temperatures"] == pytest.approx(
-        rounds[-1]["new_temperatures"], rel=1e-6)
+        rounds[-1]["new_temperatures"], rel=1e-6
+    )
 
 
 def test_diagnose_prints_and_draws_a_runs_tuning_record(diag_runs, tmp_path, capsys):
     import matplotlib.image as mpimg
 
     s, x, y = make_sampler(vr=False, temperatures=(1.0, 2.0, 4.0, 8.0))
-    s.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False,
-          callbacks=[LadderTuner(10, first_round_steps=2, directory=str(tmp_path / "tuned" / "ladder"))])
+    s.fit(
+        x,
+        y,
+        batch_size=16,
+        epochs=3,
+        verbose=0,
+        shuffle=False,
+        callbacks=[LadderTuner(10, first_round_steps=2, directory=str(tmp_path / "tuned" / "ladder"))],
+    )
     doc = ladder_report.read(tmp_path / "tuned")
     # a run with only the record: its table and figure
     assert cli.main(["diagnose", "--run", str(tmp_path / "tuned"), "--out", str(tmp_path / "d1")]) == 0

@@ -12,9 +12,34 @@ from tf_vrre import cli
 
 
 def test_short_run_writes_summary(tmp_path, capsys):
-    assert cli.main(["mixture", "--steps", "400", "--data-size", "300", "--seeds", "1", "--variance-m", "40",
-                     "--variance-steps", "200", "--sens-ratios", "0.5", "--sens-lrs", "1e-4", "--sens-seeds", "1",
-                     "--sens-steps", "20", "--out", str(tmp_path)]) == 0
+    assert (
+        cli.main(
+            [
+                "mixture",
+                "--steps",
+                "400",
+                "--data-size",
+                "300",
+                "--seeds",
+                "1",
+                "--variance-m",
+                "40",
+                "--variance-steps",
+                "200",
+                "--sens-ratios",
+                "0.5",
+                "--sens-lrs",
+                "1e-4",
+                "--sens-seeds",
+                "1",
+                "--sens-steps",
+                "20",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     summary = json.load(open(tmp_path / "summary.json"))
     assert set(summary["methods"]) == {"sgld", "resgld", "vr-resgld"}
     assert summary["config"]["steps"] == 400  # --steps is an alias of --iterations
@@ -23,12 +48,15 @@ def test_short_run_writes_summary(tmp_path, capsys):
     assert "variance reduction factor" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--lr", "-1"], "--lr"),
-    (["--tau1", "3000", "--tau2", "10"], "--tau1"),
-    (["--smoothing", "2"], "--smoothing"),
-    (["--out", "/proc/forbidden/x"], "--out"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--lr", "-1"], "--lr"),
+        (["--tau1", "3000", "--tau2", "10"], "--tau1"),
+        (["--smoothing", "2"], "--smoothing"),
+        (["--out", "/proc/forbidden/x"], "--out"),
+    ],
+)
 def test_bad_flags_exit_2(flags, message, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["mixture", *flags])
@@ -39,6 +67,11 @@ def test_bad_flags_exit_2(flags, message, capsys):
 
 def test_console_entry_point_exit_code():
     env = dict(os.environ, PYTHONPATH=ROOT)
-    out = subprocess.run([sys.executable, "-m", "tf_vrre.cli", "mixture", "--batch", "0"], capture_output=True,
-                         text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "tf_vrre.cli", "mixture", "--batch", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 2 and "--batch" in out.stderr

@@ -11,9 +11,26 @@ import pytest
 from tf_vrre import cli
 from tf_vrre.workflows.gaussian_mixture import target as mx
 
-SHORT = ["--iterations", "12000", "--seeds", "1", "--seed", "1", "--variance-m", "40",
-         "--variance-steps", "400", "--sens-ratios", "0.05,0.5", "--sens-lrs", "1e-5,1e-3",
-         "--sens-seeds", "1", "--sens-steps", "60"]
+SHORT = [
+    "--iterations",
+    "12000",
+    "--seeds",
+    "1",
+    "--seed",
+    "1",
+    "--variance-m",
+    "40",
+    "--variance-steps",
+    "400",
+    "--sens-ratios",
+    "0.05,0.5",
+    "--sens-lrs",
+    "1e-5,1e-3",
+    "--sens-seeds",
+    "1",
+    "--sens-steps",
+    "60",
+]
 
 
 @pytest.fixture(scope="module")
@@ -91,27 +108,31 @@ def test_ks_distance_and_cdf():
 
 def test_ladder_method_runs_k_chains():
     data = mx.make_data(300, seed=0)
-    r = mx.run("vr-resgld-ladder", data, steps=200, batch_size=50, temperatures=(10.0, 1000.0), num_chains=3,
-               record_every=10)
+    r = mx.run(
+        "vr-resgld-ladder", data, steps=200, batch_size=50, temperatures=(10.0, 1000.0), num_chains=3, record_every=10
+    )
     assert r["temperatures"] == pytest.approx([10.0, 100.0, 1000.0], rel=1e-5)
     assert len(r["pair_swaps"]) == 2 and r["attempts"] > 0
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--lr", "-1e-4"], "--lr"),
-    (["--tau1", "10", "--tau2", "10"], "--tau1"),
-    (["--paper", "--tau1", "2000"], "--tau1"),
-    (["--burn-in", "1.5"], "--burn-in"),
-    (["--methods", "sgld,bogus"], "--methods"),
-    (["--sens-ratios", "0.1,2"], "--sens-ratios"),
-    (["--sens-lrs", "1e-4,-1"], "--sens-lrs"),
-    (["--variance-m", "0"], "--variance-m"),
-    (["--iterations", "0"], "--iterations"),
-    (["--seeds", "0"], "--seeds"),
-    (["--data-seed", "-3"], "--data-seed"),
-    (["--methods", "vr-resgld-ladder", "--ladder-chains", "2"], "--ladder-chains"),
-    (["--paper", "--appendix"], "--appendix"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--lr", "-1e-4"], "--lr"),
+        (["--tau1", "10", "--tau2", "10"], "--tau1"),
+        (["--paper", "--tau1", "2000"], "--tau1"),
+        (["--burn-in", "1.5"], "--burn-in"),
+        (["--methods", "sgld,bogus"], "--methods"),
+        (["--sens-ratios", "0.1,2"], "--sens-ratios"),
+        (["--sens-lrs", "1e-4,-1"], "--sens-lrs"),
+        (["--variance-m", "0"], "--variance-m"),
+        (["--iterations", "0"], "--iterations"),
+        (["--seeds", "0"], "--seeds"),
+        (["--data-seed", "-3"], "--data-seed"),
+        (["--methods", "vr-resgld-ladder", "--ladder-chains", "2"], "--ladder-chains"),
+        (["--paper", "--appendix"], "--appendix"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(flags, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["mixture", *flags, "--out", str(tmp_path / "x")])

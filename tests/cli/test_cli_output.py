@@ -14,37 +14,64 @@ import tf_vrre
 from tf_vrre import cli
 
 ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"} | {"PYTHONPATH": ROOT}
-SHAPE = re.compile(r"^tf-vrre: error: (mixture|train|evaluate|export|diagnose|repair): (--[a-z0-9-]+|RUN)"
-                   r"( / --[a-z0-9-]+)*: [^:]")
-MIXTURE = ["mixture", "--steps", "400", "--data-size", "300", "--seeds", "1", "--variance-m", "40",
-           "--variance-steps", "200", "--sens-ratios", "0.5", "--sens-lrs", "1e-4", "--sens-seeds", "1",
-           "--sens-steps", "20", "--methods", "vr-resgld"]
+SHAPE = re.compile(
+    r"^tf-vrre: error: (mixture|train|evaluate|export|diagnose|repair): (--[a-z0-9-]+|RUN)"
+    r"( / --[a-z0-9-]+)*: [^:]"
+)
+MIXTURE = [
+    "mixture",
+    "--steps",
+    "400",
+    "--data-size",
+    "300",
+    "--seeds",
+    "1",
+    "--variance-m",
+    "40",
+    "--variance-steps",
+    "200",
+    "--sens-ratios",
+    "0.5",
+    "--sens-lrs",
+    "1e-4",
+    "--sens-seeds",
+    "1",
+    "--sens-steps",
+    "20",
+    "--methods",
+    "vr-resgld",
+]
 
 
 def test_version_prints_the_versions_without_importing_tensorflow():
-    probe = ("import sys\nfrom tf_vrre import cli\ntry:\n    cli.main(['--version'])\nexcept SystemExit as e:\n"
-             "    print('exit', e.code, 'tensorflow' in sys.modules)")
+    probe = (
+        "import sys\nfrom tf_vrre import cli\ntry:\n    cli.main(['--version'])\nexcept SystemExit as e:\n"
+        "    print('exit', e.code, 'tensorflow' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120)
     lines = proc.stdout.strip().splitlines()
     assert lines[0].startswith(f"tf-vrre {tf_vrre.__version__} (TensorFlow ") and "Keras " in lines[0], proc
     assert lines[-1] == "exit 0 False", proc
 
 
-@pytest.mark.parametrize("argv", [
-    ["mixture", "--seeds", "0"],
-    ["mixture", "--tau1", "10", "--tau2", "10"],
-    ["mixture", "--methods", "sgld,bogus"],
-    ["train", "--epochs", "0"],
-    ["train", "--out", "x"],
-    ["train", "--config", "sghmc", "--out", __file__],
-    ["train", "--config", "sghmc", "--out", "x", "--no-augment", "--erasing", "0.5"],
-    ["export", "--out", "x"],
-    ["evaluate", "--run", "/nonexistent/run"],
-    ["export", "--run", "/nonexistent/run", "--out", "/nonexistent/serving"],
-    ["diagnose", "--run", "/nonexistent/run"],
-    ["diagnose", "--run", ROOT, "--blocks", "1"],
-    ["repair", "/nonexistent/run"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["mixture", "--seeds", "0"],
+        ["mixture", "--tau1", "10", "--tau2", "10"],
+        ["mixture", "--methods", "sgld,bogus"],
+        ["train", "--epochs", "0"],
+        ["train", "--out", "x"],
+        ["train", "--config", "sghmc", "--out", __file__],
+        ["train", "--config", "sghmc", "--out", "x", "--no-augment", "--erasing", "0.5"],
+        ["export", "--out", "x"],
+        ["evaluate", "--run", "/nonexistent/run"],
+        ["export", "--run", "/nonexistent/run", "--out", "/nonexistent/serving"],
+        ["diagnose", "--run", "/nonexistent/run"],
+        ["diagnose", "--run", ROOT, "--blocks", "1"],
+        ["repair", "/nonexistent/run"],
+    ],
+)
 def test_every_subcommand_errors_in_one_shape(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
@@ -55,8 +82,14 @@ def test_every_subcommand_errors_in_one_shape(argv, capsys):
 def _mixture(tmp_path, *extra):
     err = tmp_path / "stderr.txt"
     with open(err, "w") as e:
-        proc = subprocess.run([sys.executable, "-m", "tf_vrre.cli", *MIXTURE, "--out", str(tmp_path / "out"), *extra],
-                              stdout=subprocess.PIPE, stderr=e, text=True, env=ENV, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tf_vrre.cli", *MIXTURE, "--out", str(tmp_path / "out"), *extra],
+            stdout=subprocess.PIPE,
+            stderr=e,
+            text=True,
+            env=ENV,
+            timeout=300,
+        )
     return proc.returncode, proc.stdout, err.read_text()
 
 

@@ -22,12 +22,22 @@ def test_every_error_class_of_the_package_is_a_tf_vrre_error_and_keeps_its_base(
     from tf_vrre.sampler import invariants
     from tf_vrre.workflows import step_bounds
 
-    kept = {run_json.RunDirError: ValueError, locks.RunLockedError: ValueError, checkpoint.CheckpointError: ValueError,
-            samples.RunFileError: ValueError, ownership.RunMismatchError: ValueError,
-            checkpoint.EpochsError: ValueError, config.ConfigError: ValueError, step_bounds.BoundError: ValueError,
-            atomic.SymlinkError: OSError, atomic.SpecialFileError: OSError, locks.Busy: OSError,
-            tfds_source.OfflineError: FileNotFoundError, invariants.SamplerError: invariants.tf.errors.OpError,
-            invariants.DivergenceError: invariants.tf.errors.InvalidArgumentError}
+    kept = {
+        run_json.RunDirError: ValueError,
+        locks.RunLockedError: ValueError,
+        checkpoint.CheckpointError: ValueError,
+        samples.RunFileError: ValueError,
+        ownership.RunMismatchError: ValueError,
+        checkpoint.EpochsError: ValueError,
+        config.ConfigError: ValueError,
+        step_bounds.BoundError: ValueError,
+        atomic.SymlinkError: OSError,
+        atomic.SpecialFileError: OSError,
+        locks.Busy: OSError,
+        tfds_source.OfflineError: FileNotFoundError,
+        invariants.SamplerError: invariants.tf.errors.OpError,
+        invariants.DivergenceError: invariants.tf.errors.InvalidArgumentError,
+    }
     for cls, base in kept.items():
         assert issubclass(cls, errors.TfVrreError) and issubclass(cls, base), cls
     assert tf_vrre.TfVrreError is errors.TfVrreError
@@ -37,11 +47,14 @@ def test_every_error_class_of_the_package_is_a_tf_vrre_error_and_keeps_its_base(
     assert div.message == "at step 3 ..." and div.step == 3
 
 
-@pytest.mark.parametrize("error", [
-    locks.RunLockedError("'runs/a': its lock file .lock was deleted or replaced while this process held it"),
-    atomic.SymlinkError(errno.ELOOP, "lock file runs/a/samples/.lock is a symbolic link; remove it", "x"),
-    samples.RunFileError("runs/a/backup/identity.json is corrupt (Unterminated string)\nsecond line"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        locks.RunLockedError("'runs/a': its lock file .lock was deleted or replaced while this process held it"),
+        atomic.SymlinkError(errno.ELOOP, "lock file runs/a/samples/.lock is a symbolic link; remove it", "x"),
+        samples.RunFileError("runs/a/backup/identity.json is corrupt (Unterminated string)\nsecond line"),
+    ],
+)
 def test_an_own_error_is_one_line_wherever_it_is_raised(error, monkeypatch, capsys, tmp_path):
     def fail(args):
         raise error
@@ -67,6 +80,7 @@ def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
 
 def _partial_run(out, data_dir):
     """A tiny run stopped after its first checkpoint (as by a kill): the next command resumes it."""
+
     def stop(name):
         if name == "checkpoint.committed":
             raise KeyboardInterrupt
@@ -79,16 +93,28 @@ def _partial_run(out, data_dir):
     assert os.path.isdir(out / "backup")
 
 
-@pytest.mark.parametrize("damage,message", [
-    (lambda run: (os.unlink(run / "samples" / ".lock"), os.mkdir(run / "samples" / ".lock")),
-     "lock file {run}/samples/.lock is a directory, not a regular file; tf_vrre locks regular files only: remove it"),
-    (lambda run: (os.unlink(run / "samples" / ".lock"), os.mkfifo(run / "samples" / ".lock")),
-     "lock file {run}/samples/.lock is a FIFO (named pipe), not a regular file"),
-    (lambda run: (os.unlink(run / "backup" / ".lock"), os.symlink(run / "elsewhere", run / "backup" / ".lock")),
-     "lock file {run}/backup/.lock is a symbolic link; tf_vrre does not write through links (remove it)"),
-    (lambda run: os.truncate(run / "backup" / "identity.json", 20),
-     "Checkpoint: {run}/backup/identity.json is corrupt (Unterminated string"),
-], ids=["lock-directory", "lock-fifo", "lock-symlink", "truncated-identity"])
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (
+            lambda run: (os.unlink(run / "samples" / ".lock"), os.mkdir(run / "samples" / ".lock")),
+            "lock file {run}/samples/.lock is a directory, not a regular file; tf_vrre locks regular files only: remove it",
+        ),
+        (
+            lambda run: (os.unlink(run / "samples" / ".lock"), os.mkfifo(run / "samples" / ".lock")),
+            "lock file {run}/samples/.lock is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            lambda run: (os.unlink(run / "backup" / ".lock"), os.symlink(run / "elsewhere", run / "backup" / ".lock")),
+            "lock file {run}/backup/.lock is a symbolic link; tf_vrre does not write through links (remove it)",
+        ),
+        (
+            lambda run: os.truncate(run / "backup" / "identity.json", 20),
+            "Checkpoint: {run}/backup/identity.json is corrupt (Unterminated string",
+        ),
+    ],
+    ids=["lock-directory", "lock-fifo", "lock-symlink", "truncated-identity"],
+)
 def test_damage_met_while_resuming_is_one_line(damage, message, image_data_dir, tmp_path, capsys):
     run = tmp_path / "run"
     _partial_run(run, image_data_dir)

@@ -16,16 +16,34 @@ from _paths import ROOT
 
 ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"} | {"PYTHONPATH": ROOT}
 TF_STARTUP = ("absl::InitializeLog", "cudart_stub.cc", "port.cc", "cuInit", "cuda_platform.cc")
-TRAIN = ["train", "--config", "vr-resghmc", "--model", "cnn", "--source", "npz", "--subset", "40",
-         "--batch-size", "20", "--holdout", "10", "--thinning", "1", "--set", "variance_reduction.period=2"]
+TRAIN = [
+    "train",
+    "--config",
+    "vr-resghmc",
+    "--model",
+    "cnn",
+    "--source",
+    "npz",
+    "--subset",
+    "40",
+    "--batch-size",
+    "20",
+    "--holdout",
+    "10",
+    "--thinning",
+    "1",
+    "--set",
+    "variance_reduction.period=2",
+]
 
 
 def tf_vrre(tmp_path, *args, env=ENV):
     """``tf-vrre ARGS`` with stdout and stderr sent to files, as ``2> log`` does."""
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     with open(out, "w") as o, open(err, "w") as e:
-        code = subprocess.run([sys.executable, "-m", "tf_vrre.cli", *map(str, args)], stdout=o, stderr=e,
-                              env=env, timeout=300).returncode
+        code = subprocess.run(
+            [sys.executable, "-m", "tf_vrre.cli", *map(str, args)], stdout=o, stderr=e, env=env, timeout=300
+        ).returncode
     return code, out.read_text(), err.read_text()
 
 
@@ -36,8 +54,11 @@ def data(tmp_path_factory):
     os.makedirs(root / "cifar10")
     rng = np.random.default_rng(0)
     for split, n in (("train", 60), ("test", 40)):
-        np.savez(root / "cifar10" / f"cifar10_{split}.npz", x=rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8),
-                 y=np.arange(n) % 10)
+        np.savez(
+            root / "cifar10" / f"cifar10_{split}.npz",
+            x=rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8),
+            y=np.arange(n) % 10,
+        )
     return root
 
 
@@ -72,8 +93,9 @@ def test_a_finished_run_leaves_no_pid_in_its_lock(squeezed_run):
 
 
 def test_keep_rates_gives_no_warning_and_the_same_run_shape(data, tmp_path):
-    code, _, err = tf_vrre(tmp_path, *TRAIN, "--data-dir", data, "--epochs", "2", "--schedule", "keep-rates",
-                           "--out", tmp_path / "r")
+    code, _, err = tf_vrre(
+        tmp_path, *TRAIN, "--data-dir", data, "--epochs", "2", "--schedule", "keep-rates", "--out", tmp_path / "r"
+    )
     assert code == 0 and "warning" not in err, err[-3000:]
     config = json.load(open(tmp_path / "r" / "run.json"))["config"]
     assert config["training"]["schedule_epochs"] == 2 and config["sampler"]["lr_decay"] == 0.984
@@ -98,8 +120,10 @@ def test_evaluate_at_chance_level_warns_and_reports_the_temperature_bound(squeez
     assert not any(marker in err for marker in TF_STARTUP) and "\x1b" not in err
 
 
-STARTUP_PROBE = ("import os; from tf_vrre.cli import _startup; _startup.quiet_tensorflow(); import tensorflow; "
-                 "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])")
+STARTUP_PROBE = (
+    "import os; from tf_vrre.cli import _startup; _startup.quiet_tensorflow(); import tensorflow; "
+    "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
+)
 
 
 def _markers(text):
@@ -109,13 +133,14 @@ def _markers(text):
 def test_tensorflow_start_up_lines_silenced_unless_the_user_set_a_log_level():
     """Unset: the level is set to 3 and the start-up lines are dropped; the user's own
     ``TF_CPP_MIN_LOG_LEVEL=0`` wins: TensorFlow writes what a plain import writes."""
-    quiet = subprocess.run([sys.executable, "-c", STARTUP_PROBE], capture_output=True, text=True, env=ENV,
-                           timeout=300)
+    quiet = subprocess.run([sys.executable, "-c", STARTUP_PROBE], capture_output=True, text=True, env=ENV, timeout=300)
     assert quiet.stdout.split() == ["3"] and _markers(quiet.stderr) == [], quiet.stderr
     loud_env = ENV | {"TF_CPP_MIN_LOG_LEVEL": "0"}
-    loud = subprocess.run([sys.executable, "-c", STARTUP_PROBE], capture_output=True, text=True, env=loud_env,
-                          timeout=300)
-    plain = subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True,
-                           text=True, env=loud_env, timeout=300)
+    loud = subprocess.run(
+        [sys.executable, "-c", STARTUP_PROBE], capture_output=True, text=True, env=loud_env, timeout=300
+    )
+    plain = subprocess.run(
+        [sys.executable, "-c", "import tensorflow"], capture_output=True, text=True, env=loud_env, timeout=300
+    )
     assert loud.stdout.split() == ["0"]
     assert _markers(loud.stderr) == _markers(plain.stderr), (loud.stderr, plain.stderr)

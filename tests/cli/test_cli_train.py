@@ -8,28 +8,34 @@ from _image_runs import cli_flags
 from tf_vrre import cli
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"--model": "vgg"}, "config key model.name must be one of cnn, resnet8, resnet20, resnet32, resnet56"),
-    ({"--config": "sgd"}, "config 'sgd': no such file; shipped configs are"),
-    ({"--epochs": "0"}, "--epochs: must be > 0"),
-    ({"--data-dir": "/nonexistent/data"}, "data_dir '/nonexistent/data' does not exist"),
-    ({"--dataset": "svhn"}, "no svhn_cropped train data in"),
-    ({"--dataset": "mnist"}, "config key data.dataset must be one of cifar10, cifar100, svhn_cropped, svhn"),
-    ({"--subset": "500"}, "subset (500) + holdout (32) must be <= the 400 training examples"),
-    ({"--set": "swap.bogus=1"}, "config key swap.bogus is unknown; allowed in [swap]: correction"),
-    ({"--strategy": "tpus"}, "--strategy: invalid choice"),
-    ({"--strategy": "tpu"}, "--strategy: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
-    ({"--strategy": "mirrored", "--placement": "chain-per-replica"},  # one CPU: 1 replica, 2 chains
-     "--placement / --strategy: placement='chain_per_replica' runs one chain per replica: "
-     "num_chains=2 but the MirroredStrategy has 1 replicas in sync"),
-    ({"--placement": "per-device"}, "--placement: invalid choice"),
-    ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
-    ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
-    ({"--steps-per-execution": "2048"}, "--steps-per-execution: must be <= 1024"),
-    ({"--steps-per-execution": "4"}, "steps_per_execution (4) must divide samples.thinning (2)"),
-])
-def test_bad_input_exits_2_with_one_line_and_writes_nothing(change, message, image_data_dir, tmp_path, capsys,
-                                                           monkeypatch):
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"--model": "vgg"}, "config key model.name must be one of cnn, resnet8, resnet20, resnet32, resnet56"),
+        ({"--config": "sgd"}, "config 'sgd': no such file; shipped configs are"),
+        ({"--epochs": "0"}, "--epochs: must be > 0"),
+        ({"--data-dir": "/nonexistent/data"}, "data_dir '/nonexistent/data' does not exist"),
+        ({"--dataset": "svhn"}, "no svhn_cropped train data in"),
+        ({"--dataset": "mnist"}, "config key data.dataset must be one of cifar10, cifar100, svhn_cropped, svhn"),
+        ({"--subset": "500"}, "subset (500) + holdout (32) must be <= the 400 training examples"),
+        ({"--set": "swap.bogus=1"}, "config key swap.bogus is unknown; allowed in [swap]: correction"),
+        ({"--strategy": "tpus"}, "--strategy: invalid choice"),
+        ({"--strategy": "tpu"}, "--strategy: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
+        (
+            {"--strategy": "mirrored", "--placement": "chain-per-replica"},  # one CPU: 1 replica, 2 chains
+            "--placement / --strategy: placement='chain_per_replica' runs one chain per replica: "
+            "num_chains=2 but the MirroredStrategy has 1 replicas in sync",
+        ),
+        ({"--placement": "per-device"}, "--placement: invalid choice"),
+        ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
+        ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
+        ({"--steps-per-execution": "2048"}, "--steps-per-execution: must be <= 1024"),
+        ({"--steps-per-execution": "4"}, "steps_per_execution (4) must divide samples.thinning (2)"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(
+    change, message, image_data_dir, tmp_path, capsys, monkeypatch
+):
     monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
     out = tmp_path / "run"
     flags = cli_flags("vr-resghmc", out, image_data_dir)
@@ -52,8 +58,23 @@ def test_help_answers(capsys):
             cli.main([command, "--help"])
         assert exc.value.code == 0
     text = capsys.readouterr().out
-    for flag in ("--config", "--out", "--data-dir", "--source", "--strategy", "--set", "--overwrite", "--run", "--ood",
-                 "--jit-compile", "--steps-per-execution", "multiworker", "tpu", "--placement", "chain-per-replica"):
+    for flag in (
+        "--config",
+        "--out",
+        "--data-dir",
+        "--source",
+        "--strategy",
+        "--set",
+        "--overwrite",
+        "--run",
+        "--ood",
+        "--jit-compile",
+        "--steps-per-execution",
+        "multiworker",
+        "tpu",
+        "--placement",
+        "chain-per-replica",
+    ):
         assert flag in text
 
 
@@ -69,6 +90,7 @@ def test_one_preflight_checks_the_config_and_the_numbers_once(image_data_dir, tm
         def wrapper(*args, **kwargs):
             calls[name] += 1
             return fn(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(config, "resolve", counted("resolve", config.resolve))

@@ -45,9 +45,21 @@ def _accepts(kind, text):
 
 def test_the_float_flags_are_found():
     names = {f"{c} {f}" for c, f, _ in FLOAT_FLAGS}
-    for name in ("export --temperature", "train --lr", "train --erasing", "mixture --lr", "mixture --tau1",
-                 "mixture --tau2", "mixture --correction", "mixture --correction-re", "mixture --smoothing",
-                 "mixture --sens-lrs", "mixture --sens-ratios", "mixture --initial", "diagnose --burn-in"):
+    for name in (
+        "export --temperature",
+        "train --lr",
+        "train --erasing",
+        "mixture --lr",
+        "mixture --tau1",
+        "mixture --tau2",
+        "mixture --correction",
+        "mixture --correction-re",
+        "mixture --smoothing",
+        "mixture --sens-lrs",
+        "mixture --sens-ratios",
+        "mixture --initial",
+        "diagnose --burn-in",
+    ):
         assert name in names, sorted(names)
 
 
@@ -63,17 +75,24 @@ def test_every_float_flag_is_float32_safe(command, flag, kind):
         assert _accepts(kind, repr(tiny)) and _accepts(kind, "1e-30")
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["export", "--run", "r", "--out", "o", "--temperature", "1e-46"],
-     "--temperature: must be >= 1.18e-38 (it is 0 or imprecise in float32), got 1e-46; "
-     "allowed: [1.18e-38, 3.40282e+38] (positive and finite in float32)"),
-    (["mixture", "--lr", "1e39"], "--lr: must be <= 3.40282e+38, got 1e39; allowed: [1.18e-38, 3.40282e+38]"),
-    (["mixture", "--smoothing", "1e-40"], "--smoothing: must be >= 1.18e-38 (it is 0 or imprecise in "
-                                          "float32), got 1e-40; allowed: [1.18e-38, 1]"),
-    (["mixture", "--sens-lrs", "1e-3,1e-45"], "--sens-lrs: must be >= 1.18e-38"),
-    (["train", "--config", "sghmc", "--out", "o", "--lr", "1e-39"], "--lr: must be >= 1.18e-38"),
-    (["train", "--config", "sghmc", "--out", "o", "--erasing", "1.5"], "--erasing: must be in [0, 1], got 1.5"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["export", "--run", "r", "--out", "o", "--temperature", "1e-46"],
+            "--temperature: must be >= 1.18e-38 (it is 0 or imprecise in float32), got 1e-46; "
+            "allowed: [1.18e-38, 3.40282e+38] (positive and finite in float32)",
+        ),
+        (["mixture", "--lr", "1e39"], "--lr: must be <= 3.40282e+38, got 1e39; allowed: [1.18e-38, 3.40282e+38]"),
+        (
+            ["mixture", "--smoothing", "1e-40"],
+            "--smoothing: must be >= 1.18e-38 (it is 0 or imprecise in float32), got 1e-40; allowed: [1.18e-38, 1]",
+        ),
+        (["mixture", "--sens-lrs", "1e-3,1e-45"], "--sens-lrs: must be >= 1.18e-38"),
+        (["train", "--config", "sghmc", "--out", "o", "--lr", "1e-39"], "--lr: must be >= 1.18e-38"),
+        (["train", "--config", "sghmc", "--out", "o", "--erasing", "1.5"], "--erasing: must be in [0, 1], got 1.5"),
+    ],
+)
 def test_float_flag_errors_name_the_range(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exc:
@@ -94,15 +113,29 @@ def test_positive_float_type():
     assert _args.positive(float, 2.0)("1") == 1.0  # positive(float, ...) is positive_float
 
 
-@pytest.mark.parametrize("setting,message", [
-    ("training.seed=4294967296", "config key training.seed must be an integer in [0, 2147483647], got 4294967296 (override)"),
-    ("sampler.lr=1e39", "config key sampler.lr must be a number in [1.18e-38, 3.4e+38] (float32), got 1e+39 (override)"),
-    ("sampler.lr=1e-46", "config key sampler.lr must be a number in [1.18e-38, 3.4e+38] (float32), got 1e-46"),
-    ("sampler.temperature=1e39", "config key sampler.temperature must be a number in [1.18e-38, 3.4e+38] (float32)"),
-    ("sampler.weight_decay=1e-40", "config key sampler.weight_decay must be 0 or a number in [1.18e-38, 3.4e+38] "
-                                   "(float32), got 1e-40"),
-    ("data.batch_size=4294967296", "config key data.batch_size must be an integer in [1, 2147483647]"),
-])
+@pytest.mark.parametrize(
+    "setting,message",
+    [
+        (
+            "training.seed=4294967296",
+            "config key training.seed must be an integer in [0, 2147483647], got 4294967296 (override)",
+        ),
+        (
+            "sampler.lr=1e39",
+            "config key sampler.lr must be a number in [1.18e-38, 3.4e+38] (float32), got 1e+39 (override)",
+        ),
+        ("sampler.lr=1e-46", "config key sampler.lr must be a number in [1.18e-38, 3.4e+38] (float32), got 1e-46"),
+        (
+            "sampler.temperature=1e39",
+            "config key sampler.temperature must be a number in [1.18e-38, 3.4e+38] (float32)",
+        ),
+        (
+            "sampler.weight_decay=1e-40",
+            "config key sampler.weight_decay must be 0 or a number in [1.18e-38, 3.4e+38] (float32), got 1e-40",
+        ),
+        ("data.batch_size=4294967296", "config key data.batch_size must be an integer in [1, 2147483647]"),
+    ],
+)
 def test_config_values_beyond_int32_or_float32_exit_2(setting, message, capsys, tmp_path):
     """``--set`` reaches the config past the flag types: seeds >= 2**31 (NumPy fails at 2**32 with a
     traceback) and floats that are inf or 0 in float32 are refused before TensorFlow starts."""

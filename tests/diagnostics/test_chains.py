@@ -14,7 +14,7 @@ def ar1(rng, rho, chains, n):
     """Stationary AR(1) chains with unit variance: x_t = rho x_{t-1} + sqrt(1 - rho^2) e_t."""
     x = np.empty((chains, n))
     x[:, 0] = rng.normal(size=chains)
-    e = rng.normal(size=(chains, n)) * np.sqrt(1 - rho ** 2)
+    e = rng.normal(size=(chains, n)) * np.sqrt(1 - rho**2)
     for t in range(1, n):
         x[:, t] = rho * x[:, t - 1] + e[:, t]
     return x
@@ -24,7 +24,7 @@ def exact_ess(rho, n):
     """Variance-matching ESS of the mean of n draws, N / (1 + 2 sum_k (1 - k/N) rho^k)
     (-> N (1 - rho) / (1 + rho) for large N)."""
     k = np.arange(1, n)
-    return n / (1 + 2 * np.sum((1 - k / n) * rho ** k))
+    return n / (1 + 2 * np.sum((1 - k / n) * rho**k))
 
 
 @pytest.mark.parametrize("rho", [0.8, -0.4])
@@ -57,8 +57,9 @@ def test_rhat_of_shifted_iid_chains():
     s2 = np.var(np.repeat(mus, 2), ddof=1)
     half = n // 2
     expected = np.sqrt((m + 1) / m * ((half - 1) / half + s2 + 1 / half) - (half - 1) / (m * half))
-    est = np.array([dg.potential_scale_reduction(mus[:, None] + rng.normal(size=(mus.size, n)))
-                    for _ in range(REPLICATES)])
+    est = np.array(
+        [dg.potential_scale_reduction(mus[:, None] + rng.normal(size=(mus.size, n))) for _ in range(REPLICATES)]
+    )
     mean, se = est.mean(), est.std(ddof=1) / np.sqrt(REPLICATES)
     assert abs(mean - expected) <= 4 * se, (mean, expected, se)
     assert expected > 1.05
@@ -95,11 +96,14 @@ def test_chain_summary_fields_and_degenerate_cases():
     assert stuck["rhat"] is None and not stuck["constant"]
 
 
-@pytest.mark.parametrize("values,match", [
-    (np.array([1.0, np.nan, 2.0, 3.0]), "non-finite"),
-    (np.ones(()), "must be"),
-    (np.arange(6.0), "at least 4 draws"),
-])
+@pytest.mark.parametrize(
+    "values,match",
+    [
+        (np.array([1.0, np.nan, 2.0, 3.0]), "non-finite"),
+        (np.ones(()), "must be"),
+        (np.arange(6.0), "at least 4 draws"),
+    ],
+)
 def test_bad_input_raises(values, match):
     with pytest.raises(ValueError, match=match):
         dg.effective_sample_size(values)

@@ -48,28 +48,39 @@ def test_predictive_nll_by_hand():
 def test_fidelity_dicts():
     p = np.array([[0.9, 0.1], [0.2, 0.8]])
     out = dg.classification_fidelity(p, p[::-1], labels=[0, 1])
-    assert out == {"agreement": 0.0, "total_variation": pytest.approx(0.7), "nll": pytest.approx(
-        -(np.log(0.9) + np.log(0.8)) / 2), "reference_nll": pytest.approx(-(np.log(0.2) + np.log(0.1)) / 2)}
+    assert out == {
+        "agreement": 0.0,
+        "total_variation": pytest.approx(0.7),
+        "nll": pytest.approx(-(np.log(0.9) + np.log(0.8)) / 2),
+        "reference_nll": pytest.approx(-(np.log(0.2) + np.log(0.1)) / 2),
+    }
     assert set(dg.classification_fidelity(p, p)) == {"agreement", "total_variation"}
     r = np.random.default_rng(0).normal(size=(50, 3))
     assert set(dg.regression_fidelity(r, r, labels=[0, 0, 0], noise_scale=1.0)) == {
-        "wasserstein_1", "ks_distance", "nll", "reference_nll"}
+        "wasserstein_1",
+        "ks_distance",
+        "nll",
+        "reference_nll",
+    }
     assert dg.regression_fidelity(r, r)["wasserstein_1"] == 0.0
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: dg.agreement(np.full((2, 2), 0.5), np.full((3, 2), 0.5)), "same shape"),
-    (lambda: dg.total_variation(np.array([[0.5, 0.6]]), np.array([[0.5, 0.5]])), "sum to 1"),
-    (lambda: dg.total_variation(np.array([0.5, 0.5]), np.array([0.5, 0.5])), "[points, classes"),
-    (lambda: dg.wasserstein_1(np.zeros((3, 2)), np.zeros((3, 4))), "same points"),
-    (lambda: dg.wasserstein_1(np.zeros((3, 2)), np.zeros((1, 2))), "draws >= 2"),
-    (lambda: dg.wasserstein_1(np.zeros((3, 2)), np.zeros((3, 2))), "standardize=False"),
-    (lambda: dg.ks_distance(np.full((3, 2), np.nan), np.zeros((3, 2))), "finite"),
-    (lambda: dg.classification_nll(np.full((2, 2), 0.5), [0, 2]), "[0, 2)"),
-    (lambda: dg.classification_nll(np.full((2, 2), 0.5), [0.0, 1.0]), "integer"),
-    (lambda: dg.classification_nll(np.full((2, 2), 0.5), [0]), "one entry per point"),
-    (lambda: dg.regression_nll(np.zeros((3, 2)), [0.0, 0.0], 0.0), "noise_scale"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: dg.agreement(np.full((2, 2), 0.5), np.full((3, 2), 0.5)), "same shape"),
+        (lambda: dg.total_variation(np.array([[0.5, 0.6]]), np.array([[0.5, 0.5]])), "sum to 1"),
+        (lambda: dg.total_variation(np.array([0.5, 0.5]), np.array([0.5, 0.5])), "[points, classes"),
+        (lambda: dg.wasserstein_1(np.zeros((3, 2)), np.zeros((3, 4))), "same points"),
+        (lambda: dg.wasserstein_1(np.zeros((3, 2)), np.zeros((1, 2))), "draws >= 2"),
+        (lambda: dg.wasserstein_1(np.zeros((3, 2)), np.zeros((3, 2))), "standardize=False"),
+        (lambda: dg.ks_distance(np.full((3, 2), np.nan), np.zeros((3, 2))), "finite"),
+        (lambda: dg.classification_nll(np.full((2, 2), 0.5), [0, 2]), "[0, 2)"),
+        (lambda: dg.classification_nll(np.full((2, 2), 0.5), [0.0, 1.0]), "integer"),
+        (lambda: dg.classification_nll(np.full((2, 2), 0.5), [0]), "one entry per point"),
+        (lambda: dg.regression_nll(np.zeros((3, 2)), [0.0, 0.0], 0.0), "noise_scale"),
+    ],
+)
 def test_refusals_name_the_argument(call, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         call()

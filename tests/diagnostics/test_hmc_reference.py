@@ -36,8 +36,14 @@ def data():
 
 
 def net():
-    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(16, activation="tanh"),
-                             keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(1)])
+    return keras.Sequential(
+        [
+            keras.Input((1,)),
+            keras.layers.Dense(16, activation="tanh"),
+            keras.layers.Dense(16, activation="tanh"),
+            keras.layers.Dense(1),
+        ]
+    )
 
 
 def regression_nll():
@@ -51,18 +57,22 @@ def test_the_reference_density_is_the_samplers_energy(kind):
     x, y = data()
     if kind == "classification":
         y = (y > 0).astype("int64")
+
         def build():
-            return keras.Sequential([keras.Input((1,)), keras.layers.Dense(8, activation="tanh"),
-                                     keras.layers.Dense(2)])
+            return keras.Sequential(
+                [keras.Input((1,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(2)]
+            )
+
         nll, loss = None, keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
         build, nll, loss = net, regression_nll(), None
-    sampler = tf_vrre.ReplicaExchangeSampler(build, data_size=N, num_chains=1, learning_rates=1e-4,
-                                             dynamics="sgld", weight_decay=WD, nll=nll, seed=3)
+    sampler = tf_vrre.ReplicaExchangeSampler(
+        build, data_size=N, num_chains=1, learning_rates=1e-4, dynamics="sgld", weight_decay=WD, nll=nll, seed=3
+    )
     sampler.compile(loss=loss)
     posterior = hmc.FullBatchPosterior(sampler.cold_model, (x, y), nll or loss, WD, temperature=2.0)
     beta = posterior.flatten(sampler.cold_model)
-    sampler.fit(x, y, batch_size=N, epochs=1, shuffle=False, verbose=0)   # one step on all N examples
+    sampler.fit(x, y, batch_size=N, epochs=1, shuffle=False, verbose=0)  # one step on all N examples
     energy = posterior.energy(np.stack([beta, posterior.flatten(sampler.cold_model)]))
     assert energy[0] == pytest.approx(float(sampler.state.batch_energy.numpy()[0]), rel=1e-6)
     assert energy[1] != pytest.approx(energy[0], rel=1e-6)  # the step moved the weights
@@ -99,8 +109,16 @@ def _reference():
     for c in range(4):
         keras.utils.set_random_seed(10 + c)
         starts.append(posterior.flatten(net()))
-    run = hmc.sample_nuts(posterior, np.stack(starts), num_warmup=300, num_draws=300, seed=0, max_tree_depth=6,
-                          target_accept=0.9, chunk=100)
+    run = hmc.sample_nuts(
+        posterior,
+        np.stack(starts),
+        num_warmup=300,
+        num_draws=300,
+        seed=0,
+        max_tree_depth=6,
+        target_accept=0.9,
+        chunk=100,
+    )
     grid = np.linspace(-2.5, 2.5, 16, dtype="float32")[:, None]
     return grid, posterior.predict(run.draws, grid)[..., 0], run
 
@@ -109,9 +127,16 @@ def _sghmc_draws(temperature, seed, grid):
     """300 draws of f(grid) from SGHMC at ``temperature`` (3,000 steps of batches of 16, the first 600
     discarded, then every 8th step)."""
     x, y = data()
-    sampler = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=1, learning_rates=1e-4,
-                                             temperatures=temperature, weight_decay=WD, nll=regression_nll(),
-                                             seed=seed)
+    sampler = tf_vrre.ReplicaExchangeSampler(
+        net,
+        data_size=N,
+        num_chains=1,
+        learning_rates=1e-4,
+        temperatures=temperature,
+        weight_decay=WD,
+        nll=regression_nll(),
+        seed=seed,
+    )
     sampler.compile(steps_per_execution=8, jit_compile=False)
     batches = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(N, seed=seed).batch(16, drop_remainder=True).repeat()
     draws = []
@@ -146,8 +171,10 @@ def test_the_same_seed_gives_the_same_draws():
     keras.utils.set_random_seed(0)
     posterior = hmc.FullBatchPosterior(net(), (x, y), regression_nll(), WD)
     start = np.stack([posterior.flatten(net()) for _ in range(2)])
-    runs = [hmc.sample_nuts(posterior, start, num_warmup=10, num_draws=10, seed=5, chunk=10, max_tree_depth=3)
-            for _ in range(2)]
+    runs = [
+        hmc.sample_nuts(posterior, start, num_warmup=10, num_draws=10, seed=5, chunk=10, max_tree_depth=3)
+        for _ in range(2)
+    ]
     assert runs[0].draws.shape == (2, 10, posterior.dimension)
     assert np.array_equal(runs[0].draws, runs[1].draws)
     assert not np.array_equal(runs[0].draws[:, 0], runs[0].draws[:, -1])  # the chains moved

@@ -14,21 +14,41 @@ from tf_vrre.sgmcmc import ladder
 def _record(tmp_path, rounds=3):
     """A record written as the tuner writes it: exact Gaussian rejections (d = 4) of each round's ladder."""
     temps = np.linspace(1.0, 100.0, 6)
-    doc = {"format": ladder_file.FORMAT, "run": None, "tuner": {}, "tuning_steps": 70, "round_ends": [10, 30, 70],
-           "initial": {"step": 0, "temperatures": temps.tolist(), "learning_rates": [1e-3] * 6}, "rounds": []}
+    doc = {
+        "format": ladder_file.FORMAT,
+        "run": None,
+        "tuner": {},
+        "tuning_steps": 70,
+        "round_ends": [10, 30, 70],
+        "initial": {"step": 0, "temperatures": temps.tolist(), "learning_rates": [1e-3] * 6},
+        "rounds": [],
+    }
     start = 0
     for i, end in enumerate([10, 30, 70][:rounds]):
         r = ladder.gaussian_rejection(temps[:-1] / temps[1:], 4)
         b = ladder.Barrier(temps, r, attempts=[100] * 5)
         new = ladder.equal_share_ladder(b)
-        doc["rounds"].append({"round": i, "start_step": start, "start_attempts": [0] * 5, "start_swaps": [0] * 5,
-                              "temperatures": temps.tolist(), "learning_rates": [1e-3] * 6, "end_step": end,
-                              "attempts": [100] * 5, "swaps": [int(100 * (1 - v)) for v in r],
-                              "rejection": r.tolist(), "pair_barrier": b.pair_barrier.tolist(), "barrier": b.total,
-                              "rejection_sum": b.rejection_sum,
-                              "recommended_chains": ladder.recommended_chains(b.total),
-                              "round_trip_rate": ladder.round_trip_rate(r), "new_temperatures": new.tolist(),
-                              "new_learning_rates": [1e-3] * 6})
+        doc["rounds"].append(
+            {
+                "round": i,
+                "start_step": start,
+                "start_attempts": [0] * 5,
+                "start_swaps": [0] * 5,
+                "temperatures": temps.tolist(),
+                "learning_rates": [1e-3] * 6,
+                "end_step": end,
+                "attempts": [100] * 5,
+                "swaps": [int(100 * (1 - v)) for v in r],
+                "rejection": r.tolist(),
+                "pair_barrier": b.pair_barrier.tolist(),
+                "barrier": b.total,
+                "rejection_sum": b.rejection_sum,
+                "recommended_chains": ladder.recommended_chains(b.total),
+                "round_trip_rate": ladder.round_trip_rate(r),
+                "new_temperatures": new.tolist(),
+                "new_learning_rates": [1e-3] * 6,
+            }
+        )
         temps, start = new, end
     os.makedirs(tmp_path / "ladder", exist_ok=True)
     ladder_file.write(str(tmp_path / "ladder" / ladder_file.FILE), doc)
@@ -37,8 +57,8 @@ def _record(tmp_path, rounds=3):
 
 def test_read_summary_table_and_figure(tmp_path):
     doc = _record(tmp_path)
-    assert ladder_report.read(tmp_path) == doc                         # the run directory
-    assert ladder_report.read(tmp_path / "ladder") == doc              # the tuner's directory
+    assert ladder_report.read(tmp_path) == doc  # the run directory
+    assert ladder_report.read(tmp_path / "ladder") == doc  # the tuner's directory
     s = ladder_report.summary(doc)
     assert s["finished"] and s["initial_temperatures"][-1] == 100.0 and len(s["rounds"]) == 3
     assert s["barrier"] == pytest.approx(doc["rounds"][-1]["barrier"])

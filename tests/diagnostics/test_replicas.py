@@ -51,11 +51,14 @@ def test_k2_every_second_swap_completes_a_trip():
     assert sorted(rt["up_passages"]) == [1] + [3] * 13
 
 
-@pytest.mark.parametrize("args,match", [
-    (([1], [0], [1], 1), "num_chains"),
-    (([1, 2], [0], [1], 2), "same length"),
-    (([1], [2], [1], 3), "pair must be in 0..1"),
-])
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (([1], [0], [1], 1), "num_chains"),
+        (([1, 2], [0], [1], 2), "same length"),
+        (([1], [2], [1], 3), "pair must be in 0..1"),
+    ],
+)
 def test_slot_paths_errors(args, match):
     with pytest.raises(ValueError, match=match):
         dg.slot_paths(*args)
@@ -64,8 +67,12 @@ def test_slot_paths_errors(args, match):
 def test_read_swap_log_layouts_cut_rows_and_errors(tmp_path):
     rows = [f"{s},0,0,1.0,2.0,1.5,1.0,-0.25,0.7788,{a},3.0,2.0" for s, a in [(3, 1), (4, 0), (5, 1), (6, 0)]]
     rows.append("7,0,0,1.0,2.0,1.5")  # cut short by a kill: dropped
-    _write_log(tmp_path / "run" / "swaps", rows, refresh=["3,0,1,0,2.0,0,0,2.0", "7,0,1,0,4.0,0,0,2.0"],
-               epochs=["0,8,4,2,0.5,4,2"])
+    _write_log(
+        tmp_path / "run" / "swaps",
+        rows,
+        refresh=["3,0,1,0,2.0,0,0,2.0", "7,0,1,0,4.0,0,0,2.0"],
+        epochs=["0,8,4,2,0.5,4,2"],
+    )
     for where in (tmp_path / "run", tmp_path / "run" / "swaps"):  # run dir or bare SwapLogger dir
         swaps_dir, samples_dir = dg.locate(where)
         assert samples_dir is None and os.path.samefile(swaps_dir, tmp_path / "run" / "swaps")
@@ -118,8 +125,8 @@ def exact_flow(energies, temperatures, pairs):
     space = [(p, d, ph) for p in perms for d in itertools.product((0, 1), repeat=K) for ph in range(phases)]
     index = {s: i for i, s in enumerate(space)}
     P = np.zeros((len(space), len(space)))
-    trips = np.zeros(len(space))                 # expected round trips completed by the next step
-    acc = np.zeros((len(space), K - 1))          # acceptance probability if pair p is attempted
+    trips = np.zeros(len(space))  # expected round trips completed by the next step
+    acc = np.zeros((len(space), K - 1))  # acceptance probability if pair p is attempted
 
     def prob(perm, p):
         return min(1.0, np.exp((beta[p] - beta[p + 1]) * (u[perm[p]] - u[perm[p + 1]])))
@@ -148,7 +155,7 @@ def exact_flow(energies, temperatures, pairs):
                 j = index[(tuple(new), tuple(nd), (ph + 1) % phases)]
                 P[i, j] += pr
                 trips[i] += pr * done
-    a = (P - np.eye(len(space))).T      # pi (P - I) = 0 and sum(pi) = 1 (unique: one recurrent class)
+    a = (P - np.eye(len(space))).T  # pi (P - I) = 0 and sum(pi) = 1 (unique: one recurrent class)
     a[-1] = 1.0
     pi = np.linalg.solve(a, np.eye(len(space))[-1])
     np.testing.assert_allclose(pi @ P, pi, atol=1e-12)
@@ -166,16 +173,29 @@ def _nll(x, y, y_pred):
 
 def _frozen_run(directory, values, temperatures, pairs, steps, seed=3):
     """Frozen states (lr 1e-12, full batch: exact energies, sigma2 = 0) with a SwapLogger."""
-    s = tf_vrre.ReplicaExchangeSampler(lambda: mx.build_model(0.0), data_size=100, num_chains=len(values),
-                                       temperatures=list(temperatures), learning_rates=1e-12, dynamics="sgld",
-                                       nll=_nll, swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs), seed=seed,
-                                       independent_init=True)
+    s = tf_vrre.ReplicaExchangeSampler(
+        lambda: mx.build_model(0.0),
+        data_size=100,
+        num_chains=len(values),
+        temperatures=list(temperatures),
+        learning_rates=1e-12,
+        dynamics="sgld",
+        nll=_nll,
+        swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs),
+        seed=seed,
+        independent_init=True,
+    )
     s.compile(steps_per_execution=1000)
     for chain, b in zip(s.chains, values):
         chain.set_weights([np.float32(b)])
     x = np.zeros((100, 1), np.float32)
-    s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=steps, epochs=1, verbose=0,
-          callbacks=[tf_vrre.SwapLogger(directory)])
+    s.fit(
+        tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(),
+        steps_per_epoch=steps,
+        epochs=1,
+        verbose=0,
+        callbacks=[tf_vrre.SwapLogger(directory)],
+    )
     return dg.read_swap_log(directory)
 
 

@@ -5,8 +5,11 @@ from tf_vrre.diagnostics import report
 
 
 def _diag(rhat, ess, flow=None, chains=2, draws=200):
-    return {"summaries": {"weight_norm": {"chains": chains, "draws": draws, "rhat": rhat, "ess": ess}},
-            "replica_flow": [flow], "runs": ["runs/a"]}
+    return {
+        "summaries": {"weight_norm": {"chains": chains, "draws": draws, "rhat": rhat, "ess": ess}},
+        "replica_flow": [flow],
+        "runs": ["runs/a"],
+    }
 
 
 def _flow(swaps, trips, attempts=100):

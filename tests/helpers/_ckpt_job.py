@@ -81,8 +81,9 @@ def main(out, spec=None):
     s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
     callbacks = [
         tf_vrre.HyperparameterScheduler(learning_rates=lambda e: 3e-3 / (1 + 0.1 * e)),
-        tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, burn_in_steps=4, validation_data=(x, y),
-                                max_samples=5),
+        tf_vrre.SampleCollector(
+            os.path.join(out, "samples"), every=2, burn_in_steps=4, validation_data=(x, y), max_samples=5
+        ),
         Killer(counter, out),
         tf_vrre.SwapLogger(os.path.join(out, "swaps")),
         tf_vrre.CSVLogger(os.path.join(out, "log.csv")),

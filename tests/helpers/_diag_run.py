@@ -25,13 +25,23 @@ def make_run(run, seed=0, epochs=12, num_chains=3):
     """Trains 12 epochs of 8 steps with a SwapLogger and a SampleCollector; returns ``run``."""
     x, y = data()
     s = tf_vrre.ReplicaExchangeSampler(
-        net, data_size=len(x), num_chains=num_chains, temperatures=list(np.geomspace(1.0, 4.0, num_chains)),
-        learning_rates=1e-3, weight_decay=1.0, swap=tf_vrre.CorrectedSwap(pairs="deo", period=4),
-        variance_reduction=tf_vrre.ControlVariates(period=4), seed=seed)
+        net,
+        data_size=len(x),
+        num_chains=num_chains,
+        temperatures=list(np.geomspace(1.0, 4.0, num_chains)),
+        learning_rates=1e-3,
+        weight_decay=1.0,
+        swap=tf_vrre.CorrectedSwap(pairs="deo", period=4),
+        variance_reduction=tf_vrre.ControlVariates(period=4),
+        seed=seed,
+    )
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=4)
-    callbacks = [tf_vrre.SwapLogger(os.path.join(run, "swaps")),
-                 tf_vrre.SampleCollector(os.path.join(run, "samples"), every=4, burn_in_steps=8,
-                                         validation_data=(x[:16], y[:16]))]
+    callbacks = [
+        tf_vrre.SwapLogger(os.path.join(run, "swaps")),
+        tf_vrre.SampleCollector(
+            os.path.join(run, "samples"), every=4, burn_in_steps=8, validation_data=(x[:16], y[:16])
+        ),
+    ]
     s.fit(s.make_dataset(32), epochs=epochs, verbose=0, callbacks=callbacks)
     return run

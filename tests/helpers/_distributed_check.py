@@ -33,17 +33,26 @@ def train(strategy, indexed):
     x, y = data()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
-            _bn_net.build, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[2e-3, 3e-3],
-            dynamics="sghmc", weight_decay=1.0, seed=4,
+            _bn_net.build,
+            data_size=N,
+            num_chains=2,
+            temperatures=[0.05, 0.5],
+            learning_rates=[2e-3, 3e-3],
+            dynamics="sghmc",
+            weight_decay=1.0,
+            seed=4,
             swap=tf_vrre.CorrectedSwap(correction=2.0, period=3),
-            variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48))
+            variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48),
+        )
         s.set_reference_data((x, y))
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     # indexed: batches carry example indices, snapshot NLLs come from the all-reduced cache
     ds = s.make_dataset(40, shuffle=False) if indexed else tf.data.Dataset.from_tensor_slices((x, y)).batch(40)
     out = tempfile.mkdtemp()
-    callbacks = [tf_vrre.SwapLogger(os.path.join(out, "swaps")),
-                 tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y))]
+    callbacks = [
+        tf_vrre.SwapLogger(os.path.join(out, "swaps")),
+        tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y)),
+    ]
     hist = s.fit(ds, epochs=int(sys.argv[1]) if len(sys.argv) > 1 else 4, verbose=0, callbacks=callbacks)
     s.log_dir = out
     return s, hist.history
@@ -78,7 +87,8 @@ def compare(indexed):
         "accepted_rows": [sum(r.split(",")[9] == "1" for r in rows1), sum(r.split(",")[9] == "1" for r in rows2)],
         "sample_steps": [steps1, steps2],
         "sample_diff": max(rel_diff(a, b) for a, b in zip(w1, w2)),
-        "copy_diff": copy_diff, "trajectory_diff": traj_diff,
+        "copy_diff": copy_diff,
+        "trajectory_diff": traj_diff,
         "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
         "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
         "loss": [h1["loss"][-1], h2["loss"][-1]],

@@ -28,9 +28,16 @@ def net():
 
 def toy_sampler(**kwargs):
     """A compiled two-chain VR-reSGHMC sampler on ``x, y`` (``kwargs`` replace the defaults)."""
-    args = dict(model_fn=net, data_size=64, num_chains=2, temperatures=[0.01, 0.05], learning_rates=1e-3,
-                swap=tf_vrre.CorrectedSwap(correction=2.0), variance_reduction=tf_vrre.ControlVariates(period=4),
-                seed=0)
+    args = dict(
+        model_fn=net,
+        data_size=64,
+        num_chains=2,
+        temperatures=[0.01, 0.05],
+        learning_rates=1e-3,
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=4),
+        seed=0,
+    )
     args.update(kwargs)
     sampler = tf_vrre.ReplicaExchangeSampler(**args)
     if sampler.variance_reduction is not None:
@@ -41,5 +48,13 @@ def toy_sampler(**kwargs):
 
 def namespace():
     """A fresh copy of the names above for one docstring."""
-    return {"np": np, "keras": keras, "tf": tf, "tf_vrre": tf_vrre, "x": x.copy(), "y": y.copy(),
-            "net": net, "toy_sampler": toy_sampler}
+    return {
+        "np": np,
+        "keras": keras,
+        "tf": tf,
+        "tf_vrre": tf_vrre,
+        "x": x.copy(),
+        "y": y.copy(),
+        "net": net,
+        "toy_sampler": toy_sampler,
+    }

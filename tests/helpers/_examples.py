@@ -25,7 +25,7 @@ def examples(text):
         if lang != "python":
             continue
         nxt = blocks[i + 1] if i + 1 < len(blocks) else None
-        shown = nxt[1] if nxt and nxt[0] == "text" and not text[end:nxt[2]].strip() else None
+        shown = nxt[1] if nxt and nxt[0] == "text" and not text[end : nxt[2]].strip() else None
         out.append((body, shown))
     return out
 

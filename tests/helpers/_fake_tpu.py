@@ -32,7 +32,8 @@ def worker_service(device_types=("CPU", "TPU", "TPU_SYSTEM")):
         device.name, device.device_type = f"/job:worker/replica:0/task:0/device:{kind}:{i}", kind
     reply = response.SerializeToString()
     handler = grpc.method_handlers_generic_handler(
-        "tensorflow.WorkerService", {"GetStatus": grpc.unary_unary_rpc_method_handler(lambda request, context: reply)})
+        "tensorflow.WorkerService", {"GetStatus": grpc.unary_unary_rpc_method_handler(lambda request, context: reply)}
+    )
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")

@@ -31,9 +31,13 @@ from tf_vrre.workflows.image_classification import train as training
 
 def run(strategy, out):
     # the same BatchNorm arithmetic on one device (synchronized BN there too)
-    cfg = tiny_config("vr-resghmc", model__kwargs__batch_norm=os.environ.get("BN", "1") == "1",
-                      model__kwargs__synchronized_bn=True,
-                      data__erasing=0.5, training__epochs=3)
+    cfg = tiny_config(
+        "vr-resghmc",
+        model__kwargs__batch_norm=os.environ.get("BN", "1") == "1",
+        model__kwargs__synchronized_bn=True,
+        data__erasing=0.5,
+        training__epochs=3,
+    )
     res = training.train(cfg, out, data_dir=sys.argv[1], source="npz", strategy=strategy, verbose=0)
     return res["sampler"], load_samples(os.path.join(out, "samples")), res["history"]
 
@@ -53,9 +57,17 @@ for v in mirrored.weights:
 for layer in mirrored.cold_model.layers:
     if hasattr(layer, "synchronized"):
         sync_bn.append(bool(layer.synchronized))
-print(json.dumps({"copy_diff": copy_diff, "replicas": mirrored.distribute_strategy.num_replicas_in_sync,
-                  "synchronized_bn": sync_bn, "sample_steps": [s1.steps, s2.steps],
-                  "sample_diff": max(rel(a, b) for w1, w2 in zip(s1, s2) for a, b in zip(w1, w2)),
-                  "per_sample_diff": [max(rel(a, b) for a, b in zip(w1, w2)) for w1, w2 in zip(s1, s2)],
-                  "swaps": [h1["swaps"][-1], h2["swaps"][-1]], "attempts": [h1["swap_attempts"][-1],
-                                                                           h2["swap_attempts"][-1]]}))
+print(
+    json.dumps(
+        {
+            "copy_diff": copy_diff,
+            "replicas": mirrored.distribute_strategy.num_replicas_in_sync,
+            "synchronized_bn": sync_bn,
+            "sample_steps": [s1.steps, s2.steps],
+            "sample_diff": max(rel(a, b) for w1, w2 in zip(s1, s2) for a, b in zip(w1, w2)),
+            "per_sample_diff": [max(rel(a, b) for a, b in zip(w1, w2)) for w1, w2 in zip(s1, s2)],
+            "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
+            "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
+        }
+    )
+)

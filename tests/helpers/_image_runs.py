@@ -2,8 +2,16 @@
 
 from tf_vrre.workflows.image_classification import config as C
 
-TINY = {"data.subset": 64, "data.batch_size": 32, "data.holdout": 32, "training.epochs": 2,
-        "model.name": "cnn", "model.kwargs.width": 4, "samples.thinning": 1, "samples.validation": 16}
+TINY = {
+    "data.subset": 64,
+    "data.batch_size": 32,
+    "data.holdout": 32,
+    "training.epochs": 2,
+    "model.name": "cnn",
+    "model.kwargs.width": 4,
+    "samples.thinning": 1,
+    "samples.validation": 16,
+}
 
 
 def tiny_config(method, **overrides):
@@ -23,9 +31,34 @@ def tiny_config(method, **overrides):
 
 def cli_flags(method, out, data_dir, epochs=2, subset=64):
     """``tf-vrre train`` flags of a tiny run."""
-    flags = ["train", "--config", method, "--model", "cnn", "--set", "model.kwargs.width=4", "--subset", str(subset),
-             "--batch-size", "32", "--holdout", "32", "--epochs", str(epochs), "--thinning", "2",
-             "--set", "samples.validation=16", "--data-dir", data_dir, "--source", "npz", "--out", str(out), "--quiet"]
+    flags = [
+        "train",
+        "--config",
+        method,
+        "--model",
+        "cnn",
+        "--set",
+        "model.kwargs.width=4",
+        "--subset",
+        str(subset),
+        "--batch-size",
+        "32",
+        "--holdout",
+        "32",
+        "--epochs",
+        str(epochs),
+        "--thinning",
+        "2",
+        "--set",
+        "samples.validation=16",
+        "--data-dir",
+        data_dir,
+        "--source",
+        "npz",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     if method in C.VARIANCE_REDUCED:
         flags += ["--set", "variance_reduction.period=4", "--set", "variance_reduction.batch_size=64"]
     if method in C.REPLICA:

@@ -65,9 +65,17 @@ def gaussian_sampler(dim, temperatures, learning_rate, seed, pairs="deo", steps_
     """A compiled sampler of the tempered standard Gaussian in ``dim`` dimensions (SGLD, exact
     energies) and its endless dataset."""
     s = tf_vrre.ReplicaExchangeSampler(
-        PointModel(dim), data_size=1, num_chains=len(temperatures), temperatures=list(temperatures),
-        learning_rates=learning_rate, dynamics="sgld", nll=gaussian_nll, seed=seed,
-        swap=tf_vrre.CorrectedSwap(pairs=pairs, penalty="window", period=1), independent_init=False)
+        PointModel(dim),
+        data_size=1,
+        num_chains=len(temperatures),
+        temperatures=list(temperatures),
+        learning_rates=learning_rate,
+        dynamics="sgld",
+        nll=gaussian_nll,
+        seed=seed,
+        swap=tf_vrre.CorrectedSwap(pairs=pairs, penalty="window", period=1),
+        independent_init=False,
+    )
     s.compile(steps_per_execution=steps_per_execution, jit_compile=jit_compile)
     return s, tf.data.Dataset.from_tensors(np.zeros((1, dim), np.float32)).repeat()
 
@@ -108,23 +116,42 @@ def exact_left_weight(weight, offset):
     return weight * stats.norm.cdf(offset) + (1 - weight) * stats.norm.cdf(-offset)
 
 
-def mixture_sampler(temperatures, learning_rate, seed, batch_size=20, vr=False, pairs="deo", steps_per_execution=50,
-                    jit_compile=None, target=None):
+def mixture_sampler(
+    temperatures,
+    learning_rate,
+    seed,
+    batch_size=20,
+    vr=False,
+    pairs="deo",
+    steps_per_execution=50,
+    jit_compile=None,
+    target=None,
+):
     """A compiled sampler of the unequal mixture with mini-batch (or, with ``vr``, control-variate)
     energies, every chain started in the right mode, and its endless shuffled dataset."""
     t = dict(MIXTURE, **(target or {}))
     data = mixture_data(t["dim"], t["noise"], t["data_size"])
     s = tf_vrre.ReplicaExchangeSampler(
-        PointModel(t["dim"], start=t["offset"]), data_size=t["data_size"], num_chains=len(temperatures),
-        temperatures=list(temperatures), learning_rates=learning_rate, dynamics="sgld",
-        nll=MixtureNLL(t["weight"], t["offset"], t["data_size"]), seed=seed,
+        PointModel(t["dim"], start=t["offset"]),
+        data_size=t["data_size"],
+        num_chains=len(temperatures),
+        temperatures=list(temperatures),
+        learning_rates=learning_rate,
+        dynamics="sgld",
+        nll=MixtureNLL(t["weight"], t["offset"], t["data_size"]),
+        seed=seed,
         swap=tf_vrre.CorrectedSwap(pairs=pairs),
-        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=t["data_size"]) if vr else None)
+        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=t["data_size"]) if vr else None,
+    )
     if vr:
         s.set_reference_data(data)
     s.compile(steps_per_execution=steps_per_execution, jit_compile=jit_compile)
-    ds = (tf.data.Dataset.from_tensor_slices(data).repeat().shuffle(t["data_size"], seed=seed)
-          .batch(batch_size, drop_remainder=True))
+    ds = (
+        tf.data.Dataset.from_tensor_slices(data)
+        .repeat()
+        .shuffle(t["data_size"], seed=seed)
+        .batch(batch_size, drop_remainder=True)
+    )
     return s, ds, exact_left_weight(t["weight"], t["offset"])
 
 

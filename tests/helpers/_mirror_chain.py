@@ -59,15 +59,22 @@ def train(strategy, indexed, vr, penalty):
     x, y = data()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
-            mlp, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[1e-3, 2e-3],
-            dynamics="sghmc", weight_decay=1.0, seed=3, nll=tf_vrre.gaussian_nll,
+            mlp,
+            data_size=N,
+            num_chains=2,
+            temperatures=[0.05, 0.5],
+            learning_rates=[1e-3, 2e-3],
+            dynamics="sghmc",
+            weight_decay=1.0,
+            seed=3,
+            nll=tf_vrre.gaussian_nll,
             swap=tf_vrre.CorrectedSwap(correction=1e3, penalty=penalty),
-            variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=64) if vr else None)
+            variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=64) if vr else None,
+        )
         if vr:
             s.set_reference_data((x, y))
         s.compile()
-    ds = (s.make_dataset(BATCH, shuffle=False) if indexed
-          else tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH))
+    ds = s.make_dataset(BATCH, shuffle=False) if indexed else tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH)
     s.fit(ds, epochs=STEPS // (N // BATCH), verbose=0)
     return s
 

@@ -30,20 +30,33 @@ def main(out):
     strategy = tf.distribute.MultiWorkerMirroredStrategy() if multi else tf.distribute.get_strategy()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
-            _bn_net.build, data_size=N, num_chains=2, temperatures=[0.05, 0.5], learning_rates=[2e-3, 3e-3],
-            weight_decay=1.0, seed=4, energy_mode="inference",
+            _bn_net.build,
+            data_size=N,
+            num_chains=2,
+            temperatures=[0.05, 0.5],
+            learning_rates=[2e-3, 3e-3],
+            weight_decay=1.0,
+            seed=4,
+            energy_mode="inference",
             swap=tf_vrre.CorrectedSwap(correction=2.0),
-            variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=32))
+            variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=32),
+        )
         s.set_reference_data(data())
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=False)
     s.fit(s.make_dataset(GLOBAL_BATCH, drop_remainder=True), epochs=3, verbose=0)
     chief = not multi or json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 0
     if chief:
         state = {f"chain{h}/{i}": v.numpy() for h, c in enumerate(s.chains) for i, v in enumerate(c.weights)}
-        state.update({"sigma2": s.state.swap.sigma2.numpy(), "swap_log": s.state.swap.log.numpy(),
-                      "swap_count": s.state.swap.swap_count.numpy(),
-                      "snapshot_energy": s.state.control_variates.snapshot_energy.numpy(),
-                      "step": s.state.step.numpy(), "replicas": strategy.num_replicas_in_sync})
+        state.update(
+            {
+                "sigma2": s.state.swap.sigma2.numpy(),
+                "swap_log": s.state.swap.log.numpy(),
+                "swap_count": s.state.swap.swap_count.numpy(),
+                "snapshot_energy": s.state.control_variates.snapshot_energy.numpy(),
+                "step": s.state.step.numpy(),
+                "replicas": strategy.num_replicas_in_sync,
+            }
+        )
         os.makedirs(out, exist_ok=True)
         np.savez(os.path.join(out, "state.npz"), **state)
     print("done", int(s.state.step.numpy()), flush=True)

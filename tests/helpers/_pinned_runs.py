@@ -61,43 +61,73 @@ def build(name):
     spe = 4  # steps per epoch at batch 16
     if name == "vr_sghmc_cached":
         s = tf_vrre.ReplicaExchangeSampler(
-            mlp, data_size=N, num_chains=2, temperatures=[1.0, 2.0], learning_rates=[2e-3, 3e-3],
-            weight_decay=0.5, seed=3, swap=tf_vrre.CorrectedSwap(correction=10.0, penalty="window"),
-            variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24))
+            mlp,
+            data_size=N,
+            num_chains=2,
+            temperatures=[1.0, 2.0],
+            learning_rates=[2e-3, 3e-3],
+            weight_decay=0.5,
+            seed=3,
+            swap=tf_vrre.CorrectedSwap(correction=10.0, penalty="window"),
+            variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24),
+        )
         s.set_reference_data((x, y))
         s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=smp.make_dataset(16))
     if name == "vr_bn_forward_adaptive":
         s = tf_vrre.ReplicaExchangeSampler(
-            bn_mlp, data_size=N, num_chains=2, temperatures=[0.2, 1.0], learning_rates=2e-3, seed=4,
-            weight_decay=1.0, energy_mode="inference",
-            swap=tf_vrre.CorrectedSwap(correction=tf_vrre.EpochExponential(1.0, 1.5, spe), smoothing=0.5,
-                                        penalty="window"),
-            variance_reduction=tf_vrre.ControlVariates(period=3, coefficient="adaptive", cache=False))
+            bn_mlp,
+            data_size=N,
+            num_chains=2,
+            temperatures=[0.2, 1.0],
+            learning_rates=2e-3,
+            seed=4,
+            weight_decay=1.0,
+            energy_mode="inference",
+            swap=tf_vrre.CorrectedSwap(
+                correction=tf_vrre.EpochExponential(1.0, 1.5, spe), smoothing=0.5, penalty="window"
+            ),
+            variance_reduction=tf_vrre.ControlVariates(period=3, coefficient="adaptive", cache=False),
+        )
         s.set_reference_data((x, y))
         s.compile(loss=_loss(), jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     if name == "vr_bn_train_ladder":
         s = tf_vrre.ReplicaExchangeSampler(
-            bn_mlp, data_size=N, num_chains=3, temperatures=[0.2, 0.6, 2.0], learning_rates=1e-3, seed=5,
-            energy_mode="train", independent_init=True,
+            bn_mlp,
+            data_size=N,
+            num_chains=3,
+            temperatures=[0.2, 0.6, 2.0],
+            learning_rates=1e-3,
+            seed=5,
+            energy_mode="train",
+            independent_init=True,
             swap=tf_vrre.CorrectedSwap(correction=3.0, pairs="random", period=2, penalty="window"),
-            variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=16))
+            variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=16),
+        )
         s.set_reference_data((x, y))
         s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     if name == "sgld_deo_cooling":
         d = mx.make_data(N, seed=2)
         s = tf_vrre.ReplicaExchangeSampler(
-            mx.build_default_model, data_size=N, num_chains=3, temperatures=[10.0, 100.0, 1000.0],
-            learning_rates=tf_vrre.EpochExponential(1e-3, 0.5, spe), dynamics="sgld",
-            weight_decay=mx.weight_decay(), nll=mx.nll, seed=6,
-            swap=tf_vrre.CorrectedSwap(correction=2.0, pairs="deo", cooling_steps=2, penalty="window"))
+            mx.build_default_model,
+            data_size=N,
+            num_chains=3,
+            temperatures=[10.0, 100.0, 1000.0],
+            learning_rates=tf_vrre.EpochExponential(1e-3, 0.5, spe),
+            dynamics="sgld",
+            weight_decay=mx.weight_decay(),
+            nll=mx.nll,
+            seed=6,
+            swap=tf_vrre.CorrectedSwap(correction=2.0, pairs="deo", cooling_steps=2, penalty="window"),
+        )
         s.compile(jit_compile=False)
         return s, lambda smp: dict(x=d, batch_size=16, shuffle=False)
     if name == "msgd_single":
-        s = tf_vrre.ReplicaExchangeSampler(mlp, data_size=N, num_chains=1, dynamics="msgd",
-                                           swap=None, learning_rates=1e-2, weight_decay=0.1, seed=7)
+        s = tf_vrre.ReplicaExchangeSampler(
+            mlp, data_size=N, num_chains=1, dynamics="msgd", swap=None, learning_rates=1e-2, weight_decay=0.1, seed=7
+        )
         s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     raise KeyError(name)

@@ -65,12 +65,20 @@ def data():
 def sampler(placement, chains=K, width=8):
     x, y = data()
     s = tf_vrre.ReplicaExchangeSampler(
-        build if width == 8 else build_wide, data_size=N, num_chains=chains,
-        temperatures=list(np.geomspace(0.05, 0.8, chains)), learning_rates=list(np.linspace(2e-3, 4e-3, chains)),
-        dynamics="sghmc", weight_decay=1.0, seed=4, swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
-        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=48,
-                                                   coefficient=-1.0 if chains == 2 else "adaptive"),
-        placement=placement)
+        build if width == 8 else build_wide,
+        data_size=N,
+        num_chains=chains,
+        temperatures=list(np.geomspace(0.05, 0.8, chains)),
+        learning_rates=list(np.linspace(2e-3, 4e-3, chains)),
+        dynamics="sghmc",
+        weight_decay=1.0,
+        seed=4,
+        swap=tf_vrre.CorrectedSwap(correction=50.0, period=2),
+        variance_reduction=tf_vrre.ControlVariates(
+            period=3, batch_size=48, coefficient=-1.0 if chains == 2 else "adaptive"
+        ),
+        placement=placement,
+    )
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     return s
@@ -84,8 +92,10 @@ def train(placement, epochs):
         with tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(K)]).scope():
             s = sampler(placement)
     out = tempfile.mkdtemp()
-    callbacks = [tf_vrre.SwapLogger(os.path.join(out, "swaps")),
-                 tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y))]
+    callbacks = [
+        tf_vrre.SwapLogger(os.path.join(out, "swaps")),
+        tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y)),
+    ]
     hist = s.fit(s.make_dataset(24, shuffle=False), epochs=epochs, verbose=0, callbacks=callbacks)
     with open(os.path.join(out, "swaps", "swaps.csv")) as f:
         rows = [r.split(",") for r in f.read().strip().splitlines()[1:]]
@@ -133,8 +143,12 @@ def measure_traffic():
             s = sampler(placement, chains, width)
         t = traffic.step_traffic(s, s.make_dataset(24, shuffle=False, drop_remainder=True))
         edges = [int(np.prod(e.shape)) for e in t.transfers if e.kind == "edge"]
-        out[f"{placement}/{chains}/{width}"] = {"bytes": t.bytes, "largest": t.largest, "kinds": t.by_kind(),
-                                                "largest_edge": max(edges, default=0)}
+        out[f"{placement}/{chains}/{width}"] = {
+            "bytes": t.bytes,
+            "largest": t.largest,
+            "kinds": t.by_kind(),
+            "largest_edge": max(edges, default=0),
+        }
     return out
 
 
@@ -153,9 +167,11 @@ def job(out, kill_at=None):
     x, y = data()
     with tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(K)]).scope():
         s = sampler("chain_per_replica")
-    callbacks = [tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y)),
-                 tf_vrre.SwapLogger(os.path.join(out, "swaps")),
-                 tf_vrre.Checkpoint(os.path.join(out, "checkpoint"))]
+    callbacks = [
+        tf_vrre.SampleCollector(os.path.join(out, "samples"), every=2, validation_data=(x, y)),
+        tf_vrre.SwapLogger(os.path.join(out, "swaps")),
+        tf_vrre.Checkpoint(os.path.join(out, "checkpoint")),
+    ]
     if kill_at is not None:
         callbacks.insert(1, Kill(kill_at))
     s.fit(s.make_dataset(24), epochs=3, verbose=0, callbacks=callbacks)
@@ -176,8 +192,17 @@ def command_line(data_dir, out):
         run = json.load(f)
     with open(os.path.join(out, "log.csv")) as f:
         rows = f.read().strip().splitlines()
-    print(json.dumps({"code": code, "status": run["status"], "execution": run["execution"],
-                      "samples": len(tf_vrre.load_samples(os.path.join(out, "samples")).steps), "log_rows": len(rows)}))
+    print(
+        json.dumps(
+            {
+                "code": code,
+                "status": run["status"],
+                "execution": run["execution"],
+                "samples": len(tf_vrre.load_samples(os.path.join(out, "samples")).steps),
+                "log_rows": len(rows),
+            }
+        )
+    )
 
 
 if sys.argv[2] == "invariance":

@@ -25,10 +25,14 @@ def cases(spec):
     dtype = spec.dtype.as_numpy_dtype
     other = list(shape)
     other[1] = shape[1] - 4 if shape[1] > 4 else shape[1] + 1
-    result = {"ok": np.ones(shape, dtype), "rank": np.ones(shape[1:], dtype), "size": np.ones(other, dtype),
-              "channels": np.ones(shape[:-1] + [shape[-1] + 1 if shape[-1] == 1 else 1], dtype),
-              "dtype": np.ones(shape, np.float64 if spec.dtype != tf.float64 else np.float32),
-              "empty": np.ones([0] + shape[1:], dtype)}
+    result = {
+        "ok": np.ones(shape, dtype),
+        "rank": np.ones(shape[1:], dtype),
+        "size": np.ones(other, dtype),
+        "channels": np.ones(shape[:-1] + [shape[-1] + 1 if shape[-1] == 1 else 1], dtype),
+        "dtype": np.ones(shape, np.float64 if spec.dtype != tf.float64 else np.float32),
+        "empty": np.ones([0] + shape[1:], dtype),
+    }
     if spec.dtype.is_floating:
         for name, value in (("nan", np.nan), ("inf", np.inf)):
             x = np.ones(shape, dtype)
@@ -41,7 +45,7 @@ def main(model_dir, outputs_path):
     loaded = tf.saved_model.load(model_dir)
     result = {}
     for name, fn in sorted(loaded.signatures.items()):
-        (key, spec), = fn.structured_input_signature[1].items()
+        ((key, spec),) = fn.structured_input_signature[1].items()
         for case, x in cases(spec).items():
             try:
                 out = fn(**{key: tf.constant(x)})

@@ -24,17 +24,22 @@ def data(seed=0):
 
 
 def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4, target_acceptance=None):
-    s = ReplicaExchangeSampler(small_net, data_size=N, num_chains=len(temperatures),
-                               temperatures=list(temperatures), learning_rates=lr, seed=seed,
-                               swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance),
-                               variance_reduction=ControlVariates(period=period) if vr else None)
+    s = ReplicaExchangeSampler(
+        small_net,
+        data_size=N,
+        num_chains=len(temperatures),
+        temperatures=list(temperatures),
+        learning_rates=lr,
+        seed=seed,
+        swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance),
+        variance_reduction=ControlVariates(period=period) if vr else None,
+    )
     x, y = data()
     if vr:
         s.set_reference_data((x, y))
     else:
         s._reference = None
-    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None),
-              metrics=["accuracy"])
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None), metrics=["accuracy"])
     return s, x, y
 
 

@@ -11,9 +11,13 @@ def write_log(directory, rows, refresh=None, epochs=None):
         f.write(head + "\n" + "".join(r + "\n" for r in rows))
     if refresh is not None:
         with open(os.path.join(directory, "refresh.csv"), "w") as f:
-            f.write("step,epoch,sigma2_updated,snapshot_refreshed,sigma2_0,c_0,c_1,correction\n" + "".join(
-                r + "\n" for r in refresh))
+            f.write(
+                "step,epoch,sigma2_updated,snapshot_refreshed,sigma2_0,c_0,c_1,correction\n"
+                + "".join(r + "\n" for r in refresh)
+            )
     if epochs is not None:
         with open(os.path.join(directory, "epochs.csv"), "w") as f:
-            f.write("epoch,steps,attempts,swaps,accept_rate,total_attempts,total_swaps\n" + "".join(
-                r + "\n" for r in epochs))
+            f.write(
+                "epoch,steps,attempts,swaps,accept_rate,total_attempts,total_swaps\n"
+                + "".join(r + "\n" for r in epochs)
+            )

@@ -14,8 +14,9 @@ import tensorflow as tf
 
 import tf_vrre
 
-SHARED_DATA = (os.environ.get("TF_VRRE_SHARED_DATA")
-               or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"))
+SHARED_DATA = os.environ.get("TF_VRRE_SHARED_DATA") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"
+)
 CIFAR10_TEST = os.path.join(SHARED_DATA, "cifar10", "cifar10_test.npz")
 SCALE = 1.0 / 255.0
 
@@ -54,26 +55,45 @@ def make_tiny_run(run_dir, train_size=256, batch_size=32, epochs=2, every=2, bur
     """Trains the tiny net and writes ``run_dir/{run.json, samples/}``; returns the run.json dict."""
     x, y = cifar_slice(0, train_size)
     xs = x.astype(np.float64) * SCALE
-    pre = {"kind": "normalize", "scale": SCALE, "mean": xs.mean((0, 1, 2)).tolist(),
-           "std": xs.std((0, 1, 2)).tolist()}
+    pre = {"kind": "normalize", "scale": SCALE, "mean": xs.mean((0, 1, 2)).tolist(), "std": xs.std((0, 1, 2)).tolist()}
     xn = normalize(x, pre)
-    config = dict(num_chains=2, temperatures=[1e-3, 5e-3], learning_rates=[2e-4, 3e-4], dynamics="sghmc",
-                  momentum=0.9, weight_decay=1.0, seed=seed)
+    config = dict(
+        num_chains=2,
+        temperatures=[1e-3, 5e-3],
+        learning_rates=[2e-4, 3e-4],
+        dynamics="sghmc",
+        momentum=0.9,
+        weight_decay=1.0,
+        seed=seed,
+    )
     sampler = tf_vrre.ReplicaExchangeSampler(
-        tiny_cnn, data_size=train_size, swap=tf_vrre.CorrectedSwap(correction=2.0),
-        variance_reduction=tf_vrre.ControlVariates(period=4), **config)
+        tiny_cnn,
+        data_size=train_size,
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=4),
+        **config,
+    )
     sampler.set_reference_data((xn, y))
     sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    collector = tf_vrre.SampleCollector(os.path.join(run_dir, "samples"), every=every,
-                                        burn_in_steps=burn_in_steps)
+    collector = tf_vrre.SampleCollector(os.path.join(run_dir, "samples"), every=every, burn_in_steps=burn_in_steps)
     sampler.fit(sampler.make_dataset(batch_size), epochs=epochs, verbose=0, callbacks=[collector])
-    run = {"format": "tf_vrre.run/1", "method": "vr-resghmc", "config": config,
-           "model": {"name": "tiny_cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
-           "data": {"dataset": "cifar10", "source": "npz", "data_dir": os.path.dirname(CIFAR10_TEST),
-                    "train_size": train_size, "subset": f"test[:{train_size}]"},
-           "preprocessing": pre, "seed": seed,
-           "versions": {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__},
-           "status": "complete"}
+    run = {
+        "format": "tf_vrre.run/1",
+        "method": "vr-resghmc",
+        "config": config,
+        "model": {"name": "tiny_cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+        "data": {
+            "dataset": "cifar10",
+            "source": "npz",
+            "data_dir": os.path.dirname(CIFAR10_TEST),
+            "train_size": train_size,
+            "subset": f"test[:{train_size}]",
+        },
+        "preprocessing": pre,
+        "seed": seed,
+        "versions": {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__},
+        "status": "complete",
+    }
     with open(os.path.join(run_dir, "run.json"), "w") as f:
         json.dump(run, f, indent=1)
     return run

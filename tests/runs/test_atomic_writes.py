@@ -22,11 +22,27 @@ from tf_vrre.workflows.image_classification import evaluate as evaluation
 OUTSIDE = b"precious data outside the run directory\n"
 
 # names written by one fit with every run writer
-FIT_NAMES = ["samples/manifest.json", "samples/manifest.json.tmp", "samples/.lock", "samples/model.json.tmp",
-             "samples/sample-000000002.npz.tmp", "swaps/swaps.csv", "swaps/swaps.csv.tmp", "swaps/epochs.csv",
-             "swaps/offsets.csv.tmp", "swaps/identity.json.tmp", "swaps/.lock", "log.csv", "log.csv.tmp",
-             "log.csv.lock", "log.csv.identity.json.tmp", "elog.csv", "elog.csv.tmp", "backup/.lock",
-             "backup/identity.json.tmp"]
+FIT_NAMES = [
+    "samples/manifest.json",
+    "samples/manifest.json.tmp",
+    "samples/.lock",
+    "samples/model.json.tmp",
+    "samples/sample-000000002.npz.tmp",
+    "swaps/swaps.csv",
+    "swaps/swaps.csv.tmp",
+    "swaps/epochs.csv",
+    "swaps/offsets.csv.tmp",
+    "swaps/identity.json.tmp",
+    "swaps/.lock",
+    "log.csv",
+    "log.csv.tmp",
+    "log.csv.lock",
+    "log.csv.identity.json.tmp",
+    "elog.csv",
+    "elog.csv.tmp",
+    "backup/.lock",
+    "backup/identity.json.tmp",
+]
 
 
 def _plant(run, name, tmp_path):
@@ -44,8 +60,13 @@ def test_fit_writers_never_write_through_a_planted_link(tmp_path, name):
     run = tmp_path / "run"
     target, link = _plant(run, name, tmp_path)
     s, x, y = make_sampler(vr=False, seed=0)
-    cbs = [SampleCollector(str(run / "samples"), every=2), SwapLogger(str(run / "swaps")),
-           CSVLogger(str(run / "log.csv")), EpochCSVLogger(str(run / "elog.csv")), Checkpoint(str(run / "backup"))]
+    cbs = [
+        SampleCollector(str(run / "samples"), every=2),
+        SwapLogger(str(run / "swaps")),
+        CSVLogger(str(run / "log.csv")),
+        EpochCSVLogger(str(run / "elog.csv")),
+        Checkpoint(str(run / "backup")),
+    ]
     try:
         s.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False, callbacks=cbs)
     except (atomic.SymlinkError, ValueError) as err:  # refusing the name is fine, writing through is not
@@ -55,8 +76,19 @@ def test_fit_writers_never_write_through_a_planted_link(tmp_path, name):
         assert not os.path.islink(link) or os.readlink(link) == str(target)
 
 
-@pytest.mark.parametrize("name", ["run.json", "run.json.tmp", "report.json.tmp", "diagnostics.json",
-                                  "diagnostics.json.tmp", "entropies.npz", "entropies.tmp.npz", "swaps.png.tmp.png"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "run.json",
+        "run.json.tmp",
+        "report.json.tmp",
+        "diagnostics.json",
+        "diagnostics.json.tmp",
+        "entropies.npz",
+        "entropies.tmp.npz",
+        "swaps.png.tmp.png",
+    ],
+)
 def test_run_level_writers_never_write_through_a_planted_link(tmp_path, name):
     from tf_vrre import _figures
     from tf_vrre.cli import diagnose

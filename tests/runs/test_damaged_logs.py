@@ -37,18 +37,32 @@ def _damage(path, change):
     path.write_text("".join(change(lines)))
 
 
-@pytest.mark.parametrize("what, change, message", [
-    ("every row unreadable", lambda ls: [ls[0]] + ["x" * 7 + "\n" for _ in ls[1:]], "line 2: 1 fields"),
-    ("a row cut in the middle", lambda ls: ls[:3] + [ls[3][:15] + "\n"] + ls[4:], "line 4: "),
-    ("an impossible probability", lambda ls: ls[:2] + [",".join(
-        v if i != 8 else "7.5" for i, v in enumerate(ls[2].rstrip("\n").split(","))) + "\n"] + ls[3:],
-     "line 3: accept_prob = 7.5, must be in [0, 1]"),
-    ("a negative pair", lambda ls: ls[:2] + [",".join(
-        v if i != 2 else "-1" for i, v in enumerate(ls[2].rstrip("\n").split(","))) + "\n"] + ls[3:],
-     "line 3: pair = -1.0, must be an integer >= 0"),
-    ("a text value", lambda ls: ls[:5] + [ls[5].replace(",", ",abc,", 1).replace(",", "", 1)] + ls[6:],
-     "line 6: "),
-])
+@pytest.mark.parametrize(
+    "what, change, message",
+    [
+        ("every row unreadable", lambda ls: [ls[0]] + ["x" * 7 + "\n" for _ in ls[1:]], "line 2: 1 fields"),
+        ("a row cut in the middle", lambda ls: ls[:3] + [ls[3][:15] + "\n"] + ls[4:], "line 4: "),
+        (
+            "an impossible probability",
+            lambda ls: (
+                ls[:2]
+                + [",".join(v if i != 8 else "7.5" for i, v in enumerate(ls[2].rstrip("\n").split(","))) + "\n"]
+                + ls[3:]
+            ),
+            "line 3: accept_prob = 7.5, must be in [0, 1]",
+        ),
+        (
+            "a negative pair",
+            lambda ls: (
+                ls[:2]
+                + [",".join(v if i != 2 else "-1" for i, v in enumerate(ls[2].rstrip("\n").split(","))) + "\n"]
+                + ls[3:]
+            ),
+            "line 3: pair = -1.0, must be an integer >= 0",
+        ),
+        ("a text value", lambda ls: ls[:5] + [ls[5].replace(",", ",abc,", 1).replace(",", "", 1)] + ls[6:], "line 6: "),
+    ],
+)
 def test_a_damaged_swap_log_is_an_error_naming_file_and_line(diag_runs, tmp_path, capsys, what, change, message):
     run = shutil.copytree(diag_runs[0], tmp_path / "run")
     _damage(_swaps(run), change)
@@ -73,11 +87,14 @@ def test_only_a_torn_last_row_is_dropped(diag_runs, tmp_path, capsys):
     assert cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "out"), "--no-figures"]) == 0
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"\xff\xfe garbage", "not a readable run.json"),
-    (b"[" * 100000 + b"]" * 100000, "not a readable run.json"),
-    (b"[1, 2]", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\xff\xfe garbage", "not a readable run.json"),
+        (b"[" * 100000 + b"]" * 100000, "not a readable run.json"),
+        (b"[1, 2]", "not a JSON object"),
+    ],
+)
 def test_unreadable_run_json_is_one_line(tmp_path, content, message):
     (tmp_path / "run.json").write_bytes(content)
     with pytest.raises(run_json.RunDirError, match=f"{tmp_path / 'run.json'}.*"):
@@ -90,8 +107,16 @@ def test_unreadable_run_json_is_one_line(tmp_path, content, message):
 def test_a_run_json_with_a_wrongly_typed_status_is_refused(tmp_path, status):
     """A status other than running / complete (a resume took [1] for an unfinished run and trained
     over it) is named with the file."""
-    run = {"format": run_json.FORMAT, "method": "sghmc", "config": {}, "model": {}, "data": {},
-           "preprocessing": {}, "seed": 0, "status": status}
+    run = {
+        "format": run_json.FORMAT,
+        "method": "sghmc",
+        "config": {},
+        "model": {},
+        "data": {},
+        "preprocessing": {},
+        "seed": 0,
+        "status": status,
+    }
     (tmp_path / "run.json").write_text(json.dumps(run))
     with pytest.raises(run_json.RunDirError, match=r"run.json: key status must be one of 'running', 'complete', got "):
         run_json.read_run(str(tmp_path))
@@ -181,23 +206,27 @@ def test_a_swap_row_beyond_the_run_is_refused_by_diagnose_and_evaluate(where, tm
     rows = [_row(0), _row(1), _row(2, epoch=1), _row(3, epoch=1)]
     if where == "run.json":
         run_json.write_json(tmp_path / "run.json", {"schedule": {"total_steps": 4}})
-        rows.append(_row(10 ** 12, epoch=1))
-        message = ("swaps.csv, line 6: step 1000000000000 lies beyond the run, whose steps end before 4 (run.json "
-                   "schedule.total_steps; a damaged row)")
+        rows.append(_row(10**12, epoch=1))
+        message = (
+            "swaps.csv, line 6: step 1000000000000 lies beyond the run, whose steps end before 4 (run.json "
+            "schedule.total_steps; a damaged row)"
+        )
     elif where == "epochs.csv":
         (swaps / "epochs.csv").write_text("epoch,steps\n0,2\n")
-        rows.insert(2, _row(10 ** 12, epoch=1))
-        message = ("swaps.csv, line 4: step 1000000000000 lies beyond the run, whose steps end before 4 (the first "
-                   "step logged plus the 2 steps epochs.csv counts and at most one epoch of 2 in progress")
+        rows.insert(2, _row(10**12, epoch=1))
+        message = (
+            "swaps.csv, line 4: step 1000000000000 lies beyond the run, whose steps end before 4 (the first "
+            "step logged plus the 2 steps epochs.csv counts and at most one epoch of 2 in progress"
+        )
     else:
-        rows.insert(0, _row(10 ** 12))
+        rows.insert(0, _row(10**12))
         message = "swaps.csv, line 3: step 0 after step 1000000000000 on line 2; the steps of a log never decrease"
     (swaps / "swaps.csv").write_text(_HEADER + "".join(rows))
     with pytest.raises(run_files.RunFileError, match=re.escape(message)):
         diag_runs_module.read_swap_log(swaps, diag_runs_module.run_steps(diag_runs_module.read_run_json(tmp_path)))
     with pytest.raises(run_files.RunFileError, match=re.escape(message)):
         evaluate.swap_summary(str(tmp_path))
-    rows = [r for r in rows if not r.startswith(str(10 ** 12))]
+    rows = [r for r in rows if not r.startswith(str(10**12))]
     (swaps / "swaps.csv").write_text(_HEADER + "".join(rows))
     assert evaluate.swap_summary(str(tmp_path))["attempts"] == 4
     log = diag_runs_module.read_swap_log(swaps, diag_runs_module.run_steps(diag_runs_module.read_run_json(tmp_path)))

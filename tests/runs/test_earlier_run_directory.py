@@ -13,11 +13,40 @@ from _paths import FIXTURES
 from tf_vrre import cli
 
 FIXTURE = os.path.join(FIXTURES, "vr_resghmc_cnn_run")
-TRAIN_FLAGS = ["train", "--config", "vr-resghmc", "--model", "cnn", "--set", "model.kwargs.width=4", "--subset", "64",
-               "--batch-size", "32", "--holdout", "32", "--epochs", "2", "--thinning", "2",
-               "--set", "samples.validation=16", "--source", "npz", "--quiet",
-               "--set", "variance_reduction.period=4", "--set", "variance_reduction.batch_size=64",
-               "--set", "swap.period=2", "--set", "swap.correction=1e6", "--set", "samples.burn_in_epochs=0"]
+TRAIN_FLAGS = [
+    "train",
+    "--config",
+    "vr-resghmc",
+    "--model",
+    "cnn",
+    "--set",
+    "model.kwargs.width=4",
+    "--subset",
+    "64",
+    "--batch-size",
+    "32",
+    "--holdout",
+    "32",
+    "--epochs",
+    "2",
+    "--thinning",
+    "2",
+    "--set",
+    "samples.validation=16",
+    "--source",
+    "npz",
+    "--quiet",
+    "--set",
+    "variance_reduction.period=4",
+    "--set",
+    "variance_reduction.batch_size=64",
+    "--set",
+    "swap.period=2",
+    "--set",
+    "swap.correction=1e6",
+    "--set",
+    "samples.burn_in_epochs=0",
+]
 
 
 @pytest.fixture

@@ -28,8 +28,11 @@ from tf_vrre.runs import samples as run_files
 
 
 def writers(run, **kwargs):
-    return [SampleCollector(str(run / "samples"), every=2, **kwargs), SwapLogger(str(run / "swaps"), **kwargs),
-            CSVLogger(str(run / "log.csv"), **kwargs)]
+    return [
+        SampleCollector(str(run / "samples"), every=2, **kwargs),
+        SwapLogger(str(run / "swaps"), **kwargs),
+        CSVLogger(str(run / "log.csv"), **kwargs),
+    ]
 
 
 def snapshot(directory):
@@ -54,10 +57,14 @@ def test_another_run_is_refused_naming_the_difference_and_nothing_changes(finish
     before = snapshot(run)
     assert len(tf_vrre.load_samples(str(run / "samples"))) == 4
     other, _, _ = make_sampler(vr=False, seed=1)
-    for i, message in enumerate(["samples holds 4 sample files of another run (sampler.seed: 0 there, 1 here)",
-                                 "swaps holds swap logs (swaps.csv, refresh.csv, epochs.csv, offsets.csv) of another "
-                                 "run (sampler.seed: 0 there, 1 here)",
-                                 "log.csv holds the epoch log of another run (sampler.seed: 0 there, 1 here)"]):
+    for i, message in enumerate(
+        [
+            "samples holds 4 sample files of another run (sampler.seed: 0 there, 1 here)",
+            "swaps holds swap logs (swaps.csv, refresh.csv, epochs.csv, offsets.csv) of another "
+            "run (sampler.seed: 0 there, 1 here)",
+            "log.csv holds the epoch log of another run (sampler.seed: 0 there, 1 here)",
+        ]
+    ):
         with pytest.raises(tf_vrre.RunMismatchError) as exc:
             other.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[writers(run)[i]])
         assert message in str(exc.value) and "overwrite=True" in str(exc.value)
@@ -99,24 +106,36 @@ def test_legacy_and_unexplained_files_are_refused(tmp_path):
 
 def test_one_writer_per_directory(tmp_path):
     s, x, y = make_sampler(vr=False)
-    for pair, message in [([SampleCollector(str(tmp_path / "a"), every=2), SampleCollector(str(tmp_path / "a"), every=4)],
-                           "SampleCollector: two callbacks write to"),
-                          ([SwapLogger(str(tmp_path / "b")), SwapLogger(str(tmp_path / "b"))],
-                           "SwapLogger: two callbacks write to"),
-                          ([CSVLogger(str(tmp_path / "c.csv")), CSVLogger(str(tmp_path / "c.csv"))],
-                           "CSVLogger: two callbacks write to")]:
+    for pair, message in [
+        (
+            [SampleCollector(str(tmp_path / "a"), every=2), SampleCollector(str(tmp_path / "a"), every=4)],
+            "SampleCollector: two callbacks write to",
+        ),
+        ([SwapLogger(str(tmp_path / "b")), SwapLogger(str(tmp_path / "b"))], "SwapLogger: two callbacks write to"),
+        ([CSVLogger(str(tmp_path / "c.csv")), CSVLogger(str(tmp_path / "c.csv"))], "CSVLogger: two callbacks write to"),
+    ]:
         with pytest.raises(ValueError, match=message):
             s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=pair)
     assert int(s.state.step.numpy()) == 0
     (tmp_path / "d").mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, sys, time\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
-        "import os\nf.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(120)"),
-        str(tmp_path / "d" / ".lock")],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, sys, time\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+                "import os\nf.write(str(os.getpid())); f.flush(); print('locked', flush=True); time.sleep(120)"
+            ),
+            str(tmp_path / "d" / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(ValueError, match=rf"SampleCollector: .*d is in use by another process \(pid {holder.pid}\)"):
+        with pytest.raises(
+            ValueError, match=rf"SampleCollector: .*d is in use by another process \(pid {holder.pid}\)"
+        ):
             s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path / "d"))])
     finally:
         holder.kill()
@@ -136,12 +155,14 @@ def test_load_samples_checks_manifest_structure_and_shapes(finished_run, tmp_pat
     run, _, _ = finished_run
     d = run / "samples"
     entries = json.load(open(d / "manifest.json"))["entries"]
-    cases = [({"entries": {"a": 1}}, "'entries' must be a list, got dict"),
-             ({"entries": [dict(entries[0], sha256=None)]}, "entry 0 needs 'sha256' (str), got None"),
-             ({"entries": [dict(entries[0], file="../../etc/passwd")]}, "not a sample-<step>.npz file"),
-             ({"entries": [entries[0], dict(entries[1], step=entries[0]["step"])]}, "repeats file"),
-             ({"entries": [dict(entries[0], step=-2)]}, "negative step"),
-             ({"events": "all"}, "'events' must be a list of steps")]
+    cases = [
+        ({"entries": {"a": 1}}, "'entries' must be a list, got dict"),
+        ({"entries": [dict(entries[0], sha256=None)]}, "entry 0 needs 'sha256' (str), got None"),
+        ({"entries": [dict(entries[0], file="../../etc/passwd")]}, "not a sample-<step>.npz file"),
+        ({"entries": [entries[0], dict(entries[1], step=entries[0]["step"])]}, "repeats file"),
+        ({"entries": [dict(entries[0], step=-2)]}, "negative step"),
+        ({"events": "all"}, "'events' must be a list of steps"),
+    ]
     original = (d / "manifest.json").read_text()
     for change, message in cases:
         _manifest(d, **change)
@@ -152,19 +173,39 @@ def test_load_samples_checks_manifest_structure_and_shapes(finished_run, tmp_pat
     # A sample of another architecture in the directory (its manifest entry made consistent).
     victim = d / entries[2]["file"]
     np.savez(victim, w0000=np.zeros((5, 3), "float32"), w0001=np.zeros(3, "float32"))
-    _manifest(d, entries=[dict(e, bytes=os.path.getsize(victim), sha256=run_files.sha256(victim))
-                          if e["file"] == entries[2]["file"] else e for e in entries])
-    with pytest.raises(ValueError, match=rf"sample file .*{entries[2]['file']}: array 'w0000' is shape \(5, 3\) "
-                                         r"dtype float32, but shape \(4, 3\) dtype float32 in .*samples of different"):
+    _manifest(
+        d,
+        entries=[
+            dict(e, bytes=os.path.getsize(victim), sha256=run_files.sha256(victim))
+            if e["file"] == entries[2]["file"]
+            else e
+            for e in entries
+        ],
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"sample file .*{entries[2]['file']}: array 'w0000' is shape \(5, 3\) "
+        r"dtype float32, but shape \(4, 3\) dtype float32 in .*samples of different",
+    ):
         tf_vrre.load_samples(str(d))
 
 
 def test_bma_columns_reach_csv_logs_from_the_first_epoch(tmp_path):
     s, x, y = make_sampler(vr=False)
     collector = SampleCollector(str(tmp_path / "samples"), every=4, burn_in_steps=8, validation_data=(x, y))
-    s.fit(x, y, batch_size=16, epochs=4, verbose=0, shuffle=False,
-          callbacks=[collector, CSVLogger(str(tmp_path / "ours.csv")),
-                     keras.callbacks.CSVLogger(str(tmp_path / "keras.csv"))])
+    s.fit(
+        x,
+        y,
+        batch_size=16,
+        epochs=4,
+        verbose=0,
+        shuffle=False,
+        callbacks=[
+            collector,
+            CSVLogger(str(tmp_path / "ours.csv")),
+            keras.callbacks.CSVLogger(str(tmp_path / "keras.csv")),
+        ],
+    )
     for name in ("ours.csv", "keras.csv"):
         rows = read_csv(tmp_path / name)
         assert [r["bma_samples"] for r in rows] == ["0.0", "0.0", "1.0", "2.0"], name
@@ -214,12 +255,20 @@ def test_a_non_finite_sample_is_never_written(tmp_path):
                 w = self.model.cold_model.weights[0]
                 w.assign(np.full(w.shape, np.nan, "float32"))
 
-    with pytest.raises(FloatingPointError, match=r"weights after step 6 are not finite \(NaN or inf in w0000\); "
-                                                 r"sample not written, 2 earlier samples .* stay loadable"):
+    with pytest.raises(
+        FloatingPointError,
+        match=r"weights after step 6 are not finite \(NaN or inf in w0000\); "
+        r"sample not written, 2 earlier samples .* stay loadable",
+    ):
         s.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[Poison(), SampleCollector(str(tmp_path), every=2)])
     assert tf_vrre.load_samples(str(tmp_path)).steps == [2, 4]
-    assert sorted(os.listdir(tmp_path)) == [".lock", "manifest.json", "model.json", "sample-000000002.npz",
-                                            "sample-000000004.npz"]
+    assert sorted(os.listdir(tmp_path)) == [
+        ".lock",
+        "manifest.json",
+        "model.json",
+        "sample-000000002.npz",
+        "sample-000000004.npz",
+    ]
 
 
 def test_an_unserializable_model_fn_is_named_before_anything_is_written(tmp_path):
@@ -231,8 +280,14 @@ def test_an_unserializable_model_fn_is_named_before_anything_is_written(tmp_path
     from tf_vrre.workflows.image_classification import models
 
     def sampler(model_fn):
-        s = ReplicaExchangeSampler(model_fn, data_size=64, num_chains=2, temperatures=[1.0, 4.0],
-                                   learning_rates=1e-3, swap=CorrectedSwap(correction=2.0))
+        s = ReplicaExchangeSampler(
+            model_fn,
+            data_size=64,
+            num_chains=2,
+            temperatures=[1.0, 4.0],
+            learning_rates=1e-3,
+            swap=CorrectedSwap(correction=2.0),
+        )
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
         return s
 
@@ -240,9 +295,11 @@ def test_an_unserializable_model_fn_is_named_before_anything_is_written(tmp_path
     y = np.arange(64) % 10
     partial = functools.partial(models.build, "cnn", num_classes=10, width=2)
     with pytest.raises(ValueError, match="cannot record the run identity.*not functools.partial"):
-        sampler(partial).fit(x, y, batch_size=32, epochs=1, verbose=0,
-                             callbacks=[SampleCollector(str(tmp_path / "p"), every=1)])
+        sampler(partial).fit(
+            x, y, batch_size=32, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path / "p"), every=1)]
+        )
     assert not (tmp_path / "p").exists()
     sampler(models.Builder("cnn", num_classes=10, width=2)).fit(
-        x, y, batch_size=32, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path / "b"), every=1)])
+        x, y, batch_size=32, epochs=1, verbose=0, callbacks=[SampleCollector(str(tmp_path / "b"), every=1)]
+    )
     assert len(tf_vrre.load_samples(str(tmp_path / "b"))) == 2

@@ -32,17 +32,33 @@ def make_run(run, steps=(2, 4, 6, 8)):
         path = samples / f"sample-{s:09d}.npz"
         np.savez(path, w0000=np.full((3, 2), s, np.float32), w0001=np.arange(2, dtype=np.float32))
         data = path.read_bytes()
-        entries.append({"file": path.name, "step": s, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                        "epoch": s // 4, "temperature": 1.0, "energy": 1.5})
+        entries.append(
+            {
+                "file": path.name,
+                "step": s,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "epoch": s // 4,
+                "temperature": 1.0,
+                "energy": 1.5,
+            }
+        )
     manifest = {"format": run_files.FORMAT, "entries": entries, "events": list(steps), "run": {"fingerprint": "ab"}}
     (samples / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    (run / "run.json").write_text(json.dumps({"format": run_json.FORMAT, "method": "sghmc", "config": {},
-                                              "model": {"name": "cnn", "kwargs": {}, "num_classes": 10,
-                                                        "input_shape": [3, 2, 1]},
-                                              "data": {"dataset": "cifar10", "train_size": 64},
-                                              "preprocessing": {"kind": "normalize", "scale": 255.0, "mean": [0.5],
-                                                                "std": [0.25]},
-                                              "seed": 0, "status": "complete"}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "format": run_json.FORMAT,
+                "method": "sghmc",
+                "config": {},
+                "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [3, 2, 1]},
+                "data": {"dataset": "cifar10", "train_size": 64},
+                "preprocessing": {"kind": "normalize", "scale": 255.0, "mean": [0.5], "std": [0.25]},
+                "seed": 0,
+                "status": "complete",
+            }
+        )
+    )
     return samples
 
 
@@ -83,7 +99,7 @@ def test_truncated_and_foreign_samples_are_renamed_damaged(tmp_path):
 def test_an_unreadable_manifest_is_rebuilt_from_the_sample_files(tmp_path):
     samples = make_run(tmp_path / "run", steps=(2, 4, 6))
     text = (samples / "manifest.json").read_text()
-    (samples / "manifest.json").write_text(text[:len(text) // 2])  # torn
+    (samples / "manifest.json").write_text(text[: len(text) // 2])  # torn
     np.savez(samples / "sample-000000008.npz", w0000=np.zeros(5, np.float32))  # another model's arrays
     with open(samples / "sample-000000006.npz", "r+b") as f:  # a flipped byte inside the data
         f.seek(60)
@@ -114,24 +130,38 @@ def test_export_names_repair_and_a_run_being_trained_is_refused(tmp_path):
     assert "points at a missing file" in str(pytest.raises(ValueError, run_files.load_samples, str(samples)).value)
 
 
-HOLD = ("import sys, time; from tf_vrre.runs import locks; lock = getattr(locks, sys.argv[2])(sys.argv[1]); "
-        "print('held', flush=True); time.sleep(120)")
+HOLD = (
+    "import sys, time; from tf_vrre.runs import locks; lock = getattr(locks, sys.argv[2])(sys.argv[1]); "
+    "print('held', flush=True); time.sleep(120)"
+)
 
 
 def _stat(root):
     out = {}
     for d, _, files in os.walk(root):
         out[d] = os.stat(d).st_mtime_ns
-        out.update({os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, open(os.path.join(d, f), "rb").read())
-                    for f in files})
+        out.update(
+            {
+                os.path.join(d, f): (os.stat(os.path.join(d, f)).st_mtime_ns, open(os.path.join(d, f), "rb").read())
+                for f in files
+            }
+        )
     return out
 
 
-@pytest.mark.parametrize("target,lock,how,message", [
-    ("run/samples", "run", "lock_run", "run' is being written by another process (pid"),  # tf-vrre train
-    ("run/samples", "run/samples/.lock", "acquire", "is being written by another process (pid"),  # a SampleCollector
-    ("run", "run/samples/.lock", "acquire", "a SampleCollector collects samples there"),
-])
+@pytest.mark.parametrize(
+    "target,lock,how,message",
+    [
+        ("run/samples", "run", "lock_run", "run' is being written by another process (pid"),  # tf-vrre train
+        (
+            "run/samples",
+            "run/samples/.lock",
+            "acquire",
+            "is being written by another process (pid",
+        ),  # a SampleCollector
+        ("run", "run/samples/.lock", "acquire", "a SampleCollector collects samples there"),
+    ],
+)
 def test_repair_is_refused_while_the_run_or_its_samples_are_written(tmp_path, target, lock, how, message):
     """``tf-vrre repair RUN/samples`` took no lock: while training ran, its rewrite was undone by the
     collector.  Now the run's lock and the sample directory's are taken (refused while held), and
@@ -139,13 +169,19 @@ def test_repair_is_refused_while_the_run_or_its_samples_are_written(tmp_path, ta
     samples = make_run(tmp_path / "run")
     os.remove(samples / "sample-000000006.npz")
     (samples / ".lock").write_text("")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / lock), how], stdout=subprocess.PIPE,
-                              text=True, env=ENV, cwd=tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / lock), how],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=tmp_path,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         before = _stat(tmp_path / "run")  # with the holder's pid in its lock file
-        result = subprocess.run(COMMAND + ["repair", target], capture_output=True, text=True, env=ENV, timeout=120,
-                                cwd=tmp_path)
+        result = subprocess.run(
+            COMMAND + ["repair", target], capture_output=True, text=True, env=ENV, timeout=120, cwd=tmp_path
+        )
         assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert message in result.stderr, result.stderr
         assert _stat(tmp_path / "run") == before
@@ -191,8 +227,10 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(fault_points, "hook", full)
     assert cli.main(["repair", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"tf-vrre: error: repair: cannot write {samples / 'manifest.json'}: No space left on device; "
-                   "free space or fix permissions and run the same command again"]
+    assert err == [
+        f"tf-vrre: error: repair: cannot write {samples / 'manifest.json'}: No space left on device; "
+        "free space or fix permissions and run the same command again"
+    ]
     assert (samples / "manifest.json").read_bytes() == before  # unchanged, nothing renamed
     assert os.path.exists(samples / "sample-000000004.npz")
     assert not [n for n in os.listdir(samples) if n.endswith(".tmp")]
@@ -223,16 +261,21 @@ def test_a_rebuilt_manifest_adopts_no_stray_copy(tmp_path):
     shutil.copy(samples / "sample-000000002.npz", samples / "sample-000000007.npz")
     result = repair.repair(str(samples))
     reasons = dict(result["dropped"])
-    assert reasons == {"sample-000000007.npz": "a copy of sample-000000002.npz (same SHA-256): a stray file",
-                       "sample-000000099.npz": "step 99 is outside the run's steps 1..8 (run.json): a stray file"}
+    assert reasons == {
+        "sample-000000007.npz": "a copy of sample-000000002.npz (same SHA-256): a stray file",
+        "sample-000000099.npz": "step 99 is outside the run's steps 1..8 (run.json): a stray file",
+    }
     assert run_files.load_samples(str(samples)).steps == [2, 4, 6]
     assert os.path.exists(samples / "damaged-sample-000000099.npz")
 
 
 def test_repair_runs_without_importing_tensorflow(tmp_path):
     make_run(tmp_path / "run")
-    probe = ("import sys\nfrom tf_vrre import cli\ncode = cli.main(['repair', sys.argv[1], '--dry-run'])\n"
-             "print('exit', code, 'tensorflow' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run")], capture_output=True, text=True,
-                          env=ENV, timeout=120)
+    probe = (
+        "import sys\nfrom tf_vrre import cli\ncode = cli.main(['repair', sys.argv[1], '--dry-run'])\n"
+        "print('exit', code, 'tensorflow' in sys.modules)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "run")], capture_output=True, text=True, env=ENV, timeout=120
+    )
     assert proc.stdout.strip().splitlines()[-1] == "exit 0 False", proc

@@ -23,8 +23,10 @@ from tf_vrre.runs import locks, run_json
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT)
-HOLD = ("import sys, time; from tf_vrre.runs import locks; lock = getattr(locks, sys.argv[2])(sys.argv[1]); "
-        "print('held', flush=True); time.sleep(120)")
+HOLD = (
+    "import sys, time; from tf_vrre.runs import locks; lock = getattr(locks, sys.argv[2])(sys.argv[1]); "
+    "print('held', flush=True); time.sleep(120)"
+)
 
 
 def _fake_run(run, config=None):
@@ -33,14 +35,29 @@ def _fake_run(run, config=None):
         (run / d).mkdir(parents=True)
         (run / d / "keep.txt").write_text(d)
     (run / "samples" / "manifest.json").write_text('{"format": "tf_vrre.samples/1", "entries": []}')
-    (run / "run.json").write_text(json.dumps({"format": run_json.FORMAT, "status": "running", "method": "msgd",
-                                              "config": config or {"method": "msgd"}, "model": {}, "data": {},
-                                              "preprocessing": {}, "seed": 0}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "format": run_json.FORMAT,
+                "status": "running",
+                "method": "msgd",
+                "config": config or {"method": "msgd"},
+                "model": {},
+                "data": {},
+                "preprocessing": {},
+                "seed": 0,
+            }
+        )
+    )
 
 
 def _snapshot(run, lock=False):
-    return {os.path.relpath(os.path.join(d, f), run): open(os.path.join(d, f), "rb").read()
-            for d, _, files in os.walk(run) for f in files if lock or f != run_json.LOCK}
+    return {
+        os.path.relpath(os.path.join(d, f), run): open(os.path.join(d, f), "rb").read()
+        for d, _, files in os.walk(run)
+        for f in files
+        if lock or f != run_json.LOCK
+    }
 
 
 def _stat(run):
@@ -112,16 +129,34 @@ def test_lock_is_reentrant_in_process_exclusive_across_and_released_without_a_pi
     first = locks.lock_run(tmp_path / "r")
     assert locks.lock_run(tmp_path / "r") is first and locks.holds_run_lock(tmp_path / "r")
     assert (tmp_path / "r" / run_json.LOCK).read_text() == str(os.getpid())
-    other = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre.runs import locks; "
-                            "locks.lock_run(sys.argv[1])", str(tmp_path / "r")],
-                           capture_output=True, text=True, env=ENV, timeout=60)
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tf_vrre.runs import locks; locks.lock_run(sys.argv[1])",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
     assert other.returncode != 0 and f"being written by another process (pid {os.getpid()})" in other.stderr
     locks.unlock_run(tmp_path / "r")
     assert not locks.holds_run_lock(tmp_path / "r") and first.closed
     assert (tmp_path / "r" / run_json.LOCK).read_text() == ""  # no stale pid
-    again = subprocess.run([sys.executable, "-c", "import sys; from tf_vrre.runs import locks; "
-                            "locks.lock_run(sys.argv[1])", str(tmp_path / "r")],
-                           capture_output=True, text=True, env=ENV, timeout=60)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tf_vrre.runs import locks; locks.lock_run(sys.argv[1])",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
     assert again.returncode == 0, again.stderr
 
 
@@ -224,8 +259,13 @@ def test_a_directory_or_fifo_at_a_lock_name_is_refused_by_name_without_blocking(
     run.mkdir()
     (os.mkdir if kind == "directory" else os.mkfifo)(run / run_json.LOCK)
     what = "a directory" if kind == "directory" else "a FIFO (named pipe)"
-    with pytest.raises(atomic.SpecialFileError, match=re.escape(f"lock file {run}/.lock is {what}, not a regular file; "
-                                                                "tf_vrre locks regular files only: remove it and run again")):
+    with pytest.raises(
+        atomic.SpecialFileError,
+        match=re.escape(
+            f"lock file {run}/.lock is {what}, not a regular file; "
+            "tf_vrre locks regular files only: remove it and run again"
+        ),
+    ):
         locks.lock_run(run)
     assert locks.share_run(run) is None  # a reader reads on, and does not wait
     locks.check_run_free(run)
@@ -259,8 +299,11 @@ def test_a_stale_pid_is_never_reported(tmp_path):
         (run / run_json.LOCK).write_text(text)
         held = locks.acquire(run / run_json.LOCK, mark=False)
         try:
-            with pytest.raises(locks.RunLockedError, match=r"being written by another process \(still checking its "
-                                                           r"inputs\)"):
+            with pytest.raises(
+                locks.RunLockedError,
+                match=r"being written by another process \(still checking its "
+                r"inputs\)",
+            ):
                 locks.check_run_free(run)
         finally:
             held.release()

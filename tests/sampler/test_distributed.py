@@ -10,14 +10,19 @@ from _paths import HELPERS, ROOT
 
 def test_mirrored_strategy_matches_single_device_and_copies_are_identical():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, os.path.join(HELPERS, "_distributed_check.py"), "4"],
-                         capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, os.path.join(HELPERS, "_distributed_check.py"), "4"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     reports = json.loads(out.stdout.strip().splitlines()[-1])
     for path in ("forward", "cached"):  # snapshot forwards / per-example cache (all-reduced table)
         report = reports[path]
-        assert report["copy_diff"] == 0.0, (path, report)          # mirrored copies bit-identical
-        assert report["trajectory_diff"] < 1e-5, (path, report)    # float round-off only (reduction order)
+        assert report["copy_diff"] == 0.0, (path, report)  # mirrored copies bit-identical
+        assert report["trajectory_diff"] < 1e-5, (path, report)  # float round-off only (reduction order)
         assert report["swaps"][0] == report["swaps"][1], (path, report)
         assert report["attempts"][0] == report["attempts"][1] > 0, (path, report)
         # SwapLogger and SampleCollector read mirrored state correctly.

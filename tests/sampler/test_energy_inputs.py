@@ -35,15 +35,21 @@ def _augmented(x, y, seed):
     rng = np.random.default_rng(seed)
     xa = (x + 0.5 * rng.normal(size=x.shape)).astype("float32")
     idx = np.arange(N)
-    return tf.data.Dataset.from_tensor_slices(
-        (xa, y, {"example_index": idx, "energy_inputs": x})).batch(BATCH)
+    return tf.data.Dataset.from_tensor_slices((xa, y, {"example_index": idx, "energy_inputs": x})).batch(BATCH)
 
 
 def _sampler(model_fn=net, mode="auto", cache=True):
     s = tf_vrre.ReplicaExchangeSampler(
-        model_fn, data_size=N, num_chains=2, temperatures=[0.5, 2.0], learning_rates=1e-3, seed=2,
-        energy_mode=mode, swap=tf_vrre.CorrectedSwap(correction=4.0),
-        variance_reduction=tf_vrre.ControlVariates(period=3, cache=cache))
+        model_fn,
+        data_size=N,
+        num_chains=2,
+        temperatures=[0.5, 2.0],
+        learning_rates=1e-3,
+        seed=2,
+        energy_mode=mode,
+        swap=tf_vrre.CorrectedSwap(correction=4.0),
+        variance_reduction=tf_vrre.ControlVariates(period=3, cache=cache),
+    )
     s.set_reference_data(_data())
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return s
@@ -63,8 +69,14 @@ class _Capture(keras.callbacks.Callback):
 
     def on_train_batch_begin(self, batch, logs=None):
         s = self.model
-        self.before.append(([c.get_weights() for c in s.chains], [m.get_weights() for m in s.snapshots],
-                            s.state.control_variates.snapshot_energy.numpy().copy(), int(s.state.step.numpy())))
+        self.before.append(
+            (
+                [c.get_weights() for c in s.chains],
+                [m.get_weights() for m in s.snapshots],
+                s.state.control_variates.snapshot_energy.numpy().copy(),
+                int(s.state.step.numpy()),
+            )
+        )
 
 
 @pytest.mark.parametrize("cache", [True, False])
@@ -78,7 +90,7 @@ def test_swap_energy_is_the_clean_view_control_variate(cache):
     s.fit(_augmented(x, y, 0).take(2), epochs=1, verbose=0, callbacks=[cap])  # steps 3 (refresh), 4
     chains_w, snaps_w, u_hat, step = cap.before[-1]
     assert step == 4
-    xb, yb = x[BATCH:2 * BATCH], y[BATCH:2 * BATCH]
+    xb, yb = x[BATCH : 2 * BATCH], y[BATCH : 2 * BATCH]
     model = net()
     want = []
     for h in range(2):

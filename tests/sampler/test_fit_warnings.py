@@ -28,8 +28,7 @@ def test_keras_warns_for_a_dataset_with_the_default_shuffle():
     x, y = _doctest_namespace.x, _doctest_namespace.y
     model = keras.Sequential([keras.Input((x.shape[1],)), keras.layers.Dense(3)])
     model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    found = _fit_warnings(lambda: model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=1,
-                                            verbose=0))
+    found = _fit_warnings(lambda: model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=1, verbose=0))
     assert any(SHUFFLE in m for m in found), found
 
 

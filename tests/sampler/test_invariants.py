@@ -56,21 +56,30 @@ def _fit(jit=False, data=None, nll=None, **kw):
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_scheduled_temperature_reaching_zero(jit):
-    with pytest.raises(invariants.InvariantError, match=r"at step 6, chain slot 0 .*temperatures: chain 0 has "
-                                                    r"temperature 0; it must be > 0 with swaps") as err:
+    with pytest.raises(
+        invariants.InvariantError,
+        match=r"at step 6, chain slot 0 .*temperatures: chain 0 has "
+        r"temperature 0; it must be > 0 with swaps",
+    ) as err:
         _fit(jit, temperatures=[Drop(1.0, 0.0, 6), 2.0])
     assert (err.value.kind, err.value.step, err.value.chain, err.value.value) == ("temperature", 6, 0, 0.0)
 
 
 def test_temperatures_that_stop_increasing():
-    with pytest.raises(invariants.InvariantError, match=r"at step 5, chain slot 1 .*strictly increasing.*chain 1 "
-                                                    r"has 0.5, not above chain 0"):
+    with pytest.raises(
+        invariants.InvariantError,
+        match=r"at step 5, chain slot 1 .*strictly increasing.*chain 1 "
+        r"has 0.5, not above chain 0",
+    ):
         _fit(temperatures=[1.0, Drop(2.0, 0.5, 5)])
 
 
 def test_scheduled_learning_rate_reaching_zero():
-    with pytest.raises(invariants.InvariantError, match=r"at step 9, chain slot 1 .*learning rate 0\).*"
-                                                    r"learning_rates: chain 1 has learning rate 0"):
+    with pytest.raises(
+        invariants.InvariantError,
+        match=r"at step 9, chain slot 1 .*learning rate 0\).*"
+        r"learning_rates: chain 1 has learning rate 0",
+    ):
         _fit(learning_rates=[1e-3, Drop(1e-3, 0.0, 9)])
 
 
@@ -84,15 +93,19 @@ def test_non_finite_input_stops_before_a_non_finite_weight_is_written(jit):
     """A NaN in example 37 (batch 2, i.e. step 2) of a tf.data pipeline (arrays are refused on
     the host before fit starts): reported at that step as the input's fault, not a divergence; no weight becomes NaN (under XLA too,
     where tf.debugging asserts are compiled away)."""
-    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[1.0, 2.0],
-                                       learning_rates=1e-3, seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(
+        net, data_size=N, num_chains=2, temperatures=[1.0, 2.0], learning_rates=1e-3, seed=0
+    )
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     x, y = _data(nan_at=37)
     with pytest.raises(ValueError, match="fit: x holds non-finite values"):
         s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
-    with pytest.raises(invariants.InvariantError, match=r"at step 2, .*holds 1 non-finite input value.*not a "
-                                                        r"divergence") as err:
+    with pytest.raises(
+        invariants.InvariantError,
+        match=r"at step 2, .*holds 1 non-finite input value.*not a "
+        r"divergence",
+    ) as err:
         s.fit(ds, epochs=1, verbose=0)
     assert err.value.kind == "input" and not isinstance(err.value, invariants.DivergenceError)
     assert "learning_rates" not in str(err.value)  # the data's fault, not the step size's
@@ -111,8 +124,7 @@ def test_nll_with_the_wrong_length():
     message = r"nll returned 32 values for a batch of 16; it must return one negative log-likelihood per example"
     with pytest.raises(ValueError, match=message):  # static batch size: refused when the step is traced
         _fit(nll=doubled_nll)
-    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[1.0, 2.0], seed=0,
-                                       nll=doubled_nll)
+    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[1.0, 2.0], seed=0, nll=doubled_nll)
     ds = tf.data.Dataset.from_tensor_slices(_data()).batch(16)  # unknown static batch size: in-graph check
     with pytest.raises(invariants.InvariantError, match=r"at step 0, .*" + message):
         s.fit(ds, epochs=1, verbose=0)
@@ -137,8 +149,16 @@ def test_divergence_keeps_earlier_samples_and_flags_the_exploding_ones(tmp_path)
     was exploding are flagged in the manifest, and the divergence is recorded there."""
     from tf_vrre.runs.samples import read_manifest
 
-    s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=1, temperatures=1.0, swap=None,
-                                       learning_rates=Drop(1e-4, 1.0, 12), dynamics="sgld", seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(
+        net,
+        data_size=N,
+        num_chains=1,
+        temperatures=1.0,
+        swap=None,
+        learning_rates=Drop(1e-4, 1.0, 12),
+        dynamics="sgld",
+        seed=0,
+    )
     s.compile(loss=keras.losses.MeanSquaredError(reduction=None))  # quadratic: the jump diverges
     x, _ = _data()
     y = x[:, :3] * 2.0

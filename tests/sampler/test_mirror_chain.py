@@ -24,8 +24,13 @@ def test_one_device_and_mirrored_are_the_same_chain():
     env.pop("TF_VRRE_JIT_COMPILE", None)  # the default "auto" rule, not the suite's XLA-off setting
     reports = {}
     for name in VARIANTS:  # one process each: logical devices and a fresh collective runtime
-        out = subprocess.run([sys.executable, os.path.join(HELPERS, "_mirror_chain.py"), name],
-                             capture_output=True, text=True, env=env, timeout=900)
+        out = subprocess.run(
+            [sys.executable, os.path.join(HELPERS, "_mirror_chain.py"), name],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
         assert out.returncode == 0, (name, out.stderr[-3000:])
         reports.update(json.loads(out.stdout.strip().splitlines()[-1]))
     for name, r in reports.items():

@@ -39,8 +39,13 @@ def _data():
 def _run(name, **kw):
     with policy(name):
         s = tf_vrre.ReplicaExchangeSampler(
-            net, data_size=N, num_chains=2, seed=4, variance_reduction=tf_vrre.ControlVariates(period=3),
-            **{"temperatures": [0.01, 0.02], "learning_rates": 2e-3, **kw})
+            net,
+            data_size=N,
+            num_chains=2,
+            seed=4,
+            variance_reduction=tf_vrre.ControlVariates(period=3),
+            **{"temperatures": [0.01, 0.02], "learning_rates": 2e-3, **kw},
+        )
         s.set_reference_data(_data())
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         x, y = _data()
@@ -81,16 +86,17 @@ def test_bfloat16_swap_decisions_agree_with_float32_where_energy_gaps_are_large(
 
 def test_float16_loss_scale_backs_off_on_overflow_and_the_chain_moves():
     with policy("mixed_float16"):
-        s = tf_vrre.ReplicaExchangeSampler(net, data_size=N, num_chains=2, temperatures=[0.01, 0.02],
-                                           learning_rates=2e-3, seed=4)
+        s = tf_vrre.ReplicaExchangeSampler(
+            net, data_size=N, num_chains=2, temperatures=[0.01, 0.02], learning_rates=2e-3, seed=4
+        )
         s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        assert s.state.loss_scale is not None and s.state.loss_scale.scale.numpy() == pytest.approx(2.0 ** 15 / N)
+        assert s.state.loss_scale is not None and s.state.loss_scale.scale.numpy() == pytest.approx(2.0**15 / N)
         s.state.loss_scale.scale.assign(1e12)  # float16 gradients overflow at this scale
         before = s.cold_model.get_weights()
         x, y = _data()
         s.fit(x, y, batch_size=32, epochs=10, verbose=0, shuffle=False)  # no DivergenceError
     scale = float(s.state.loss_scale.scale.numpy())
-    assert scale < 1e12 / 2 ** 10, scale  # halved at least 10 times ...
+    assert scale < 1e12 / 2**10, scale  # halved at least 10 times ...
     after = s.cold_model.get_weights()
     assert all(np.isfinite(w).all() for w in after)
     assert any(np.abs(a - b).max() > 0 for a, b in zip(after, before))  # ... then the chain moved

@@ -27,12 +27,19 @@ def _free_port():
 def test_two_workers_match_one(tmp_path):
     cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(2)]}
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    workers = [subprocess.Popen(
-        [sys.executable, JOB, str(tmp_path / "multi")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})))
-        for i in range(2)]
-    ref = subprocess.run([sys.executable, JOB, str(tmp_path / "single")], capture_output=True, text=True, env=env,
-                         timeout=600)
+    workers = [
+        subprocess.Popen(
+            [sys.executable, JOB, str(tmp_path / "multi")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})),
+        )
+        for i in range(2)
+    ]
+    ref = subprocess.run(
+        [sys.executable, JOB, str(tmp_path / "single")], capture_output=True, text=True, env=env, timeout=600
+    )
     outs = [w.communicate(timeout=600)[0] for w in workers]
     assert ref.returncode == 0, ref.stderr[-3000:]
     for w, out in zip(workers, outs):
@@ -47,8 +54,9 @@ def test_two_workers_match_one(tmp_path):
     # energy columns below), not 1e-5 of itself.  delta = 1/0.05 - 1/0.5 (the job's temperatures).
     delta, log_ratio = 1 / 0.05 - 1 / 0.5, 7
     scale = np.abs(single["swap_log"][:, 5]) + np.abs(single["swap_log"][:, 6])
-    np.testing.assert_array_less(np.abs(multi["swap_log"][:, log_ratio] - single["swap_log"][:, log_ratio]),
-                                 1e-5 * delta * scale + 1e-5)
+    np.testing.assert_array_less(
+        np.abs(multi["swap_log"][:, log_ratio] - single["swap_log"][:, log_ratio]), 1e-5 * delta * scale + 1e-5
+    )
     for key in multi.files:
         if multi[key].dtype.kind == "f":
             a, b = multi[key], single[key]

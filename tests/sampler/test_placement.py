@@ -21,8 +21,14 @@ ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HELPERS, os.environ.get
 
 
 def run(*args):
-    out = subprocess.run([sys.executable, os.path.join(HELPERS, "_placement_check.py"), *map(str, args)],
-                         check=False, capture_output=True, text=True, env=ENV, timeout=600)
+    out = subprocess.run(
+        [sys.executable, os.path.join(HELPERS, "_placement_check.py"), *map(str, args)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     return out
 
 
@@ -39,8 +45,9 @@ def net():
 
 
 def make(**kwargs):
-    return tf_vrre.ReplicaExchangeSampler(net, data_size=32, num_chains=2, temperatures=[1.0, 2.0],
-                                          learning_rates=1e-3, **kwargs)
+    return tf_vrre.ReplicaExchangeSampler(
+        net, data_size=32, num_chains=2, temperatures=[1.0, 2.0], learning_rates=1e-3, **kwargs
+    )
 
 
 # ---- refusals, before anything is built ------------------------------------------------------
@@ -55,14 +62,18 @@ def test_chain_per_replica_needs_a_strategy():
 
 
 def test_unsupported_strategy_is_refused():
-    with tf.distribute.OneDeviceStrategy("/cpu:0").scope(), \
-            pytest.raises(ValueError, match="not available under OneDeviceStrategy.*MirroredStrategy, TPUStrategy"):
+    with (
+        tf.distribute.OneDeviceStrategy("/cpu:0").scope(),
+        pytest.raises(ValueError, match="not available under OneDeviceStrategy.*MirroredStrategy, TPUStrategy"),
+    ):
         make(placement="chain_per_replica")
 
 
 def test_replicas_must_equal_num_chains():
-    with tf.distribute.MirroredStrategy(["/cpu:0"]).scope(), \
-            pytest.raises(ValueError, match=r"num_chains=2 but the MirroredStrategy has 1 replicas in sync"):
+    with (
+        tf.distribute.MirroredStrategy(["/cpu:0"]).scope(),
+        pytest.raises(ValueError, match=r"num_chains=2 but the MirroredStrategy has 1 replicas in sync"),
+    ):
         make(placement="chain_per_replica")
 
 
@@ -92,7 +103,7 @@ def check_invariance(r, chains):
     assert r["log_keys"] == []
     for key in ("variable_diff", "cold_diff", "log_diff", "swap_row_diff", "sample_diff"):
         assert r[key] < 1e-5, (key, r)
-    assert r["swaps"][0] == r["swaps"][1] > 0, r            # the same swaps were accepted
+    assert r["swaps"][0] == r["swaps"][1] > 0, r  # the same swaps were accepted
     assert r["attempts"][0] == r["attempts"][1] == r["swap_rows"][0] == r["swap_rows"][1], r
     assert r["sample_steps"][0] == r["sample_steps"][1] != [], r
     assert sorted(r["rungs"]) == list(range(chains)) and r["rungs"] != list(range(chains)), r  # labels moved
@@ -118,10 +129,10 @@ def test_weights_never_cross_devices():
     for k in (2, 4):
         t = r[f"chain_per_replica/{k}/8"]
         row = n + 6 + (5 if k == 4 else 0)  # K = 4 runs the adaptive coefficient: 5 cross moments more
-        assert 0 < t["largest"] <= row, t                         # no tensor beyond one chain's row
-        assert t["kinds"]["all_gather"] == k * row * 8, t         # one gather of one row per replica
+        assert 0 < t["largest"] <= row, t  # no tensor beyond one chain's row
+        assert t["kinds"]["all_gather"] == k * row * 8, t  # one gather of one row per replica
         assert "all_reduce" not in t["kinds"], t
-        assert t["largest_edge"] == 1, t                          # other copies: scalars (fault flags, logs)
+        assert t["largest_edge"] == 1, t  # other copies: scalars (fault flags, logs)
     # the measurement sees weights: width 8 -> 64 adds 560 trainable weights per chain (4*56 + 56
     # kernel and bias, 2*56 BatchNorm, 56*3 kernel), whose float32 gradients replicated placement
     # all-reduces for 2 chains on each of 2 replicas

@@ -68,19 +68,22 @@ def _batch_means_se(series, batches=12):
     return means.mean(0), means.std(0, ddof=1) / np.sqrt(batches)
 
 
-@pytest.mark.parametrize("dynamics,lr,tau,batch,jit", [
-    ("sgld", 2e-5, 1.0, 250, False),
-    ("sghmc", 5e-6, 1.0, 500, False),
-    ("sghmc", 5e-6, 4.0, 500, False),
-    ("sghmc", 5e-6, 4.0, 500, True),   # the XLA-compiled step samples the same law
-])
+@pytest.mark.parametrize(
+    "dynamics,lr,tau,batch,jit",
+    [
+        ("sgld", 2e-5, 1.0, 250, False),
+        ("sghmc", 5e-6, 1.0, 500, False),
+        ("sghmc", 5e-6, 4.0, 500, False),
+        ("sghmc", 5e-6, 4.0, 500, True),  # the XLA-compiled step samples the same law
+    ],
+)
 def test_conjugate_linear_regression(dynamics, lr, tau, batch, jit):
     x, y = _data()
     xd, yd = x.astype(np.float64), y.astype(np.float64)
-    a = xd.T @ xd / NOISE_SD ** 2 + WD * np.eye(D)
-    mean = np.linalg.solve(a, xd.T @ yd / NOISE_SD ** 2)
+    a = xd.T @ xd / NOISE_SD**2 + WD * np.eye(D)
+    mean = np.linalg.solve(a, xd.T @ yd / NOISE_SD**2)
     exact_cov = tau * np.linalg.inv(a)
-    g = -xd * ((yd - xd @ mean) / NOISE_SD ** 2)[:, None]  # per-example gradients at the mean
+    g = -xd * ((yd - xd @ mean) / NOISE_SD**2)[:, None]  # per-example gradients at the mean
     c = N * N / batch * np.cov(g.T, bias=True)
     pred_cov = _stationary_cov(dynamics, lr, tau, a, c, 0.9)
 
@@ -89,8 +92,17 @@ def test_conjugate_linear_regression(dynamics, lr, tau, batch, jit):
     idx = rng.integers(0, N, size=(burn + steps, batch))  # mini-batches drawn with replacement
     ds = tf.data.Dataset.from_tensor_slices((x[idx], y[idx]))
     sampler = tf_vrre.ReplicaExchangeSampler(
-        replicated_regression, data_size=N, num_chains=1, temperatures=tau, learning_rates=lr,
-        dynamics=dynamics, momentum=0.9, weight_decay=WD, nll=replicated_nll, seed=11)
+        replicated_regression,
+        data_size=N,
+        num_chains=1,
+        temperatures=tau,
+        learning_rates=lr,
+        dynamics=dynamics,
+        momentum=0.9,
+        weight_decay=WD,
+        nll=replicated_nll,
+        seed=11,
+    )
     sampler.compile(steps_per_execution=thin, jit_compile=jit)
     assert sampler.jit_compile is jit
     kernel = sampler.cold_model.trainable_weights[0]
@@ -101,7 +113,7 @@ def test_conjugate_linear_regression(dynamics, lr, tau, batch, jit):
             samples.append(kernel.numpy().T.copy())  # [R, D]
 
     sampler.fit(ds, epochs=1, verbose=0, callbacks=[Record()])
-    s = np.asarray(samples, np.float64)[burn // thin:]  # [T, R, D]
+    s = np.asarray(samples, np.float64)[burn // thin :]  # [T, R, D]
     assert s.shape[0] >= 800
 
     est_mean, se_mean = _batch_means_se(s.mean(1))

@@ -42,35 +42,46 @@ def _classification_data(n=120, seed=0):
 
 
 def _mixture_sampler(**kw):
-    args = dict(data_size=N_MIX, num_chains=2, temperatures=[10.0, 1000.0], learning_rates=1e-4,
-                dynamics="sgld", weight_decay=target.weight_decay(), nll=target.nll, seed=5)
+    args = dict(
+        data_size=N_MIX,
+        num_chains=2,
+        temperatures=[10.0, 1000.0],
+        learning_rates=1e-4,
+        dynamics="sgld",
+        weight_decay=target.weight_decay(),
+        nll=target.nll,
+        seed=5,
+    )
     args.update(kw)
     return tf_vrre.ReplicaExchangeSampler(target.build_default_model, **args)
 
 
 # ---- validation ---------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs,match", [
-    ({"temperatures": [2.0, 1.0]}, "strictly increasing"),
-    ({"temperatures": [1.0, 1.0]}, "strictly increasing"),
-    ({"temperatures": [0.0, 1.0]}, "> 0"),
-    ({"temperatures": [1.0]}, "one entry per chain"),
-    ({"temperatures": None}, "temperatures"),
-    ({"learning_rates": 0.0}, "learning_rates"),
-    ({"learning_rates": [-1e-4, 1e-4]}, "learning_rates"),
-    ({"num_chains": 0}, "num_chains"),
-    ({"num_chains": 1, "temperatures": 1.0, "swap": "corrected"}, "num_chains >= 2"),
-    ({"num_chains": 1, "temperatures": 1.0, "swap": tf_vrre.CorrectedSwap()}, "num_chains >= 2"),
-    ({"data_size": None}, "data_size"),
-    ({"data_size": 0}, "data_size"),
-    ({"dynamics": "hmc"}, "dynamics"),
-    ({"momentum": 1.0}, "momentum"),
-    ({"weight_decay": -1.0}, "weight_decay"),
-    ({"energy_mode": "eval"}, "energy_mode"),
-    ({"swap": "bogus"}, "swap"),
-    ({"swap": None, "variance_reduction": tf_vrre.ControlVariates(period=4)}, "variance_reduction"),
-    ({"dynamics": "msgd"}, "swap"),
-    ({"dynamics": "msgd", "num_chains": 1, "temperatures": 1.0, "swap": None}, "temperatures"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"temperatures": [2.0, 1.0]}, "strictly increasing"),
+        ({"temperatures": [1.0, 1.0]}, "strictly increasing"),
+        ({"temperatures": [0.0, 1.0]}, "> 0"),
+        ({"temperatures": [1.0]}, "one entry per chain"),
+        ({"temperatures": None}, "temperatures"),
+        ({"learning_rates": 0.0}, "learning_rates"),
+        ({"learning_rates": [-1e-4, 1e-4]}, "learning_rates"),
+        ({"num_chains": 0}, "num_chains"),
+        ({"num_chains": 1, "temperatures": 1.0, "swap": "corrected"}, "num_chains >= 2"),
+        ({"num_chains": 1, "temperatures": 1.0, "swap": tf_vrre.CorrectedSwap()}, "num_chains >= 2"),
+        ({"data_size": None}, "data_size"),
+        ({"data_size": 0}, "data_size"),
+        ({"dynamics": "hmc"}, "dynamics"),
+        ({"momentum": 1.0}, "momentum"),
+        ({"weight_decay": -1.0}, "weight_decay"),
+        ({"energy_mode": "eval"}, "energy_mode"),
+        ({"swap": "bogus"}, "swap"),
+        ({"swap": None, "variance_reduction": tf_vrre.ControlVariates(period=4)}, "variance_reduction"),
+        ({"dynamics": "msgd"}, "swap"),
+        ({"dynamics": "msgd", "num_chains": 1, "temperatures": 1.0, "swap": None}, "temperatures"),
+    ],
+)
 def test_invalid_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         _mixture_sampler(**kwargs)
@@ -89,14 +100,16 @@ def test_type_errors():
 
 def test_model_fn_must_return_built_model():
     with pytest.raises(ValueError, match="built"):
-        tf_vrre.ReplicaExchangeSampler(lambda: keras.Sequential([keras.layers.Dense(2)]), data_size=10,
-                                       num_chains=1, nll=target.nll)
+        tf_vrre.ReplicaExchangeSampler(
+            lambda: keras.Sequential([keras.layers.Dense(2)]), data_size=10, num_chains=1, nll=target.nll
+        )
 
 
 def test_dataset_structure_errors():
     x, y = _classification_data()
-    s = tf_vrre.ReplicaExchangeSampler(small_classifier, data_size=len(x), num_chains=2,
-                                       temperatures=[1.0, 2.0], learning_rates=1e-3, seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(
+        small_classifier, data_size=len(x), num_chains=2, temperatures=[1.0, 2.0], learning_rates=1e-3, seed=0
+    )
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     with pytest.raises(ValueError, match="labels"):
         s.fit(tf.data.Dataset.from_tensor_slices(x).batch(30), epochs=1, verbose=0)
@@ -123,14 +136,34 @@ def test_compile_errors():
 # ---- config ---------------------------------------------------------------------------------
 def test_config_round_trip():
     sched = keras.optimizers.schedules.ExponentialDecay(1e-4, decay_steps=10, decay_rate=0.9)
-    s = _mixture_sampler(num_chains=3, temperatures=[1.0, 10.0, 100.0], learning_rates=[sched, 1e-4, 2e-4],
-                         swap=tf_vrre.CorrectedSwap(correction=5.0, pairs="deo", cooling_steps=3),
-                         variance_reduction=tf_vrre.ControlVariates(period=7, coefficient="adaptive"),
-                         energy_mode="train", independent_init=True)
+    s = _mixture_sampler(
+        num_chains=3,
+        temperatures=[1.0, 10.0, 100.0],
+        learning_rates=[sched, 1e-4, 2e-4],
+        swap=tf_vrre.CorrectedSwap(correction=5.0, pairs="deo", cooling_steps=3),
+        variance_reduction=tf_vrre.ControlVariates(period=7, coefficient="adaptive"),
+        energy_mode="train",
+        independent_init=True,
+    )
     cfg = s.get_config()
-    assert set(cfg) == {"name", "model_fn", "data_size", "num_chains", "temperatures", "learning_rates",
-                        "dynamics", "momentum", "weight_decay", "swap", "variance_reduction",
-                        "energy_mode", "nll", "seed", "independent_init", "placement"}
+    assert set(cfg) == {
+        "name",
+        "model_fn",
+        "data_size",
+        "num_chains",
+        "temperatures",
+        "learning_rates",
+        "dynamics",
+        "momentum",
+        "weight_decay",
+        "swap",
+        "variance_reduction",
+        "energy_mode",
+        "nll",
+        "seed",
+        "independent_init",
+        "placement",
+    }
     back = tf_vrre.ReplicaExchangeSampler.from_config(cfg)
     assert back.get_config() == cfg
     assert back.swap_rule.get_config() == s.swap_rule.get_config()
@@ -143,16 +176,35 @@ def test_config_round_trip():
 # ---- training API -----------------------------------------------------------------------------
 def test_classifier_fit_logs_and_csv(tmp_path):
     x, y = _classification_data()
-    s = tf_vrre.ReplicaExchangeSampler(small_classifier, data_size=len(x), num_chains=2,
-                                       temperatures=[0.01, 0.05], learning_rates=[1e-3, 1.5e-3],
-                                       weight_decay=1.0, seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(
+        small_classifier,
+        data_size=len(x),
+        num_chains=2,
+        temperatures=[0.01, 0.05],
+        learning_rates=[1e-3, 1.5e-3],
+        weight_decay=1.0,
+        seed=0,
+    )
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(120, seed=0).batch(30)
     path = tmp_path / "log.csv"
     hist = s.fit(ds, epochs=4, verbose=0, callbacks=[keras.callbacks.CSVLogger(str(path))])
     logs = {k: v[-1] for k, v in hist.history.items()}
-    for key in ("loss", "loss_1", "accuracy", "accuracy_1", "swaps", "swap_attempts", "accept_rate",
-                "sigma2_0", "temperature_0", "temperature_1", "lr_0", "lr_1", "correction"):
+    for key in (
+        "loss",
+        "loss_1",
+        "accuracy",
+        "accuracy_1",
+        "swaps",
+        "swap_attempts",
+        "accept_rate",
+        "sigma2_0",
+        "temperature_0",
+        "temperature_1",
+        "lr_0",
+        "lr_1",
+        "correction",
+    ):
         assert key in logs, key
         assert isinstance(logs[key], float), (key, type(logs[key]))
         assert np.isfinite(logs[key])
@@ -181,8 +233,9 @@ def test_regression_with_compiled_mse_and_single_chain_msgd():
         inp = keras.Input((4,))
         return keras.Model(inp, keras.layers.Dense(1)(inp))
 
-    s = tf_vrre.ReplicaExchangeSampler(build, data_size=200, num_chains=1, dynamics="msgd",
-                                       learning_rates=1e-3, swap=None, seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(
+        build, data_size=200, num_chains=1, dynamics="msgd", learning_rates=1e-3, swap=None, seed=0
+    )
     s.compile(loss="mse")
     hist = s.fit(x, y, batch_size=50, epochs=30, verbose=0)
     assert hist.history["loss"][-1] < 0.05
@@ -201,10 +254,18 @@ def test_deep_ensemble_as_one_sampler_equal_temperatures_without_swaps():
         inp = keras.Input((4,))
         return keras.Model(inp, keras.layers.Dense(1, use_bias=False)(inp))
 
-    s = tf_vrre.ReplicaExchangeSampler(build, data_size=200, num_chains=3, dynamics="msgd", learning_rates=5e-4,
-                                       swap=None, seed=0, independent_init=True)
+    s = tf_vrre.ReplicaExchangeSampler(
+        build,
+        data_size=200,
+        num_chains=3,
+        dynamics="msgd",
+        learning_rates=5e-4,
+        swap=None,
+        seed=0,
+        independent_init=True,
+    )
     start = [m.get_weights()[0][:, 0].copy() for m in s.chains]
-    assert min(np.abs(a - b).max() for i, a in enumerate(start) for b in start[i + 1:]) > 1e-3
+    assert min(np.abs(a - b).max() for i, a in enumerate(start) for b in start[i + 1 :]) > 1e-3
     s.compile(loss="mse")
     s.fit(x, y, batch_size=50, epochs=60, verbose=0)
     np.testing.assert_array_equal(s.state.ladder.temperature.numpy(), [0.0, 0.0, 0.0])
@@ -214,9 +275,15 @@ def test_deep_ensemble_as_one_sampler_equal_temperatures_without_swaps():
 
 def test_bn_model_uses_inference_energies_and_runs():
     x, y = _classification_data()
-    s = tf_vrre.ReplicaExchangeSampler(bn_classifier, data_size=len(x), num_chains=2,
-                                       temperatures=[0.01, 0.1], learning_rates=1e-3, seed=0,
-                                       variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=64))
+    s = tf_vrre.ReplicaExchangeSampler(
+        bn_classifier,
+        data_size=len(x),
+        num_chains=2,
+        temperatures=[0.01, 0.1],
+        learning_rates=1e-3,
+        seed=0,
+        variance_reduction=tf_vrre.ControlVariates(period=3, batch_size=64),
+    )
     assert s.energy_mode == "inference"
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -257,21 +324,27 @@ def test_reference_dataset_and_arrays_give_identical_trajectories():
 def test_vr_energy_is_exact_at_refresh():
     data = target.make_data(N_MIX, seed=1)
     # The paper's penalty: no swap before the first sigma2 window, so the states stay in their slots.
-    s = _mixture_sampler(variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64),
-                         swap=tf_vrre.CorrectedSwap(penalty="window"))
+    s = _mixture_sampler(
+        variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64),
+        swap=tf_vrre.CorrectedSwap(penalty="window"),
+    )
     s.chains[1].set_weights([np.float32(20.0)])
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).batch(40).take(1), epochs=1, verbose=0)
     exact = target.energy(np.array([30.0, 20.0]), data)
     np.testing.assert_allclose(s.state.swap.last_energy.numpy(), exact, rtol=1e-6)
-    np.testing.assert_allclose(s.state.control_variates.snapshot_energy.numpy(),
-                               exact - 0.5 * np.array([30.0, 20.0]) ** 2 / target.PRIOR_SD ** 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        s.state.control_variates.snapshot_energy.numpy(),
+        exact - 0.5 * np.array([30.0, 20.0]) ** 2 / target.PRIOR_SD**2,
+        rtol=1e-6,
+    )
 
 
 def test_swap_moves_whole_state_and_rescales_velocity():
     data = target.make_data(N_MIX)
-    s = _mixture_sampler(dynamics="sghmc", learning_rates=[1e-4, 2e-4],
-                         variance_reduction=tf_vrre.ControlVariates(period=4))
+    s = _mixture_sampler(
+        dynamics="sghmc", learning_rates=[1e-4, 2e-4], variance_reduction=tf_vrre.ControlVariates(period=4)
+    )
     s.chains[0].set_weights([np.float32(1.0)])
     s.chains[1].set_weights([np.float32(2.0)])
     s.snapshots[0].set_weights([np.float32(-1.0)])
@@ -280,8 +353,13 @@ def test_swap_moves_whole_state_and_rescales_velocity():
     s.state.chains.velocities[1][0].assign(-0.25)
     s.state.control_variates.snapshot_energy.assign([10.0, 20.0])
     lrs, temps = tf.constant([1e-4, 2e-4]), tf.constant([10.0, 1000.0])
-    (g0, g1), = state.exchange(s.state.chains, s.state.control_variates, tf.constant([1, 0]), (lrs, temps),
-                               [[tf.constant(7.0), tf.constant(8.0)]])
+    ((g0, g1),) = state.exchange(
+        s.state.chains,
+        s.state.control_variates,
+        tf.constant([1, 0]),
+        (lrs, temps),
+        [[tf.constant(7.0), tf.constant(8.0)]],
+    )
     assert (float(g0), float(g1)) == (8.0, 7.0)
     assert float(s.chains[0].weights[0].numpy()) == 2.0 and float(s.chains[1].weights[0].numpy()) == 1.0
     assert float(s.snapshots[0].weights[0].numpy()) == -2.0
@@ -305,9 +383,18 @@ DELTA_U = 2.4
 def test_two_state_swap_rate_and_direction():
     """Exact energies (full batch, so sigma2 = 0): swaps follow min(1, exp(delta (U1 - U2)))."""
     x = np.zeros((100, 1), np.float32)
-    s = tf_vrre.ReplicaExchangeSampler(scalar_model, data_size=100, num_chains=2, temperatures=[1.0, 2.0],
-                                       learning_rates=1e-12, dynamics="sgld", nll=two_state_nll,
-                                       swap=tf_vrre.CorrectedSwap(period=1), seed=2, independent_init=True)
+    s = tf_vrre.ReplicaExchangeSampler(
+        scalar_model,
+        data_size=100,
+        num_chains=2,
+        temperatures=[1.0, 2.0],
+        learning_rates=1e-12,
+        dynamics="sgld",
+        nll=two_state_nll,
+        swap=tf_vrre.CorrectedSwap(period=1),
+        seed=2,
+        independent_init=True,
+    )
     s.chains[0].set_weights([np.float32(0.0)])
     s.chains[1].set_weights([np.float32(1.0)])
     states = []
@@ -317,8 +404,13 @@ def test_two_state_swap_rate_and_direction():
             states.append(float(s.cold_model.weights[0].numpy()))
 
     steps = 1500
-    s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=steps, epochs=1,
-          verbose=0, callbacks=[Track()])
+    s.fit(
+        tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(),
+        steps_per_epoch=steps,
+        epochs=1,
+        verbose=0,
+        callbacks=[Track()],
+    )
     cold_low = np.round(np.asarray(states)) == 0.0  # state after each step
     assert float(s.state.swap.sigma2.numpy()[0]) == 0.0
     p = np.exp(-(1.0 - 0.5) * DELTA_U)  # cold in the low state -> swap with prob exp(delta (U_lo - U_hi))
@@ -337,13 +429,20 @@ def test_two_state_swap_rate_and_direction():
 
 def test_cooling_allows_at_most_one_swap_per_window():
     x = np.zeros((100, 1), np.float32)
-    s = tf_vrre.ReplicaExchangeSampler(scalar_model, data_size=100, num_chains=2, temperatures=[1.0, 2.0],
-                                       learning_rates=1e-12, dynamics="sgld", nll=two_state_nll,
-                                       swap=tf_vrre.CorrectedSwap(period=1, cooling_steps=50), seed=2,
-                                       independent_init=True)
+    s = tf_vrre.ReplicaExchangeSampler(
+        scalar_model,
+        data_size=100,
+        num_chains=2,
+        temperatures=[1.0, 2.0],
+        learning_rates=1e-12,
+        dynamics="sgld",
+        nll=two_state_nll,
+        swap=tf_vrre.CorrectedSwap(period=1, cooling_steps=50),
+        seed=2,
+        independent_init=True,
+    )
     s.chains[1].set_weights([np.float32(1.0)])
-    hist = s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=51, epochs=4,
-                 verbose=0)
+    hist = s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=51, epochs=4, verbose=0)
     swaps = np.diff([0.0] + hist.history["swaps"])
     assert np.all(swaps <= 1) and hist.history["swaps"][-1] >= 2
 
@@ -351,9 +450,12 @@ def test_cooling_allows_at_most_one_swap_per_window():
 def test_ladder_of_three_chains_with_deo_and_random_pairs():
     data = target.make_data(N_MIX, seed=4)
     for pairs in ("deo", "random"):
-        s = _mixture_sampler(num_chains=3, temperatures=[10.0, 100.0, 1000.0],
-                             swap=tf_vrre.CorrectedSwap(pairs=pairs, period=4),
-                             variance_reduction=tf_vrre.ControlVariates(period=4))
+        s = _mixture_sampler(
+            num_chains=3,
+            temperatures=[10.0, 100.0, 1000.0],
+            swap=tf_vrre.CorrectedSwap(pairs=pairs, period=4),
+            variance_reduction=tf_vrre.ControlVariates(period=4),
+        )
         s.set_reference_data(data)
         hist = s.fit(tf.data.Dataset.from_tensor_slices(data).batch(20), epochs=3, verbose=0)
         for key in ("sigma2_0", "sigma2_1", "swaps_0", "swaps_1", "accept_rate_0", "accept_rate_1", "c_2"):
@@ -366,8 +468,9 @@ def test_ladder_of_three_chains_with_deo_and_random_pairs():
 
 def test_adaptive_coefficient_moves_and_stays_finite():
     data = target.make_data(N_MIX, seed=5)
-    s = _mixture_sampler(learning_rates=1e-3,
-                         variance_reduction=tf_vrre.ControlVariates(period=10, coefficient="adaptive"))
+    s = _mixture_sampler(
+        learning_rates=1e-3, variance_reduction=tf_vrre.ControlVariates(period=10, coefficient="adaptive")
+    )
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).repeat().batch(20), steps_per_epoch=60, epochs=1, verbose=0)
     c = s.state.control_variates.coefficient.numpy()
@@ -387,9 +490,15 @@ def test_set_temperatures_validates():
 
 def test_keras_save_and_load_restores_full_sampler_state(tmp_path):
     x, y = _classification_data()
-    s = tf_vrre.ReplicaExchangeSampler(small_classifier, data_size=len(x), num_chains=2, temperatures=[0.01, 0.05],
-                                       learning_rates=1e-3, seed=0,
-                                       variance_reduction=tf_vrre.ControlVariates(period=3))
+    s = tf_vrre.ReplicaExchangeSampler(
+        small_classifier,
+        data_size=len(x),
+        num_chains=2,
+        temperatures=[0.01, 0.05],
+        learning_rates=1e-3,
+        seed=0,
+        variance_reduction=tf_vrre.ControlVariates(period=3),
+    )
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     s.fit(x, y, batch_size=30, epochs=2, verbose=0)
@@ -412,8 +521,7 @@ def test_divergence_is_reported_not_silent():
         inp = keras.Input((4,))
         return keras.Model(inp, keras.layers.Dense(1)(inp))
 
-    s = tf_vrre.ReplicaExchangeSampler(linear, data_size=100, num_chains=1, dynamics="sgld",
-                                       learning_rates=1.0, seed=0)
+    s = tf_vrre.ReplicaExchangeSampler(linear, data_size=100, num_chains=1, dynamics="sgld", learning_rates=1.0, seed=0)
     s.compile(loss="mse")
     with pytest.raises(tf.errors.InvalidArgumentError, match="not finite"):
         s.fit(x, y, batch_size=20, epochs=50, verbose=0)
@@ -430,9 +538,17 @@ def test_cached_snapshot_energies_equal_snapshot_forwards(model_fn, mode):
     out = []
     for cache in (True, False):
         s = tf_vrre.ReplicaExchangeSampler(
-            model_fn, data_size=len(data[0]) if isinstance(data, tuple) else len(data), num_chains=2,
-            temperatures=[1.0, 30.0], learning_rates=1e-4, dynamics="sgld", seed=8, energy_mode=mode,
-            variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64, cache=cache), **kw)
+            model_fn,
+            data_size=len(data[0]) if isinstance(data, tuple) else len(data),
+            num_chains=2,
+            temperatures=[1.0, 30.0],
+            learning_rates=1e-4,
+            dynamics="sgld",
+            seed=8,
+            energy_mode=mode,
+            variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=64, cache=cache),
+            **kw,
+        )
         if "nll" not in kw:
             s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         s.set_reference_data(data)
@@ -448,8 +564,13 @@ def test_cached_snapshot_energies_equal_snapshot_forwards(model_fn, mode):
 
 def test_make_dataset_structure_and_errors():
     x, y = _classification_data()
-    s = tf_vrre.ReplicaExchangeSampler(small_classifier, data_size=len(x), num_chains=2, temperatures=[1.0, 2.0],
-                                       variance_reduction=tf_vrre.ControlVariates(period=4))
+    s = tf_vrre.ReplicaExchangeSampler(
+        small_classifier,
+        data_size=len(x),
+        num_chains=2,
+        temperatures=[1.0, 2.0],
+        variance_reduction=tf_vrre.ControlVariates(period=4),
+    )
     with pytest.raises(ValueError, match="set_reference_data"):
         s.make_dataset(10)
     s.set_reference_data((x, y))
@@ -468,15 +589,27 @@ def test_train_mode_snapshot_uses_batch_statistics_like_the_chain():
     U_hat + prior, U_hat summing training-mode (batch-statistics) losses over the reference
     batches; a snapshot evaluated with moving statistics gives something else."""
     x, y = _classification_data(80)
-    s = tf_vrre.ReplicaExchangeSampler(bn_classifier, data_size=80, num_chains=2, temperatures=[1.0, 2.0],
-                                       learning_rates=1e-4, energy_mode="train", weight_decay=0.5, seed=0,
-                                       independent_init=True,
-                                       variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=40))
+    s = tf_vrre.ReplicaExchangeSampler(
+        bn_classifier,
+        data_size=80,
+        num_chains=2,
+        temperatures=[1.0, 2.0],
+        learning_rates=1e-4,
+        energy_mode="train",
+        weight_decay=0.5,
+        seed=0,
+        independent_init=True,
+        variance_reduction=tf_vrre.ControlVariates(period=5, batch_size=40),
+    )
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")
-    expected = [float(loss(y[:40], c(x[:40], training=True))) + float(loss(y[40:], c(x[40:], training=True)))
-                + 0.25 * sum(float(np.sum(np.square(v.numpy()))) for v in c.trainable_weights) for c in s.chains]
+    expected = [
+        float(loss(y[:40], c(x[:40], training=True)))
+        + float(loss(y[40:], c(x[40:], training=True)))
+        + 0.25 * sum(float(np.sum(np.square(v.numpy()))) for v in c.trainable_weights)
+        for c in s.chains
+    ]
     s.fit(tf.data.Dataset.from_tensor_slices((x[:40], y[:40])).batch(40).take(1), epochs=1, verbose=0)
     np.testing.assert_allclose(s.state.swap.last_energy.numpy(), expected, rtol=1e-5)
 
@@ -491,10 +624,18 @@ def test_ladder_swaps_sample_the_exact_permutation_law(pairs, attempt_every):
 
     x = np.zeros((100, 1), np.float32)
     temps, vals = [1.0, 2.0, 4.0], [0.0, 1.0, 1.5]
-    s = tf_vrre.ReplicaExchangeSampler(scalar_model, data_size=100, num_chains=3, temperatures=temps,
-                                       learning_rates=1e-12, dynamics="sgld", nll=two_state_nll,
-                                       swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs, attempt_every=attempt_every), seed=3,
-                                       independent_init=True)
+    s = tf_vrre.ReplicaExchangeSampler(
+        scalar_model,
+        data_size=100,
+        num_chains=3,
+        temperatures=temps,
+        learning_rates=1e-12,
+        dynamics="sgld",
+        nll=two_state_nll,
+        swap=tf_vrre.CorrectedSwap(period=1, pairs=pairs, attempt_every=attempt_every),
+        seed=3,
+        independent_init=True,
+    )
     s.compile(steps_per_execution=4)  # the state every 4 steps
     for chain, b in zip(s.chains, vals):
         chain.set_weights([np.float32(b)])
@@ -504,8 +645,13 @@ def test_ladder_swaps_sample_the_exact_permutation_law(pairs, attempt_every):
         def on_train_batch_end(self, batch, logs=None):
             states.append(tuple(round(float(c.weights[0].numpy()), 2) for c in s.chains))  # noise: ~1e-3 over the run
 
-    s.fit(tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(), steps_per_epoch=6000, epochs=1,
-          verbose=0, callbacks=[Track()])
+    s.fit(
+        tf.data.Dataset.from_tensor_slices(x).batch(100).repeat(),
+        steps_per_epoch=6000,
+        epochs=1,
+        verbose=0,
+        callbacks=[Track()],
+    )
     perms = list(itertools.permutations(vals))
     w = np.array([np.exp(-sum(DELTA_U * b * b / t for b, t in zip(p, temps))) for p in perms])
     w /= w.sum()

@@ -33,17 +33,30 @@ def unregistered_nll(x, y, y_pred):
 
 
 def sampler(model_fn=small_net, chains=2, nll=None, vr=True, lr=2e-3):
-    s = ReplicaExchangeSampler(model_fn, data_size=N, num_chains=chains, temperatures=[1.0, 2.0, 4.0][:chains],
-                               learning_rates=lr, seed=0, swap=CorrectedSwap(correction=2.0), nll=nll,
-                               variance_reduction=ControlVariates(period=4) if vr else None)
+    s = ReplicaExchangeSampler(
+        model_fn,
+        data_size=N,
+        num_chains=chains,
+        temperatures=[1.0, 2.0, 4.0][:chains],
+        learning_rates=lr,
+        seed=0,
+        swap=CorrectedSwap(correction=2.0),
+        nll=nll,
+        variance_reduction=ControlVariates(period=4) if vr else None,
+    )
     if nll is None:
         s.compile(loss=LOSS)
     return s
 
 
-@pytest.mark.parametrize("kwargs, name", [({"model_fn": unregistered_net}, r"model_fn \(unregistered_net\)"),
-                                          ({"model_fn": lambda: small_net()}, r"model_fn \(<lambda>\)"),
-                                          ({"nll": unregistered_nll}, r"nll \(unregistered_nll\)")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"model_fn": unregistered_net}, r"model_fn \(unregistered_net\)"),
+        ({"model_fn": lambda: small_net()}, r"model_fn \(<lambda>\)"),
+        ({"nll": unregistered_nll}, r"nll \(unregistered_nll\)"),
+    ],
+)
 def test_unrestorable_config_fails_at_save_time_and_writes_nothing(tmp_path, kwargs, name):
     s = sampler(**kwargs, vr=False)
     target = tmp_path / "s.keras"
@@ -57,8 +70,14 @@ def test_unrestorable_config_fails_at_save_time_and_writes_nothing(tmp_path, kwa
     x, y = data()
     checkpoint = keras.callbacks.ModelCheckpoint(str(tmp_path / "m.keras"))
     with pytest.raises(ValueError, match=message):
-        s.fit(x, y if "nll" not in kwargs else np.zeros(N, "float32"), batch_size=16, epochs=1, verbose=0,
-              callbacks=[checkpoint])
+        s.fit(
+            x,
+            y if "nll" not in kwargs else np.zeros(N, "float32"),
+            batch_size=16,
+            epochs=1,
+            verbose=0,
+            callbacks=[checkpoint],
+        )
     assert not (tmp_path / "m.keras").exists()
     s.save_weights(str(tmp_path / "state.weights.h5"))  # the state alone still saves
 
@@ -78,12 +97,17 @@ def test_load_weights_names_num_chains_and_architecture(tmp_path):
     with pytest.raises(ValueError, match=r"three.weights.h5 holds 3 chains; this sampler has num_chains=2"):
         two.load_weights(str(tmp_path / "three.weights.h5"))
     sampler(model_fn=wide_net).save_weights(str(tmp_path / "wide.weights.h5"))
-    with pytest.raises(ValueError, match=r"wide.weights.h5: its chains have another architecture than this sampler's "
-                                         r"model_fn builds: 4 weight arrays \[\(3,\), \(4, 5\), \(5,\), \(5, 3\)\] in "
-                                         r"the file, 2 \[\(3,\), \(4, 3\)\] here"):
+    with pytest.raises(
+        ValueError,
+        match=r"wide.weights.h5: its chains have another architecture than this sampler's "
+        r"model_fn builds: 4 weight arrays \[\(3,\), \(4, 5\), \(5,\), \(5, 3\)\] in "
+        r"the file, 2 \[\(3,\), \(4, 3\)\] here",
+    ):
         two.load_weights(str(tmp_path / "wide.weights.h5"))
     sampler(chains=3).save(str(tmp_path / "three.keras"))
-    with pytest.raises(ValueError, match=r"three.keras holds a sampler with num_chains=3; this sampler has num_chains=2"):
+    with pytest.raises(
+        ValueError, match=r"three.keras holds a sampler with num_chains=3; this sampler has num_chains=2"
+    ):
         two.load_weights(str(tmp_path / "three.keras"))
     good = sampler()
     good.save_weights(str(tmp_path / "good.weights.h5"))
@@ -104,8 +128,11 @@ def test_load_model_after_the_registered_model_fn_changed_names_the_architecture
         return keras.Model(inp, keras.layers.Dense(3)(keras.layers.Dense(7)(inp)))
 
     try:
-        with pytest.raises(ValueError, match=r"the saved sampler state does not fit this sampler: \d+ state variables in "
-                                             r"the file, \d+ here .*another architecture .*did model_fn"):
+        with pytest.raises(
+            ValueError,
+            match=r"the saved sampler state does not fit this sampler: \d+ state variables in "
+            r"the file, \d+ here .*another architecture .*did model_fn",
+        ):
             keras.saving.load_model(str(tmp_path / "s.keras"))
     finally:
         keras.saving.get_custom_objects().pop(f"{PACKAGE}>changing_net", None)

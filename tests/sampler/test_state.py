@@ -18,9 +18,15 @@ from tf_vrre.sgmcmc import state
 
 
 def _sampler(**kwargs):
-    args = dict(data_size=N, num_chains=3, temperatures=[1.0, 2.0, 4.0], learning_rates=1e-3, seed=0,
-                swap=tf_vrre.CorrectedSwap(penalty="offset"),
-                variance_reduction=tf_vrre.ControlVariates(period=4, coefficient="adaptive"))
+    args = dict(
+        data_size=N,
+        num_chains=3,
+        temperatures=[1.0, 2.0, 4.0],
+        learning_rates=1e-3,
+        seed=0,
+        swap=tf_vrre.CorrectedSwap(penalty="offset"),
+        variance_reduction=tf_vrre.ControlVariates(period=4, coefficient="adaptive"),
+    )
     args.update(kwargs)
     return tf_vrre.ReplicaExchangeSampler(small_net, **args)
 
@@ -40,11 +46,32 @@ def _variables(record):
 
 
 # What files written before the state record existed hold, in this order (`vars/0, vars/1, ...`).
-LAYOUT = (["step", "temperature", "learning_rate"] + [f"velocity_{h}_{i}" for h in range(3) for i in range(2)]
-          + ["sigma2", "sigma2_ready", "swap_count", "attempt_count", "attempt_index", "last_swap_step",
-             "window_steps", "window_variance", "last_energy", "last_log_ratio", "correction", "swap_log",
-             "sigma2_offset", "offset_ready", "batch_energy", "snapshot_energy", "coefficient", "window_cov",
-             "window_var", "snapshot_nll"])
+LAYOUT = (
+    ["step", "temperature", "learning_rate"]
+    + [f"velocity_{h}_{i}" for h in range(3) for i in range(2)]
+    + [
+        "sigma2",
+        "sigma2_ready",
+        "swap_count",
+        "attempt_count",
+        "attempt_index",
+        "last_swap_step",
+        "window_steps",
+        "window_variance",
+        "last_energy",
+        "last_log_ratio",
+        "correction",
+        "swap_log",
+        "sigma2_offset",
+        "offset_ready",
+        "batch_energy",
+        "snapshot_energy",
+        "coefficient",
+        "window_cov",
+        "window_var",
+        "snapshot_nll",
+    ]
+)
 
 
 def test_state_holds_every_saved_variable_once_in_the_saved_order():
@@ -57,12 +84,19 @@ def test_state_holds_every_saved_variable_once_in_the_saved_order():
         s.state.swap = None
 
 
-@pytest.mark.parametrize("kwargs,parts", [
-    ({"num_chains": 1, "temperatures": 1.0, "dynamics": "sgld", "swap": None, "variance_reduction": None},
-     {"swap": None, "control_variates": None, "loss_scale": None}),
-    ({"num_chains": 2, "temperatures": [1.0, 2.0], "swap": "auto", "variance_reduction": None},
-     {"control_variates": None, "loss_scale": None}),
-])
+@pytest.mark.parametrize(
+    "kwargs,parts",
+    [
+        (
+            {"num_chains": 1, "temperatures": 1.0, "dynamics": "sgld", "swap": None, "variance_reduction": None},
+            {"swap": None, "control_variates": None, "loss_scale": None},
+        ),
+        (
+            {"num_chains": 2, "temperatures": [1.0, 2.0], "swap": "auto", "variance_reduction": None},
+            {"control_variates": None, "loss_scale": None},
+        ),
+    ],
+)
 def test_parts_that_do_not_apply_are_none(kwargs, parts):
     s = _sampler(**kwargs)
     for name, value in parts.items():

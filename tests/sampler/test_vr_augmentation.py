@@ -53,6 +53,7 @@ class ExactEnergies(keras.callbacks.Callback):
                 prior = tf.add_n([tf.reduce_sum(tf.square(tf.cast(w, tf.float64))) for w in chain.trainable_weights])
                 out.append(nll + 0.5 * s.weight_decay * prior)
             return tf.stack(out)
+
         return energies
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -74,17 +75,31 @@ def test_vr_energy_is_unbiased_on_an_augmented_run(image_data_dir):
     data, _, _ = load_training_data("cifar10", "npz", image_data_dir, subset=N, holdout=0)
     lr = 0.002 / N  # 0.002 on the mean loss
     s = tf_vrre.ReplicaExchangeSampler(
-        linear, data_size=N, num_chains=2, temperatures=[1e-3, 5e-3], learning_rates=[lr, 1.5 * lr],
-        dynamics="sgld", weight_decay=1.0, swap=tf_vrre.CorrectedSwap(correction=1e-12, period=1),
-        variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N), seed=0)
+        linear,
+        data_size=N,
+        num_chains=2,
+        temperatures=[1e-3, 5e-3],
+        learning_rates=[lr, 1.5 * lr],
+        dynamics="sgld",
+        weight_decay=1.0,
+        swap=tf_vrre.CorrectedSwap(correction=1e-12, period=1),
+        variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N),
+        seed=0,
+    )
     s.set_reference_data(data.reference)
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     freeze = tf_vrre.HyperparameterScheduler(
-        learning_rates=lambda e: [lr, 1.5 * lr] if e < TRAIN_EPOCHS else [1e-30, 1.5e-30])
+        learning_rates=lambda e: [lr, 1.5 * lr] if e < TRAIN_EPOCHS else [1e-30, 1.5e-30]
+    )
     record = ExactEnergies(*data.reference)
     aug = Augmentation(crop_padding=4, flip=True, erasing=1.0)
-    s.fit(data.dataset(BATCH, seed=0, counter=s.state.step, augmentation=aug), epochs=EPOCHS, verbose=0,
-          shuffle=False, callbacks=[freeze, record])
+    s.fit(
+        data.dataset(BATCH, seed=0, counter=s.state.step, augmentation=aug),
+        epochs=EPOCHS,
+        verbose=0,
+        shuffle=False,
+        callbacks=[freeze, record],
+    )
     steps, exact, est = np.array(record.steps), np.array(record.exact), np.array(record.estimate)
     frozen = steps >= TRAIN_EPOCHS * SPE
     assert frozen.sum() == (EPOCHS - TRAIN_EPOCHS) * SPE and not np.any(steps[frozen] % M == 0)  # no refresh
@@ -92,5 +107,5 @@ def test_vr_energy_is_unbiased_on_an_augmented_run(image_data_dir):
     for epoch in range(TRAIN_EPOCHS, EPOCHS):
         rows = (steps >= epoch * SPE) & (steps < (epoch + 1) * SPE)
         single = est[rows] - exact[rows]
-        assert np.all(single.std(axis=0) > 1.0)              # one batch is off by nats ...
+        assert np.all(single.std(axis=0) > 1.0)  # one batch is off by nats ...
         np.testing.assert_allclose(est[rows].mean(axis=0), exact[rows][0], rtol=0, atol=1e-3)  # ... the epoch is exact

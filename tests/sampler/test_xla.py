@@ -22,8 +22,9 @@ def test_every_pinned_configuration_compiles_and_runs_under_xla(name):
     """SGLD / SGHMC / M-SGD, K = 1 / 2 / 3, random / DEO pairs, cooling, scheduled F and lr,
     cached / forward / train-mode snapshot energies, adaptive c: all under XLA."""
     s, fit_kwargs = pr.build(name)
-    s.compile(**{**s._compile_args, "loss": None if s.nll is not None else s._compile_args["loss"],
-                 "jit_compile": True})
+    s.compile(
+        **{**s._compile_args, "loss": None if s.nll is not None else s._compile_args["loss"], "jit_compile": True}
+    )
     assert s.jit_compile is True
     s.fit(**fit_kwargs(s), epochs=2, verbose=0)
     state = pr.state(s)
@@ -43,9 +44,17 @@ def _cold_run(jit, temperatures=(1e-13, 2e-13)):
     """Default: noise ~ 1e-8 and swaps decided by sign(U_lo - U_hi) at refresh steps (sigma2 = 0 there)."""
     x, y = pr.data()
     s = tf_vrre.ReplicaExchangeSampler(
-        _net, data_size=pr.N, num_chains=2, temperatures=list(temperatures), learning_rates=[2e-3, 3e-3],
-        weight_decay=0.5, seed=3, independent_init=True, swap=tf_vrre.CorrectedSwap(correction=2.0),
-        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24))
+        _net,
+        data_size=pr.N,
+        num_chains=2,
+        temperatures=list(temperatures),
+        learning_rates=[2e-3, 3e-3],
+        weight_decay=0.5,
+        seed=3,
+        independent_init=True,
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=24),
+    )
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     s.fit(s.make_dataset(16), epochs=4, verbose=0)
@@ -95,8 +104,8 @@ def test_xla_and_graph_run_the_same_chain_with_noise():
 
 
 def test_auto_rule():
-    assert xla.resolve_jit_compile("auto", _net()) is True           # dense model on one CPU device
-    assert xla.resolve_jit_compile("auto", resnet(8)) is False        # convolutions on CPU: slower
+    assert xla.resolve_jit_compile("auto", _net()) is True  # dense model on one CPU device
+    assert xla.resolve_jit_compile("auto", resnet(8)) is False  # convolutions on CPU: slower
     assert xla.resolve_jit_compile(False, _net()) is False
     with pytest.raises(ValueError, match="jit_compile"):
         xla.resolve_jit_compile("yes", _net())
@@ -131,13 +140,29 @@ def test_one_compilation_serves_every_step():
 
     x = target.make_data(200, seed=0)
     sgld = tf_vrre.ReplicaExchangeSampler(
-        lambda: target.build_model(30.0), num_chains=1, temperatures=10.0, swap=None, data_size=200,
-        learning_rates=3e-4, dynamics="sgld", weight_decay=target.weight_decay(), nll=target.target_nll(), seed=0)
+        lambda: target.build_model(30.0),
+        num_chains=1,
+        temperatures=10.0,
+        swap=None,
+        data_size=200,
+        learning_rates=3e-4,
+        dynamics="sgld",
+        weight_decay=target.weight_decay(),
+        nll=target.target_nll(),
+        seed=0,
+    )
     assert _hlo_is_step_independent(sgld, tf.constant(x[:50]))
     xs, ys = pr.data()
     vr = tf_vrre.ReplicaExchangeSampler(
-        _net, data_size=pr.N, num_chains=2, temperatures=[1.0, 2.0], learning_rates=1e-3, seed=3,
-        swap=tf_vrre.CorrectedSwap(correction=2.0), variance_reduction=tf_vrre.ControlVariates(period=2))
+        _net,
+        data_size=pr.N,
+        num_chains=2,
+        temperatures=[1.0, 2.0],
+        learning_rates=1e-3,
+        seed=3,
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+        variance_reduction=tf_vrre.ControlVariates(period=2),
+    )
     vr.set_reference_data((xs, ys))
     vr.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     assert _hlo_is_step_independent(vr, next(iter(vr.make_dataset(16, drop_remainder=True))))

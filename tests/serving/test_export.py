@@ -34,8 +34,7 @@ def tiny(tmp_path_factory):
     out = str(root / "serving")
     info = export_ensemble(run_dir, out)
     x, _ = cifar_slice(5000, 5064)
-    return {"run_dir": run_dir, "run": run, "out": out, "info": info, "x": x,
-            "xn": normalize(x, run["preprocessing"])}
+    return {"run_dir": run_dir, "run": run, "out": out, "info": info, "x": x, "xn": normalize(x, run["preprocessing"])}
 
 
 def _entropy(p):
@@ -58,8 +57,13 @@ def _reference(samples_dir, xn, net, files=None, temperature=1.0):
         members = np.stack(members, axis=1)
     p = members.mean(1)
     expected = _entropy(members).mean(1)
-    return {"probabilities": p, "predictive_entropy": _entropy(p), "member_probabilities": members,
-            "expected_entropy": expected, "mutual_information": np.maximum(_entropy(p) - expected, 0.0)}
+    return {
+        "probabilities": p,
+        "predictive_entropy": _entropy(p),
+        "member_probabilities": members,
+        "expected_entropy": expected,
+        "mutual_information": np.maximum(_entropy(p) - expected, 0.0),
+    }
 
 
 def _check(outputs, ref, prefix=""):
@@ -79,9 +83,18 @@ def test_fresh_process_without_tf_vrre_matches_bma(tiny, tmp_path):
     assert info["version"] == 1 and info["members"] == info["samples_available"] == 6
     assert sorted(os.listdir(tiny["out"])) == ["1"]
     np.savez(tmp_path / "in.npz", images=tiny["x"])
-    proc = subprocess.run([sys.executable, os.path.join(HELPERS, "_serve_check.py"), info["path"],
-                           str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(HELPERS, "_serve_check.py"),
+            info["path"],
+            str(tmp_path / "in.npz"),
+            str(tmp_path / "out.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     with np.load(tmp_path / "out.npz") as z:
         outputs = {k: z[k] for k in z.files}
@@ -93,21 +106,32 @@ def test_fresh_process_without_tf_vrre_matches_bma(tiny, tmp_path):
         _check({k[:-3]: v for k, v in outputs.items() if k.endswith("/b1")}, first, sig + "/")
     assert outputs["members/member_probabilities"].shape == (64, 6, 10)
     assert set(k.split("/")[1] for k in outputs if k.startswith("serving_default/")) == {
-        "probabilities", "predictive_entropy", "predicted_class", "input_in_unit_range"}
+        "probabilities",
+        "predictive_entropy",
+        "predicted_class",
+        "input_in_unit_range",
+    }
     assert outputs["members/mutual_information"].max() > 1e-4  # the members do differ
 
 
 def test_saved_model_cli_lists_both_signatures(tiny):
     cli = shutil.which("saved_model_cli", path=os.path.dirname(sys.executable)) or shutil.which("saved_model_cli")
     assert cli, "saved_model_cli (installed with tensorflow) not found"
-    proc = subprocess.run([cli, "show", "--all", "--dir", tiny["info"]["path"]], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [cli, "show", "--all", "--dir", tiny["info"]["path"]], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
     for sig in ("serving_default", "members", "serving_float32", "members_float32"):
         assert f"signature_def['{sig}']" in text
-    for out in ("probabilities", "predictive_entropy", "predicted_class", "member_probabilities",
-                "expected_entropy", "mutual_information"):
+    for out in (
+        "probabilities",
+        "predictive_entropy",
+        "predicted_class",
+        "member_probabilities",
+        "expected_entropy",
+        "mutual_information",
+    ):
         assert f"outputs['{out}']" in text
     assert "inputs['images']" in text and "DT_UINT8" in text and "shape: (-1, 32, 32, 3)" in text
 
@@ -138,7 +162,7 @@ def _serve_rest(loaded, body):
     req = json.loads(body)
     fn = loaded.signatures[req.get("signature_name", "serving_default")]
     specs = fn.structured_input_signature[1]
-    (name, spec), = specs.items()  # these signatures have one input
+    ((name, spec),) = specs.items()  # these signatures have one input
     if "instances" in req:
         rows = req["instances"]
         values = [r[name] for r in rows] if isinstance(rows[0], dict) else rows
@@ -176,10 +200,12 @@ def test_tf_serving_request_formats(tiny):
     _check({k: tf.make_ndarray(v) for k, v in response.outputs.items()}, ref)
 
     # REST: row format (bare and named instances) and columnar format.
-    bodies = [{"instances": x.tolist()},
-              {"signature_name": "members", "instances": [{"images": img.tolist()} for img in x]},
-              {"signature_name": "serving_float32", "inputs": {"images": x.astype(float).tolist()}},
-              {"signature_name": "members", "inputs": x.tolist()}]
+    bodies = [
+        {"instances": x.tolist()},
+        {"signature_name": "members", "instances": [{"images": img.tolist()} for img in x]},
+        {"signature_name": "serving_float32", "inputs": {"images": x.astype(float).tolist()}},
+        {"signature_name": "members", "inputs": x.tolist()},
+    ]
     for body in bodies:
         answer = json.loads(_serve_rest(loaded, json.dumps(body)))
         if "predictions" in answer:
@@ -214,8 +240,9 @@ def test_max_members_temperature_and_next_version(tiny):
     assert record["preprocessing"] == tiny["run"]["preprocessing"] and record["bytes"] > 0
     loaded = tf.saved_model.load(info["path"])
     got = {k: v.numpy() for k, v in loaded.signatures["members"](images=tf.constant(tiny["x"])).items()}
-    ref = _reference(os.path.join(tiny["run_dir"], "samples"), tiny["xn"], tiny_cnn(),
-                     files=record["member_files"], temperature=2.0)
+    ref = _reference(
+        os.path.join(tiny["run_dir"], "samples"), tiny["xn"], tiny_cnn(), files=record["member_files"], temperature=2.0
+    )
     _check(got, ref)
     assert sorted(os.listdir(tiny["out"])) == ["1", "2"]
 
@@ -224,24 +251,40 @@ def test_dense_model_samples_dir_and_explicit_model(tmp_path):
     """The README's kind of run: plain SampleCollector directory, the model's own signature;
     a subclassed model (no model.json) needs model=."""
     s, x, _ = make_sampler(vr=True)
-    s.fit(s.make_dataset(16), epochs=2, verbose=0,
-          callbacks=[tf_vrre.SampleCollector(str(tmp_path / "dense"), every=2)])
+    s.fit(
+        s.make_dataset(16), epochs=2, verbose=0, callbacks=[tf_vrre.SampleCollector(str(tmp_path / "dense"), every=2)]
+    )
     info = export_ensemble(str(tmp_path / "dense"), str(tmp_path / "out"))
     assert info["input"] == {"name": "inputs", "shape": [None, 4], "dtypes": ["float32"]}
     loaded = tf.saved_model.load(info["path"])
     assert set(loaded.signatures) == {"serving_default", "members"}
     got = {k: v.numpy() for k, v in loaded.signatures["members"](inputs=tf.constant(x)).items()}
     ref = _reference(str(tmp_path / "dense"), x, small_net())
-    np.testing.assert_allclose(ref["probabilities"], tf_vrre.load_samples(str(tmp_path / "dense")).predict(
-        small_net(), x), atol=1e-12)
+    np.testing.assert_allclose(
+        ref["probabilities"], tf_vrre.load_samples(str(tmp_path / "dense")).predict(small_net(), x), atol=1e-12
+    )
     _check(got, ref)
 
-    sub = tf_vrre.ReplicaExchangeSampler(_subclassed_net, data_size=64, num_chains=2, temperatures=[1.0, 4.0],
-                                         learning_rates=2e-3, seed=0, swap=tf_vrre.CorrectedSwap(correction=2.0))
+    sub = tf_vrre.ReplicaExchangeSampler(
+        _subclassed_net,
+        data_size=64,
+        num_chains=2,
+        temperatures=[1.0, 4.0],
+        learning_rates=2e-3,
+        seed=0,
+        swap=tf_vrre.CorrectedSwap(correction=2.0),
+    )
     sub.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None))
     with pytest.warns(UserWarning, match="model.json not written"):
-        sub.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=1, verbose=0, shuffle=False,
-                callbacks=[tf_vrre.SampleCollector(str(tmp_path / "sub"), every=2)])
+        sub.fit(
+            x,
+            (x[:, 0] > 0).astype("int32"),
+            batch_size=16,
+            epochs=1,
+            verbose=0,
+            shuffle=False,
+            callbacks=[tf_vrre.SampleCollector(str(tmp_path / "sub"), every=2)],
+        )
     with pytest.raises(ValueError, match=r"model\.json is missing .*model=<built keras.Model or model_fn>"):
         export_ensemble(str(tmp_path / "sub"), str(tmp_path / "out"))
     info = export_ensemble(str(tmp_path / "sub"), str(tmp_path / "out"), model=_subclassed_net)
@@ -301,8 +344,10 @@ def test_bad_input_errors_leave_nothing_behind(tiny, tmp_path):
     other = _copy_run(tiny, tmp_path / "other")  # samples of tiny_cnn, model with 5 classes
     with open(os.path.join(other, "samples", "model.json"), "w") as f:
         f.write(tiny_cnn(num_classes=5).to_json())
-    fails(r"sample-000000006.npz does not match the model: array 10 has shape \(16, 10\), weight logits/kernel has shape \(16, 5\)",
-          source=other)
+    fails(
+        r"sample-000000006.npz does not match the model: array 10 has shape \(16, 10\), weight logits/kernel has shape \(16, 5\)",
+        source=other,
+    )
 
     bad_run = _copy_run(tiny, tmp_path / "bad_run")
     run = json.load(open(os.path.join(bad_run, "run.json")))
@@ -311,8 +356,7 @@ def test_bad_input_errors_leave_nothing_behind(tiny, tmp_path):
     fails("C means and C stds > 0", source=bad_run)
     run["preprocessing"]["std"], run["model"]["input_shape"] = [0.2] * 3, [28, 28, 3]
     json.dump(run, open(os.path.join(bad_run, "run.json"), "w"))
-    fails(r"input_shape \[28, 28, 3\] does not match the sampled model's input shape \[32, 32, 3\]",
-          source=bad_run)
+    fails(r"input_shape \[28, 28, 3\] does not match the sampled model's input shape \[32, 32, 3\]", source=bad_run)
 
 
 def test_failed_or_killed_write_leaves_no_version(tiny, tmp_path, monkeypatch):
@@ -327,6 +371,7 @@ def test_failed_or_killed_write_leaves_no_version(tiny, tmp_path, monkeypatch):
 
     def boom(path):
         raise OSError("disk full")
+
     monkeypatch.setattr("tf_vrre.serving.export._dir_bytes", boom)
     with pytest.raises(OSError, match="disk full"):
         export_ensemble(tiny["run_dir"], out, max_members=1)
@@ -338,8 +383,12 @@ def _bad_requests(model_dir, tmp_path):
     """``{signature/case: result}`` of ``_serve_bad.py`` run in a fresh process (a request that
     aborts the process fails here instead of killing the test runner)."""
     out = tmp_path / "bad.json"
-    proc = subprocess.run([sys.executable, os.path.join(HELPERS, "_serve_bad.py"), model_dir, str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HELPERS, "_serve_bad.py"), model_dir, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"the serving process died (status {proc.returncode}): {proc.stderr[-2000:]}"
     return json.load(open(out))
 
@@ -374,8 +423,9 @@ def test_image_signatures_reject_bad_requests(tiny, tmp_path):
 def test_model_signatures_reject_bad_requests(tmp_path):
     """The model's own signature (``inputs`` [None, 4] float32): the same rules."""
     s, x, _ = make_sampler(vr=True)
-    s.fit(s.make_dataset(16), epochs=1, verbose=0,
-          callbacks=[tf_vrre.SampleCollector(str(tmp_path / "dense"), every=2)])
+    s.fit(
+        s.make_dataset(16), epochs=1, verbose=0, callbacks=[tf_vrre.SampleCollector(str(tmp_path / "dense"), every=2)]
+    )
     info = export_ensemble(str(tmp_path / "dense"), str(tmp_path / "out"), max_members=2)
     results = _bad_requests(info["path"], tmp_path)
     assert {k.split("/")[0] for k in results} == {"serving_default", "members"}
@@ -386,8 +436,11 @@ def test_temperature_checked_in_float32_and_a_small_one_serves_no_nan(tiny, tmp_
     """``1e-46`` (0 in float32) and ``1e39`` (inf) are refused; ``T = 1e-30`` (logits / T overflow
     float32) serves the members' argmax one-hot averages, not NaN."""
     for t in (1e-46, 1e39):
-        with pytest.raises(ValueError, match=r"temperature must be in \[1.18e-38, 3.4e\+38\] \(positive and finite "
-                                             r"in float32"):
+        with pytest.raises(
+            ValueError,
+            match=r"temperature must be in \[1.18e-38, 3.4e\+38\] \(positive and finite "
+            r"in float32",
+        ):
             export_ensemble(tiny["run_dir"], str(tmp_path / "never"), temperature=t)
     assert not os.path.exists(tmp_path / "never")
     info = export_ensemble(tiny["run_dir"], str(tmp_path / "out"), max_members=2, temperature=1e-30)

@@ -16,8 +16,11 @@ def test_a_file_or_link_named_like_a_version_is_passed_over_and_named(tmp_path):
     os.symlink(str(tmp_path / "nowhere"), out / "3")
     assert checks.versions(str(out)) == [1]
     assert checks.choose_version(str(out), None) == 4
-    with pytest.raises(ValueError, match=r"version 2 already exists in .* \(as a file, not an exported version\).*"
-                                         r"e\.g\. 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"version 2 already exists in .* \(as a file, not an exported version\).*"
+        r"e\.g\. 4",
+    ):
         checks.choose_version(str(out), 2)
     with pytest.raises(ValueError, match=r"version 3 already exists .*as a symbolic link"):
         checks.choose_version(str(out), 3)

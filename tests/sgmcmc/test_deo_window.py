@@ -43,19 +43,32 @@ def test_window_rule_matches_formula_and_bound():
                 assert (1 - rate) ** (w - 1) > 1 / (chains * math.log(chains))
 
 
-@pytest.mark.parametrize("args,match", [((1, 0.1), "num_chains"), ((2.5, 0.1), "num_chains"),
-                                        ((True, 0.1), "num_chains"), ((4, 0.0), "swap_rate"),
-                                        ((4, 1.0), "swap_rate"), ((4, -0.2), "swap_rate"),
-                                        ((4, float("nan")), "swap_rate")])
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        ((1, 0.1), "num_chains"),
+        ((2.5, 0.1), "num_chains"),
+        ((True, 0.1), "num_chains"),
+        ((4, 0.0), "swap_rate"),
+        ((4, 1.0), "swap_rate"),
+        ((4, -0.2), "swap_rate"),
+        ((4, float("nan")), "swap_rate"),
+    ],
+)
 def test_window_rule_refuses_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         sw.deo_window_rule(*args)
 
 
-@pytest.mark.parametrize("kwargs,match", [({"pairs": "deo", "deo_window": 0}, "deo_window must be an integer >= 1"),
-                                          ({"pairs": "deo", "deo_window": 2.0}, "deo_window must be an integer"),
-                                          ({"pairs": "deo", "deo_window": True}, "deo_window must be an integer"),
-                                          ({"pairs": "random", "deo_window": 4}, "deo_window: .* needs pairs='deo'")])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"pairs": "deo", "deo_window": 0}, "deo_window must be an integer >= 1"),
+        ({"pairs": "deo", "deo_window": 2.0}, "deo_window must be an integer"),
+        ({"pairs": "deo", "deo_window": True}, "deo_window must be an integer"),
+        ({"pairs": "random", "deo_window": 4}, "deo_window: .* needs pairs='deo'"),
+    ],
+)
 def test_window_argument_checked(kwargs, match):
     with pytest.raises(ValueError, match=match):
         CorrectedSwap(**kwargs)
@@ -78,9 +91,17 @@ def test_sampler_follows_the_window_schedule():
 
     data = mx.make_data(40, seed=0)
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model, data_size=40, num_chains=4, temperatures=[10.0, 50.0, 200.0, 1000.0],
-        learning_rates=1e-4, dynamics="sgld", weight_decay=mx.weight_decay(), nll=mx.nll, seed=0,
-        swap=CorrectedSwap(pairs="deo", deo_window=3))
+        mx.build_default_model,
+        data_size=40,
+        num_chains=4,
+        temperatures=[10.0, 50.0, 200.0, 1000.0],
+        learning_rates=1e-4,
+        dynamics="sgld",
+        weight_decay=mx.weight_decay(),
+        nll=mx.nll,
+        seed=0,
+        swap=CorrectedSwap(pairs="deo", deo_window=3),
+    )
     s.compile()
     s.fit(tf.data.Dataset.from_tensor_slices(data).batch(40), epochs=20, verbose=0)
     log = s.state.swap.log.numpy()

@@ -13,8 +13,9 @@ def test_sgld_update():
 
 
 def test_sghmc_update_momentum_form():
-    w, v = dynamics.sghmc_update(tf.constant(1.0), tf.constant(0.3), tf.constant(2.0), 0.01, 4.0, 0.1,
-                            tf.constant(-1.0))
+    w, v = dynamics.sghmc_update(
+        tf.constant(1.0), tf.constant(0.3), tf.constant(2.0), 0.01, 4.0, 0.1, tf.constant(-1.0)
+    )
     v_exp = 0.9 * 0.3 - 0.02 + np.sqrt(2 * 0.1 * 0.01 * 4.0) * -1.0
     assert float(v) == pytest.approx(v_exp)
     assert float(w) == pytest.approx(1.0 + v_exp)
@@ -27,6 +28,7 @@ def test_msgd_has_no_noise():
 
 
 def test_velocity_scale():
-    s = dynamics.velocity_scale(tf.constant([1e-3, 0.0]), tf.constant([1.0, 0.0]),
-                           tf.constant([2e-3, 1.0]), tf.constant([4.0, 1.0]))
+    s = dynamics.velocity_scale(
+        tf.constant([1e-3, 0.0]), tf.constant([1.0, 0.0]), tf.constant([2e-3, 1.0]), tf.constant([4.0, 1.0])
+    )
     assert s.numpy() == pytest.approx([np.sqrt(8.0), 1.0])

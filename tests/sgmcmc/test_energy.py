@@ -17,7 +17,7 @@ def _nll_vec(beta, x):
 def test_mixture_nll_matches_numpy_energy():
     x = target.make_data(200, seed=3)
     for beta in (-5.0, 3.0, 25.0):
-        total = _nll_vec(beta, x).sum() + 0.5 * beta ** 2 / target.PRIOR_SD ** 2
+        total = _nll_vec(beta, x).sum() + 0.5 * beta**2 / target.PRIOR_SD**2
         assert total == pytest.approx(target.energy(np.array([beta]), x)[0], rel=1e-5)
 
 
@@ -72,19 +72,25 @@ def test_gaussian_nll():
     np.testing.assert_allclose(got, exp, rtol=1e-6)
 
 
-@pytest.mark.parametrize("kwargs,arg", [
-    ({"period": 0}, "period"), ({"period": 2.5}, "period"),
-    ({"period": 4, "coefficient": "auto"}, "coefficient"),
-    ({"period": 4, "smoothing": 0.0}, "smoothing"), ({"period": 4, "batch_size": 0}, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs,arg",
+    [
+        ({"period": 0}, "period"),
+        ({"period": 2.5}, "period"),
+        ({"period": 4, "coefficient": "auto"}, "coefficient"),
+        ({"period": 4, "smoothing": 0.0}, "smoothing"),
+        ({"period": 4, "batch_size": 0}, "batch_size"),
+    ],
+)
 def test_control_variates_rejects_bad_arguments(kwargs, arg):
     with pytest.raises(ValueError, match=arg):
         control_variates.ControlVariates(**kwargs)
 
 
 def test_control_variates_config_round_trip():
-    cv = control_variates.ControlVariates(period=392, coefficient="adaptive", smoothing=0.2, initial_coefficient=-0.8,
-                            batch_size=500)
+    cv = control_variates.ControlVariates(
+        period=392, coefficient="adaptive", smoothing=0.2, initial_coefficient=-0.8, batch_size=500
+    )
     back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(cv))
     assert back.get_config() == cv.get_config()
     assert back.adaptive

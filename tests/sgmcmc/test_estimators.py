@@ -18,7 +18,7 @@ def test_estimator_variance_matches_sampling_without_replacement():
     rng = np.random.default_rng(0)
     big_n, n = 400, 40
     d = rng.gamma(2.0, 3.0, size=big_n)
-    truth = big_n ** 2 * (1 - n / big_n) * np.var(d, ddof=1) / n
+    truth = big_n**2 * (1 - n / big_n) * np.var(d, ddof=1) / n
     trials = 4000
     ests, totals = [], []
     for _ in range(trials):

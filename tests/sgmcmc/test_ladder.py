@@ -19,7 +19,7 @@ def test_gaussian_rejection_is_the_metropolis_rate(ratio, dim):
     rng = np.random.default_rng(dim)
     n = 400_000
     g_cold, g_hot = rng.gamma(dim / 2, size=n), rng.gamma(dim / 2, size=n)
-    w = (1 - ratio) * g_cold - (1 / ratio - 1) * g_hot        # (b_c - b_h)(U_c - U_h) with b_c = 1
+    w = (1 - ratio) * g_cold - (1 / ratio - 1) * g_hot  # (b_c - b_h)(U_c - U_h) with b_c = 1
     rejection = 1 - np.minimum(1, np.exp(w))
     se = rejection.std() / math.sqrt(n)
     assert abs(rejection.mean() - float(ladder.gaussian_rejection(ratio, dim))) < 4 * se
@@ -49,8 +49,9 @@ def test_gaussian_local_barrier_is_half_the_mean_energy_difference(dim):
 
 def test_gaussian_barrier_limits_and_fine_ladders():
     # large d: the normal limit sqrt(d / (2 pi)) log(1 / b0)
-    assert ladder.gaussian_barrier(10_000, 0.01) == pytest.approx(math.sqrt(1e4 / (2 * math.pi)) * math.log(100),
-                                                                  rel=1e-4)
+    assert ladder.gaussian_barrier(10_000, 0.01) == pytest.approx(
+        math.sqrt(1e4 / (2 * math.pi)) * math.log(100), rel=1e-4
+    )
     # the sum of the pairs' barriers of a fine geometric ladder tends to the integral of lambda
     for dim in (2, 10):
         exact = ladder.gaussian_barrier(dim, 0.01)
@@ -72,7 +73,7 @@ def test_pair_barrier_inverts_the_normal_energy_rejection():
     n = 400_000
     for sigma, db in ((3.0, 0.2), (10.0, 0.3), (1.0, 0.05)):
         u_cold = rng.normal(0.0, sigma, n)
-        u_hot = rng.normal(sigma ** 2 * db, sigma, n)              # d mean / d b = -Var U
+        u_hot = rng.normal(sigma**2 * db, sigma, n)  # d mean / d b = -Var U
         accept = np.minimum(1, np.exp(db * (u_cold - u_hot)))
         assert abs(accept.mean() - math.erfc(sigma * db / 2)) < 4 * accept.std() / math.sqrt(n)
         r = math.erf(sigma * db / 2)
@@ -180,8 +181,8 @@ def test_recommended_chains_rule():
 
 def test_hot_temperature_rule_bounds_and_cap():
     easy = ladder.Barrier([1.0, 2.0, 4.0, 8.0], [0.05, 0.05, 0.05])
-    assert ladder.hot_temperature(easy, (1.0, 100.0)) == 16.0          # at most x2 per round
-    assert ladder.hot_temperature(easy, (1.0, 10.0)) == 10.0           # never beyond the bounds
+    assert ladder.hot_temperature(easy, (1.0, 100.0)) == 16.0  # at most x2 per round
+    assert ladder.hot_temperature(easy, (1.0, 10.0)) == 10.0  # never beyond the bounds
     hard = ladder.Barrier([1.0, 2.0, 4.0, 8.0], [0.95, 0.95, 0.95])
     hot = ladder.hot_temperature(hard, (1.0, 100.0))
     assert 4.0 <= hot < 8.0
@@ -193,9 +194,17 @@ def test_hot_temperature_rule_bounds_and_cap():
     assert new[0] == 1.0 and new[-1] == hot
 
 
-@pytest.mark.parametrize("bounds,match", [((2.0, 10.0), "contain the cold"), ((0.5, 1.0), "contain the cold"),
-                                          ((5.0, 2.0), "0 < low < high"), ((0.0, 2.0), "0 < low < high"),
-                                          ((1.0,), "pair"), ("ab", "pair")])
+@pytest.mark.parametrize(
+    "bounds,match",
+    [
+        ((2.0, 10.0), "contain the cold"),
+        ((0.5, 1.0), "contain the cold"),
+        ((5.0, 2.0), "0 < low < high"),
+        ((0.0, 2.0), "0 < low < high"),
+        ((1.0,), "pair"),
+        ("ab", "pair"),
+    ],
+)
 def test_bounds_checked(bounds, match):
     with pytest.raises(ValueError, match=match):
         ladder.check_bounds(bounds, 1.0)
@@ -205,8 +214,7 @@ def test_learning_rate_rules():
     t = np.array([1.0, 5.0, 25.0])
     assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, 0.25), 2e-6 * (t / 1.0) ** 0.25)
     assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, 0.0), 2e-6)
-    assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, lambda temps: 1e-3 * np.sqrt(temps)),
-                       1e-3 * np.sqrt(t))
+    assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, lambda temps: 1e-3 * np.sqrt(temps)), 1e-3 * np.sqrt(t))
     with pytest.raises(ValueError, match="learning_rates must be > 0"):
         ladder.ladder_learning_rates(t, 1e-3, lambda temps: -temps)
     with pytest.raises(ValueError, match="3 entries"):
@@ -219,8 +227,8 @@ def test_learning_rate_rules():
 def _noisy_acceptance(log_f, d, sigma):
     """E min(1, e^X) for X = d + eps - sigma^2 / F, eps ~ N(0, sigma^2) (delta = 1): the corrected
     rule's exact acceptance rate for a pair whose true energy term is d and whose noise is Gaussian."""
-    m = d - sigma ** 2 / math.exp(log_f)
-    return stats.norm.cdf(m / sigma) + math.exp(m + sigma ** 2 / 2) * stats.norm.cdf((-m - sigma ** 2) / sigma)
+    m = d - sigma**2 / math.exp(log_f)
+    return stats.norm.cdf(m / sigma) + math.exp(m + sigma**2 / 2) * stats.norm.cdf((-m - sigma**2) / sigma)
 
 
 @pytest.mark.parametrize("target", [0.3, 0.55])
@@ -235,7 +243,7 @@ def test_correction_step_finds_the_f_of_the_target_rate(target):
     log_u = np.log(rng.uniform(size=(steps, per_step)))
     log_f = math.log(2.0)
     for t in range(steps):
-        log_s = d + noise[t] - sigma ** 2 / math.exp(log_f)
+        log_s = d + noise[t] - sigma**2 / math.exp(log_f)
         log_f = ladder.correction_step(log_f, target, per_step, int(np.sum(log_u[t] < log_s)), t + 1)
     exact = optimize.brentq(lambda v: _noisy_acceptance(v, d, sigma) - target, -5.0, 10.0)
     g = (_noisy_acceptance(exact + 1e-4, d, sigma) - _noisy_acceptance(exact - 1e-4, d, sigma)) / 2e-4

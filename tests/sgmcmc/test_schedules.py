@@ -35,9 +35,9 @@ def test_paper_temperature_and_correction():
     f = s["correction"]
     for e in (0, 1, 2, 100, 299, 300, 301, 450):
         k = min(e, 300)
-        assert at_epoch(tau, e) == pytest.approx(0.01 / 1.02 ** k, rel=1e-5)
-        assert at_epoch(tau_hot, e) == pytest.approx(5 * 0.01 / 1.02 ** k, rel=1e-5)
-        assert at_epoch(f, e) == pytest.approx(1.5e5 * 1.02 ** k, rel=1e-5)
+        assert at_epoch(tau, e) == pytest.approx(0.01 / 1.02**k, rel=1e-5)
+        assert at_epoch(tau_hot, e) == pytest.approx(5 * 0.01 / 1.02**k, rel=1e-5)
+        assert at_epoch(f, e) == pytest.approx(1.5e5 * 1.02**k, rel=1e-5)
         assert at_epoch(lr_hot, e) == pytest.approx(1.5 * at_epoch(lr, e), rel=1e-6)
     # F * tau is constant during annealing (the correction counteracts the temperature).
     assert at_epoch(f, 123) * at_epoch(tau, 123) == pytest.approx(1.5e5 * 0.01, rel=1e-5)
@@ -60,13 +60,16 @@ def test_cyclical_cosine():
     assert np.mean(phase) == pytest.approx(0.3, abs=2.0 / L)
 
 
-@pytest.mark.parametrize("schedule", [
-    EpochExponential(2e-6, 0.984, SPE, constant_epochs=200),
-    EpochExponential(0.01, 1 / 1.02, SPE, constant_epochs=1, stop_epoch=300),
-    Scaled(EpochExponential(0.01, 0.5, 3), 5.0),
-    Scaled(0.25, 2.0),
-    CyclicalCosine(1e-5, 5000, 2, threshold=0.6),
-])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        EpochExponential(2e-6, 0.984, SPE, constant_epochs=200),
+        EpochExponential(0.01, 1 / 1.02, SPE, constant_epochs=1, stop_epoch=300),
+        Scaled(EpochExponential(0.01, 0.5, 3), 5.0),
+        Scaled(0.25, 2.0),
+        CyclicalCosine(1e-5, 5000, 2, threshold=0.6),
+    ],
+)
 def test_config_round_trip(schedule):
     config = schedule.get_config()
     ser = keras.saving.serialize_keras_object(schedule)
@@ -77,17 +80,20 @@ def test_config_round_trip(schedule):
         assert float(back(step)) == pytest.approx(float(schedule(step)))
 
 
-@pytest.mark.parametrize("make, arg", [
-    (lambda: EpochExponential(0.0, 0.9, 10), "initial"),
-    (lambda: EpochExponential(1.0, -0.9, 10), "factor"),
-    (lambda: EpochExponential(1.0, 0.9, 0), "steps_per_epoch"),
-    (lambda: EpochExponential(1.0, 0.9, 10, constant_epochs=-1), "constant_epochs"),
-    (lambda: EpochExponential(1.0, 0.9, 10, stop_epoch=2.5), "stop_epoch"),
-    (lambda: Scaled(1.0, 0.0), "multiplier"),
-    (lambda: CyclicalCosine(1e-5, 100, 0), "cycles"),
-    (lambda: CyclicalCosine(1e-5, 10, 11), "cycles"),
-    (lambda: CyclicalCosine(1e-5, 100, 2, threshold=1.0), "threshold"),
-])
+@pytest.mark.parametrize(
+    "make, arg",
+    [
+        (lambda: EpochExponential(0.0, 0.9, 10), "initial"),
+        (lambda: EpochExponential(1.0, -0.9, 10), "factor"),
+        (lambda: EpochExponential(1.0, 0.9, 0), "steps_per_epoch"),
+        (lambda: EpochExponential(1.0, 0.9, 10, constant_epochs=-1), "constant_epochs"),
+        (lambda: EpochExponential(1.0, 0.9, 10, stop_epoch=2.5), "stop_epoch"),
+        (lambda: Scaled(1.0, 0.0), "multiplier"),
+        (lambda: CyclicalCosine(1e-5, 100, 0), "cycles"),
+        (lambda: CyclicalCosine(1e-5, 10, 11), "cycles"),
+        (lambda: CyclicalCosine(1e-5, 100, 2, threshold=1.0), "threshold"),
+    ],
+)
 def test_bad_arguments(make, arg):
     with pytest.raises(ValueError, match=arg):
         make()
@@ -103,11 +109,18 @@ def test_sampler_follows_schedules_every_step():
     """Schedules given to the sampler are evaluated inside the train step: after each step
     the stored lr / temperature / F are the schedules' values at that step."""
     spe = 3
-    s = paper_cifar_schedules(spe, learning_rate=1e-3, constant_epochs=1, temperature=1.0, burn_in_epochs=2,
-                              correction=4.0)
-    sampler = ReplicaExchangeSampler(_net, data_size=12, num_chains=2, learning_rates=s["learning_rates"],
-                                     temperatures=s["temperatures"], swap=CorrectedSwap(correction=s["correction"]),
-                                     seed=0)
+    s = paper_cifar_schedules(
+        spe, learning_rate=1e-3, constant_epochs=1, temperature=1.0, burn_in_epochs=2, correction=4.0
+    )
+    sampler = ReplicaExchangeSampler(
+        _net,
+        data_size=12,
+        num_chains=2,
+        learning_rates=s["learning_rates"],
+        temperatures=s["temperatures"],
+        swap=CorrectedSwap(correction=s["correction"]),
+        seed=0,
+    )
     sampler.compile(loss=keras.losses.MeanSquaredError(reduction=None))
     x = np.random.default_rng(0).normal(size=(12, 2)).astype("float32")
     y = x[:, :1]
@@ -117,8 +130,14 @@ def test_sampler_follows_schedules_every_step():
         def on_train_batch_end(self, batch, logs=None):
             step = int(sampler.state.step.numpy()) - 1
             ladder = sampler.state.ladder
-            seen.append((step, ladder.learning_rate.numpy().copy(), ladder.temperature.numpy().copy(),
-                         float(sampler.state.swap.correction.numpy())))
+            seen.append(
+                (
+                    step,
+                    ladder.learning_rate.numpy().copy(),
+                    ladder.temperature.numpy().copy(),
+                    float(sampler.state.swap.correction.numpy()),
+                )
+            )
 
     sampler.fit(x, y, batch_size=4, epochs=4, verbose=0, shuffle=False, callbacks=[Probe()])
     assert len(seen) == 12
@@ -132,7 +151,7 @@ def test_sampler_follows_schedules_every_step():
     # Round trip of the sampler config with schedules everywhere.
     back = ReplicaExchangeSampler.from_config(sampler.get_config())
     assert back.swap_rule.scheduled_correction
-    assert float(back.swap_rule.correction(2 * spe)) == pytest.approx(4.0 * 1.02 ** 2, rel=1e-5)
+    assert float(back.swap_rule.correction(2 * spe)) == pytest.approx(4.0 * 1.02**2, rel=1e-5)
 
 
 # ---- one path for every hyperparameter argument: schedules.validated / serialize ----------------
@@ -159,20 +178,33 @@ def test_validated_takes_numbers_schedules_and_per_chain_lists():
     assert schedules.validated("temperatures", epoch_fn, epoch_callables=True) is epoch_fn
 
 
-@pytest.mark.parametrize("kind,value,kwargs,error,message", [
-    ("temperatures", [0.05, 0.01], {"num_chains": 2}, ValueError, "strictly increasing in float32"),
-    ("temperatures", [Scaled(0.05, 1.0), 0.01], {"num_chains": 2}, ValueError,
-     r"temperatures \(at step 0\) must be strictly increasing"),  # a schedule counts with its step-0 value
-    ("learning_rates", Constant(1e-40), {}, ValueError,  # 1e-40 is denormal in float32
-     r"learning_rates \(at step 0\) entries must be in \[1.18e-38"),
-    ("temperatures", [0.1], {"num_chains": 2}, ValueError, r"one entry per chain \(2\), got 1"),
-    ("temperatures", "hot", {}, TypeError, "temperatures must be a number, a LearningRateSchedule or a per-chain"),
-    ("temperatures", "hot", {"epoch_callables": True}, TypeError, "a callable epoch -> value or a per-chain list"),
-    ("temperatures", [lambda e: 0.1], {}, TypeError, "temperatures must be a number, a LearningRateSchedule"),
-    ("correction", [1.0, 2.0], {}, TypeError, r"correction \(F\): one value for the swap rule, not a list"),
-    ("correction", 0.0, {}, ValueError, r"correction \(F\) must be a finite number > 0, got 0.0"),
-    ("correction", Constant(-1.0), {}, ValueError, r"correction \(F\) \(at step 0\) must be a finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "kind,value,kwargs,error,message",
+    [
+        ("temperatures", [0.05, 0.01], {"num_chains": 2}, ValueError, "strictly increasing in float32"),
+        (
+            "temperatures",
+            [Scaled(0.05, 1.0), 0.01],
+            {"num_chains": 2},
+            ValueError,
+            r"temperatures \(at step 0\) must be strictly increasing",
+        ),  # a schedule counts with its step-0 value
+        (
+            "learning_rates",
+            Constant(1e-40),
+            {},
+            ValueError,  # 1e-40 is denormal in float32
+            r"learning_rates \(at step 0\) entries must be in \[1.18e-38",
+        ),
+        ("temperatures", [0.1], {"num_chains": 2}, ValueError, r"one entry per chain \(2\), got 1"),
+        ("temperatures", "hot", {}, TypeError, "temperatures must be a number, a LearningRateSchedule or a per-chain"),
+        ("temperatures", "hot", {"epoch_callables": True}, TypeError, "a callable epoch -> value or a per-chain list"),
+        ("temperatures", [lambda e: 0.1], {}, TypeError, "temperatures must be a number, a LearningRateSchedule"),
+        ("correction", [1.0, 2.0], {}, TypeError, r"correction \(F\): one value for the swap rule, not a list"),
+        ("correction", 0.0, {}, ValueError, r"correction \(F\) must be a finite number > 0, got 0.0"),
+        ("correction", Constant(-1.0), {}, ValueError, r"correction \(F\) \(at step 0\) must be a finite number > 0"),
+    ],
+)
 def test_validated_names_the_argument_and_the_range(kind, value, kwargs, error, message):
     with pytest.raises(error, match=message):
         schedules.validated(kind, value, **kwargs)

@@ -38,10 +38,18 @@ class _States(keras.callbacks.Callback):
 def _run(penalty, seed=0, vr=True):
     data = target.make_data(N, seed=0, target=TARGET)
     s = tf_vrre.ReplicaExchangeSampler(
-        lambda: target.build_model(30.0), data_size=N, num_chains=2, temperatures=[8.0, 1000.0],
-        learning_rates=1e-3, dynamics="sgld", weight_decay=target.weight_decay(TARGET),
-        nll=target.target_nll(TARGET), seed=seed, swap=tf_vrre.CorrectedSwap(correction=2.0, penalty=penalty),
-        variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N) if vr else None)
+        lambda: target.build_model(30.0),
+        data_size=N,
+        num_chains=2,
+        temperatures=[8.0, 1000.0],
+        learning_rates=1e-3,
+        dynamics="sgld",
+        weight_decay=target.weight_decay(TARGET),
+        nll=target.target_nll(TARGET),
+        seed=seed,
+        swap=tf_vrre.CorrectedSwap(correction=2.0, penalty=penalty),
+        variance_reduction=tf_vrre.ControlVariates(period=M, batch_size=N) if vr else None,
+    )
     if vr:
         s.set_reference_data(data)
     states, rows = _States(), []
@@ -74,7 +82,7 @@ def _by_offset(err, used, offset, burn_in=200):
 def _matches(table, z=4.5):
     """Mean sigma2 used equals the MSE at every offset within ``z`` combined standard errors."""
     mse, mse_se, used, used_se = table.T
-    return np.abs(used - mse) <= z * np.sqrt(mse_se ** 2 + used_se ** 2) + 1e-6 * (1 + mse)
+    return np.abs(used - mse) <= z * np.sqrt(mse_se**2 + used_se**2) + 1e-6 * (1 + mse)
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +92,8 @@ def batch_table():
 
 def test_estimator_is_exact_at_refresh_and_its_noise_grows_through_the_period(batch_table):
     mse = batch_table[:, 0]
-    assert mse[0] < 1e-6 * mse[1:].mean()             # refresh step: U~ is the exact energy
-    assert mse[3] > 1.5 * mse[1], mse                  # the noise grows with the steps since refresh
+    assert mse[0] < 1e-6 * mse[1:].mean()  # refresh step: U~ is the exact energy
+    assert mse[3] > 1.5 * mse[1], mse  # the noise grows with the steps since refresh
 
 
 def test_default_penalty_matches_the_noise_at_every_offset(batch_table):
@@ -95,7 +103,7 @@ def test_default_penalty_matches_the_noise_at_every_offset(batch_table):
 
 def test_paper_window_penalty_does_not(batch_table):
     window = _by_offset(*_run("window"))
-    assert not _matches(window)[0], window              # charges a penalty where the estimator is exact
+    assert not _matches(window)[0], window  # charges a penalty where the estimator is exact
     used = window[1:, 2]
     assert used.max() / used.min() < 1.3 < window[3, 0] / window[1, 0], window  # flat vs growing noise
 

@@ -27,8 +27,9 @@ def test_empirical_rate_matches_metropolis_within_binomial_error(u_cold, u_hot):
 
 
 def test_unattempted_pairs_never_swap():
-    res = swaps.decide_swaps(tf.constant([50.0, 50.0], tf.float64), tf.constant([False, True]),
-                          tf.constant([1, 2], tf.int64))
+    res = swaps.decide_swaps(
+        tf.constant([50.0, 50.0], tf.float64), tf.constant([False, True]), tf.constant([1, 2], tf.int64)
+    )
     assert res.accepted.numpy().tolist() == [False, True]
     assert res.permutation.numpy().tolist() == [0, 2, 1]
 
@@ -56,17 +57,25 @@ def test_random_pair_is_one_hot_and_uniform():
     assert np.all(np.abs(counts - 200) <= 4.5 * se), counts
 
 
-@pytest.mark.parametrize("kwargs,arg", [
-    ({"correction": 0.0}, "correction"), ({"correction": -1.0}, "correction"),
-    ({"smoothing": 0.0}, "smoothing"), ({"smoothing": 1.5}, "smoothing"),
-    ({"period": 0}, "period"), ({"pairs": "all"}, "pairs"), ({"cooling_steps": -1}, "cooling_steps"),
-    ({"correction": "auto"}, "target_acceptance"), ({"correction": "on"}, "correction"),
-    ({"correction": "auto", "target_acceptance": 0.0}, r"target_acceptance must be a number in \(0, 1\)"),
-    ({"correction": "auto", "target_acceptance": 1.0}, "target_acceptance"),
-    ({"correction": "auto", "target_acceptance": float("nan")}, "target_acceptance"),
-    ({"correction": "auto", "target_acceptance": True}, "target_acceptance"),
-    ({"correction": 2.0, "target_acceptance": 0.3}, "target_acceptance=0.3 needs correction='auto'"),
-])
+@pytest.mark.parametrize(
+    "kwargs,arg",
+    [
+        ({"correction": 0.0}, "correction"),
+        ({"correction": -1.0}, "correction"),
+        ({"smoothing": 0.0}, "smoothing"),
+        ({"smoothing": 1.5}, "smoothing"),
+        ({"period": 0}, "period"),
+        ({"pairs": "all"}, "pairs"),
+        ({"cooling_steps": -1}, "cooling_steps"),
+        ({"correction": "auto"}, "target_acceptance"),
+        ({"correction": "on"}, "correction"),
+        ({"correction": "auto", "target_acceptance": 0.0}, r"target_acceptance must be a number in \(0, 1\)"),
+        ({"correction": "auto", "target_acceptance": 1.0}, "target_acceptance"),
+        ({"correction": "auto", "target_acceptance": float("nan")}, "target_acceptance"),
+        ({"correction": "auto", "target_acceptance": True}, "target_acceptance"),
+        ({"correction": 2.0, "target_acceptance": 0.3}, "target_acceptance=0.3 needs correction='auto'"),
+    ],
+)
 def test_corrected_swap_rejects_bad_arguments(kwargs, arg):
     with pytest.raises(ValueError, match=arg):
         CorrectedSwap(**kwargs)
@@ -74,20 +83,42 @@ def test_corrected_swap_rejects_bad_arguments(kwargs, arg):
 
 def test_corrected_swap_config_round_trip():
     import keras
-    rule = CorrectedSwap(correction=1.5e5, smoothing=0.1, period=7, pairs="deo", cooling_steps=390,
-                         penalty="offset", attempt_every=4, deo_window=3)
+
+    rule = CorrectedSwap(
+        correction=1.5e5,
+        smoothing=0.1,
+        period=7,
+        pairs="deo",
+        cooling_steps=390,
+        penalty="offset",
+        attempt_every=4,
+        deo_window=3,
+    )
     back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(rule))
     assert isinstance(back, CorrectedSwap)
     assert back.get_config() == rule.get_config()
-    assert set(rule.get_config()) == {"correction", "smoothing", "period", "pairs", "cooling_steps", "penalty",
-                                      "attempt_every", "deo_window", "target_acceptance"}
+    assert set(rule.get_config()) == {
+        "correction",
+        "smoothing",
+        "period",
+        "pairs",
+        "cooling_steps",
+        "penalty",
+        "attempt_every",
+        "deo_window",
+        "target_acceptance",
+    }
     auto = CorrectedSwap(correction="auto", target_acceptance=0.25, pairs="deo")
     back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(auto))
     assert back.get_config() == auto.get_config() and back.target_acceptance == 0.25 and back.adaptive_correction
     assert back.initial_correction() == 2.0 and not back.scheduled_correction
     assert back.resolved(True).target_acceptance == 0.25
-    assert CorrectedSwap.from_config({k: v for k, v in rule.get_config().items()
-                                      if k != "target_acceptance"}).target_acceptance is None
+    assert (
+        CorrectedSwap.from_config(
+            {k: v for k, v in rule.get_config().items() if k != "target_acceptance"}
+        ).target_acceptance
+        is None
+    )
     # a config saved before `penalty` existed keeps the paper's rule
     old = {k: v for k, v in rule.get_config().items() if k != "penalty"}
     assert CorrectedSwap.from_config(old).penalty == "window"
@@ -106,9 +137,18 @@ def test_attempt_every_k_steps_attempts_only_there():
 
     data = target.make_data(120, seed=0)
     s = tf_vrre.ReplicaExchangeSampler(
-        target.build_default_model, data_size=120, num_chains=2, temperatures=[10.0, 1000.0], learning_rates=1e-4,
-        dynamics="sgld", weight_decay=target.weight_decay(), nll=target.nll, seed=0,
-        swap=CorrectedSwap(attempt_every=3), variance_reduction=tf_vrre.ControlVariates(period=6))
+        target.build_default_model,
+        data_size=120,
+        num_chains=2,
+        temperatures=[10.0, 1000.0],
+        learning_rates=1e-4,
+        dynamics="sgld",
+        weight_decay=target.weight_decay(),
+        nll=target.nll,
+        seed=0,
+        swap=CorrectedSwap(attempt_every=3),
+        variance_reduction=tf_vrre.ControlVariates(period=6),
+    )
     s.set_reference_data(data)
     s.fit(tf.data.Dataset.from_tensor_slices(data).batch(20), epochs=4, verbose=0)
     log = s.state.swap.log.numpy()

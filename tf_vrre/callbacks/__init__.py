@@ -19,5 +19,13 @@ from tf_vrre.callbacks.sample_collector import SampleCollector
 from tf_vrre.callbacks.scheduler import HyperparameterScheduler
 from tf_vrre.callbacks.swap_logger import SwapLogger
 
-__all__ = ["HyperparameterScheduler", "SwapLogger", "SampleCollector", "Checkpoint", "CSVLogger", "EpochCSVLogger",
-           "EpochProgress", "LadderTuner"]
+__all__ = [
+    "HyperparameterScheduler",
+    "SwapLogger",
+    "SampleCollector",
+    "Checkpoint",
+    "CSVLogger",
+    "EpochCSVLogger",
+    "EpochProgress",
+    "LadderTuner",
+]

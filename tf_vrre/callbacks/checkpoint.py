@@ -90,8 +90,9 @@ class Checkpoint(keras.callbacks.Callback):
       >>> # killed? run the same script again: it continues from the last epoch checkpoint
     """
 
-    def __init__(self, directory: str | os.PathLike, every_epochs: int = 1, max_to_keep: int = 2,
-                 overwrite: bool = False) -> None:
+    def __init__(
+        self, directory: str | os.PathLike, every_epochs: int = 1, max_to_keep: int = 2, overwrite: bool = False
+    ) -> None:
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
@@ -111,8 +112,10 @@ class Checkpoint(keras.callbacks.Callback):
     def _check_directory(self):
         """``CheckpointError`` if ``directory`` names something other than a directory."""
         if os.path.lexists(self.directory) and not os.path.isdir(self.directory):
-            raise CheckpointError(f"Checkpoint: directory {self.directory!r} is a file, not a directory; pass the "
-                                  "directory the checkpoints go to (it is created)")
+            raise CheckpointError(
+                f"Checkpoint: directory {self.directory!r} is a file, not a directory; pass the "
+                "directory the checkpoints go to (it is created)"
+            )
 
     def on_train_begin(self, logs=None):
         s = require_sampler(self.model, "Checkpoint")
@@ -128,7 +131,8 @@ class Checkpoint(keras.callbacks.Callback):
                 self._manager = tf.train.CheckpointManager(self._ckpt, self.directory, max_to_keep=self.max_to_keep)
             except (ValueError, tf.errors.OpError) as err:
                 raise CheckpointError(
-                    self._index_problem(f"is not a readable checkpoint index ({_first_line(err)})")) from None
+                    self._index_problem(f"is not a readable checkpoint index ({_first_line(err)})")
+                ) from None
             self.restored_epoch = self._restore()
         except Exception:
             ownership.release(self)
@@ -155,24 +159,34 @@ class Checkpoint(keras.callbacks.Callback):
         """Refuses a checkpoint beyond ``fit(epochs=...)``, before the sampler's state is touched."""
         epochs = (self.params or {}).get("epochs")
         if epochs is not None and stored > epochs:
-            raise EpochsError(f"Checkpoint: {self.directory} holds the state after epoch {stored}, beyond "
-                              f"fit(epochs={epochs}): fit would train nothing and leave the sampler at epoch {stored}. "
-                              f"Pass epochs >= {stored} to continue that run, or use another directory")
+            raise EpochsError(
+                f"Checkpoint: {self.directory} holds the state after epoch {stored}, beyond "
+                f"fit(epochs={epochs}): fit would train nothing and leave the sampler at epoch {stored}. "
+                f"Pass epochs >= {stored} to continue that run, or use another directory"
+            )
 
     def _found(self):
         """The complete checkpoints on disk (``ckpt-<epoch>`` with its ``.index``), oldest first."""
-        names = [n[:-len(".index")] for n in os.listdir(self.directory) if n.startswith("ckpt-") and n.endswith(".index")]
+        names = [
+            n[: -len(".index")] for n in os.listdir(self.directory) if n.startswith("ckpt-") and n.endswith(".index")
+        ]
         return sorted(names, key=lambda n: int(n[5:]) if n[5:].isdigit() else -1)
 
     def _index_problem(self, what):
         """The message for a checkpoint index (``DIR/checkpoint``) that cannot be trusted: what, the
         files found, and the two ways on (resume from the newest file found, or restart)."""
         index, found = os.path.join(self.directory, "checkpoint"), self._found()
-        resume = (f"recreate the index to resume from the newest one, python -c \"import tensorflow as tf; "
-                  f"tf.compat.v1.train.update_checkpoint_state({self.directory!r}, {found[-1]!r})\", or " if found else "")
-        return (f"Checkpoint: {index} {what} (checkpoint files: {', '.join(found) or 'none'}); restarting from "
-                f"epoch 0 would redo the run and replace its samples and logs: {resume}remove {self.directory} to "
-                "restart the run from epoch 0")
+        resume = (
+            f'recreate the index to resume from the newest one, python -c "import tensorflow as tf; '
+            f'tf.compat.v1.train.update_checkpoint_state({self.directory!r}, {found[-1]!r})", or '
+            if found
+            else ""
+        )
+        return (
+            f"Checkpoint: {index} {what} (checkpoint files: {', '.join(found) or 'none'}); restarting from "
+            f"epoch 0 would redo the run and replace its samples and logs: {resume}remove {self.directory} to "
+            "restart the run from epoch 0"
+        )
 
     def _restore(self):
         """Restores the newest readable checkpoint; returns its epoch (0 without one).
@@ -211,12 +225,15 @@ class Checkpoint(keras.callbacks.Callback):
             tried = {os.path.basename(p) for p in candidates}
             if [name for name in self._found() if name not in tried]:  # complete files the index does not name
                 raise CheckpointError(self._index_problem(f"names no readable checkpoint ({'; '.join(failures)})"))
-            raise CheckpointError(f"Checkpoint: no readable checkpoint in {self.directory} ({'; '.join(failures)}); "
-                                  f"remove {self.directory} to restart the run from epoch 0 (its samples and logs "
-                                  "are then written again)")
+            raise CheckpointError(
+                f"Checkpoint: no readable checkpoint in {self.directory} ({'; '.join(failures)}); "
+                f"remove {self.directory} to restart the run from epoch 0 (its samples and logs "
+                "are then written again)"
+            )
         if failures:
-            warnings.warn(f"Checkpoint: damaged checkpoint skipped ({'; '.join(failures)}); resuming from {path}",
-                          stacklevel=2)
+            warnings.warn(
+                f"Checkpoint: damaged checkpoint skipped ({'; '.join(failures)}); resuming from {path}", stacklevel=2
+            )
         epoch = int(self._epoch.numpy())
         if epoch > 0:
             _keras_compat.set_initial_epoch(self.model, epoch)  # as keras.callbacks.BackupAndRestore does
@@ -243,8 +260,9 @@ class Checkpoint(keras.callbacks.Callback):
         """Writes the checkpoint of the state at the start of ``epoch`` and commits it."""
         self._epoch.assign(epoch)
         self.model.sync_chains()  # placement="chain_per_replica": the host copy <- the devices, in rung order
-        options = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda path: fault_points.point(
-            "checkpoint.data")])  # runs after the data files, before the index file is updated
+        options = tf.train.CheckpointOptions(
+            experimental_write_callbacks=[lambda path: fault_points.point("checkpoint.data")]
+        )  # runs after the data files, before the index file is updated
         self._manager.save(checkpoint_number=epoch, options=options)
         step = int(self.model.state.step.numpy())
         self.model.listeners.committed_step = step
@@ -253,8 +271,12 @@ class Checkpoint(keras.callbacks.Callback):
         self._pending, self._last_saved = None, epoch
 
     def get_config(self) -> dict:
-        return {"directory": self.directory, "every_epochs": self.every_epochs, "max_to_keep": self.max_to_keep,
-                "overwrite": self.overwrite}
+        return {
+            "directory": self.directory,
+            "every_epochs": self.every_epochs,
+            "max_to_keep": self.max_to_keep,
+            "overwrite": self.overwrite,
+        }
 
     @classmethod
     def from_config(cls, config: dict) -> Checkpoint:

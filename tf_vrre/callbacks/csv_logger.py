@@ -122,8 +122,11 @@ class CSVLogger(keras.callbacks.Callback):
             header, rows = _read_rows(self.filename, self.separator)
             keep = [r for r in rows if int(r[0]) < epoch]
             self._columns = header if header else None
-            atomic.write(self.filename, lambda f: csv.writer(f, delimiter=self.separator).writerows(
-                [header] + keep if header else []), text=True)
+            atomic.write(
+                self.filename,
+                lambda f: csv.writer(f, delimiter=self.separator).writerows([header] + keep if header else []),
+                text=True,
+            )
         self._file = atomic.open_append(self.filename)
         self._writer = csv.writer(self._file, delimiter=self.separator)
         self._started = True
@@ -139,8 +142,11 @@ class CSVLogger(keras.callbacks.Callback):
             self._writer.writerow(self._columns)
         extra = sorted(set(logs) - set(self._columns))
         if extra and not getattr(self, "_warned", False):
-            warnings.warn(f"CSVLogger: {extra} appeared after the columns of {self.filename} were fixed; not "
-                          "logged (put every key into logs from the first epoch)", stacklevel=2)
+            warnings.warn(
+                f"CSVLogger: {extra} appeared after the columns of {self.filename} were fixed; not "
+                "logged (put every key into logs from the first epoch)",
+                stacklevel=2,
+            )
             self._warned = True
         self._writer.writerow([epoch] + [_value(logs.get(k, math.nan)) for k in self._columns[1:]])
         self._file.flush()

@@ -122,9 +122,16 @@ class LadderTuner(keras.callbacks.Callback):
       (0.01, 0.04, True)
     """
 
-    def __init__(self, tuning_steps: int, first_round_steps: int = 32,
-                 learning_rates: float | Callable | None = DEFAULT_EXPONENT, bounds: Sequence[float] | None = None,
-                 directory: str | os.PathLike | None = None, overwrite: bool = False, verbose: int = 0) -> None:
+    def __init__(
+        self,
+        tuning_steps: int,
+        first_round_steps: int = 32,
+        learning_rates: float | Callable | None = DEFAULT_EXPONENT,
+        bounds: Sequence[float] | None = None,
+        directory: str | os.PathLike | None = None,
+        overwrite: bool = False,
+        verbose: int = 0,
+    ) -> None:
         super().__init__()
         ladder.round_ends(tuning_steps, first_round_steps)  # the integer checks, naming the argument
         self.tuning_steps = int(tuning_steps)
@@ -138,7 +145,7 @@ class LadderTuner(keras.callbacks.Callback):
         self.directory = None if directory is None else str(directory)
         self.overwrite = overwrite
         self.verbose = int(verbose)
-        self._doc = None       # the tuning record (kept in memory; on disk with directory)
+        self._doc = None  # the tuning record (kept in memory; on disk with directory)
         self._started = False
 
     # --- checks before training ----------------------------------------------------------------
@@ -165,26 +172,36 @@ class LadderTuner(keras.callbacks.Callback):
         if s.swap_rule is None:
             raise ValueError("LadderTuner: the sampler has no swap rule (num_chains >= 3 and swap != None)")
         if s.num_chains < 3:
-            raise ValueError(f"LadderTuner: num_chains must be >= 3 to tune a ladder, got num_chains={s.num_chains} "
-                             "(with two chains both ends are fixed and there is nothing to place)")
+            raise ValueError(
+                f"LadderTuner: num_chains must be >= 3 to tune a ladder, got num_chains={s.num_chains} "
+                "(with two chains both ends are fixed and there is nothing to place)"
+            )
         if any(schedules.is_schedule(v) for v in s.temperatures):
-            raise ValueError("LadderTuner: the sampler's temperatures are a schedule; the tuner sets them, so "
-                             "give the sampler numbers")
+            raise ValueError(
+                "LadderTuner: the sampler's temperatures are a schedule; the tuner sets them, so "
+                "give the sampler numbers"
+            )
         if self.learning_rates is not None and any(schedules.is_schedule(v) for v in s.learning_rates):
-            raise ValueError("LadderTuner: the sampler's learning_rates are a schedule; give the sampler numbers "
-                             "or build the tuner with learning_rates=None")
+            raise ValueError(
+                "LadderTuner: the sampler's learning_rates are a schedule; give the sampler numbers "
+                "or build the tuner with learning_rates=None"
+            )
         if self.bounds is not None:
             ladder.check_bounds(self.bounds, float(s.state.ladder.temperature.numpy()[0]))
         if callable(self.learning_rates):  # a rule that fails should fail now, not at the first round's end
-            ladder.ladder_learning_rates(s.state.ladder.temperature.numpy(), float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates)
+            ladder.ladder_learning_rates(
+                s.state.ladder.temperature.numpy(), float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates
+            )
         epochs, steps = (self.params or {}).get("epochs"), (self.params or {}).get("steps")
         if epochs is not None and steps is not None:
             step0 = int(s.state.step.numpy())
             end = step0 + (int(epochs) - int(_keras_compat.initial_epoch(s) or 0)) * int(steps)
             if self.tuning_steps > end:
-                raise ValueError(f"LadderTuner: tuning_steps={self.tuning_steps} is longer than the run, which ends at "
-                                 f"step {end} ({epochs} epochs of {steps} steps): the ladder would never be fixed. "
-                                 f"Use tuning_steps <= {end}, or train longer")
+                raise ValueError(
+                    f"LadderTuner: tuning_steps={self.tuning_steps} is longer than the run, which ends at "
+                    f"step {end} ({epochs} epochs of {steps} steps): the ladder would never be fixed. "
+                    f"Use tuning_steps <= {end}, or train longer"
+                )
 
     def _settings(self):
         """What identifies the tuning of a run (not where it is written or how verbosely)."""
@@ -211,9 +228,16 @@ class LadderTuner(keras.callbacks.Callback):
         self._doc = stored if stored is not None else self._new_doc(run)
 
     def _new_doc(self, run):
-        return {"format": ladder_file.FORMAT, "run": run, "tuner": self._settings(),
-                "target_acceptance": self.model.swap_rule.target_acceptance,
-                "tuning_steps": self.tuning_steps, "round_ends": list(self._ends), "initial": None, "rounds": []}
+        return {
+            "format": ladder_file.FORMAT,
+            "run": run,
+            "tuner": self._settings(),
+            "target_acceptance": self.model.swap_rule.target_acceptance,
+            "tuning_steps": self.tuning_steps,
+            "round_ends": list(self._ends),
+            "initial": None,
+            "rounds": [],
+        }
 
     # --- the rounds ----------------------------------------------------------------------------
     def _counts(self):
@@ -225,7 +249,9 @@ class LadderTuner(keras.callbacks.Callback):
         shortest decimals that give back the same float32 (0.01, not 0.009999999776)."""
         s = self.model
         f32 = lambda v: float(str(np.float32(v)))  # noqa: E731
-        return [f32(v) for v in s.state.ladder.temperature.numpy()], [f32(v) for v in s.state.ladder.learning_rate.numpy()]
+        return [f32(v) for v in s.state.ladder.temperature.numpy()], [
+            f32(v) for v in s.state.ladder.learning_rate.numpy()
+        ]
 
     def _start(self):
         """First epoch of this fit (after every callback's ``on_train_begin``, so after a
@@ -246,10 +272,13 @@ class LadderTuner(keras.callbacks.Callback):
         open_round = rounds[-1] if rounds and "end_step" not in rounds[-1] else None
         if open_round is None or open_round["round"] != index:
             if step0 > (self._ends[index - 1] if index else 0):
-                warnings.warn(f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
-                              f"without the tuning record of this run); the round restarts at step {step0}, so the "
-                              "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "
-                              "resumes", stacklevel=2)
+                warnings.warn(
+                    f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
+                    f"without the tuning record of this run); the round restarts at step {step0}, so the "
+                    "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "
+                    "resumes",
+                    stacklevel=2,
+                )
             self._open(index, step0)
         self._round = index
         self._write()
@@ -259,8 +288,16 @@ class LadderTuner(keras.callbacks.Callback):
         temps, lrs = self._ladder()
         if self._doc.get("initial") is None:
             self._doc["initial"] = {"step": step, "temperatures": temps, "learning_rates": lrs}
-        self._doc["rounds"].append({"round": index, "start_step": step, "start_attempts": attempts,
-                                    "start_swaps": swaps, "temperatures": temps, "learning_rates": lrs})
+        self._doc["rounds"].append(
+            {
+                "round": index,
+                "start_step": step,
+                "start_attempts": attempts,
+                "start_swaps": swaps,
+                "temperatures": temps,
+                "learning_rates": lrs,
+            }
+        )
 
     def _write(self):
         if self._path is not None:
@@ -295,8 +332,9 @@ class LadderTuner(keras.callbacks.Callback):
         self._last_counts = counts
         if not s.swap_rule.adaptive_correction or attempts == 0:
             return
-        log_f = ladder.correction_step(math.log(float(s.state.swap.correction.numpy())), s.swap_rule.target_acceptance,
-                                       attempts, swaps, step)
+        log_f = ladder.correction_step(
+            math.log(float(s.state.swap.correction.numpy())), s.swap_rule.target_acceptance, attempts, swaps, step
+        )
         s.set_correction(math.exp(log_f))
 
     def _finish(self, record, step):
@@ -316,19 +354,33 @@ class LadderTuner(keras.callbacks.Callback):
             warnings.warn(f"LadderTuner: round {record['round']} keeps its ladder ({err})", stacklevel=2)
             new_t = temps
         if self.learning_rates is not None:
-            new_lr = ladder.ladder_learning_rates(new_t, float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates)
+            new_lr = ladder.ladder_learning_rates(
+                new_t, float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates
+            )
             s.set_learning_rates([float(v) for v in new_lr])
         temps_now, lrs_now = self._ladder()
-        record.update({
-            "end_step": step, "attempts": n.tolist(), "swaps": k.tolist(), "rejection": r.tolist(),
-            "pair_barrier": barrier.pair_barrier.tolist(), "barrier": barrier.total,
-            "rejection_sum": barrier.rejection_sum, "recommended_chains": ladder.recommended_chains(barrier.total),
-            "round_trip_rate": ladder.round_trip_rate(r), "new_temperatures": temps_now,
-            "new_learning_rates": lrs_now, "correction": float(s.state.swap.correction.numpy())})
+        record.update(
+            {
+                "end_step": step,
+                "attempts": n.tolist(),
+                "swaps": k.tolist(),
+                "rejection": r.tolist(),
+                "pair_barrier": barrier.pair_barrier.tolist(),
+                "barrier": barrier.total,
+                "rejection_sum": barrier.rejection_sum,
+                "recommended_chains": ladder.recommended_chains(barrier.total),
+                "round_trip_rate": ladder.round_trip_rate(r),
+                "new_temperatures": temps_now,
+                "new_learning_rates": lrs_now,
+                "correction": float(s.state.swap.correction.numpy()),
+            }
+        )
         if self.verbose:
-            print(f"LadderTuner round {record['round']} (steps {record['start_step']}-{step}): Lambda = "
-                  f"{barrier.total:.3g}, rejection {np.round(r, 3).tolist()}, temperatures "
-                  f"{[float(f'{t:.4g}') for t in temps_now]}")
+            print(
+                f"LadderTuner round {record['round']} (steps {record['start_step']}-{step}): Lambda = "
+                f"{barrier.total:.3g}, rejection {np.round(r, 3).tolist()}, temperatures "
+                f"{[float(f'{t:.4g}') for t in temps_now]}"
+            )
         self._maybe_warn(record, n)
 
     def _maybe_warn(self, record, attempts):
@@ -340,7 +392,9 @@ class LadderTuner(keras.callbacks.Callback):
             f"LadderTuner: the communication barrier is Lambda >= {record['barrier']:.3g} (round {record['round']}), "
             f"which needs about {record['recommended_chains']} chains (2 Lambda); with num_chains={K} each pair "
             f"rejects {np.mean(record['rejection']):.0%} of its swaps on average and the chains hardly exchange "
-            "states. Use more chains, or a narrower temperature range", stacklevel=2)
+            "states. Use more chains, or a narrower temperature range",
+            stacklevel=2,
+        )
 
     # --- reports -------------------------------------------------------------------------------
     def on_epoch_end(self, epoch, logs=None):
@@ -365,10 +419,15 @@ class LadderTuner(keras.callbacks.Callback):
         return self._doc
 
     def get_config(self):
-        return {"tuning_steps": self.tuning_steps, "first_round_steps": self.first_round_steps,
-                "learning_rates": _serialize_rule(self.learning_rates),
-                "bounds": None if self.bounds is None else list(self.bounds), "directory": self.directory,
-                "overwrite": self.overwrite, "verbose": self.verbose}
+        return {
+            "tuning_steps": self.tuning_steps,
+            "first_round_steps": self.first_round_steps,
+            "learning_rates": _serialize_rule(self.learning_rates),
+            "bounds": None if self.bounds is None else list(self.bounds),
+            "directory": self.directory,
+            "overwrite": self.overwrite,
+            "verbose": self.verbose,
+        }
 
     @classmethod
     def from_config(cls, config):

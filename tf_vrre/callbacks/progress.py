@@ -76,8 +76,10 @@ class EpochCSVLogger(keras.callbacks.Callback):
                         if int(row["epoch"]) < epoch:
                             self._rows.append(row)
                     except (KeyError, ValueError):
-                        raise RunFileError(f"{self.filename}, line {number}: no epoch number; move the file away "
-                                           "(its rows are then lost) and run again") from None
+                        raise RunFileError(
+                            f"{self.filename}, line {number}: no epoch number; move the file away "
+                            "(its rows are then lost) and run again"
+                        ) from None
 
     def on_epoch_end(self, epoch, logs=None):
         row = {"epoch": str(epoch)}
@@ -87,6 +89,7 @@ class EpochCSVLogger(keras.callbacks.Callback):
         for r in self._rows:
             keys += [k for k in r if k != "epoch" and k not in keys]
         header = ["epoch"] + sorted(keys)
+
         def write(f):
             writer = csv.DictWriter(f, fieldnames=header, restval="")
             writer.writeheader()
@@ -141,8 +144,9 @@ class StepProgress:
         4/4 steps (100%)
     """
 
-    def __init__(self, total: int, stream=None, interval: float = 30.0, bar: bool | None = None,
-                 unit: str = "step") -> None:
+    def __init__(
+        self, total: int, stream=None, interval: float = 30.0, bar: bool | None = None, unit: str = "step"
+    ) -> None:
         if isinstance(total, bool) or not isinstance(total, int) or total < 1:
             raise ValueError(f"total must be an integer >= 1, got {total!r}")
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
@@ -207,9 +211,15 @@ class EpochProgress(keras.callbacks.Callback):
       >>> _ = sampler.fit(sampler.make_dataset(16), epochs=2, verbose=0, callbacks=[EpochProgress(2, 4)])
     """
 
-    SUMMARY = (("loss", "loss {:.3f}"), ("accuracy", "acc {:.3f}"), ("swaps", "swaps {:.0f}"),
-               ("swap_attempts", "/{:.0f}"), ("sigma2_0", "sigma2 {:.3g}"), ("samples", "samples {:.0f}"),
-               ("bma_accuracy", "BMA acc {:.3f}"))
+    SUMMARY = (
+        ("loss", "loss {:.3f}"),
+        ("accuracy", "acc {:.3f}"),
+        ("swaps", "swaps {:.0f}"),
+        ("swap_attempts", "/{:.0f}"),
+        ("sigma2_0", "sigma2 {:.3g}"),
+        ("samples", "samples {:.0f}"),
+        ("bma_accuracy", "BMA acc {:.3f}"),
+    )
 
     def __init__(self, epochs: int, steps_per_epoch: int, stream: str = "stderr", interval: float = 30.0) -> None:
         super().__init__()
@@ -249,12 +259,17 @@ class EpochProgress(keras.callbacks.Callback):
                     parts[-1] += text
                 else:
                     parts.append(text)
-        self._write(f"  epoch {epoch + 1}/{self.epochs}: {', '.join(parts)}  "
-                    f"({time.perf_counter() - self._start:.1f}s)\n")
+        self._write(
+            f"  epoch {epoch + 1}/{self.epochs}: {', '.join(parts)}  ({time.perf_counter() - self._start:.1f}s)\n"
+        )
 
     def get_config(self):
-        return {"epochs": self.epochs, "steps_per_epoch": self.steps_per_epoch, "stream": self.stream,
-                "interval": self.interval}
+        return {
+            "epochs": self.epochs,
+            "steps_per_epoch": self.steps_per_epoch,
+            "stream": self.stream,
+            "interval": self.interval,
+        }
 
     @classmethod
     def from_config(cls, config):

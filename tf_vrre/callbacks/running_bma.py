@@ -32,8 +32,7 @@ def check_validation_data(validation_data: Any) -> tuple[np.ndarray, np.ndarray]
         raise TypeError("validation_data must be a pair (x, y) of arrays")
     vx, vy = (np.asarray(v) for v in validation_data)
     if len(vx) != len(vy) or not len(vx):
-        raise ValueError(f"validation_data: x and y must have the same non-zero length, "
-                         f"got {len(vx)} and {len(vy)}")
+        raise ValueError(f"validation_data: x and y must have the same non-zero length, got {len(vx)} and {len(vy)}")
     return vx, vy
 
 
@@ -85,5 +84,8 @@ class RunningBMA:
             return {"bma_accuracy": math.nan, "bma_nll": math.nan, "bma_samples": 0.0}
         avg = self.total / self.count
         picked = np.clip(avg[np.arange(len(self.labels)), self.labels], 1e-12, 1.0)
-        return {"bma_accuracy": float(np.mean(avg.argmax(-1) == self.labels)),
-                "bma_nll": float(-np.mean(np.log(picked))), "bma_samples": float(self.count)}
+        return {
+            "bma_accuracy": float(np.mean(avg.argmax(-1) == self.labels)),
+            "bma_nll": float(-np.mean(np.log(picked))),
+            "bma_samples": float(self.count),
+        }

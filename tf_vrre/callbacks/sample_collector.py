@@ -113,23 +113,37 @@ class SampleCollector(keras.callbacks.Callback):
       (32, 2)
     """
 
-    def __init__(self, directory: str | os.PathLike, every: int = 256, burn_in_steps: int = 0,
-                 cycle: CyclicalCosine | None = None, max_samples: int | None = None, keep: str = "last",
-                 validation_data: Any = None, output: str = "logits", batch_size: int = 256, seed: int = 0,
-                 overwrite: bool = False):
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        every: int = 256,
+        burn_in_steps: int = 0,
+        cycle: CyclicalCosine | None = None,
+        max_samples: int | None = None,
+        keep: str = "last",
+        validation_data: Any = None,
+        output: str = "logits",
+        batch_size: int = 256,
+        seed: int = 0,
+        overwrite: bool = False,
+    ):
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
-        for name, value, lo in (("every", every, 1), ("burn_in_steps", burn_in_steps, 0),
-                                ("batch_size", batch_size, 1)):
+        for name, value, lo in (
+            ("every", every, 1),
+            ("burn_in_steps", burn_in_steps, 0),
+            ("batch_size", batch_size, 1),
+        ):
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
         if isinstance(cycle, dict):
             cycle = keras.saving.deserialize_keras_object(cycle)
         if cycle is not None and not isinstance(cycle, CyclicalCosine):
             raise TypeError(f"cycle must be a tf_vrre.CyclicalCosine or None, got {cycle!r}")
-        if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral)
-                                        or max_samples < 1):
+        if max_samples is not None and (
+            isinstance(max_samples, bool) or not isinstance(max_samples, numbers.Integral) or max_samples < 1
+        ):
             raise ValueError(f"max_samples must be an integer >= 1 or None, got {max_samples!r}")
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, got {keep!r}")
@@ -165,14 +179,20 @@ class SampleCollector(keras.callbacks.Callback):
         s = require_sampler(self.model, "SampleCollector")
         spe = int(getattr(s, "steps_per_execution", 1) or 1)
         if self.every % spe:
-            raise ValueError(f"every ({self.every}) must be a multiple of steps_per_execution ({spe}): "
-                             "callbacks only see the weights every steps_per_execution steps")
-        settings = {k: v for k, v in self.get_config().items()
-                    if k not in ("directory", "validation_data", "batch_size", "overwrite")}
+            raise ValueError(
+                f"every ({self.every}) must be a multiple of steps_per_execution ({spe}): "
+                "callbacks only see the weights every steps_per_execution steps"
+            )
+        settings = {
+            k: v
+            for k, v in self.get_config().items()
+            if k not in ("directory", "validation_data", "batch_size", "overwrite")
+        }
         self._run = sample_identity.collector_identity(s, settings, self.validation_data)
         ownership.claim(self.directory, self, self.params, "SampleCollector")
-        s.listeners.add(self._listener_key(), on_divergence=self.flag_divergence,
-                        on_checkpoint_committed=self.checkpoint_committed)
+        s.listeners.add(
+            self._listener_key(), on_divergence=self.flag_divergence, on_checkpoint_committed=self.checkpoint_committed
+        )
         try:
             self._existing = sample_identity.adopt(self.directory, self._run, self.overwrite)
         except Exception:
@@ -186,15 +206,27 @@ class SampleCollector(keras.callbacks.Callback):
         step0 = int(self.model.state.step.numpy())
         manifest = self._existing or {"format": FORMAT, "entries": [], "events": []}
         evicted = manifest.get("evicted", [])
-        back = [e for e in evicted if e["evicted_at"] > step0 and e["step"] <= step0
-                and os.path.exists(os.path.join(self.directory, e["file"]))]
+        back = [
+            e
+            for e in evicted
+            if e["evicted_at"] > step0
+            and e["step"] <= step0
+            and os.path.exists(os.path.join(self.directory, e["file"]))
+        ]
         entries = [e for e in manifest["entries"] if e["step"] <= step0]
         entries += [{k: v for k, v in e.items() if k != "evicted_at"} for e in back]
         for entry in entries:
             check_entry(self.directory, entry)
-        manifest.update({"format": FORMAT, "run": self._run, "entries": sorted(entries, key=lambda e: e["step"]),
-                         "events": [t for t in manifest["events"] if t <= step0], "evicted": [],
-                         "config": {k: v for k, v in self.get_config().items() if k != "validation_data"}})
+        manifest.update(
+            {
+                "format": FORMAT,
+                "run": self._run,
+                "entries": sorted(entries, key=lambda e: e["step"]),
+                "events": [t for t in manifest["events"] if t <= step0],
+                "evicted": [],
+                "config": {k: v for k, v in self.get_config().items() if k != "validation_data"},
+            }
+        )
         write_json(os.path.join(self.directory, MANIFEST), manifest)
         self._write_architecture()
         listed = {e["file"] for e in manifest["entries"]}
@@ -215,9 +247,12 @@ class SampleCollector(keras.callbacks.Callback):
             text = self.model.cold_model.to_json()
             keras.models.model_from_json(text)
         except Exception as err:  # noqa: BLE001  (any failure means: not rebuildable from JSON)
-            warnings.warn(f"SampleCollector: the cold model does not serialize to JSON ({type(err).__name__}: "
-                          f"{err}); {path} not written. Export its samples with "
-                          "tf_vrre.export_ensemble(..., model=<built model or model_fn>).", stacklevel=2)
+            warnings.warn(
+                f"SampleCollector: the cold model does not serialize to JSON ({type(err).__name__}: "
+                f"{err}); {path} not written. Export its samples with "
+                "tf_vrre.export_ensemble(..., model=<built model or model_fn>).",
+                stacklevel=2,
+            )
             return
         atomic_write(path, lambda f: f.write(text.encode()))
 
@@ -260,13 +295,20 @@ class SampleCollector(keras.callbacks.Callback):
         arrays = {f"w{i:04d}": w for i, w in enumerate(s.cold_model.get_weights())}
         bad = next((k for k, w in arrays.items() if w.dtype.kind == "f" and not np.isfinite(w).all()), None)
         if bad is not None:  # never write a sample that cannot be used; the earlier ones stay loadable
-            raise FloatingPointError(f"SampleCollector: the cold chain's weights after step {step} are not finite "
-                                     f"(NaN or inf in {bad}); sample not written, {len(st['entries'])} earlier "
-                                     f"samples in {self.directory} stay loadable")
+            raise FloatingPointError(
+                f"SampleCollector: the cold chain's weights after step {step} are not finite "
+                f"(NaN or inf in {bad}); sample not written, {len(st['entries'])} earlier "
+                f"samples in {self.directory} stay loadable"
+            )
         ladder = s.state.ladder
-        entry = {"file": name, "step": step, "epoch": int(self._epoch),
-                 "temperature": float(ladder.temperature.numpy()[0]), "lr": float(ladder.learning_rate.numpy()[0]),
-                 "energy": float(s.state.batch_energy.numpy()[0])}
+        entry = {
+            "file": name,
+            "step": step,
+            "epoch": int(self._epoch),
+            "temperature": float(ladder.temperature.numpy()[0]),
+            "lr": float(ladder.learning_rate.numpy()[0]),
+            "energy": float(s.state.batch_energy.numpy()[0]),
+        }
         if slot is not None:
             entry["slot"] = slot
         if self.validation_data is not None:
@@ -274,7 +316,8 @@ class SampleCollector(keras.callbacks.Callback):
             # it from the files gets bit-identical metrics.
             x = self.validation_data[0]
             arrays["predictive"] = running_bma.predictive(s.cold_model, x, self.output, self.batch_size).astype(
-                np.float32)
+                np.float32
+            )
         atomic_write(path, lambda f: np.savez(f, **arrays))
         fault_points.point("sample.file")
         entry["bytes"] = os.path.getsize(path)
@@ -321,8 +364,12 @@ class SampleCollector(keras.callbacks.Callback):
         for entry, bad in zip(st["entries"], exploding([e["energy"] for e in st["entries"]])):
             if bad:
                 entry["exploding"] = True
-        st["divergence"] = {"step": int(error.step), "chain": int(error.chain), "kind": error.kind,
-                            "message": str(error.message)}
+        st["divergence"] = {
+            "step": int(error.step),
+            "chain": int(error.chain),
+            "kind": error.kind,
+            "message": str(error.message),
+        }
         write_json(os.path.join(self.directory, MANIFEST), st)
 
     def on_train_end(self, logs: dict | None = None) -> None:
@@ -342,12 +389,20 @@ class SampleCollector(keras.callbacks.Callback):
         if self.validation_data is not None:
             vd = [self.validation_data[0].tolist(), self.validation_data[1].tolist()]
         cycle = keras.saving.serialize_keras_object(self.cycle) if self.cycle is not None else None
-        return {"directory": self.directory, "every": self.every, "burn_in_steps": self.burn_in_steps,
-                "cycle": cycle, "max_samples": self.max_samples, "keep": self.keep, "validation_data": vd,
-                "output": self.output, "batch_size": self.batch_size, "seed": self.seed,
-                "overwrite": self.overwrite}
+        return {
+            "directory": self.directory,
+            "every": self.every,
+            "burn_in_steps": self.burn_in_steps,
+            "cycle": cycle,
+            "max_samples": self.max_samples,
+            "keep": self.keep,
+            "validation_data": vd,
+            "output": self.output,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "overwrite": self.overwrite,
+        }
 
     @classmethod
     def from_config(cls, config: dict) -> SampleCollector:
         return cls(**config)
-

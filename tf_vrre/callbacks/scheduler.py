@@ -69,16 +69,15 @@ class HyperparameterScheduler(keras.callbacks.Callback):
       [0.01, 0.009804]
     """
 
-    def __init__(self, learning_rates: Any = None, temperatures: Any = None, correction: Any = None,
-                 verbose: int = 0):
+    def __init__(self, learning_rates: Any = None, temperatures: Any = None, correction: Any = None, verbose: int = 0):
         super().__init__()
         if learning_rates is None and temperatures is None and correction is None:
-            raise ValueError("HyperparameterScheduler: give at least one of learning_rates, "
-                             "temperatures, correction")
+            raise ValueError("HyperparameterScheduler: give at least one of learning_rates, temperatures, correction")
         # Without the sampler: no number of chains yet, and 0 is a temperature without swaps.
         self.learning_rates, self.temperatures, self.correction = (
             None if v is None else schedules.validated(name, v, swaps=False, epoch_callables=True)
-            for name, v in zip(NAMES, (learning_rates, temperatures, correction)))
+            for name, v in zip(NAMES, (learning_rates, temperatures, correction))
+        )
         self.verbose = int(verbose)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
@@ -87,19 +86,25 @@ class HyperparameterScheduler(keras.callbacks.Callback):
             if getattr(self, arg) is None:
                 continue
             if any(schedules.is_schedule(v) for v in getattr(s, arg)):
-                raise ValueError(f"HyperparameterScheduler: {arg} is already a schedule of the sampler; "
-                                 "set it in one place only")
-            schedules.validated(arg, getattr(self, arg), s.num_chains, swaps=s.swap_rule is not None,
-                                epoch_callables=True)  # a list of another length: refused now
+                raise ValueError(
+                    f"HyperparameterScheduler: {arg} is already a schedule of the sampler; set it in one place only"
+                )
+            schedules.validated(
+                arg, getattr(self, arg), s.num_chains, swaps=s.swap_rule is not None, epoch_callables=True
+            )  # a list of another length: refused now
         if self.correction is not None:
             if s.swap_rule is None:
                 raise ValueError("HyperparameterScheduler: correction needs a sampler with swaps")
             if s.swap_rule.scheduled_correction:
-                raise ValueError("HyperparameterScheduler: the swap rule's correction is already a "
-                                 "schedule; set it in one place only")
+                raise ValueError(
+                    "HyperparameterScheduler: the swap rule's correction is already a "
+                    "schedule; set it in one place only"
+                )
             if s.swap_rule.adaptive_correction:
-                raise ValueError("HyperparameterScheduler: the swap rule's correction is 'auto' (adapted by a "
-                                 "LadderTuner); set it in one place only")
+                raise ValueError(
+                    "HyperparameterScheduler: the swap rule's correction is 'auto' (adapted by a "
+                    "LadderTuner); set it in one place only"
+                )
 
     def values(self, epoch: int, step: int | None = None) -> dict:
         """The values for ``epoch`` as a dict of floats / lists (``step`` for step schedules)."""

@@ -116,8 +116,9 @@ class SwapLogger(keras.callbacks.Callback):
       True
     """
 
-    def __init__(self, log_dir: str | os.PathLike, tensorboard_dir: str | os.PathLike | None = None,
-                 overwrite: bool = False) -> None:
+    def __init__(
+        self, log_dir: str | os.PathLike, tensorboard_dir: str | os.PathLike | None = None, overwrite: bool = False
+    ) -> None:
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not str(log_dir):
             raise TypeError(f"log_dir must be a path, got {log_dir!r}")
@@ -141,10 +142,26 @@ class SwapLogger(keras.callbacks.Callback):
         self._col = {c: i for i, c in enumerate(self._columns)}
         K, P = s.num_chains, s.num_chains - 1
         self._headers = {
-            "swaps": ["step", "epoch", "pair", "temperature_lo", "temperature_hi", "energy_lo", "energy_hi",
-                      "log_ratio", "accept_prob", "accepted", "sigma2", "correction"],
-            "refresh": (["step", "epoch", "sigma2_updated", "snapshot_refreshed"]
-                        + [f"sigma2_{p}" for p in range(P)] + [f"c_{h}" for h in range(K)] + ["correction"]),
+            "swaps": [
+                "step",
+                "epoch",
+                "pair",
+                "temperature_lo",
+                "temperature_hi",
+                "energy_lo",
+                "energy_hi",
+                "log_ratio",
+                "accept_prob",
+                "accepted",
+                "sigma2",
+                "correction",
+            ],
+            "refresh": (
+                ["step", "epoch", "sigma2_updated", "snapshot_refreshed"]
+                + [f"sigma2_{p}" for p in range(P)]
+                + [f"c_{h}" for h in range(K)]
+                + ["correction"]
+            ),
             "epochs": ["epoch", "steps", "attempts", "swaps", "accept_rate", "total_attempts", "total_swaps"],
             "offsets": ["epoch", "pair", "offset", "attempts", "swaps", "accept_rate", "mean_sigma2_used"],
         }
@@ -184,8 +201,10 @@ class SwapLogger(keras.callbacks.Callback):
                 _truncate_csv(path, header, lambda r: int(r["epoch"]) < epoch)
             else:
                 _truncate_csv(path, header, lambda r: int(r["step"]) < step0)
-        self._files = {name: _CsvAppender(os.path.join(self.log_dir, f"{name}.csv"), header)
-                       for name, header in self._headers.items()}
+        self._files = {
+            name: _CsvAppender(os.path.join(self.log_dir, f"{name}.csv"), header)
+            for name, header in self._headers.items()
+        }
         if self.tensorboard_dir is not None and self._writer is None:
             self._writer = tf.summary.create_file_writer(self.tensorboard_dir)
         self._next_step = step0
@@ -209,8 +228,10 @@ class SwapLogger(keras.callbacks.Callback):
         if end <= self._next_step:
             return
         if end - self._next_step > swap_record.CAPACITY:
-            raise RuntimeError(f"SwapLogger: {end - self._next_step} steps since the last read exceed the "
-                               f"record buffer ({swap_record.CAPACITY}); records would be lost")
+            raise RuntimeError(
+                f"SwapLogger: {end - self._next_step} steps since the last read exceed the "
+                f"record buffer ({swap_record.CAPACITY}); records would be lost"
+            )
         buf = keras.ops.convert_to_numpy(s.state.swap.log)
         temps = keras.ops.convert_to_numpy(s.state.ladder.temperature).astype(float)
         c = self._col
@@ -229,10 +250,22 @@ class SwapLogger(keras.callbacks.Callback):
                     tally[0] += 1
                     tally[1] += acc
                     tally[2] += float(row[c[f"sigma2_{p}"]])
-                    self._files["swaps"].write([
-                        step, self._epoch, p, temps[p], temps[p + 1], float(row[c[f"energy_lo_{p}"]]),
-                        float(row[c[f"energy_hi_{p}"]]), lr, math.exp(min(lr, 0.0)), acc,
-                        float(row[c[f"sigma2_{p}"]]), corr])
+                    self._files["swaps"].write(
+                        [
+                            step,
+                            self._epoch,
+                            p,
+                            temps[p],
+                            temps[p + 1],
+                            float(row[c[f"energy_lo_{p}"]]),
+                            float(row[c[f"energy_hi_{p}"]]),
+                            lr,
+                            math.exp(min(lr, 0.0)),
+                            acc,
+                            float(row[c[f"sigma2_{p}"]]),
+                            corr,
+                        ]
+                    )
                     tb += [(f"swap/log_ratio_{p}", lr, step), (f"swap/accepted_{p}", acc, step)]
             upd, ref = row[c["sigma2_updated"]] > 0.5, row[c["refreshed"]] > 0.5
             if upd or ref:
@@ -266,8 +299,7 @@ class SwapLogger(keras.callbacks.Callback):
         for f in self._files.values():
             f.file.flush()
         if logs is not None:
-            logs.update({"epoch_swaps": float(d_sw), "epoch_attempts": float(d_att),
-                         "epoch_accept_rate": float(rate)})
+            logs.update({"epoch_swaps": float(d_sw), "epoch_attempts": float(d_att), "epoch_accept_rate": float(rate)})
         if self._writer is not None:
             with self._writer.as_default():
                 tf.summary.scalar("epoch/swaps", d_sw, step=self._next_step)

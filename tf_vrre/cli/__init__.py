@@ -53,13 +53,18 @@ def _module(name: str) -> types.ModuleType:
 def parser() -> argparse.ArgumentParser:
     """The ``tf-vrre`` argument parser with every subcommand."""
     p = _Parser(prog="tf-vrre", description="Variance-reduced replica-exchange SG-MCMC for Keras 3.")
-    p.add_argument("--version", action="version", version=_args.version_text(),
-                   help="print the versions of tf_vrre, TensorFlow, Keras and Python, and exit")
+    p.add_argument(
+        "--version",
+        action="version",
+        version=_args.version_text(),
+        help="print the versions of tf_vrre, TensorFlow, Keras and Python, and exit",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in SUBCOMMANDS:
         mod = _module(name)
-        sp = sub.add_parser(name, help=mod.HELP, description=mod.DESCRIPTION,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(
+            name, help=mod.HELP, description=mod.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         mod.add_arguments(sp)
     return p
 
@@ -99,15 +104,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if err.errno not in WRITE_ERRORS:
             raise
         where = f" {err.filename}" if err.filename else ""
-        sys.stderr.write(f"tf-vrre: error: {args.command}: cannot write{where}: {err.strerror or err}; free space "
-                         "or fix permissions and run the same command again\n")
+        sys.stderr.write(
+            f"tf-vrre: error: {args.command}: cannot write{where}: {err.strerror or err}; free space "
+            "or fix permissions and run the same command again\n"
+        )
         return 1
     except Exception as err:
         message = _tensorflow_write_error(err)
         if message is None:
             raise
-        sys.stderr.write(f"tf-vrre: error: {args.command}: {message}; free space or fix permissions and run the "
-                         "same command again\n")
+        sys.stderr.write(
+            f"tf-vrre: error: {args.command}: {message}; free space or fix permissions and run the same command again\n"
+        )
         return 1
 
 

@@ -48,10 +48,14 @@ def warn(message: str) -> None:
 
 _ARGPARSE = (  # argparse's sentences, flag first
     (r"^argument (\S+): ", r"\1: "),
-    (r"^the following arguments are required: (--\S+(?:, --\S+)*)$",
-     lambda m: f"{m.group(1).replace(', ', ' / ')}: required"),
-    (r"^one of the arguments (--\S+(?: --\S+)*) is required$",
-     lambda m: f"{m.group(1).replace(' ', ' / ')}: one of them is required"),
+    (
+        r"^the following arguments are required: (--\S+(?:, --\S+)*)$",
+        lambda m: f"{m.group(1).replace(', ', ' / ')}: required",
+    ),
+    (
+        r"^one of the arguments (--\S+(?: --\S+)*) is required$",
+        lambda m: f"{m.group(1).replace(' ', ' / ')}: one of them is required",
+    ),
     (r"^unrecognized arguments: (--\S+)$", r"\1: unrecognized argument"),
 )
 
@@ -88,26 +92,31 @@ def version_text() -> str:
             except metadata.PackageNotFoundError:
                 continue
         return "not installed"
-    return (f"tf-vrre {__version__} (TensorFlow {installed('tensorflow', 'tensorflow-cpu', 'tf-nightly')}, "
-            f"Keras {installed('keras')}, Python {platform.python_version()})")
+
+    return (
+        f"tf-vrre {__version__} (TensorFlow {installed('tensorflow', 'tensorflow-cpu', 'tf-nightly')}, "
+        f"Keras {installed('keras')}, Python {platform.python_version()})"
+    )
 
 
-INT_MAX = 2 ** 31 - 1
+INT_MAX = 2**31 - 1
 
 
 def _number(kind, text, maximum=None):
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a{'n' if kind is int else ''} {kind.__name__}, "
-                                         f"got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a{'n' if kind is int else ''} {kind.__name__}, got {text!r}"
+        ) from None
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     limit = maximum if maximum is not None else (INT_MAX if kind is int else F32_MAX)
     if abs(value) > limit:
         bound = limit if kind is int else f"{limit:g}"
-        raise argparse.ArgumentTypeError(f"must be <= {bound}, got {text}" if value > 0 else
-                                         f"must be >= -{bound}, got {text}")
+        raise argparse.ArgumentTypeError(
+            f"must be <= {bound}, got {text}" if value > 0 else f"must be >= -{bound}, got {text}"
+        )
     return value
 
 
@@ -131,6 +140,7 @@ def positive(kind, maximum=None):
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         return value
+
     return parse
 
 
@@ -154,8 +164,10 @@ def positive_float(maximum=None):
             reason = f"must be <= {high:g}"
         else:
             return value
-        raise argparse.ArgumentTypeError(f"{reason}, got {text}; allowed: [{F32_TINY:.3g}, {high:g}] "
-                                         "(positive and finite in float32)")
+        raise argparse.ArgumentTypeError(
+            f"{reason}, got {text}; allowed: [{F32_TINY:.3g}, {high:g}] (positive and finite in float32)"
+        )
+
     return parse
 
 
@@ -169,11 +181,13 @@ def nonnegative_int(text, maximum=None):
 
 def fraction(closed=False):
     """Argument type: a float in ``[0, 1)`` (``closed``: ``[0, 1]``)."""
+
     def parse(text):
         value = _number(float, text)
         if not (0 <= value <= 1 if closed else 0 <= value < 1):
             raise argparse.ArgumentTypeError(f"must be in [0, 1{']' if closed else ')'}, got {text}")
         return value
+
     return parse
 
 
@@ -186,6 +200,7 @@ def positive_list(kind, maximum=None):
         if not items:
             raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
         return tuple(one(t.strip()) for t in items)
+
     return parse
 
 
@@ -222,8 +237,10 @@ def fresh_directory(out, outputs, overwrite, flag="--out"):
         return
     found = sorted(name for name in outputs if os.path.exists(os.path.join(out, name)))
     if found:
-        die(f"{flag}: {out!r} already holds {', '.join(found)} of an earlier run; choose another directory "
-            "or pass --overwrite to replace them")
+        die(
+            f"{flag}: {out!r} already holds {', '.join(found)} of an earlier run; choose another directory "
+            "or pass --overwrite to replace them"
+        )
 
 
 def write_json(path, obj):

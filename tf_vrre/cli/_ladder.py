@@ -26,12 +26,20 @@ def _open_unit(text: str) -> float:
 
 def add_mixture_arguments(m) -> None:
     """``--tune-ladder STEPS`` and ``--target-acceptance R`` of ``tf-vrre mixture``."""
-    m.add_argument("--tune-ladder", type=_args.positive(int), metavar="STEPS",
-                   help="tune the ladder of vr-resgld-ladder (LadderTuner) during the first STEPS iterations, "
-                        "then keep it fixed; STEPS must lie within the burn-in. Records in OUT/ladder/")
-    m.add_argument("--target-acceptance", type=_open_unit, metavar="R",
-                   help="with --tune-ladder: adapt F to the swap acceptance rate R in (0, 1) during the tuning "
-                        "phase (CorrectedSwap(correction='auto')); biases the swaps, see the ladder guide")
+    m.add_argument(
+        "--tune-ladder",
+        type=_args.positive(int),
+        metavar="STEPS",
+        help="tune the ladder of vr-resgld-ladder (LadderTuner) during the first STEPS iterations, "
+        "then keep it fixed; STEPS must lie within the burn-in. Records in OUT/ladder/",
+    )
+    m.add_argument(
+        "--target-acceptance",
+        type=_open_unit,
+        metavar="R",
+        help="with --tune-ladder: adapt F to the swap acceptance rate R in (0, 1) during the tuning "
+        "phase (CorrectedSwap(correction='auto')); biases the swaps, see the ladder guide",
+    )
 
 
 def check_mixture(args) -> None:
@@ -46,8 +54,10 @@ def check_mixture(args) -> None:
         _args.die(f"--tune-ladder: tunes the ladder of {MIXTURE_LADDER} (K >= 3 chains); add it to --methods")
     burn = int(args.burn_in * args.steps)
     if steps > burn:
-        _args.die(f"--tune-ladder: must be <= the burn-in (--burn-in x --iterations = {burn} steps), got {steps}: "
-                  "the ladder changes while it is tuned, so tuning steps must not be measured")
+        _args.die(
+            f"--tune-ladder: must be <= the burn-in (--burn-in x --iterations = {burn} steps), got {steps}: "
+            "the ladder changes while it is tuned, so tuning steps must not be measured"
+        )
 
 
 def study_records(out: str) -> list:
@@ -89,15 +99,22 @@ def print_tables(paths, title=lambda p: p) -> dict:
             continue
         doc = ladder_file.read(path)
         s = ladder_report.summary(doc)
-        print(f"\nladder tuning of {title(path)} ({len(ladder_file.completed(doc))} rounds, "
-              f"{'finished' if s['finished'] else 'not finished'} at step {doc.get('tuning_steps')}):")
+        print(
+            f"\nladder tuning of {title(path)} ({len(ladder_file.completed(doc))} rounds, "
+            f"{'finished' if s['finished'] else 'not finished'} at step {doc.get('tuning_steps')}):"
+        )
         print(ladder_report.format_table(doc))
         if s["barrier"] is not None:
-            print(f"Lambda = {s['barrier']:.3f}: about {s['recommended_chains']} chains recommended "
-                  f"(2 Lambda), {s['num_chains']} used; final temperatures "
-                  + " ".join(f"{t:.4g}" for t in s["final_temperatures"])
-                  + ("" if s.get("final_correction") is None or s.get("target_acceptance") is None
-                     else f"; F = {s['final_correction']:.4g} (target acceptance {s['target_acceptance']:g})"))
+            print(
+                f"Lambda = {s['barrier']:.3f}: about {s['recommended_chains']} chains recommended "
+                f"(2 Lambda), {s['num_chains']} used; final temperatures "
+                + " ".join(f"{t:.4g}" for t in s["final_temperatures"])
+                + (
+                    ""
+                    if s.get("final_correction") is None or s.get("target_acceptance") is None
+                    else f"; F = {s['final_correction']:.4g} (target acceptance {s['target_acceptance']:g})"
+                )
+            )
         out[path] = s
     return out
 

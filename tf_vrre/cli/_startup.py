@@ -39,7 +39,8 @@ LOG_LEVEL = "3"
 
 _STARTUP = re.compile(
     rb"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-    rb"|I\d{4} [\d:. ]+\d+ (port|cudart_stub)\.cc:\d+\] .*)\r?\n?$")
+    rb"|I\d{4} [\d:. ]+\d+ (port|cudart_stub)\.cc:\d+\] .*)\r?\n?$"
+)
 
 
 def is_startup_line(line: bytes) -> bool:
@@ -66,6 +67,7 @@ def quiet_tensorflow() -> None:
         err = None
     if err != 2:
         import tensorflow  # noqa: F401
+
         return
     _import_filtered()
 

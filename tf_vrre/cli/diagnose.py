@@ -1,7 +1,7 @@
 """``tf-vrre diagnose``: is the sampler mixing?  Replica flow and ESS / R-hat of a run.
 
-    tf-vrre diagnose --run runs/cifar10                  # writes into the run directory
-    tf-vrre diagnose --run runs/s0 --run runs/s1 --out runs/diag   # seeds as chains
+tf-vrre diagnose --run runs/cifar10                  # writes into the run directory
+tf-vrre diagnose --run runs/s0 --run runs/s1 --out runs/diag   # seeds as chains
 """
 
 import os
@@ -21,25 +21,45 @@ DESCRIPTION = (
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
     "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
     "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
-    "rejection per pair for each round) and ladder.png; a run with only that record gets only them.")
+    "rejection per pair for each round) and ladder.png; a run with only that record gets only them."
+)
 
 
 def add_arguments(p):
     """Flags of ``tf-vrre diagnose``."""
-    p.add_argument("--run", action="append", required=True, metavar="RUN",
-                   help="run directory (repeat for several runs as chains, e.g. seeds)")
-    p.add_argument("--out", default=None,
-                   help="output directory (default: the run directory; required with several --run)")
-    p.add_argument("--burn-in", type=_args.fraction(), default=0.1,
-                   help="fraction of each run's steps dropped before ESS / R-hat (default 0.1)")
-    p.add_argument("--points", type=_args.positive(int), default=4,
-                   help="validation points whose predictive probability is tracked (default 4)")
-    p.add_argument("--blocks", type=_args.nonnegative_int, default=20,
-                   help="batch-means blocks for acceptance standard errors, >= 2 (default 20)")
+    p.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        metavar="RUN",
+        help="run directory (repeat for several runs as chains, e.g. seeds)",
+    )
+    p.add_argument(
+        "--out", default=None, help="output directory (default: the run directory; required with several --run)"
+    )
+    p.add_argument(
+        "--burn-in",
+        type=_args.fraction(),
+        default=0.1,
+        help="fraction of each run's steps dropped before ESS / R-hat (default 0.1)",
+    )
+    p.add_argument(
+        "--points",
+        type=_args.positive(int),
+        default=4,
+        help="validation points whose predictive probability is tracked (default 4)",
+    )
+    p.add_argument(
+        "--blocks",
+        type=_args.nonnegative_int,
+        default=20,
+        help="batch-means blocks for acceptance standard errors, >= 2 (default 20)",
+    )
     p.add_argument("--no-split", action="store_true", help="do not split chains in halves for ESS / R-hat")
     p.add_argument("--no-figures", action="store_true", help="skip replicas.png and acceptance.png")
-    p.add_argument("--quiet", action="store_true", help="print only the verdict (mixing or not, and why), not the "
-                   "table")
+    p.add_argument(
+        "--quiet", action="store_true", help="print only the verdict (mixing or not, and why), not the table"
+    )
 
 
 def check(args):
@@ -89,8 +109,9 @@ def run(args):
     from tf_vrre.diagnostics import plots, report
 
     try:  # read everything first: a broken log leaves no --out behind
-        diag = diagnostics.diagnose(args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks,
-                           split=not args.no_split)
+        diag = diagnostics.diagnose(
+            args.run, burn_in=args.burn_in, points=args.points, blocks=args.blocks, split=not args.no_split
+        )
     except (ValueError, OSError) as err:
         _args.die(f"--run: {err}")
     os.makedirs(args.out, exist_ok=True)

@@ -1,8 +1,8 @@
 """``tf-vrre export``: the posterior's Bayesian model average as a TF Serving SavedModel.
 
-    tf-vrre export --run runs/cifar10 --out serving/cifar10                   # version 1, 2, ...
-    tf-vrre export --run runs/cifar10 --out serving/cifar10 --max-members 16 --version 7
-    tf-vrre export --samples runs/toy/samples --out serving/toy --temperature 2
+tf-vrre export --run runs/cifar10 --out serving/cifar10                   # version 1, 2, ...
+tf-vrre export --run runs/cifar10 --out serving/cifar10 --max-members 16 --version 7
+tf-vrre export --samples runs/toy/samples --out serving/toy --temperature 2
 """
 
 import os
@@ -20,22 +20,39 @@ DESCRIPTION = (
     "are all within [0, 1]: scaled to 0..1 by mistake). Every signature checks its input: another rank, size, "
     "channel count or dtype, NaN or Inf in a float input, and float pixels outside [0, 255] get an "
     "InvalidArgument error; an empty batch gets empty outputs. Versions are "
-    "never overwritten; a failed or killed export leaves no version behind.")
+    "never overwritten; a failed or killed export leaves no version behind."
+)
 
 
 def add_arguments(p):
     """Flags of ``tf-vrre export``."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", metavar="RUN", help="run directory: RUN/run.json (preprocessing) and RUN/samples")
-    src.add_argument("--samples", metavar="DIR",
-                     help="SampleCollector directory (manifest.json, model.json); the model's own input signature")
+    src.add_argument(
+        "--samples",
+        metavar="DIR",
+        help="SampleCollector directory (manifest.json, model.json); the model's own input signature",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="TF Serving model base path; writes DIR/<version>/")
-    p.add_argument("--version", type=_args.positive(int), metavar="N",
-                   help="version number (default: highest existing + 1); an existing version is an error")
-    p.add_argument("--max-members", type=_args.positive(int), metavar="K",
-                   help="at most K members, spread evenly over the chain (default: every sample)")
-    p.add_argument("--temperature", type=_args.positive(float), default=1.0, metavar="T",
-                   help="divide the members' logits by T before the softmax (default 1)")
+    p.add_argument(
+        "--version",
+        type=_args.positive(int),
+        metavar="N",
+        help="version number (default: highest existing + 1); an existing version is an error",
+    )
+    p.add_argument(
+        "--max-members",
+        type=_args.positive(int),
+        metavar="K",
+        help="at most K members, spread evenly over the chain (default: every sample)",
+    )
+    p.add_argument(
+        "--temperature",
+        type=_args.positive(float),
+        default=1.0,
+        metavar="T",
+        help="divide the members' logits by T before the softmax (default 1)",
+    )
     p.add_argument("--quiet", action="store_true", help="print only the line naming the exported version")
 
 
@@ -61,12 +78,16 @@ def check(args):
         try:
             samples.load_samples(sample_dir)  # structure, sizes, checksums, shapes
         except ValueError as err:
-            _args.die(f"{'--run' if args.run is not None else '--samples'}: {err}; "
-                      f"{samples.repair_hint(args.run if args.run is not None else sample_dir)}")
+            _args.die(
+                f"{'--run' if args.run is not None else '--samples'}: {err}; "
+                f"{samples.repair_hint(args.run if args.run is not None else sample_dir)}"
+            )
     _args.writable(args.out)
     if args.version is not None and os.path.exists(os.path.join(args.out, str(args.version))):
-        _args.die(f"--version: {args.version}: {os.path.join(args.out, str(args.version))} exists "
-                  "(exported versions are never overwritten)")
+        _args.die(
+            f"--version: {args.version}: {os.path.join(args.out, str(args.version))} exists "
+            "(exported versions are never overwritten)"
+        )
     try:
         checks.check_out(args.out)
         checks.choose_version(args.out, args.version)
@@ -83,20 +104,29 @@ def run(args):
     from tf_vrre.serving.export import export_ensemble
 
     try:
-        info = export_ensemble(args.run if args.run is not None else args.samples, args.out, version=args.version,
-                               max_members=args.max_members, temperature=args.temperature)
+        info = export_ensemble(
+            args.run if args.run is not None else args.samples,
+            args.out,
+            version=args.version,
+            max_members=args.max_members,
+            temperature=args.temperature,
+        )
     except ValueError as err:
         message = str(err)
         if "model=<built keras.Model" in message:
             message += " (the CLI cannot take a model object)"
         _args.die(f"--run / --samples: {message}")
-    print(f"exported {info['members']} of {info['samples_available']} samples (steps {_span(info['steps'])}) "
-          f"to {info['path']}")
+    print(
+        f"exported {info['members']} of {info['samples_available']} samples (steps {_span(info['steps'])}) "
+        f"to {info['path']}"
+    )
     if args.quiet:
         return 0
-    print(f"  export time {info['export_seconds']:.1f} s, SavedModel size {info['bytes'] / 2 ** 20:.2f} MiB, "
-          f"temperature {info['temperature']:g}, input {info['input']['name']} "
-          f"{'/'.join(info['input']['dtypes'])} {info['input']['shape']}")
+    print(
+        f"  export time {info['export_seconds']:.1f} s, SavedModel size {info['bytes'] / 2**20:.2f} MiB, "
+        f"temperature {info['temperature']:g}, input {info['input']['name']} "
+        f"{'/'.join(info['input']['dtypes'])} {info['input']['shape']}"
+    )
     print(f"  signatures: {', '.join(info['signatures'])}")
     return 0
 

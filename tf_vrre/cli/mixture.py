@@ -1,9 +1,9 @@
 """``tf-vrre mixture``: the paper's Gaussian-mixture study offline (the main job).
 
-    tf-vrre mixture                      # default scenario (N = 1e3), ~3-4 minutes on 2 CPU cores
-    tf-vrre mixture --iterations 20000 --seeds 2 --out runs/quick
-    tf-vrre mixture --paper              # the paper's Section 5.1 numbers (N = 1e5), reported honestly
-    tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta = 1e-5)
+tf-vrre mixture                      # default scenario (N = 1e3), ~3-4 minutes on 2 CPU cores
+tf-vrre mixture --iterations 20000 --seeds 2 --out runs/quick
+tf-vrre mixture --paper              # the paper's Section 5.1 numbers (N = 1e5), reported honestly
+tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta = 1e-5)
 """
 
 import os
@@ -11,94 +11,192 @@ import time
 
 from tf_vrre.cli import _args, _ladder
 
-METHODS = ("sgld", "resgld", "vr-resgld", "vr-resgld-ladder")  # = tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS (no TF import here)
+METHODS = (
+    "sgld",
+    "resgld",
+    "vr-resgld",
+    "vr-resgld-ladder",
+)  # = tf_vrre.workflows.gaussian_mixture.target.ALL_METHODS (no TF import here)
 OUTPUTS = ("summary.json", "traces.npz", "traces.png", "density.png", "variance.png", "sensitivity.png")
-MAX_DATA_SIZE = 10 ** 7   # the data set and the exact-posterior grid live in memory
-MAX_STEPS = 10 ** 9
-MAX_LOCATION = 1e6        # |beta_0|, |phi|, |true beta| and sigma, prior sd: energies stay finite in float32
+MAX_DATA_SIZE = 10**7  # the data set and the exact-posterior grid live in memory
+MAX_STEPS = 10**9
+MAX_LOCATION = 1e6  # |beta_0|, |phi|, |true beta| and sigma, prior sd: energies stay finite in float32
 
 # Scenario presets; an explicit flag overrides its entry.  ``correction_re`` is F for reSGLD
 # (``correction`` is F for VR-reSGLD and the ladder).
 PRESETS = {
-    "default": dict(data_size=1000, steps=30000, lr=3e-4, batch=100, m=4, tau1=10.0, tau2=3000.0,
-                    correction=2.0, correction_re=None, seeds=3,
-                    sens_ratios=(0.02, 0.1, 0.5), sens_lrs=(1e-5, 1e-4, 1e-3)),
+    "default": dict(
+        data_size=1000,
+        steps=30000,
+        lr=3e-4,
+        batch=100,
+        m=4,
+        tau1=10.0,
+        tau2=3000.0,
+        correction=2.0,
+        correction_re=None,
+        seeds=3,
+        sens_ratios=(0.02, 0.1, 0.5),
+        sens_lrs=(1e-5, 1e-4, 1e-3),
+    ),
     # Section 5.1: m = 40, tau = (10, 1000), eta = 1e-7, F = 1 (VR) / 100 (reSGLD), N = 1e5.
     # n is not stated in the paper; the authors' C code uses 1000.
-    "paper": dict(data_size=100000, steps=10000, lr=1e-7, batch=1000, m=40, tau1=10.0, tau2=1000.0,
-                  correction=1.0, correction_re=100.0, seeds=2,
-                  sens_ratios=(0.001, 0.01, 0.1), sens_lrs=(1e-8, 1e-7, 1e-6)),
+    "paper": dict(
+        data_size=100000,
+        steps=10000,
+        lr=1e-7,
+        batch=1000,
+        m=40,
+        tau1=10.0,
+        tau2=1000.0,
+        correction=1.0,
+        correction_re=100.0,
+        seeds=2,
+        sens_ratios=(0.001, 0.01, 0.1),
+        sens_lrs=(1e-8, 1e-7, 1e-6),
+    ),
     # Appendix: tau = (1, 500), eta = 1e-5, F = 1 (VR) / 500 (reSGLD).
-    "appendix": dict(data_size=100000, steps=10000, lr=1e-5, batch=1000, m=40, tau1=1.0, tau2=500.0,
-                     correction=1.0, correction_re=500.0, seeds=2,
-                     sens_ratios=(0.001, 0.01, 0.1), sens_lrs=(1e-6, 1e-5, 1e-4)),
+    "appendix": dict(
+        data_size=100000,
+        steps=10000,
+        lr=1e-5,
+        batch=1000,
+        m=40,
+        tau1=1.0,
+        tau2=500.0,
+        correction=1.0,
+        correction_re=500.0,
+        seeds=2,
+        sens_ratios=(0.001, 0.01, 0.1),
+        sens_lrs=(1e-6, 1e-5, 1e-4),
+    ),
 }
-FULL_GRID = 5          # --full: 5 x 5 sensitivity grid ...
-FULL_SEEDS = 10        # ... averaged over the paper's 10 realisations
+FULL_GRID = 5  # --full: 5 x 5 sensitivity grid ...
+FULL_SEEDS = 10  # ... averaged over the paper's 10 realisations
 
 
 HELP = "SGLD vs reSGLD vs VR-reSGLD on the 1-D Gaussian mixture (offline)"
-DESCRIPTION = ("The paper's Section 5.1 study against the exact tempered posterior. "
-               "Defaults are the 'default' scenario; --paper / --appendix change them.")
+DESCRIPTION = (
+    "The paper's Section 5.1 study against the exact tempered posterior. "
+    "Defaults are the 'default' scenario; --paper / --appendix change them."
+)
 
 
 def add_arguments(m):
     """Flags of ``tf-vrre mixture``."""
     scen = m.add_mutually_exclusive_group()
-    scen.add_argument("--paper", action="store_true",
-                      help="Section 5.1 numbers: N=1e5, m=40, tau=(10,1000), eta=1e-7, F=1 (VR) / 100 (reSGLD)")
-    scen.add_argument("--appendix", action="store_true",
-                      help="appendix variant: N=1e5, m=40, tau=(1,500), eta=1e-5, F=1 (VR) / 500 (reSGLD)")
-    m.add_argument("--data-size", type=_args.positive(int, MAX_DATA_SIZE),
-                   help="N (default 1000; 1e5 with --paper/--appendix; at most 1e7)")
+    scen.add_argument(
+        "--paper",
+        action="store_true",
+        help="Section 5.1 numbers: N=1e5, m=40, tau=(10,1000), eta=1e-7, F=1 (VR) / 100 (reSGLD)",
+    )
+    scen.add_argument(
+        "--appendix",
+        action="store_true",
+        help="appendix variant: N=1e5, m=40, tau=(1,500), eta=1e-5, F=1 (VR) / 500 (reSGLD)",
+    )
+    m.add_argument(
+        "--data-size",
+        type=_args.positive(int, MAX_DATA_SIZE),
+        help="N (default 1000; 1e5 with --paper/--appendix; at most 1e7)",
+    )
     m.add_argument("--data-seed", type=_args.nonnegative_int, default=0, help="seed of the data set (default 0, fixed)")
-    m.add_argument("--iterations", "--steps", dest="steps", type=_args.positive(int, MAX_STEPS),
-                   help="iterations per method and seed (default 3e4; 1e4 with --paper/--appendix)")
+    m.add_argument(
+        "--iterations",
+        "--steps",
+        dest="steps",
+        type=_args.positive(int, MAX_STEPS),
+        help="iterations per method and seed (default 3e4; 1e4 with --paper/--appendix)",
+    )
     m.add_argument("--lr", type=_args.positive(float), help="eta, multiplies the N-scaled gradient (default 3e-4)")
     m.add_argument("--batch", type=_args.positive(int), help="mini-batch size n (default 100; 1000 for --paper)")
     m.add_argument("--m", type=_args.positive(int), help="variance/snapshot period m (default 4; 40 for --paper)")
     m.add_argument("--tau1", type=_args.positive(float), help="cold temperature (default 10)")
     m.add_argument("--tau2", type=_args.positive(float), help="hot temperature (default 3000)")
-    m.add_argument("--correction", type=_args.positive(float), help="F of VR-reSGLD (and reSGLD unless "
-                   "--correction-re; default 2, the unbiased value for Gaussian energy noise)")
+    m.add_argument(
+        "--correction",
+        type=_args.positive(float),
+        help="F of VR-reSGLD (and reSGLD unless "
+        "--correction-re; default 2, the unbiased value for Gaussian energy noise)",
+    )
     m.add_argument("--correction-re", type=_args.positive(float), help="F of reSGLD (default: --correction)")
     m.add_argument("--smoothing", type=_args.positive(float, 1.0), default=0.3, help="gamma in (0, 1] (default 0.3)")
-    m.add_argument("--initial", type=_args.bounded(MAX_LOCATION), default=30.0,
-                   help="beta_0 of every chain (default 30)")
-    m.add_argument("--phi", type=_args.bounded(MAX_LOCATION), default=20.0,
-                   help="mirror point: components at beta and phi - beta (default 20, the paper's)")
-    m.add_argument("--sigma", type=_args.positive(float, MAX_LOCATION), default=5.0,
-                   help="component standard deviation (default 5)")
-    m.add_argument("--prior-sd", type=_args.positive(float, MAX_LOCATION), default=10.0,
-                   help="prior sd of beta (default 10)")
-    m.add_argument("--true-beta", type=_args.bounded(MAX_LOCATION), default=-5.0,
-                   help="beta the data are drawn at (default -5)")
-    m.add_argument("--penalty", choices=("auto", "batch", "offset", "window"), default="auto",
-                   help="swap penalty's sigma2 (CorrectedSwap(penalty=...)): auto = batch with VR, the "
-                        "paper's window without (default auto)")
+    m.add_argument(
+        "--initial", type=_args.bounded(MAX_LOCATION), default=30.0, help="beta_0 of every chain (default 30)"
+    )
+    m.add_argument(
+        "--phi",
+        type=_args.bounded(MAX_LOCATION),
+        default=20.0,
+        help="mirror point: components at beta and phi - beta (default 20, the paper's)",
+    )
+    m.add_argument(
+        "--sigma",
+        type=_args.positive(float, MAX_LOCATION),
+        default=5.0,
+        help="component standard deviation (default 5)",
+    )
+    m.add_argument(
+        "--prior-sd", type=_args.positive(float, MAX_LOCATION), default=10.0, help="prior sd of beta (default 10)"
+    )
+    m.add_argument(
+        "--true-beta", type=_args.bounded(MAX_LOCATION), default=-5.0, help="beta the data are drawn at (default -5)"
+    )
+    m.add_argument(
+        "--penalty",
+        choices=("auto", "batch", "offset", "window"),
+        default="auto",
+        help="swap penalty's sigma2 (CorrectedSwap(penalty=...)): auto = batch with VR, the "
+        "paper's window without (default auto)",
+    )
     m.add_argument("--seed", type=_args.nonnegative_int, default=0, help="first chain seed (default 0)")
-    m.add_argument("--seeds", type=_args.positive(int, 1000),
-                   help="chain seeds per method: seed, seed+1, ... (default 3)")
-    m.add_argument("--methods", default="sgld,resgld,vr-resgld",
-                   help="comma-separated subset of sgld,resgld,vr-resgld,vr-resgld-ladder")
-    m.add_argument("--ladder-chains", type=_args.positive(int, 64), default=4,
-                   help="K of vr-resgld-ladder (geometric tau1..tau2, default 4)")
-    m.add_argument("--burn-in", type=_args.fraction(), default=0.1,
-                   help="fraction of each trace discarded (default 0.1)")
+    m.add_argument(
+        "--seeds", type=_args.positive(int, 1000), help="chain seeds per method: seed, seed+1, ... (default 3)"
+    )
+    m.add_argument(
+        "--methods",
+        default="sgld,resgld,vr-resgld",
+        help="comma-separated subset of sgld,resgld,vr-resgld,vr-resgld-ladder",
+    )
+    m.add_argument(
+        "--ladder-chains",
+        type=_args.positive(int, 64),
+        default=4,
+        help="K of vr-resgld-ladder (geometric tau1..tau2, default 4)",
+    )
+    m.add_argument(
+        "--burn-in", type=_args.fraction(), default=0.1, help="fraction of each trace discarded (default 0.1)"
+    )
     m.add_argument("--record-every", type=_args.positive(int), default=10, help="record beta, sigma2 every k steps")
-    m.add_argument("--variance-m", type=_args.positive_list(int, MAX_STEPS), default=(10, 40, 200),
-                   help="extra VR-reSGLD periods m for variance.png (default 10,40,200)")
-    m.add_argument("--variance-steps", type=_args.positive(int, MAX_STEPS), default=4000,
-                   help="iterations of each extra variance.png run (default 4000)")
-    m.add_argument("--sens-ratios", type=_args.positive_list(float, 1.0),
-                   help="n/N values of sensitivity.png, in (0, 1]")
+    m.add_argument(
+        "--variance-m",
+        type=_args.positive_list(int, MAX_STEPS),
+        default=(10, 40, 200),
+        help="extra VR-reSGLD periods m for variance.png (default 10,40,200)",
+    )
+    m.add_argument(
+        "--variance-steps",
+        type=_args.positive(int, MAX_STEPS),
+        default=4000,
+        help="iterations of each extra variance.png run (default 4000)",
+    )
+    m.add_argument(
+        "--sens-ratios", type=_args.positive_list(float, 1.0), help="n/N values of sensitivity.png, in (0, 1]"
+    )
     m.add_argument("--sens-lrs", type=_args.positive_list(float), help="eta values of sensitivity.png")
     m.add_argument("--sens-seeds", type=_args.positive(int, 1000), help="seeds averaged per grid point (default 2)")
-    m.add_argument("--sens-steps", type=_args.positive(int, MAX_STEPS), default=300,
-                   help="iterations per sensitivity run; sigma2 averaged over the second half (default 300)")
+    m.add_argument(
+        "--sens-steps",
+        type=_args.positive(int, MAX_STEPS),
+        default=300,
+        help="iterations per sensitivity run; sigma2 averaged over the second half (default 300)",
+    )
     m.add_argument("--full", action="store_true", help="5 x 5 sensitivity grid averaged over 10 seeds")
-    m.add_argument("--out", default=None, help="output directory (default runs/mixture-<timestamp>); results "
-                   "are written as each method / seed finishes")
+    m.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default runs/mixture-<timestamp>); results are written as each method / seed finishes",
+    )
     m.add_argument("--overwrite", action="store_true", help="replace the results of an earlier study in --out")
     _ladder.add_mixture_arguments(m)
     m.add_argument("--quiet", action="store_true", help="no progress on stderr and no set-up lines: only the table")
@@ -164,8 +262,12 @@ def _check_temperatures(args, methods):
 
     ladders = [("--tau1 / --tau2", [args.tau1, args.tau2])]
     if "vr-resgld-ladder" in methods:  # as tf_vrre.workflows.gaussian_mixture.target.ladder
-        ladders.append(("--tau1 / --tau2 / --ladder-chains",
-                        [float(t) for t in np.geomspace(args.tau1, args.tau2, args.ladder_chains)]))
+        ladders.append(
+            (
+                "--tau1 / --tau2 / --ladder-chains",
+                [float(t) for t in np.geomspace(args.tau1, args.tau2, args.ladder_chains)],
+            )
+        )
     for flags, taus in ladders:
         try:
             numerics.check_hyperparameter("temperatures", taus, num_chains=len(taus), name="the chains' temperatures")
@@ -182,11 +284,13 @@ def _check_step_sizes(args):
     from tf_vrre.numerics import F32_TINY
     from tf_vrre.workflows import step_bounds  # numpy only
 
-    curvature = args.data_size / args.sigma ** 2 + 1.0 / args.prior_sd ** 2
+    curvature = args.data_size / args.sigma**2 + 1.0 / args.prior_sd**2
     limit = min(step_bounds.prior_stability_limit(curvature), step_bounds.noise_variance_limit(args.tau2))
-    why = (f"eta * (N / sigma^2 + 1 / prior_sd^2) must be < 2 with --data-size {args.data_size}, --sigma "
-           f"{args.sigma:g}, --prior-sd {args.prior_sd:g}, or the chains diverge, and 2 eta --tau2 ({args.tau2:g}) "
-           "must be finite in float32")
+    why = (
+        f"eta * (N / sigma^2 + 1 / prior_sd^2) must be < 2 with --data-size {args.data_size}, --sigma "
+        f"{args.sigma:g}, --prior-sd {args.prior_sd:g}, or the chains diverge, and 2 eta --tau2 ({args.tau2:g}) "
+        "must be finite in float32"
+    )
     for flag, lrs in (("--lr", [args.lr]), ("--sens-lrs", args.sens_lrs)):
         for lr in lrs:
             try:
@@ -201,19 +305,26 @@ def _fmt(value, spec, none="-"):
 
 def _print_table(study, results, factor, variance_m, wrote):
     a = study.args
-    print(f"\n{len(study.seeds)} chain seeds; mean +- standard error across seeds; weights after {a.burn_in:.0%} "
-          f"burn-in")
-    print(f"{'method':<17}{'swaps':>8}{'accept':>9}{'mean sigma2':>13}{'mode changes':>14}"
-          f"{'left-mode weight':>19}{'KS':>16}{'ESS(beta)':>10}{'R-hat':>7}{'time':>8}")
+    print(
+        f"\n{len(study.seeds)} chain seeds; mean +- standard error across seeds; weights after {a.burn_in:.0%} burn-in"
+    )
+    print(
+        f"{'method':<17}{'swaps':>8}{'accept':>9}{'mean sigma2':>13}{'mode changes':>14}"
+        f"{'left-mode weight':>19}{'KS':>16}{'ESS(beta)':>10}{'R-hat':>7}{'time':>8}"
+    )
     for method, r in results.items():
         w = f"{r['left_mode_weight']:.3f} +- {_fmt(r['left_mode_weight_se'], '.3f')}"
         ks = f"{r['ks']:.3f} +- {_fmt(r['ks_se'], '.3f')}"
-        print(f"{method:<17}{_fmt(r['swaps'], '.0f'):>8}{_fmt(r['accept_rate'], '.4f'):>9}"
-              f"{_fmt(r['mean_sigma2'], '.4g'):>13}{r['mode_changes']:>14.1f}{w:>19}{ks:>16}"
-              f"{_fmt(r['beta_ess'], '.0f'):>10}{_fmt(r['beta_rhat'], '.2f'):>7}{r['seconds']:>7.1f}s")
+        print(
+            f"{method:<17}{_fmt(r['swaps'], '.0f'):>8}{_fmt(r['accept_rate'], '.4f'):>9}"
+            f"{_fmt(r['mean_sigma2'], '.4g'):>13}{r['mode_changes']:>14.1f}{w:>19}{ks:>16}"
+            f"{_fmt(r['beta_ess'], '.0f'):>10}{_fmt(r['beta_rhat'], '.2f'):>7}{r['seconds']:>7.1f}s"
+        )
     print(f"{'exact':<17}{'':>8}{'':>9}{'':>13}{'':>14}{study.exact_left:>19.3f}{0:>16.3f}")
-    print(f"ESS(beta), R-hat: tfp.mcmc on the recorded cold-chain beta (every {a.record_every} steps) after "
-          "burn-in, seeds as chains split in halves")
+    print(
+        f"ESS(beta), R-hat: tfp.mcmc on the recorded cold-chain beta (every {a.record_every} steps) after "
+        "burn-in, seeds as chains split in halves"
+    )
     if factor is not None:
         print(f"variance reduction factor (reSGLD sigma2 / VR sigma2): {factor:.1f}")
     if variance_m:
@@ -246,8 +357,13 @@ def run(args):
         raise
     wall = time.perf_counter() - t_start
     _args.write_json(os.path.join(args.out, "summary.json"), study.summary(results, factor, variance_m, sens, wall))
-    _print_table(study, results, factor, variance_m,
-                 f"wall time {wall:.1f}s; wrote summary.json, traces.npz, traces.png, density.png, "
-                 f"{'variance.png, ' if curves else ''}sensitivity.png to {args.out}")
+    _print_table(
+        study,
+        results,
+        factor,
+        variance_m,
+        f"wall time {wall:.1f}s; wrote summary.json, traces.npz, traces.png, density.png, "
+        f"{'variance.png, ' if curves else ''}sensitivity.png to {args.out}",
+    )
     _ladder.print_tables(_ladder.study_records(args.out), title=lambda p: os.path.basename(os.path.dirname(p)))
     return 0

@@ -1,7 +1,7 @@
 """``tf-vrre repair``: keep the readable samples of a damaged run and rewrite its manifest.
 
-    tf-vrre repair runs/c10-vr --dry-run     # what would be kept and dropped; changes nothing
-    tf-vrre repair runs/c10-vr               # rewrites runs/c10-vr/samples/manifest.json
+tf-vrre repair runs/c10-vr --dry-run     # what would be kept and dropped; changes nothing
+tf-vrre repair runs/c10-vr               # rewrites runs/c10-vr/samples/manifest.json
 """
 
 import os
@@ -18,7 +18,8 @@ DESCRIPTION = (
     "list the good samples and renames each damaged file to damaged-<name>; prints what it kept and "
     "dropped. An unreadable manifest is rebuilt from the readable sample-<step>.npz files (their "
     "temperature / energy metadata and the run identity are lost: evaluate and export work, a resume "
-    "refuses them). Refuses a run that tf-vrre train is writing. No TensorFlow.")
+    "refuses them). Refuses a run that tf-vrre train is writing. No TensorFlow."
+)
 
 
 def add_arguments(p):

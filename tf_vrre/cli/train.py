@@ -26,13 +26,22 @@ DESCRIPTION = (
     "after a kill resumes from the last epoch. Flags override config values; --set section.key=value "
     "overrides any of them. --epochs stretches the config's epoch schedule (same curves over the run); "
     "--schedule keep-rates keeps its per-epoch rates instead (for short runs). A schedule that changes the "
-    "learning rate, the temperature or F by more than x10 per epoch gets a warning.")
+    "learning rate, the temperature or F by more than x10 per epoch gets a warning."
+)
 
 # flag dest -> config key
-OVERRIDES = {"dataset": "data.dataset", "model": "model.name", "epochs": "training.epochs",
-             "batch_size": "data.batch_size", "subset": "data.subset", "holdout": "data.holdout",
-             "seed": "training.seed", "thinning": "samples.thinning", "lr": "sampler.lr",
-             "erasing": "data.erasing"}
+OVERRIDES = {
+    "dataset": "data.dataset",
+    "model": "model.name",
+    "epochs": "training.epochs",
+    "batch_size": "data.batch_size",
+    "subset": "data.subset",
+    "holdout": "data.holdout",
+    "seed": "training.seed",
+    "thinning": "samples.thinning",
+    "lr": "sampler.lr",
+    "erasing": "data.erasing",
+}
 
 
 def _key_value(text):
@@ -75,35 +84,68 @@ def add_arguments(p):
     p.add_argument("--thinning", type=_args.positive(int), help="one sample every THINNING steps after burn-in")
     p.add_argument("--lr", type=_args.positive(float), help="learning rate on the mean loss (eta = lr / N)")
     p.add_argument("--erasing", type=_args.fraction(closed=True), help="random erasing probability in [0, 1]")
-    p.add_argument("--schedule", choices=("stretch", "keep-rates"), default="stretch",
-                   help="stretch (default): the config's schedule stretched to --epochs, the same curves over the "
-                        "run (4 epochs of the 500-epoch recipe grow F x11.9 per epoch); keep-rates: its per-epoch "
-                        "factors kept and its phases (constant lr, burn-in) scaled to --epochs, for short runs")
+    p.add_argument(
+        "--schedule",
+        choices=("stretch", "keep-rates"),
+        default="stretch",
+        help="stretch (default): the config's schedule stretched to --epochs, the same curves over the "
+        "run (4 epochs of the 500-epoch recipe grow F x11.9 per epoch); keep-rates: its per-epoch "
+        "factors kept and its phases (constant lr, burn-in) scaled to --epochs, for short runs",
+    )
     p.add_argument("--no-augment", action="store_true", help="train without crop / flip / erasing")
-    p.add_argument("--set", action="append", default=[], type=_key_value, metavar="SECTION.KEY=VALUE",
-                   help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50")
-    p.add_argument("--data-dir", help="tfds data directory, or the root of .npz files (DIR/cifar10/cifar10_train.npz, ...)")
-    p.add_argument("--source", choices=("tfds", "npz", "auto"), default="tfds",
-                   help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)")
-    p.add_argument("--no-download", action="store_true",
-                   help="tfds: use prepared data only (offline). Without it, data not prepared in --data-dir are "
-                        "downloaded once the download host answers a 5 s connection check (else one-line error)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                   help="tf.distribute strategy: auto (TPU if one is detected: /dev/accel*, /dev/vfio with a Google "
-                        "PCI device, or a $COLAB_TPU_ADDR accepting a TCP connection within 3 s; else mirrored with "
-                        "several GPUs, else default), default, mirrored, multiworker (reads TF_CONFIG; run the same "
-                        "command on every worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; "
-                        "XLA always on)")
-    p.add_argument("--placement", choices=("replicated", "chain-per-replica"), default="replicated",
-                   help="where the chains live under --strategy: replicated (every device holds every chain and "
-                        "a shard of each batch) or chain-per-replica (one chain per device, which needs as many "
-                        "replicas as chains; swaps move temperatures, not weights)")
-    p.add_argument("--jit-compile", choices=("auto", "on", "off"),
-                   help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
-                        "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile")
-    p.add_argument("--steps-per-execution", type=_args.positive(int, MAX_STEPS_PER_EXECUTION), metavar="N",
-                   help="train steps per compiled call (default 1; must divide --thinning); fewer host round "
-                        "trips, the TPU lever")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="SECTION.KEY=VALUE",
+        help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50",
+    )
+    p.add_argument(
+        "--data-dir", help="tfds data directory, or the root of .npz files (DIR/cifar10/cifar10_train.npz, ...)"
+    )
+    p.add_argument(
+        "--source",
+        choices=("tfds", "npz", "auto"),
+        default="tfds",
+        help="tfds (default), npz, or auto (npz when --data-dir holds the files, else tfds)",
+    )
+    p.add_argument(
+        "--no-download",
+        action="store_true",
+        help="tfds: use prepared data only (offline). Without it, data not prepared in --data-dir are "
+        "downloaded once the download host answers a 5 s connection check (else one-line error)",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="auto",
+        help="tf.distribute strategy: auto (TPU if one is detected: /dev/accel*, /dev/vfio with a Google "
+        "PCI device, or a $COLAB_TPU_ADDR accepting a TCP connection within 3 s; else mirrored with "
+        "several GPUs, else default), default, mirrored, multiworker (reads TF_CONFIG; run the same "
+        "command on every worker, the chief writes --out), tpu ($COLAB_TPU_ADDR or the local TPU; "
+        "XLA always on)",
+    )
+    p.add_argument(
+        "--placement",
+        choices=("replicated", "chain-per-replica"),
+        default="replicated",
+        help="where the chains live under --strategy: replicated (every device holds every chain and "
+        "a shard of each batch) or chain-per-replica (one chain per device, which needs as many "
+        "replicas as chains; swaps move temperatures, not weights)",
+    )
+    p.add_argument(
+        "--jit-compile",
+        choices=("auto", "on", "off"),
+        help="XLA-compile the train step: auto picks XLA on TPU / GPU and for dense nets on one CPU "
+        "(default: $TF_VRRE_JIT_COMPILE, else auto); TPUs always compile",
+    )
+    p.add_argument(
+        "--steps-per-execution",
+        type=_args.positive(int, MAX_STEPS_PER_EXECUTION),
+        metavar="N",
+        help="train steps per compiled call (default 1; must divide --thinning); fewer host round trips, the TPU lever",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace a different run in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -127,8 +169,10 @@ def _check_schedule_flags(args):
     """``--schedule keep-rates`` sets the schedule's epochs itself: an explicit one contradicts it."""
     given = [f"--set {key}={value}" for key, value in args.set if key == "training.schedule_epochs"]
     if args.schedule == "keep-rates" and given:
-        _args.die(f"--schedule: keep-rates contradicts {', '.join(given)}: keep-rates writes the schedule for the run's "
-             "epochs (training.schedule_epochs = --epochs); drop one of them")
+        _args.die(
+            f"--schedule: keep-rates contradicts {', '.join(given)}: keep-rates writes the schedule for the run's "
+            "epochs (training.schedule_epochs = --epochs); drop one of them"
+        )
 
 
 def _warn_schedule(args, caught):
@@ -140,10 +184,12 @@ def _warn_schedule(args, caught):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             continue
         m = w.message
-        _args.warn(f"--epochs {m.epochs}: the {m.schedule_epochs}-epoch schedule of --config {args.config} squeezed into "
-              f"{m.epochs} epochs changes {m.changes}, more than x10 per epoch, faster than the chains can follow; "
-              f"for a short run add --schedule keep-rates (the config's per-epoch rates), or use --epochs "
-              f"{m.fewest_epochs} or more")
+        _args.warn(
+            f"--epochs {m.epochs}: the {m.schedule_epochs}-epoch schedule of --config {args.config} squeezed into "
+            f"{m.epochs} epochs changes {m.changes}, more than x10 per epoch, faster than the chains can follow; "
+            f"for a short run add --schedule keep-rates (the config's per-epoch rates), or use --epochs "
+            f"{m.fewest_epochs} or more"
+        )
 
 
 def _check_augment_flags(args):
@@ -151,11 +197,16 @@ def _check_augment_flags(args):
     if not args.no_augment:
         return
     given = [f"--erasing {args.erasing:g}"] if args.erasing is not None else []
-    given += [f"--set {key}={value}" for key, value in args.set if key in ("data.erasing", "data.flip",
-                                                                           "data.crop_padding", "data.augment")]
+    given += [
+        f"--set {key}={value}"
+        for key, value in args.set
+        if key in ("data.erasing", "data.flip", "data.crop_padding", "data.augment")
+    ]
     if given:
-        _args.die(f"--no-augment: contradicts {', '.join(given)}: training without augmentation has no crop, flip or "
-             "erasing; drop one of them")
+        _args.die(
+            f"--no-augment: contradicts {', '.join(given)}: training without augmentation has no crop, flip or "
+            "erasing; drop one of them"
+        )
 
 
 # the input a preflight error concerns -> the flags the one-line error names
@@ -214,9 +265,18 @@ def check(args):
     try:
         with warnings.catch_warnings(record=True) as caught:  # printed below, once the run is accepted
             warnings.simplefilter("always", planning.ScheduleWarning)
-            args.preflight = planning.preflight(cfg, args.out, args.data_dir, args.source, not args.no_download,
-                                                args.overwrite, args.jit, args.steps_per_execution, args.strategy,
-                                                writer)
+            args.preflight = planning.preflight(
+                cfg,
+                args.out,
+                args.data_dir,
+                args.source,
+                not args.no_download,
+                args.overwrite,
+                args.jit,
+                args.steps_per_execution,
+                args.strategy,
+                writer,
+            )
     except (ValueError, OSError) as err:
         argument = getattr(err, "argument", None)
         flag = config_flag(str(err), args) if argument == "config" else _FLAGS.get(argument, "--config")
@@ -290,9 +350,12 @@ def _run(args):
     parts = [f"{k} {last[k]:.4g}" for k in ("loss", "accuracy", "swaps", "bma_accuracy", "bma_nll") if k in last]
     method = pre.config.method
     if not result["chief"]:
-        print(f"{method}: {', '.join(parts)}; {result['seconds']:.0f} s (a non-chief worker: the chief "
-              f"wrote {args.out})")
+        print(
+            f"{method}: {', '.join(parts)}; {result['seconds']:.0f} s (a non-chief worker: the chief wrote {args.out})"
+        )
         return 0
-    print(f"{method}: {', '.join(parts)}; {result['seconds']:.0f} s -> {args.out} "
-          f"(next: tf-vrre evaluate --run {args.out})")
+    print(
+        f"{method}: {', '.join(parts)}; {result['seconds']:.0f} s -> {args.out} "
+        f"(next: tf-vrre evaluate --run {args.out})"
+    )
     return 0

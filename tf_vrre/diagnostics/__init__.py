@@ -33,8 +33,32 @@ from tf_vrre.diagnostics.replicas import pair_acceptance, replica_flow, round_tr
 from tf_vrre.diagnostics.report import diagnose, format_table, to_json
 from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_log
 
-__all__ = ["to_inference_data", "chain_summary", "effective_sample_size", "potential_scale_reduction",
-           "split_chains", "pair_acceptance", "replica_flow", "round_trips", "sigma2_trend", "slot_paths",
-           "diagnose", "format_table", "to_json", "SwapLog", "locate", "read_samples", "read_swap_log"]
-__all__ += ["agreement", "total_variation", "wasserstein_1", "ks_distance", "classification_nll", "regression_nll",
-            "classification_fidelity", "regression_fidelity"]
+__all__ = [
+    "to_inference_data",
+    "chain_summary",
+    "effective_sample_size",
+    "potential_scale_reduction",
+    "split_chains",
+    "pair_acceptance",
+    "replica_flow",
+    "round_trips",
+    "sigma2_trend",
+    "slot_paths",
+    "diagnose",
+    "format_table",
+    "to_json",
+    "SwapLog",
+    "locate",
+    "read_samples",
+    "read_swap_log",
+]
+__all__ += [
+    "agreement",
+    "total_variation",
+    "wasserstein_1",
+    "ks_distance",
+    "classification_nll",
+    "regression_nll",
+    "classification_fidelity",
+    "regression_fidelity",
+]

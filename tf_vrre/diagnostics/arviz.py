@@ -39,8 +39,9 @@ def _cold_state_at(log, after_steps, since):
     """For each entry of ``after_steps`` (non-decreasing): the state in slot 0 once the swaps
     of that step are done, and the accepted pair-0 swaps since the previous entry (the first:
     since step ``since``)."""
-    times, slots = replicas.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains,
-                                 log.start_step)
+    times, slots = replicas.slot_paths(
+        log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains, log.start_step
+    )
     e = np.clip(np.searchsorted(times, after_steps, side="right") - 1, 0, len(times) - 1)
     cold = np.argmin(slots[e], axis=1)
     acc0 = np.sort(log.swaps["step"][(log.swaps["pair"] == 0) & (log.swaps["accepted"] > 0.5)])
@@ -60,7 +61,7 @@ def _draws(loaded, burn_in, classes):
             post["energy"] = s["energy"][keep]
         if classes is not None and "predictive" in s:
             pred = s["predictive"][keep]
-            post["predictive"] = np.stack([pred[:, j, c] for j, c in enumerate(classes[:pred.shape[1]])], 1)
+            post["predictive"] = np.stack([pred[:, j, c] for j, c in enumerate(classes[: pred.shape[1]])], 1)
         steps = s["step"][keep]
         stats = {k: s[k][keep] for k in ("temperature", "lr") if k in s["recorded"]}
         stats["step"] = steps
@@ -72,13 +73,21 @@ def _draws(loaded, burn_in, classes):
     m = (log.swaps["pair"] == 0) & (log.swaps["step"] >= cut)
     steps = log.swaps["step"][m].astype(np.int64)
     cold, _ = _cold_state_at(log, steps - 1, cut)  # the state the attempt tested: before this step's swap
-    return ({"cold_energy": log.swaps["energy_lo"][m]},
-            {"step": steps, "cold_state": cold, "accepted": log.swaps["accepted"][m].astype(np.int64),
-             "accept_prob": log.swaps["accept_prob"][m], "log_ratio": log.swaps["log_ratio"][m]})
+    return (
+        {"cold_energy": log.swaps["energy_lo"][m]},
+        {
+            "step": steps,
+            "cold_state": cold,
+            "accepted": log.swaps["accepted"][m].astype(np.int64),
+            "accept_prob": log.swaps["accept_prob"][m],
+            "log_ratio": log.swaps["log_ratio"][m],
+        },
+    )
 
 
-def to_inference_data(runs: str | os.PathLike | Sequence[str | os.PathLike], burn_in: float = 0.1,
-                      points: int = 4) -> Any:
+def to_inference_data(
+    runs: str | os.PathLike | Sequence[str | os.PathLike], burn_in: float = 0.1, points: int = 4
+) -> Any:
     """An ``arviz.InferenceData`` of one run or of several runs (chains) for ``az.summary``,
     ``az.plot_trace``, ``az.plot_rank``, ``az.ess`` / ``az.rhat``.
 
@@ -125,6 +134,12 @@ def to_inference_data(runs: str | os.PathLike | Sequence[str | os.PathLike], bur
     dims = {"predictive": ["point"]} if "predictive" in post else None
     coords = {"point": np.arange(post["predictive"].shape[-1])} if dims else None
     idata = az.from_dict(posterior=post, sample_stats=stats, coords=coords, dims=dims)
-    idata.posterior.attrs.update({"runs": [os.fspath(p) for p in paths], "burn_in": burn_in,
-                                  "inference_library": "tf_vrre", "predictive_classes": classes or []})
+    idata.posterior.attrs.update(
+        {
+            "runs": [os.fspath(p) for p in paths],
+            "burn_in": burn_in,
+            "inference_library": "tf_vrre",
+            "predictive_classes": classes or [],
+        }
+    )
     return idata

@@ -48,7 +48,7 @@ def split_chains(values, split=True):
     if not split:
         return x
     half = x.shape[1] // 2
-    return np.concatenate([x[:, x.shape[1] - 2 * half:][:, :half], x[:, x.shape[1] - half:]], axis=0)
+    return np.concatenate([x[:, x.shape[1] - 2 * half :][:, :half], x[:, x.shape[1] - half :]], axis=0)
 
 
 def effective_sample_size(values, split=True):
@@ -75,12 +75,14 @@ def effective_sample_size(values, split=True):
 
     x = split_chains(values, split)
     if x.shape[1] < 4:
-        raise ValueError(f"values: need at least 4 draws per chain{' after splitting' if split else ''}, "
-                         f"got {x.shape[1]}")
+        raise ValueError(
+            f"values: need at least 4 draws per chain{' after splitting' if split else ''}, got {x.shape[1]}"
+        )
     states = tf.constant(np.moveaxis(x, 0, 1))  # [draws, chains, ...]
     with _quiet_tf():
-        ess = tfp.mcmc.effective_sample_size(states, filter_beyond_positive_pairs=True,
-                                             cross_chain_dims=1 if x.shape[0] > 1 else None)
+        ess = tfp.mcmc.effective_sample_size(
+            states, filter_beyond_positive_pairs=True, cross_chain_dims=1 if x.shape[0] > 1 else None
+        )
     ess = np.asarray(ess.numpy(), np.float64)
     return ess[0] if x.shape[0] == 1 else ess
 
@@ -108,8 +110,10 @@ def potential_scale_reduction(values, split=True):
 
     x = split_chains(values, split)
     if x.shape[0] < 2 or x.shape[1] < 2:
-        raise ValueError(f"values: R-hat needs >= 2 chains of >= 2 draws (use split=True for one chain), "
-                         f"got {x.shape[0]} x {x.shape[1]}")
+        raise ValueError(
+            f"values: R-hat needs >= 2 chains of >= 2 draws (use split=True for one chain), "
+            f"got {x.shape[0]} x {x.shape[1]}"
+        )
     v = tfp.mcmc.potential_scale_reduction(tf.constant(np.moveaxis(x, 0, 1)), independent_chain_ndims=1)
     return np.sqrt(np.asarray(v.numpy(), np.float64))
 
@@ -135,13 +139,17 @@ def chain_summary(values, split=True):
     x = _as_chains(values, "values")
     if x.ndim != 2:
         raise ValueError(f"values must be [draws] or [chains, draws], got shape {x.shape}")
-    out = {"chains": int(x.shape[0]), "draws": int(x.shape[1]), "split": bool(split),
-           "mean": float(x.mean()), "sd": float(x.std(ddof=1)) if x.size > 1 else 0.0}
+    out = {
+        "chains": int(x.shape[0]),
+        "draws": int(x.shape[1]),
+        "split": bool(split),
+        "mean": float(x.mean()),
+        "sd": float(x.std(ddof=1)) if x.size > 1 else 0.0,
+    }
     if np.ptp(x) == 0:
         return out | {"ess": None, "rhat": None, "mcse": None, "constant": True}
     ess = float(effective_sample_size(x, split))
     rhat = float(potential_scale_reduction(x, split))
-    ess = ess if np.isfinite(ess) and ess > 0 else None      # e.g. every chain constant at its own value
+    ess = ess if np.isfinite(ess) and ess > 0 else None  # e.g. every chain constant at its own value
     rhat = rhat if np.isfinite(rhat) else None
-    return out | {"ess": ess, "rhat": rhat, "mcse": out["sd"] / np.sqrt(ess) if ess else None,
-                  "constant": False}
+    return out | {"ess": ess, "rhat": rhat, "mcse": out["sd"] / np.sqrt(ess) if ess else None, "constant": False}

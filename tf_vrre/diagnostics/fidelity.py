@@ -46,16 +46,19 @@ def _draws(draws, name, min_draws=1):
     if d.ndim == 3 and d.shape[2] == 1:
         d = d[..., 0]
     if d.ndim != 2 or d.shape[0] < min_draws or not np.all(np.isfinite(d)):
-        raise ValueError(f"{name} must be finite draws [draws >= {min_draws}, points] (or [draws, points, 1]), "
-                         f"got shape {np.shape(draws)}")
+        raise ValueError(
+            f"{name} must be finite draws [draws >= {min_draws}, points] (or [draws, points, 1]), "
+            f"got shape {np.shape(draws)}"
+        )
     return d
 
 
 def _draw_pair(draws, reference_draws):
     d, r = _draws(draws, "draws"), _draws(reference_draws, "reference_draws", min_draws=2)
     if d.shape[1] != r.shape[1]:
-        raise ValueError(f"draws ({d.shape[1]} points) and reference_draws ({r.shape[1]} points) must cover "
-                         "the same points")
+        raise ValueError(
+            f"draws ({d.shape[1]} points) and reference_draws ({r.shape[1]} points) must cover the same points"
+        )
     return d, r
 
 
@@ -210,6 +213,8 @@ def regression_fidelity(draws, reference_draws, labels=None, noise_scale=None):
     """
     out = {"wasserstein_1": wasserstein_1(draws, reference_draws), "ks_distance": ks_distance(draws, reference_draws)}
     if labels is not None and noise_scale is not None:
-        out |= {"nll": regression_nll(draws, labels, noise_scale),
-                "reference_nll": regression_nll(reference_draws, labels, noise_scale)}
+        out |= {
+            "nll": regression_nll(draws, labels, noise_scale),
+            "reference_nll": regression_nll(reference_draws, labels, noise_scale),
+        }
     return out

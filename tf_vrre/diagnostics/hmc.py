@@ -35,8 +35,7 @@ import tensorflow as tf
 from tf_vrre.sgmcmc import energy
 
 
-class NutsDraws(collections.namedtuple("NutsDraws", ["draws", "step_size", "leapfrogs", "divergences",
-                                                     "seconds"])):
+class NutsDraws(collections.namedtuple("NutsDraws", ["draws", "step_size", "leapfrogs", "divergences", "seconds"])):
     """The result of :func:`sample_nuts`.
 
     Fields:
@@ -74,8 +73,10 @@ class FullBatchPosterior:
         if not isinstance(model, keras.Model) or not model.built:
             raise TypeError(f"model must be a built keras.Model, got {model!r}")
         if model.non_trainable_variables:
-            raise ValueError("model: non-trainable variables (e.g. BatchNormalization statistics) would make the "
-                             "density depend on state outside beta; use a model without them")
+            raise ValueError(
+                "model: non-trainable variables (e.g. BatchNormalization statistics) would make the "
+                "density depend on state outside beta; use a model without them"
+            )
         for name, value in (("weight_decay", weight_decay), ("temperature", temperature)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -101,8 +102,9 @@ class FullBatchPosterior:
             weights = [v.numpy() for v in weights.trainable_variables]
         flat = [np.asarray(w, np.float32).ravel() for w in weights]
         if [f.size for f in flat] != self.sizes:
-            raise ValueError(f"weights: expected {len(self.sizes)} arrays of sizes {self.sizes}, "
-                             f"got sizes {[f.size for f in flat]}")
+            raise ValueError(
+                f"weights: expected {len(self.sizes)} arrays of sizes {self.sizes}, got sizes {[f.size for f in flat]}"
+            )
         return np.concatenate(flat)
 
     def unflatten(self, beta):
@@ -117,9 +119,11 @@ class FullBatchPosterior:
 
     def _energy(self, beta):
         """``U(beta)`` of a batch of flat vectors ``[C, D]`` (float32 in, float64 sums out)."""
+
         def one(b):
             nll = energy.per_example(self.nll(self.x, self.y, self._outputs(b, self.x)))
             return tf.reduce_sum(tf.cast(nll, tf.float64))
+
         nll = tf.vectorized_map(one, beta)
         prior = 0.5 * self.weight_decay * tf.reduce_sum(tf.square(tf.cast(beta, tf.float64)), axis=-1)
         return nll + prior
@@ -141,36 +145,57 @@ class FullBatchPosterior:
         flat = beta.reshape(-1, self.dimension)
         fn = tf.function(lambda b, xb: tf.vectorized_map(lambda w: self._outputs(w, xb), b), jit_compile=True)
         x = tf.constant(x)
-        out = np.concatenate([fn(tf.constant(flat[i:i + batch_size]), x).numpy()
-                              for i in range(0, len(flat), batch_size)], 0)
+        out = np.concatenate(
+            [fn(tf.constant(flat[i : i + batch_size]), x).numpy() for i in range(0, len(flat), batch_size)], 0
+        )
         return out.reshape(*lead, *out.shape[1:])
 
 
 def _kernel(posterior, num_warmup, initial_step_size, max_tree_depth, target_accept, chains):
     import tensorflow_probability as tfp
 
-    nuts = tfp.mcmc.NoUTurnSampler(posterior.log_prob, step_size=tf.fill([chains, 1], float(initial_step_size)),
-                                   max_tree_depth=max_tree_depth)
-    return tfp.mcmc.DualAveragingStepSizeAdaptation(nuts, num_adaptation_steps=num_warmup,
-                                                    target_accept_prob=target_accept)
+    nuts = tfp.mcmc.NoUTurnSampler(
+        posterior.log_prob, step_size=tf.fill([chains, 1], float(initial_step_size)), max_tree_depth=max_tree_depth
+    )
+    return tfp.mcmc.DualAveragingStepSizeAdaptation(
+        nuts, num_adaptation_steps=num_warmup, target_accept_prob=target_accept
+    )
 
 
 def _check_run(initial_state, num_warmup, num_draws, thin, chunk, max_tree_depth):
     state = np.asarray(initial_state, np.float32)
     if state.ndim != 2 or not np.all(np.isfinite(state)):
         raise ValueError(f"initial_state must be finite [chains, D], got shape {state.shape}")
-    for name, value, low in (("num_warmup", num_warmup, 1), ("num_draws", num_draws, 1), ("thin", thin, 1),
-                             ("chunk", chunk, 1), ("max_tree_depth", max_tree_depth, 1)):
+    for name, value, low in (
+        ("num_warmup", num_warmup, 1),
+        ("num_draws", num_draws, 1),
+        ("thin", thin, 1),
+        ("chunk", chunk, 1),
+        ("max_tree_depth", max_tree_depth, 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if num_draws % thin or num_warmup % chunk or num_draws % chunk or chunk % thin:
-        raise ValueError(f"num_warmup ({num_warmup}) and num_draws ({num_draws}) must be multiples of chunk "
-                         f"({chunk}), and num_draws and chunk multiples of thin ({thin})")
+        raise ValueError(
+            f"num_warmup ({num_warmup}) and num_draws ({num_draws}) must be multiples of chunk "
+            f"({chunk}), and num_draws and chunk multiples of thin ({thin})"
+        )
     return state
 
 
-def sample_nuts(posterior, initial_state, num_warmup, num_draws, seed, thin=1, max_tree_depth=7,
-                target_accept=0.8, initial_step_size=1e-3, chunk=50, progress=None):
+def sample_nuts(
+    posterior,
+    initial_state,
+    num_warmup,
+    num_draws,
+    seed,
+    thin=1,
+    max_tree_depth=7,
+    target_accept=0.8,
+    initial_step_size=1e-3,
+    chunk=50,
+    progress=None,
+):
     """Independent NUTS chains on ``posterior``, warm-up with dual-averaging step-size adaptation.
 
     Each chain adapts its own step size for ``num_warmup`` iterations (Hoffman and Gelman's
@@ -216,9 +241,16 @@ def sample_nuts(posterior, initial_state, num_warmup, num_draws, seed, thin=1, m
 
     @tf.function(jit_compile=True)
     def run_chunk(current, previous, key):
-        return tfp.mcmc.sample_chain(chunk // thin, current, previous_kernel_results=previous, kernel=kernel,
-                                     num_steps_between_results=thin - 1, trace_fn=trace,
-                                     return_final_kernel_results=True, seed=key)
+        return tfp.mcmc.sample_chain(
+            chunk // thin,
+            current,
+            previous_kernel_results=previous,
+            kernel=kernel,
+            num_steps_between_results=thin - 1,
+            trace_fn=trace,
+            return_final_kernel_results=True,
+            seed=key,
+        )
 
     start = time.perf_counter()
     current = tf.constant(state)
@@ -236,8 +268,11 @@ def sample_nuts(posterior, initial_state, num_warmup, num_draws, seed, thin=1, m
             divergences += int(np.sum(divergent.numpy()))
         if progress is not None:
             phase = f"warm-up {done}/{num_warmup}" if done <= num_warmup else f"draws {done - num_warmup}/{num_draws}"
-            progress(f"NUTS {phase}: step size {np.mean(results.new_step_size.numpy()):.3g}, "
-                     f"{np.mean(taken.numpy()):.0f} leapfrogs/iteration, {time.perf_counter() - start:.0f} s")
+            progress(
+                f"NUTS {phase}: step size {np.mean(results.new_step_size.numpy()):.3g}, "
+                f"{np.mean(taken.numpy()):.0f} leapfrogs/iteration, {time.perf_counter() - start:.0f} s"
+            )
     step = np.asarray(results.new_step_size.numpy(), np.float64).reshape(state.shape[0])
-    return NutsDraws(np.concatenate(draws, 1), step, float(np.mean(leapfrogs)), divergences,
-                     time.perf_counter() - start)
+    return NutsDraws(
+        np.concatenate(draws, 1), step, float(np.mean(leapfrogs)), divergences, time.perf_counter() - start
+    )

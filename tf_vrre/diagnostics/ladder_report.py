@@ -49,15 +49,20 @@ def summary(doc: dict) -> dict:
     """
     done = ladder_file.completed(doc)
     initial = doc.get("initial") or {}
-    out = {"num_chains": len(initial.get("temperatures", [])) or None, "tuning_steps": doc.get("tuning_steps"),
-           "initial_temperatures": initial.get("temperatures"),
-           "rounds": [{k: r[k] for k in ("round", "start_step", "end_step", "barrier", "rejection",
-                                         "recommended_chains")} for r in done],
-           "final_temperatures": done[-1]["new_temperatures"] if done else None,
-           "final_learning_rates": done[-1]["new_learning_rates"] if done else None,
-           "final_correction": done[-1].get("correction") if done else None,
-           "target_acceptance": doc.get("target_acceptance"),
-           "finished": bool(done) and done[-1]["end_step"] >= doc.get("tuning_steps", np.inf)}
+    out = {
+        "num_chains": len(initial.get("temperatures", [])) or None,
+        "tuning_steps": doc.get("tuning_steps"),
+        "initial_temperatures": initial.get("temperatures"),
+        "rounds": [
+            {k: r[k] for k in ("round", "start_step", "end_step", "barrier", "rejection", "recommended_chains")}
+            for r in done
+        ],
+        "final_temperatures": done[-1]["new_temperatures"] if done else None,
+        "final_learning_rates": done[-1]["new_learning_rates"] if done else None,
+        "final_correction": done[-1].get("correction") if done else None,
+        "target_acceptance": doc.get("target_acceptance"),
+        "finished": bool(done) and done[-1]["end_step"] >= doc.get("tuning_steps", np.inf),
+    }
     last = done[-1] if done else {}
     for key in ("barrier", "rejection_sum", "recommended_chains", "round_trip_rate"):
         out[key] = last.get(key)
@@ -76,13 +81,18 @@ def format_table(doc: dict) -> str:
           0  0-8           1.230       3  0.500 0.250
     """
     adapted = doc.get("target_acceptance") is not None
-    lines = [f"{'round':>5}  {'steps':<11}{'Lambda':>8}{'chains':>8}" + (f"{'F':>11}" if adapted else "")
-             + "  rejection per pair"]
+    lines = [
+        f"{'round':>5}  {'steps':<11}{'Lambda':>8}{'chains':>8}"
+        + (f"{'F':>11}" if adapted else "")
+        + "  rejection per pair"
+    ]
     for r in ladder_file.completed(doc):
         steps = f"{r['start_step']}-{r['end_step']}"
         f = f"{r.get('correction', float('nan')):>11.4g}" if adapted else ""
-        lines.append(f"{r['round']:>5}  {steps:<11}{r['barrier']:>8.3f}{r['recommended_chains']:>8}{f}  "
-                     + " ".join(f"{v:.3f}" for v in r["rejection"]))
+        lines.append(
+            f"{r['round']:>5}  {steps:<11}{r['barrier']:>8.3f}{r['recommended_chains']:>8}{f}  "
+            + " ".join(f"{v:.3f}" for v in r["rejection"])
+        )
     return "\n".join(lines)
 
 
@@ -116,19 +126,25 @@ def plot_barrier(path: str | os.PathLike, doc: dict, title: str | None = None) -
     fig = _figures.new(figsize=(7.5, 8.4))
     top, mid, low = fig.subplots(3, 1, gridspec_kw={"height_ratios": [2.4, 2.0, 1.1]})
     means = np.concatenate([_pair_means(round_barrier(r))[2] for r in done])
-    means = means[means > 0]                     # a pair that never rejected has no place on a log axis
+    means = means[means > 0]  # a pair that never rejected has no place on a log axis
     ylo, yhi = (0.2 * np.min(means), 3.0 * np.max(means)) if means.size else (1e-3, 1.0)
     for i, rec in enumerate(done):
         b = round_barrier(rec)
         is_last = rec is done[-1]
         color = "k" if is_last else str(0.85 - 0.5 * (i + 1) / len(done))
         lo, hi, mean = _pair_means(b)
-        top.hlines(mean, lo, hi, color=color, lw=2.0 if is_last else 0.8,
-                   label="last round: mean over each pair" if is_last else ("earlier rounds" if i == 0 else None))
+        top.hlines(
+            mean,
+            lo,
+            hi,
+            color=color,
+            lw=2.0 if is_last else 0.8,
+            label="last round: mean over each pair" if is_last else ("earlier rounds" if i == 0 else None),
+        )
         if is_last:
             grid = np.geomspace(*b.beta_range, 400)
             local = b.local(grid)
-            keep = local > ylo                  # PCHIP's end slopes may drop to 0 at the ladder's ends
+            keep = local > ylo  # PCHIP's end slopes may drop to 0 at the ladder's ends
             top.plot(grid[keep], local[keep], color="k", lw=0.7, ls=":", label="interpolated (PCHIP)")
     first = np.asarray((doc.get("initial") or {}).get("temperatures") or done[0]["temperatures"], np.float64)
     final = np.asarray(done[-1]["new_temperatures"], np.float64)
@@ -149,8 +165,11 @@ def plot_barrier(path: str | os.PathLike, doc: dict, title: str | None = None) -
     mid.set_xscale("log")
     mid.set_xlabel("inverse temperature b")
     mid.set_ylabel("cumulative barrier")
-    mid.set_title(f"last round: Lambda = {last.total:.3g} (sum of rejections {last.rejection_sum:.3g}), "
-                  f"about {ladder.recommended_chains(last.total)} chains recommended", fontsize=8)
+    mid.set_title(
+        f"last round: Lambda = {last.total:.3g} (sum of rejections {last.rejection_sum:.3g}), "
+        f"about {ladder.recommended_chains(last.total)} chains recommended",
+        fontsize=8,
+    )
     low.plot([r["round"] for r in done], [r["barrier"] for r in done], "o-", color="k")
     low.set_xticks([r["round"] for r in done])
     low.set_xlabel("round")

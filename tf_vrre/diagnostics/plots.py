@@ -59,14 +59,18 @@ def replicas(path, flows, labels):
             ax.set_yticklabels(names, fontsize=7)
             ax.set_xlim(flow["start_step"], flow["end_step"])
             ax.axvspan(flow["start_step"], window, color="0.9", zorder=0)
-            ax.set_ylabel(f"state {i}\n{flow['round_trips_per_state'][i]} trips", fontsize=7, rotation=0,
-                          ha="right", va="center")
+            ax.set_ylabel(
+                f"state {i}\n{flow['round_trips_per_state'][i]} trips", fontsize=7, rotation=0, ha="right", va="center"
+            )
             if i < min(rows, K) - 1:
                 ax.set_xticklabels([])
             m = t <= window
             zoom.step(t[m], y[m] + 0.06 * (i - (K - 1) / 2), where="post", lw=1.0, color=colors(i % 10))
-        axes[0, c].set_title(f"{label}\nK={K}, {flow['swaps']} swaps, {flow['round_trips']} round trips "
-                             f"({_fmt(flow['round_trips_per_1000_steps'])} / 1000 steps)", fontsize=9)
+        axes[0, c].set_title(
+            f"{label}\nK={K}, {flow['swaps']} swaps, {flow['round_trips']} round trips "
+            f"({_fmt(flow['round_trips_per_1000_steps'])} / 1000 steps)",
+            fontsize=9,
+        )
         zoom.set_xlim(flow["start_step"], window)
         zoom.set_yticks(ticks)
         zoom.set_yticklabels(names, fontsize=7)
@@ -102,8 +106,16 @@ def acceptance(path, flows, labels):
         rate = np.array([np.nan if p["acceptance"] is None else p["acceptance"] for p in pairs])
         se = np.array([0.0 if p["acceptance_se"] is None else 2 * p["acceptance_se"] for p in pairs])
         mean_p = np.array([np.nan if p["mean_accept_prob"] is None else p["mean_accept_prob"] for p in pairs])
-        ax.bar(x, rate, width * 0.9, yerr=se, capsize=3, color=colors(r % 10), alpha=0.75,
-               label=f"{label}: accepted / attempted (+-2 se)")
+        ax.bar(
+            x,
+            rate,
+            width * 0.9,
+            yerr=se,
+            capsize=3,
+            color=colors(r % 10),
+            alpha=0.75,
+            label=f"{label}: accepted / attempted (+-2 se)",
+        )
         ax.plot(x, mean_p, "D", color="k", ms=4, label="mean min(1, exp(log S))" if r == 0 else None)
     ticks = range(P)
     temps = flows[0]["temperatures"]
@@ -111,8 +123,12 @@ def acceptance(path, flows, labels):
     ax.set_xticklabels([f"{p}: {_fmt(temps[p])}-{_fmt(temps[p + 1])}" for p in ticks], fontsize=7)
     ax.set_xlabel("pair: temperatures (lo-hi)")
     ax.set_ylabel("swap acceptance")
-    tops = [p["acceptance"] + 2 * (p["acceptance_se"] or 0) for f in flows for p in f["pairs"]
-            if p["acceptance"] is not None]
+    tops = [
+        p["acceptance"] + 2 * (p["acceptance_se"] or 0)
+        for f in flows
+        for p in f["pairs"]
+        if p["acceptance"] is not None
+    ]
     tops += [p["mean_accept_prob"] for f in flows for p in f["pairs"] if p["mean_accept_prob"] is not None]
     ax.set_ylim(0, min(1.05, max([0.05] + [1.25 * t for t in tops])))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)

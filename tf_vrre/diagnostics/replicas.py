@@ -34,8 +34,9 @@ def slot_paths(step, pair, accepted, num_chains, start_step=0):
     if K < 2:
         raise ValueError(f"num_chains must be >= 2, got {num_chains}")
     if not step.size == pair.size == accepted.size:
-        raise ValueError(f"step, pair and accepted must have the same length, got {step.size}, {pair.size}, "
-                         f"{accepted.size}")
+        raise ValueError(
+            f"step, pair and accepted must have the same length, got {step.size}, {pair.size}, {accepted.size}"
+        )
     if pair.size and (pair.min() < 0 or pair.max() > K - 2):
         raise ValueError(f"pair must be in 0..{K - 2}, got values in {pair.min()}..{pair.max()}")
     s, p = step[accepted], pair[accepted]
@@ -83,8 +84,8 @@ def round_trips(times, slots):
     slots = np.asarray(slots)
     K = slots.shape[1]
     top = K - 1
-    going_up = slots[0] == 0                   # state has visited slot 0 and not yet the top since
-    going_down = np.zeros(K, bool)             # state went 0 -> top and is on its way back
+    going_up = slots[0] == 0  # state has visited slot 0 and not yet the top since
+    going_down = np.zeros(K, bool)  # state went 0 -> top and is on its way back
     up_start = np.where(going_up, times[0], -1)
     trip_start = up_start.copy()
     per_state = np.zeros(K, np.int64)
@@ -149,9 +150,18 @@ def pair_acceptance(log, blocks=20):
                 nb, ab = nb[used], ab[used]
                 B = nb.size
                 se = float(np.sqrt(np.sum((ab - rate * nb) ** 2) / (B * (B - 1))) / nb.mean())
-        out.append({"pair": p, "temperature_lo": _num(temps[p]), "temperature_hi": _num(temps[p + 1]),
-                    "attempts": n, "swaps": int(acc.sum()), "acceptance": rate, "acceptance_se": se,
-                    "mean_accept_prob": float(sw["accept_prob"][m].mean()) if n else None})
+        out.append(
+            {
+                "pair": p,
+                "temperature_lo": _num(temps[p]),
+                "temperature_hi": _num(temps[p + 1]),
+                "attempts": n,
+                "swaps": int(acc.sum()),
+                "acceptance": rate,
+                "acceptance_se": se,
+                "mean_accept_prob": float(sw["accept_prob"][m].mean()) if n else None,
+            }
+        )
     return out
 
 
@@ -176,9 +186,17 @@ def sigma2_trend(log):
         v = r[key][rows]
         q = max(1, v.size // 4)
         first, last = float(v[:q].mean()), float(v[-q:].mean())
-        out.append({"pair": p, "updates": int(v.size), "first": float(v[0]), "last": float(v[-1]),
-                    "first_quarter_mean": first, "last_quarter_mean": last,
-                    "ratio": (last / first) if first > 0 else None})
+        out.append(
+            {
+                "pair": p,
+                "updates": int(v.size),
+                "first": float(v[0]),
+                "last": float(v[-1]),
+                "first_quarter_mean": first,
+                "last_quarter_mean": last,
+                "ratio": (last / first) if first > 0 else None,
+            }
+        )
     return out
 
 
@@ -215,10 +233,15 @@ def replica_flow(log, blocks=20):
     steps = log.num_steps
     trips = int(rt["per_state"].sum())
     return {
-        "num_chains": log.num_chains, "steps": steps, "start_step": log.start_step, "end_step": log.end_step,
+        "num_chains": log.num_chains,
+        "steps": steps,
+        "start_step": log.start_step,
+        "end_step": log.end_step,
         "temperatures": [_num(t) for t in log.temperatures()],
-        "attempts": int(sw["pair"].size), "swaps": int(sw["accepted"].sum()),
-        "round_trips": trips, "round_trips_per_state": [int(v) for v in rt["per_state"]],
+        "attempts": int(sw["pair"].size),
+        "swaps": int(sw["accepted"].sum()),
+        "round_trips": trips,
+        "round_trips_per_state": [int(v) for v in rt["per_state"]],
         "round_trips_per_1000_steps": 1000.0 * trips / steps if steps else None,
         "first_passages": len(rt["up_passages"]),
         "mean_first_passage_cold_to_hot": float(np.mean(rt["up_passages"])) if rt["up_passages"] else None,

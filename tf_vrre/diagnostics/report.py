@@ -88,7 +88,7 @@ def series(loaded, burn_in=0.1, classes=None):
         out["weight_norm"] = s["weight_norm"][keep]
         if "predictive" in s and classes is not None:
             pred = s["predictive"][keep]
-            for j, c in enumerate(classes[:pred.shape[1]]):
+            for j, c in enumerate(classes[: pred.shape[1]]):
                 out[f"predictive_{j}"] = pred[:, j, c]
     return out
 
@@ -106,8 +106,10 @@ def bma_classes(loaded_runs, burn_in=0.1):
         if s is None or "predictive" not in s:
             continue
         if shape_of is not None and s["predictive"].shape[1:] != shape_of[1]:
-            raise ValueError(f"runs {shape_of[0]!r} and {loaded['path']!r} stored predictives of different "
-                             f"shapes {shape_of[1]} and {s['predictive'].shape[1:]} (different validation data)")
+            raise ValueError(
+                f"runs {shape_of[0]!r} and {loaded['path']!r} stored predictives of different "
+                f"shapes {shape_of[1]} and {s['predictive'].shape[1:]} (different validation data)"
+            )
         shape_of = (loaded["path"], s["predictive"].shape[1:])
         lo, hi = _step_range(loaded)
         pred = s["predictive"][s["step"] >= lo + burn_in * (hi - lo)]
@@ -168,8 +170,17 @@ def diagnose(runs, burn_in=0.1, points=4, blocks=20, split=True):
         x = np.stack([s[name][:draws] for s in per_run])
         summaries[name] = info | chains.chain_summary(x, split=split)
     unrecorded = [r["path"] for r in loaded if r["samples"] is not None and "energy" not in r["samples"]["recorded"]]
-    diag = {"format": FORMAT, "runs": paths, "burn_in": burn_in, "split": split, "blocks": blocks,
-            "replica_flow": flows, "summaries": summaries, "classes": classes, "energy_not_recorded": unrecorded}
+    diag = {
+        "format": FORMAT,
+        "runs": paths,
+        "burn_in": burn_in,
+        "split": split,
+        "blocks": blocks,
+        "replica_flow": flows,
+        "summaries": summaries,
+        "classes": classes,
+        "energy_not_recorded": unrecorded,
+    }
     diag["verdict"] = verdict(diag)
     return diag
 
@@ -188,8 +199,9 @@ def _chain_reasons(summaries):
     rhats = {k: v["rhat"] for k, v in rated.items() if v.get("rhat") is not None}
     esses = {k: v["ess"] for k, v in rated.items() if v.get("ess") is not None}
     for values, worst, bad, limits, text in (
-            (rhats, max, lambda x, t: x > t, (RHAT_FAIL, RHAT_OK), "R-hat {v:.3g} > {t:g}"),
-            (esses, min, lambda x, t: x < t, (ESS_FAIL, ESS_OK), "ESS {v:.3g} < {t:g}")):
+        (rhats, max, lambda x, t: x > t, (RHAT_FAIL, RHAT_OK), "R-hat {v:.3g} > {t:g}"),
+        (esses, min, lambda x, t: x < t, (ESS_FAIL, ESS_OK), "ESS {v:.3g} < {t:g}"),
+    ):
         if not values:
             continue
         name = worst(values, key=values.get)
@@ -198,20 +210,19 @@ def _chain_reasons(summaries):
             if count:
                 draws = rated[name]["chains"] * rated[name]["draws"]
                 where = f"{name}, {draws} draws" if text.startswith("ESS") else name
-                out.append(text.format(v=values[name], t=limit) + f" ({where}; {count} of {len(values)} "
-                           f"summaries)")
+                out.append(text.format(v=values[name], t=limit) + f" ({where}; {count} of {len(values)} summaries)")
                 break
     return fail, doubt
 
 
 ADVICE = {
     "chains": "run longer (tf-vrre train --epochs) or keep more samples (--thinning), drop more burn-in "
-              "(diagnose --burn-in 0.3), and compare several seeds as chains (diagnose --run S0 --run S1 --out D)",
+    "(diagnose --burn-in 0.3), and compare several seeds as chains (diagnose --run S0 --run S1 --out D)",
     "swaps": "no swap is accepted: lower F (--set swap.correction=...), bring the temperatures closer "
-             "(--set sampler.hot_temperature_multiplier=...), or use variance-reduced swap energies (--config "
-             "vr-resghmc), which shrink the noise penalty",
+    "(--set sampler.hot_temperature_multiplier=...), or use variance-reduced swap energies (--config "
+    "vr-resghmc), which shrink the noise penalty",
     "trips": "swaps happen but no state travels cold -> hottest -> cold: run longer, or use closer temperatures "
-             "(more chains on a ladder) so swaps succeed more often",
+    "(more chains on a ladder) so swaps succeed more often",
 }
 """What to try, by symptom (:func:`verdict`)."""
 
@@ -249,8 +260,14 @@ def verdict(diag):
 def format_verdict(v):
     """The verdict as ``tf-vrre diagnose`` prints it (one line, then ``try:`` lines)."""
     head = f"verdict: {v['status'].upper()}" if v["status"] != MIXING else "verdict: mixing"
-    lines = [head + (f": {'; '.join(v['reasons'])}" if v["reasons"] else
-                     f" (R-hat <= {RHAT_OK} and ESS >= {ESS_OK:.0f} for every summary)")]
+    lines = [
+        head
+        + (
+            f": {'; '.join(v['reasons'])}"
+            if v["reasons"]
+            else f" (R-hat <= {RHAT_OK} and ESS >= {ESS_OK:.0f} for every summary)"
+        )
+    ]
     lines += [f"  try: {a}" for a in v["advice"]]
     return "\n".join(lines)
 
@@ -258,8 +275,9 @@ def format_verdict(v):
 def to_json(diag):
     """A copy of a :func:`diagnose` result without the plotting arrays (JSON-ready)."""
     out = dict(diag)
-    out["replica_flow"] = [None if f is None else {k: v for k, v in f.items() if not k.startswith("_")}
-                           for f in diag["replica_flow"]]
+    out["replica_flow"] = [
+        None if f is None else {k: v for k, v in f.items() if not k.startswith("_")} for f in diag["replica_flow"]
+    ]
     return out
 
 
@@ -275,35 +293,48 @@ def format_table(diag):
         if flow is None:
             lines.append("  no swap log")
             continue
-        lines.append(f"  K={flow['num_chains']}  steps {flow['start_step']}..{flow['end_step']}  "
-                     f"swaps {flow['swaps']}/{flow['attempts']} attempts  round trips {flow['round_trips']} "
-                     f"({_f(flow['round_trips_per_1000_steps'], '.3g')} per 1000 steps)  "
-                     f"mean first passage cold->hot {_f(flow['mean_first_passage_cold_to_hot'], '.4g')} steps")
-        lines.append(f"  {'pair':<6}{'temperatures':>22}{'attempts':>10}{'swaps':>8}{'acceptance':>18}"
-                     f"{'mean min(1,S)':>15}")
+        lines.append(
+            f"  K={flow['num_chains']}  steps {flow['start_step']}..{flow['end_step']}  "
+            f"swaps {flow['swaps']}/{flow['attempts']} attempts  round trips {flow['round_trips']} "
+            f"({_f(flow['round_trips_per_1000_steps'], '.3g')} per 1000 steps)  "
+            f"mean first passage cold->hot {_f(flow['mean_first_passage_cold_to_hot'], '.4g')} steps"
+        )
+        lines.append(
+            f"  {'pair':<6}{'temperatures':>22}{'attempts':>10}{'swaps':>8}{'acceptance':>18}{'mean min(1,S)':>15}"
+        )
         for p in flow["pairs"]:
             temps = f"{_f(p['temperature_lo'], '.4g')} - {_f(p['temperature_hi'], '.4g')}"
             acc = f"{_f(p['acceptance'], '.4f')} +- {_f(p['acceptance_se'], '.4f')}"
-            lines.append(f"  {p['pair']:<6}{temps:>22}{p['attempts']:>10}{p['swaps']:>8}{acc:>18}"
-                         f"{_f(p['mean_accept_prob'], '.4f'):>15}")
+            lines.append(
+                f"  {p['pair']:<6}{temps:>22}{p['attempts']:>10}{p['swaps']:>8}{acc:>18}"
+                f"{_f(p['mean_accept_prob'], '.4f'):>15}"
+            )
         for t in flow["sigma2_trend"]:
-            lines.append(f"  sigma2 pair {t['pair']}: {t['updates']} updates, first quarter {t['first_quarter_mean']:.4g}"
-                         f" -> last quarter {t['last_quarter_mean']:.4g} (x{_f(t['ratio'], '.3g')})")
+            lines.append(
+                f"  sigma2 pair {t['pair']}: {t['updates']} updates, first quarter {t['first_quarter_mean']:.4g}"
+                f" -> last quarter {t['last_quarter_mean']:.4g} (x{_f(t['ratio'], '.3g')})"
+            )
     n = len(diag["runs"])
-    lines.append(f"\nchain diagnostics ({n} run{'s' if n > 1 else ''} as chains{', each split in halves' if diag['split'] else ''}; "
-                 f"first {diag['burn_in']:.0%} of the steps dropped)")
+    lines.append(
+        f"\nchain diagnostics ({n} run{'s' if n > 1 else ''} as chains{', each split in halves' if diag['split'] else ''}; "
+        f"first {diag['burn_in']:.0%} of the steps dropped)"
+    )
     lines.append(f"  {'summary':<16}{'chains':>7}{'draws':>7}{'mean':>12}{'sd':>11}{'ESS':>9}{'R-hat':>8}{'MCSE':>11}")
     for name, s in diag["summaries"].items():
         if s.get("too_short"):
             lines.append(f"  {name:<16}{s['chains']:>7}{s['draws']:>7}   too few draws (< 8 per chain)")
             continue
-        lines.append(f"  {name:<16}{s['chains']:>7}{s['draws']:>7}{s['mean']:>12.5g}{s['sd']:>11.4g}"
-                     f"{_f(s['ess'], '.1f'):>9}{_f(s['rhat'], '.3f'):>8}{_f(s['mcse'], '.3g'):>11}")
+        lines.append(
+            f"  {name:<16}{s['chains']:>7}{s['draws']:>7}{s['mean']:>12.5g}{s['sd']:>11.4g}"
+            f"{_f(s['ess'], '.1f'):>9}{_f(s['rhat'], '.3f'):>8}{_f(s['mcse'], '.3g'):>11}"
+        )
     if not diag["summaries"]:
         lines.append("  (no summary common to every run)")
     for path in diag.get("energy_not_recorded", []):
-        lines.append(f"  sample_energy: not in the manifest of {path} (its entries record no energy, as after "
-                     "'tf-vrre repair' rebuilt it from the sample files)")
+        lines.append(
+            f"  sample_energy: not in the manifest of {path} (its entries record no energy, as after "
+            "'tf-vrre repair' rebuilt it from the sample files)"
+        )
     if "verdict" in diag:
         lines += ["", format_verdict(diag["verdict"])]
     return "\n".join(lines)

@@ -23,8 +23,18 @@ from tf_vrre.runs.samples import (
 METADATA = ("energy", "temperature", "lr")
 """Per-sample numbers a SampleCollector records in each manifest entry (a manifest rebuilt by
 ``tf-vrre repair`` from the files alone has none of them)."""
-SWAP_COLUMNS = ("step", "pair", "accepted", "accept_prob", "log_ratio", "energy_lo", "energy_hi",
-                "temperature_lo", "temperature_hi", "sigma2")
+SWAP_COLUMNS = (
+    "step",
+    "pair",
+    "accepted",
+    "accept_prob",
+    "log_ratio",
+    "energy_lo",
+    "energy_hi",
+    "temperature_lo",
+    "temperature_hi",
+    "sigma2",
+)
 
 
 def _read_csv(path, required=(), checks=None, steps=None):
@@ -58,7 +68,7 @@ def _read_csv(path, required=(), checks=None, steps=None):
     return {k: data[:, i] for i, k in enumerate(header)}
 
 
-MAX_STEP = 2 ** 53
+MAX_STEP = 2**53
 """The largest step a log row may name when nothing tighter is known (float64 counts integers
 exactly up to here; the step counter itself is an int64)."""
 
@@ -69,19 +79,24 @@ class _StepRule:
     the first step the log records), which ``why`` explains."""
 
     def __init__(self, limit=None, why="", relative=False):
-        self.limit, self.why, self.relative = (MAX_STEP, "the largest step a log counts exactly", False) \
-            if limit is None else (limit, why, relative)
+        self.limit, self.why, self.relative = (
+            (MAX_STEP, "the largest step a log counts exactly", False) if limit is None else (limit, why, relative)
+        )
         self.first = self.previous = None
 
     def check(self, path, number, step):
         if self.previous is not None and step < self.previous[0]:
-            raise RunFileError(f"{path}, line {number}: step {step:.0f} after step {self.previous[0]:.0f} on line "
-                               f"{self.previous[1]}; the steps of a log never decrease (a damaged row)")
+            raise RunFileError(
+                f"{path}, line {number}: step {step:.0f} after step {self.previous[0]:.0f} on line "
+                f"{self.previous[1]}; the steps of a log never decrease (a damaged row)"
+            )
         self.first = step if self.first is None else self.first
         limit = self.first + self.limit if self.relative else self.limit
         if step >= limit:
-            raise RunFileError(f"{path}, line {number}: step {step:.0f} lies beyond the run, whose steps end before "
-                               f"{limit:.0f} ({self.why}; a damaged row)")
+            raise RunFileError(
+                f"{path}, line {number}: step {step:.0f} lies beyond the run, whose steps end before "
+                f"{limit:.0f} ({self.why}; a damaged row)"
+            )
         self.previous = (step, number)
 
 
@@ -97,11 +112,14 @@ def _index(v):
     return np.isfinite(v) and v >= 0 and float(v).is_integer()
 
 
-SWAP_CHECKS = {"step": (_index, "an integer >= 0"), "pair": (_index, "an integer >= 0"),
-               "accepted": (lambda v: v in (0.0, 1.0), "0 or 1"),
-               "accept_prob": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
-               "temperature_lo": (lambda v: np.isfinite(v) and v > 0, "a finite number > 0"),
-               "temperature_hi": (lambda v: np.isfinite(v) and v > 0, "a finite number > 0")}
+SWAP_CHECKS = {
+    "step": (_index, "an integer >= 0"),
+    "pair": (_index, "an integer >= 0"),
+    "accepted": (lambda v: v in (0.0, 1.0), "0 or 1"),
+    "accept_prob": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "temperature_lo": (lambda v: np.isfinite(v) and v > 0, "a finite number > 0"),
+    "temperature_hi": (lambda v: np.isfinite(v) and v > 0, "a finite number > 0"),
+}
 
 
 @dataclasses.dataclass
@@ -175,19 +193,30 @@ def read_swap_log(directory, total_steps=None):
     directory = os.fspath(directory)
     if not os.path.isfile(os.path.join(directory, "swaps.csv")):
         raise RunFileError(f"no swap log in {directory!r}: swaps.csv is missing")
-    epochs = _read_csv(os.path.join(directory, "epochs.csv"), ("epoch", "steps"),
-                       {"epoch": SWAP_CHECKS["step"], "steps": (_index, "an integer >= 0")})
+    epochs = _read_csv(
+        os.path.join(directory, "epochs.csv"),
+        ("epoch", "steps"),
+        {"epoch": SWAP_CHECKS["step"], "steps": (_index, "an integer >= 0")},
+    )
     if total_steps is not None:
         rule = (total_steps, "run.json schedule.total_steps")
     elif epochs is not None and epochs["steps"].size:
         counted, longest = int(epochs["steps"].sum()), int(epochs["steps"].max())
-        rule = (counted + longest, f"the first step logged plus the {counted} steps epochs.csv counts and at most "
-                                   f"one epoch of {longest} in progress", True)
+        rule = (
+            counted + longest,
+            f"the first step logged plus the {counted} steps epochs.csv counts and at most "
+            f"one epoch of {longest} in progress",
+            True,
+        )
     else:
         rule = (None,)
     swaps = _read_csv(os.path.join(directory, "swaps.csv"), SWAP_COLUMNS, SWAP_CHECKS, _StepRule(*rule))
-    refresh = _read_csv(os.path.join(directory, "refresh.csv"), ("step", "sigma2_updated"),
-                        {"step": SWAP_CHECKS["step"]}, _StepRule(*rule))
+    refresh = _read_csv(
+        os.path.join(directory, "refresh.csv"),
+        ("step", "sigma2_updated"),
+        {"step": SWAP_CHECKS["step"]},
+        _StepRule(*rule),
+    )
     if refresh is not None and any(k.startswith("c_") for k in refresh):
         num_chains = sum(k.startswith("c_") for k in refresh)
     else:
@@ -250,8 +279,10 @@ def read_samples(directory, points=4):
             if value is None:
                 missing.add(k)
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise RunFileError(f"{os.path.join(sample_set.directory, MANIFEST)}: the entry of {entry['file']} "
-                                   f"has {k} = {value!r}, not a number")
+                raise RunFileError(
+                    f"{os.path.join(sample_set.directory, MANIFEST)}: the entry of {entry['file']} "
+                    f"has {k} = {value!r}, not a number"
+                )
             out[k].append(np.nan if value is None else float(value))
     if out["predictive"] and len(out["predictive"]) != len(sample_set.entries):
         raise RunFileError(f"{directory}: only some samples store a predictive")

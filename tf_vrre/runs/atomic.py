@@ -34,8 +34,19 @@ from typing import IO, Any, TextIO
 from tf_vrre import errors
 from tf_vrre.runs import fault_points
 
-__all__ = ["write", "write_text", "write_json", "savez", "save_figure", "open_append", "open_lock",
-           "open_regular", "SymlinkError", "SpecialFileError", "TMP_SUFFIX"]
+__all__ = [
+    "write",
+    "write_text",
+    "write_json",
+    "savez",
+    "save_figure",
+    "open_append",
+    "open_lock",
+    "open_regular",
+    "SymlinkError",
+    "SpecialFileError",
+    "TMP_SUFFIX",
+]
 
 TMP_SUFFIX = ".tmp"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -92,7 +103,7 @@ def write(path: str | os.PathLike[str], write_fn: Callable[[IO[Any]], object], t
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX, dir=directory)
     try:
         os.fchmod(fd, _MODE)
-        with (os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb")) as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb") as f:
             write_fn(f)
             f.flush()
             fault_points.point("atomic.write")
@@ -112,8 +123,9 @@ def write_text(path: str | os.PathLike[str], content: str) -> str:
     return write(path, lambda f: f.write(content), text=True)
 
 
-def write_json(path: str | os.PathLike[str], obj: Any, indent: int | None = 1, newline: bool = False,
-               **kwargs: Any) -> str:
+def write_json(
+    path: str | os.PathLike[str], obj: Any, indent: int | None = 1, newline: bool = False, **kwargs: Any
+) -> str:
     """Atomically replaces ``path`` with ``obj`` as JSON (``kwargs`` go to ``json.dumps``)."""
     return write_text(path, json.dumps(obj, indent=indent, **kwargs) + ("\n" if newline else ""))
 
@@ -132,17 +144,26 @@ def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> str:
 
 def _kind(mode: int) -> str | None:
     """What a file of ``mode`` is, if not a regular file (``None`` for a regular file)."""
-    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+    for test, name in (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return name
     return None if stat.S_ISREG(mode) else "special file"
 
 
 def _special(path: str, what: str, mode: int) -> SpecialFileError:
-    return SpecialFileError(errno.EINVAL, f"{what} {path} is a {_kind(mode)}, not a regular file; tf_vrre "
-                                          f"{'locks' if what == 'lock file' else 'writes'} regular files only: "
-                                          "remove it and run again", path)
+    return SpecialFileError(
+        errno.EINVAL,
+        f"{what} {path} is a {_kind(mode)}, not a regular file; tf_vrre "
+        f"{'locks' if what == 'lock file' else 'writes'} regular files only: "
+        "remove it and run again",
+        path,
+    )
 
 
 def open_regular(path: str | os.PathLike[str], flags: int, what: str, mode: int | None = None) -> int:
@@ -164,8 +185,9 @@ def open_regular(path: str | os.PathLike[str], flags: int, what: str, mode: int 
         fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0), _MODE if mode is None else mode)
     except OSError as err:
         if os.path.islink(path):
-            raise SymlinkError(err.errno, f"{what} {path} is a symbolic link; tf_vrre does not write through "
-                                          "links (remove it)", path) from None
+            raise SymlinkError(
+                err.errno, f"{what} {path} is a symbolic link; tf_vrre does not write through links (remove it)", path
+            ) from None
         try:
             st = os.lstat(path)
         except OSError:

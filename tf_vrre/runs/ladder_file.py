@@ -25,8 +25,20 @@ from tf_vrre.runs.samples import read_json, write_json
 
 FILE = "ladder.json"
 FORMAT = "tf_vrre.ladder/1"
-END_FIELDS = ("end_step", "attempts", "swaps", "rejection", "pair_barrier", "barrier", "rejection_sum",
-              "recommended_chains", "round_trip_rate", "new_temperatures", "new_learning_rates", "correction")
+END_FIELDS = (
+    "end_step",
+    "attempts",
+    "swaps",
+    "rejection",
+    "pair_barrier",
+    "barrier",
+    "rejection_sum",
+    "recommended_chains",
+    "round_trip_rate",
+    "new_temperatures",
+    "new_learning_rates",
+    "correction",
+)
 
 
 def locate(run: str | os.PathLike) -> str | None:

@@ -50,8 +50,21 @@ except ImportError:  # no fcntl (Windows): the in-process checks only
 
 LOCK = run_json.LOCK
 
-__all__ = ["LOCK", "Lock", "Busy", "RunLockedError", "acquire", "check_free", "lock_run", "check_run_free", "share_run",
-           "unlock_run", "holds_run_lock", "run_lock", "busy_message"]
+__all__ = [
+    "LOCK",
+    "Lock",
+    "Busy",
+    "RunLockedError",
+    "acquire",
+    "check_free",
+    "lock_run",
+    "check_run_free",
+    "share_run",
+    "unlock_run",
+    "holds_run_lock",
+    "run_lock",
+    "busy_message",
+]
 
 _RETRIES = 5  # a lock file replaced between its open and its flock is opened again
 
@@ -250,8 +263,10 @@ def lock_run(run_dir: str | os.PathLike, mark: bool = True) -> Lock:
     held = _runs.get(_key(name))
     if held is not None:
         if not held.owned():
-            raise RunLockedError(f"{name!r}: its lock file {LOCK} was deleted or replaced while this process held "
-                                 "it; another process may now write the run, so this one stops here")
+            raise RunLockedError(
+                f"{name!r}: its lock file {LOCK} was deleted or replaced while this process held "
+                "it; another process may now write the run, so this one stops here"
+            )
         if mark and not held.marked:
             held.mark()
         return held
@@ -267,10 +282,17 @@ def lock_run(run_dir: str | os.PathLike, mark: bool = True) -> Lock:
 def busy_message(run_dir: str, busy: Busy) -> str:
     """The one line for a run another process holds (``busy`` from :func:`acquire`)."""
     if busy.readers:
-        return (f"{run_dir!r} is being read by another process (tf-vrre evaluate, diagnose or export); run again "
-                "when it ends")
-    who = ("this process" if busy.pid == str(os.getpid()) else f"another process (pid {busy.pid})" if busy.pid
-           else "another process (still checking its inputs)")
+        return (
+            f"{run_dir!r} is being read by another process (tf-vrre evaluate, diagnose or export); run again "
+            "when it ends"
+        )
+    who = (
+        "this process"
+        if busy.pid == str(os.getpid())
+        else f"another process (pid {busy.pid})"
+        if busy.pid
+        else "another process (still checking its inputs)"
+    )
     return f"{run_dir!r} is being written by {who}; wait for it to end or stop it, then run again"
 
 

@@ -56,10 +56,13 @@ def run_identity(sampler: Any, **extra: Any) -> dict:
             raise ValueError(
                 "cannot record the run identity of this sampler: a constructor argument is not serializable "
                 f"({str(err).splitlines()[0][:200]}); pass model_fn / nll as a module-level function or a "
-                "Keras-registered class with get_config (e.g. models.Builder), not functools.partial") from None
+                "Keras-registered class with get_config (e.g. models.Builder), not functools.partial"
+            ) from None
     config.pop("name", None)
-    ident = {"sampler": json.loads(_canonical(config)),
-             "weights": [[list(v.shape), str(v.dtype)] for v in sampler.cold_model.weights]}
+    ident = {
+        "sampler": json.loads(_canonical(config)),
+        "weights": [[list(v.shape), str(v.dtype)] for v in sampler.cold_model.weights],
+    }
     ident.update(json.loads(_canonical(extra)))
     ident["fingerprint"] = hashlib.sha256(_canonical(ident).encode()).hexdigest()[:16]
     return ident
@@ -105,7 +108,8 @@ def refuse(directory: str, what: str, diff: str) -> RunMismatchError:
     """:class:`RunMismatchError` for ``directory`` holding ``what`` of another run."""
     return RunMismatchError(
         f"{directory} holds {what} of another run ({diff}); use another directory, or pass overwrite=True "
-        "to replace them")
+        "to replace them"
+    )
 
 
 # ---- exclusive use ------------------------------------------------------------------------
@@ -142,8 +146,10 @@ def claim(target: str, owner: Any, token: Any, label: str, lock: str | None = No
         return
     if held is not None and held[0] is not owner:
         if token is not None and held[1] is token:
-            raise locks.RunLockedError(f"{label}: two callbacks write to {target} in one fit; give each its own "
-                             f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}")
+            raise locks.RunLockedError(
+                f"{label}: two callbacks write to {target} in one fit; give each its own "
+                f"{'directory' if lock.endswith(os.sep + LOCK) else 'file'}"
+            )
         release(held[0])  # left by an earlier fit that did not reach on_train_end
         getattr(held[0], "_abandon", lambda: None)()
     elif held is not None:

@@ -60,8 +60,10 @@ def _check(directory: str, entry: dict[str, Any], listed: bool) -> str | None:
         try:
             check_entry(directory, entry)
         except ValueError:
-            return f"size or SHA-256 differs from the manifest ({os.path.getsize(path)} bytes, manifest says " \
-                   f"{entry['bytes']})"
+            return (
+                f"size or SHA-256 differs from the manifest ({os.path.getsize(path)} bytes, manifest says "
+                f"{entry['bytes']})"
+            )
     return _readable(path)
 
 
@@ -80,16 +82,18 @@ def plan(directory: str | os.PathLike[str]) -> dict[str, Any]:
         old, problem = None, str(err)
     files = sorted(n for n in os.listdir(directory) if SAMPLE_FILE.fullmatch(n))
     if old is None and not files:
-        raise ValueError(f"{directory} holds no sample-<step>.npz file and no readable manifest ({problem}); "
-                         "nothing to repair")
+        raise ValueError(
+            f"{directory} holds no sample-<step>.npz file and no readable manifest ({problem}); nothing to repair"
+        )
     if old is not None:
         candidates = [(e, True) for e in old["entries"]]
     else:
         candidates = []
         for name in files:
             path = os.path.join(directory, name)
-            candidates.append(({"file": name, "step": int(name[7:16]), "bytes": os.path.getsize(path),
-                                "sha256": sha256(path)}, False))
+            candidates.append(
+                ({"file": name, "step": int(name[7:16]), "bytes": os.path.getsize(path), "sha256": sha256(path)}, False)
+            )
     kept: list[dict[str, Any]] = []
     dropped: list[tuple[str, str]] = []
     strays = {} if old is not None else _strays(directory, [e for e, _ in candidates])
@@ -103,13 +107,22 @@ def plan(directory: str | os.PathLike[str]) -> dict[str, Any]:
     if old is None:
         manifest["events"] = [e["step"] for e in manifest["entries"]]
     else:
-        manifest["evicted"] = [e for e in old.get("evicted", []) if isinstance(e, dict)
-                               and os.path.isfile(os.path.join(directory, str(e.get("file"))))]
+        manifest["evicted"] = [
+            e
+            for e in old.get("evicted", [])
+            if isinstance(e, dict) and os.path.isfile(os.path.join(directory, str(e.get("file"))))
+        ]
     manifest.setdefault("repairs", [])
-    manifest["repairs"] = list(manifest["repairs"]) + [{
-        "dropped": [f for f, _ in dropped], "manifest_rebuilt": old is None}]
-    return {"manifest_problem": problem, "kept": manifest["entries"], "dropped": dropped, "manifest": manifest,
-            "changed": bool(dropped) or problem is not None}
+    manifest["repairs"] = list(manifest["repairs"]) + [
+        {"dropped": [f for f, _ in dropped], "manifest_rebuilt": old is None}
+    ]
+    return {
+        "manifest_problem": problem,
+        "kept": manifest["entries"],
+        "dropped": dropped,
+        "manifest": manifest,
+        "changed": bool(dropped) or problem is not None,
+    }
 
 
 def _strays(directory: str, entries: list[dict[str, Any]]) -> dict[str, str]:
@@ -136,8 +149,7 @@ def _strays(directory: str, entries: list[dict[str, Any]]) -> dict[str, str]:
     return why
 
 
-def _majority(directory: str, entries: list[dict[str, Any]]
-              ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+def _majority(directory: str, entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Entries whose arrays match the most common array layout, and ``[(file, reason)]`` of the rest."""
     layouts = [array_shapes(os.path.join(directory, e["file"])) for e in entries]
     keys = [repr(sorted(s.items())) for s in layouts]
@@ -145,8 +157,11 @@ def _majority(directory: str, entries: list[dict[str, Any]]
         return [], []
     best = max(set(keys), key=lambda k: (keys.count(k), -keys.index(k)))
     keep = [e for e, k in zip(entries, keys) if k == best]
-    return keep, [(e["file"], "its arrays differ from the other samples' (another model)")
-                  for e, k in zip(entries, keys) if k != best]
+    return keep, [
+        (e["file"], "its arrays differ from the other samples' (another model)")
+        for e, k in zip(entries, keys)
+        if k != best
+    ]
 
 
 def repair(directory: str | os.PathLike[str], dry_run: bool = False) -> dict[str, Any]:
@@ -207,10 +222,12 @@ def _collector_free(directory: str, take: Any, lock: str) -> Any:
     try:
         return take(lock)
     except locks.Busy as busy:
-        raise locks.RunLockedError(f"{directory!r} is being written by "
-                                   f"{'this process' if busy.pid == str(os.getpid()) else 'another process'} "
-                                   f"(pid {busy.pid or '?'}: a SampleCollector collects samples there); repair it "
-                                   "when that fit has ended") from None
+        raise locks.RunLockedError(
+            f"{directory!r} is being written by "
+            f"{'this process' if busy.pid == str(os.getpid()) else 'another process'} "
+            f"(pid {busy.pid or '?'}: a SampleCollector collects samples there); repair it "
+            "when that fit has ended"
+        ) from None
 
 
 @contextlib.contextmanager

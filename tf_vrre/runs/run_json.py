@@ -42,8 +42,24 @@ EVAL_OUTPUTS = (REPORT,) + FIGURES + (ENTROPIES,)
 DIAGNOSE_OUTPUTS = ("diagnostics.json", "replicas.png", "acceptance.png")
 DERIVED_OUTPUTS = EVAL_OUTPUTS + DIAGNOSE_OUTPUTS
 
-__all__ = ["FORMAT", "RUN_JSON", "SAMPLES", "SWAPS", "BACKUP", "LOG", "TENSORBOARD", "REPORT", "FIGURES",
-           "MODEL_JSON", "LOCK", "write_json", "read_run", "field", "config_difference", "RunDirError"]
+__all__ = [
+    "FORMAT",
+    "RUN_JSON",
+    "SAMPLES",
+    "SWAPS",
+    "BACKUP",
+    "LOG",
+    "TENSORBOARD",
+    "REPORT",
+    "FIGURES",
+    "MODEL_JSON",
+    "LOCK",
+    "write_json",
+    "read_run",
+    "field",
+    "config_difference",
+    "RunDirError",
+]
 
 
 class RunDirError(errors.TfVrreError, ValueError):
@@ -58,8 +74,14 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 # the top-level entries every run.json has, with their JSON types
 STATUSES = ("running", "complete")
 REQUIRED = {"method": str, "config": dict, "model": dict, "data": dict, "preprocessing": dict, "seed": int}
-_JSON_NAMES = {str: "a string", dict: "an object", int: "an integer", list: "a list", float: "a number",
-               bool: "true or false"}
+_JSON_NAMES = {
+    str: "a string",
+    dict: "an object",
+    int: "an integer",
+    list: "a list",
+    float: "a number",
+    bool: "true or false",
+}
 
 
 def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
@@ -103,8 +125,9 @@ def read_run(run_dir: str | os.PathLike, required: bool = True) -> dict | None:
     for key, kind in REQUIRED.items():
         field(run, key, kind, path)
     if run.get("status", "running") not in STATUSES:  # absent: a run that has not finished
-        raise RunDirError(f"{path}: key status must be one of {', '.join(map(repr, STATUSES))}, got "
-                          f"{run['status']!r}"[:400])
+        raise RunDirError(
+            f"{path}: key status must be one of {', '.join(map(repr, STATUSES))}, got {run['status']!r}"[:400]
+        )
     return run
 
 

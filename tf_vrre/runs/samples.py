@@ -142,11 +142,11 @@ def _check_entry_file(directory: str | os.PathLike[str], entry: dict[str, Any], 
         raise RunFileError(f"sample manifest {os.path.join(directory, MANIFEST)} points at a missing file: {path}")
     size = os.path.getsize(path)
     if size != entry["bytes"] or sha256(path) != entry["sha256"]:
-        raise RunFileError(f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
-                           f"{entry['bytes']}; checksum mismatch)")
+        raise RunFileError(
+            f"sample file {path} is truncated or corrupt ({size} bytes, manifest says "
+            f"{entry['bytes']}; checksum mismatch)"
+        )
     return path
-
-
 
 
 def read_log(path: str | os.PathLike[str]) -> tuple[list[str] | None, list[tuple[int, list[str]]]]:
@@ -172,10 +172,10 @@ def read_log(path: str | os.PathLike[str]) -> tuple[list[str] | None, list[tuple
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
+        line = data[: err.start].count(b"\n") + 1
         raise RunFileError(f"{path}, line {line}: not UTF-8 text (byte {err.start}); not a tf_vrre log") from None
     if "\0" in text:
-        line = text[:text.index("\0")].count("\n") + 1
+        line = text[: text.index("\0")].count("\n") + 1
         raise RunFileError(f"{path}, line {line}: a NUL byte; not a tf_vrre log")
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
@@ -191,16 +191,20 @@ def read_log(path: str | os.PathLike[str]) -> tuple[list[str] | None, list[tuple
         parsed.pop()  # the last row cut short by a kill
     for number, row in enumerate(parsed[1:], start=2):
         if len(row) != len(header):
-            raise RunFileError(f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
-                               "row; only a last row torn by a kill is dropped)")
+            raise RunFileError(
+                f"{path}, line {number}: {len(row)} fields, the header has {len(header)} (a damaged "
+                "row; only a last row torn by a kill is dropped)"
+            )
         rows.append((number, row))
     return header, rows
 
 
 def repair_hint(run: str | os.PathLike[str]) -> str:
     """The remedy named by every command that finds damaged samples in ``run``."""
-    return (f"'tf-vrre repair {run}' keeps the readable samples and rewrites the manifest (--dry-run shows what "
-            "it would drop)")
+    return (
+        f"'tf-vrre repair {run}' keeps the readable samples and rewrites the manifest (--dry-run shows what "
+        "it would drop)"
+    )
 
 
 def array_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -231,9 +235,11 @@ def check_shapes(directory: str | os.PathLike[str], entries: Sequence[dict[str, 
         if shapes != first:
             names = sorted(set(shapes) | set(first))
             name = next(n for n in names if shapes.get(n) != first.get(n))
-            raise RunFileError(f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
-                               f"{_describe(first.get(name))} in {first_path} (samples of different models "
-                               "in one directory)")
+            raise RunFileError(
+                f"sample file {path}: array {name!r} is {_describe(shapes.get(name))}, but "
+                f"{_describe(first.get(name))} in {first_path} (samples of different models "
+                "in one directory)"
+            )
 
 
 def _describe(spec: tuple[tuple[int, ...], str] | None) -> str:
@@ -340,9 +346,10 @@ def locate(run: str | os.PathLike[str]) -> tuple[str | None, str | None]:
     if not os.path.isdir(run):
         raise ValueError(f"run {run!r} is not a directory")
     swaps = next((d for d in (run, os.path.join(run, "swaps")) if os.path.isfile(os.path.join(d, "swaps.csv"))), None)
-    samples = next((d for d in (run, os.path.join(run, "samples"))
-                    if os.path.isfile(os.path.join(d, MANIFEST))), None)
+    samples = next((d for d in (run, os.path.join(run, "samples")) if os.path.isfile(os.path.join(d, MANIFEST))), None)
     if swaps is None and samples is None:
-        raise ValueError(f"run {run!r} has no swap log (swaps.csv or swaps/swaps.csv) and no samples "
-                         "(manifest.json or samples/manifest.json)")
+        raise ValueError(
+            f"run {run!r} has no swap log (swaps.csv or swaps/swaps.csv) and no samples "
+            "(manifest.json or samples/manifest.json)"
+        )
     return swaps, samples

@@ -26,8 +26,9 @@ INDEX_KEY = "example_index"
 ENERGY_INPUTS_KEY = "energy_inputs"
 
 
-class Batch(collections.namedtuple("Batch", ["x", "y", "sample_weight", "index", "size", "energy_x"],
-                                   defaults=(None,))):
+class Batch(
+    collections.namedtuple("Batch", ["x", "y", "sample_weight", "index", "size", "energy_x"], defaults=(None,))
+):
     """One training batch.
 
     Fields:
@@ -55,8 +56,10 @@ def check(x: Any, y: Any, needs_labels: bool) -> None:
     if x is None:
         raise ValueError("dataset: elements must be x, (x,), (x, y) or (x, y, sample_weight)")
     if needs_labels and y is None:
-        raise ValueError("dataset: the compiled loss needs labels but the dataset yields inputs "
-                         "only; yield (x, y) or build the sampler with nll=callable(x, y, y_pred)")
+        raise ValueError(
+            "dataset: the compiled loss needs labels but the dataset yields inputs "
+            "only; yield (x, y) or build the sampler with nll=callable(x, y, y_pred)"
+        )
 
 
 def from_data(data: Any, whole: bool = False) -> Batch:

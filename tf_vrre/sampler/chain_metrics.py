@@ -22,8 +22,10 @@ class ChainMetrics:
                 _keras_compat.tracked_metrics(self).remove(old)
         self._chain_metrics = []
         if metrics is not None or weighted_metrics is not None:
-            self._chain_metrics = [_keras_compat.compile_metrics(metrics, weighted_metrics, f"chain_{h}_metrics")
-                                   for h in range(1, len(self.chains))]
+            self._chain_metrics = [
+                _keras_compat.compile_metrics(metrics, weighted_metrics, f"chain_{h}_metrics")
+                for h in range(1, len(self.chains))
+            ]
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         if isinstance(sample_weight, dict):
@@ -36,7 +38,9 @@ class ChainMetrics:
     def _update_metrics(self, minibatch, forward):
         """Adds one step (``forward``: per-chain NLLs and predictions) to every chain's metrics."""
         nlls, preds, y, swt = forward.nlls, forward.preds, minibatch.y, minibatch.sample_weight
-        _keras_compat.loss_tracker(self).update_state(tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32))
+        _keras_compat.loss_tracker(self).update_state(
+            tf.reduce_mean(nlls[0]), sample_weight=tf.cast(tf.size(nlls[0]), tf.float32)
+        )
         for tracker, nll in zip(self._chain_loss, nlls[1:]):
             tracker.update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
         if _keras_compat.compiled_metrics(self) is not None and y is not None:
@@ -60,6 +64,7 @@ class ChainMetrics:
                 if compiled is not None and metrics is not None and y is not None:
                     metrics.update_state(y, pred, swt)
                 return tf.constant(True)
+
             return update
 
         tf.switch_case(tf.cast(rung, tf.int32), [branch(k) for k in range(len(self.chains))])
@@ -82,7 +87,9 @@ class ChainMetrics:
         self._check_batch(x, y)
         y_pred = self.chains[0](x, training=False)
         nll = self._per_example_nll(x, y, y_pred, sample_weight)
-        _keras_compat.loss_tracker(self).update_state(tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32))
+        _keras_compat.loss_tracker(self).update_state(
+            tf.reduce_mean(nll), sample_weight=tf.cast(tf.size(nll), tf.float32)
+        )
         logs = {"loss": _keras_compat.loss_tracker(self).result()}
         if _keras_compat.compiled_metrics(self) is not None and y is not None:
             _keras_compat.compiled_metrics(self).update_state(y, y_pred, sample_weight)

@@ -20,14 +20,22 @@ from tf_vrre.sgmcmc import energy
 from tf_vrre.sgmcmc.dynamics import DYNAMICS
 
 
-def check_scalars(model_fn: Callable[[], keras.Model], data_size: Any, num_chains: Any, dynamics: Any,
-                  momentum: Any, weight_decay: Any) -> None:
+def check_scalars(
+    model_fn: Callable[[], keras.Model],
+    data_size: Any,
+    num_chains: Any,
+    dynamics: Any,
+    momentum: Any,
+    weight_decay: Any,
+) -> None:
     """``TypeError`` / ``ValueError`` naming the first constructor argument out of range."""
     if isinstance(model_fn, keras.Model):  # callable too, but calling it needs inputs
-        raise TypeError(f"model_fn must be a function returning a new keras.Model (called once per chain and "
-                        f"snapshot, each gets its own weights), got the model instance {model_fn.name!r}; pass "
-                        "the function itself (model_fn=build_model, not build_model()) or "
-                        "model_fn=lambda: keras.models.clone_model(model)")
+        raise TypeError(
+            f"model_fn must be a function returning a new keras.Model (called once per chain and "
+            f"snapshot, each gets its own weights), got the model instance {model_fn.name!r}; pass "
+            "the function itself (model_fn=build_model, not build_model()) or "
+            "model_fn=lambda: keras.models.clone_model(model)"
+        )
     if not callable(model_fn):
         raise TypeError(f"model_fn must be a callable returning a keras.Model, got {model_fn!r}")
     if data_size is None:
@@ -41,8 +49,10 @@ def check_scalars(model_fn: Callable[[], keras.Model], data_size: Any, num_chain
     if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or not 0.0 <= momentum < 1.0:
         raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
     if not np.float32(momentum) < 1:
-        raise ValueError(f"momentum must be < 1 in float32 (the friction 1 - momentum would be 0), at most "
-                         f"{float(np.nextafter(np.float32(1), np.float32(0))):.9g}, got {momentum!r}")
+        raise ValueError(
+            f"momentum must be < 1 in float32 (the friction 1 - momentum would be 0), at most "
+            f"{float(np.nextafter(np.float32(1), np.float32(0))):.9g}, got {momentum!r}"
+        )
     if momentum != 0:
         numerics.check_float32("momentum", momentum)
     if not isinstance(weight_decay, numbers.Real) or not weight_decay >= 0 or not np.isfinite(weight_decay):
@@ -56,8 +66,10 @@ def build_chain(model_fn: Callable[[], keras.Model]) -> keras.Model:
     if not isinstance(model, keras.Model):
         raise TypeError(f"model_fn must return a keras.Model, got {type(model).__name__}")
     if not model.built or not model.weights:
-        raise ValueError("model_fn must return a built model (e.g. a functional model with "
-                         "keras.Input, or call model.build(input_shape) inside model_fn)")
+        raise ValueError(
+            "model_fn must return a built model (e.g. a functional model with "
+            "keras.Input, or call model.build(input_shape) inside model_fn)"
+        )
     # Snapshots stay `trainable` (never updated: the sampler only moves chain weights):
     # Keras BatchNormalization uses batch statistics only when `training and trainable`,
     # and energy_mode="train" needs the snapshot evaluated exactly like the chain.
@@ -85,7 +97,7 @@ def check_options(energy_mode: str, nll: Any, seed: int | None) -> int:
     if nll is not None:
         energy.check_nll_callable(nll)
     if seed is None:
-        seed = int(np.random.randint(0, 2 ** 31 - 1))  # noqa: NPY002  (seed=None follows np.random.seed)
+        seed = int(np.random.randint(0, 2**31 - 1))  # noqa: NPY002  (seed=None follows np.random.seed)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an integer or None, got {seed!r}")
     return int(seed)
@@ -95,6 +107,11 @@ def new_variable(layer: keras.Layer, name: str, shape: tuple, dtype: str, value:
     """One saved, non-trainable variable of ``layer`` (the sampler), filled with ``value``: what
     :class:`tf_vrre.sgmcmc.state.SamplerState`'s parts create their variables with."""
     # Constant multiplies by ones: TensorFlow 2.16 has no bool kernel for that
-    init = (keras.initializers.Constant(value) if dtype != "bool"
-            else keras.initializers.Ones() if value else keras.initializers.Zeros())
+    init = (
+        keras.initializers.Constant(value)
+        if dtype != "bool"
+        else keras.initializers.Ones()
+        if value
+        else keras.initializers.Zeros()
+    )
     return layer.add_weight(name=name, shape=shape, dtype=dtype, trainable=False, initializer=init)

@@ -28,8 +28,15 @@ def epoch_order(key: tf.Tensor, epoch: Any, num_examples: int, shuffle: bool = T
     return order
 
 
-def indexed_dataset(arrays: list, counter: Any, batch_size: int, key: tf.Tensor, shuffle: bool = True,
-                    repeat: bool = False, drop_remainder: bool = False) -> tf.data.Dataset:
+def indexed_dataset(
+    arrays: list,
+    counter: Any,
+    batch_size: int,
+    key: tf.Tensor,
+    shuffle: bool = True,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
     """``(x, y, {"example_index": i})`` batches of ``arrays`` starting at batch ``counter``.
 
     Args:
@@ -47,7 +54,8 @@ def indexed_dataset(arrays: list, counter: Any, batch_size: int, key: tf.Tensor,
 
     def epoch_batches(e):
         return tf.data.Dataset.from_tensor_slices(epoch_order(key, e, N, shuffle)).batch(
-            n, drop_remainder=drop_remainder)
+            n, drop_remainder=drop_remainder
+        )
 
     def stream(_):
         start = tf.convert_to_tensor(counter)  # read when the iterator first yields
@@ -73,7 +81,6 @@ def indexed_dataset(arrays: list, counter: Any, batch_size: int, key: tf.Tensor,
     return ds.with_options(options)
 
 
-
 def carries_order(x: Any) -> bool:
     """Whether ``fit``'s input ``x`` carries its own order: a ``tf.data.Dataset`` (e.g. from
     :func:`from_reference`, the sampler's ``make_dataset``) or a distributed one.  Keras cannot
@@ -95,8 +102,14 @@ def reference(sampler: Any, data: Any, batch_size: int | None) -> control_variat
     return control_variates.make_reference(data, batch_size, sampler.data_size)
 
 
-def from_reference(sampler: Any, batch_size: int, shuffle: bool = True, seed: int | None = None,
-                   repeat: bool = False, drop_remainder: bool = False) -> tf.data.Dataset:
+def from_reference(
+    sampler: Any,
+    batch_size: int,
+    shuffle: bool = True,
+    seed: int | None = None,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
     """:meth:`tf_vrre.ReplicaExchangeSampler.make_dataset`: :func:`indexed_dataset` of the sampler's
     in-memory reference data, its order keyed by ``seed`` (default the sampler's), starting at
     the sampler's step."""
@@ -111,5 +124,6 @@ def from_reference(sampler: Any, batch_size: int, shuffle: bool = True, seed: in
         raise TypeError(f"make_dataset: seed must be an integer or None, got {seed!r}")
     parts = list(ref.source) if isinstance(ref.source, (tuple, list)) else [ref.source]
     key = seeds.fold(seeds.base_key(sampler.seed if seed is None else seed), seeds.DATA)
-    return indexed_dataset(parts, sampler.state.step, batch_size, key, shuffle=shuffle, repeat=repeat,
-                           drop_remainder=drop_remainder)
+    return indexed_dataset(
+        parts, sampler.state.step, batch_size, key, shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder
+    )

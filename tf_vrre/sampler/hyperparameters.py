@@ -20,21 +20,22 @@ import tensorflow as tf
 from tf_vrre.sgmcmc import schedules
 
 
-def resolve(temperatures: Any, learning_rates: Any, num_chains: int, dynamics: str,
-            swaps: bool) -> tuple[list, list]:
+def resolve(temperatures: Any, learning_rates: Any, num_chains: int, dynamics: str, swaps: bool) -> tuple[list, list]:
     """The constructor's per-chain ``(temperatures, learning_rates)``: defaults filled in
     (``None``: 1.0 for one chain, 0.0 for M-SGD; required for ``K >= 2``), each checked by
     :func:`tf_vrre.sgmcmc.schedules.validated` (``swaps``: the sampler swaps)."""
     if dynamics == "msgd":
         if swaps:
-            raise ValueError("swap: M-SGD runs at temperature 0, where swaps are undefined; "
-                             "use swap=None or dynamics='sghmc'")
+            raise ValueError(
+                "swap: M-SGD runs at temperature 0, where swaps are undefined; use swap=None or dynamics='sghmc'"
+            )
         if temperatures is None:
             temperatures = 0.0
     if temperatures is None:
         if num_chains >= 2:
-            raise ValueError("temperatures: give one temperature per chain (strictly "
-                             f"increasing) for num_chains={num_chains}")
+            raise ValueError(
+                f"temperatures: give one temperature per chain (strictly increasing) for num_chains={num_chains}"
+            )
         temperatures = 1.0
     temps = schedules.validated("temperatures", temperatures, num_chains, swaps=swaps)
     lrs = schedules.validated("learning_rates", learning_rates, num_chains, swaps=swaps)
@@ -50,7 +51,6 @@ def current(values: Sequence[Any], variable: keras.Variable, step: tf.Tensor) ->
     if not any(schedules.is_schedule(v) for v in values):
         return tf.convert_to_tensor(variable)
     cur = tf.unstack(tf.convert_to_tensor(variable))
-    vec = tf.stack([tf.cast(v(step), tf.float32) if schedules.is_schedule(v) else cur[h]
-                    for h, v in enumerate(values)])
+    vec = tf.stack([tf.cast(v(step), tf.float32) if schedules.is_schedule(v) else cur[h] for h, v in enumerate(values)])
     variable.assign(vec)
     return vec

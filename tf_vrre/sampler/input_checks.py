@@ -26,8 +26,10 @@ def check_batch_size(where, batch_size, data_size=None, allow_none=False):
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise ValueError(f"{where}: batch_size must be a positive integer, got {batch_size!r}")
     if data_size is not None and batch_size > data_size:
-        raise ValueError(f"{where}: batch_size ({batch_size}) must be <= data_size ({data_size}): with n > N "
-                         "the energy's N/n scaling and the swap correction's (1 - n/N) are wrong")
+        raise ValueError(
+            f"{where}: batch_size ({batch_size}) must be <= data_size ({data_size}): with n > N "
+            "the energy's N/n scaling and the swap correction's (1 - n/N) are wrong"
+        )
 
 
 def _is_array(value):
@@ -47,9 +49,11 @@ def leaves(where, name, value):
     if isinstance(value, (list, tuple)):
         if value and all(_is_array(v) for v in value):  # several inputs of a multi-input model
             return [(f"{name}[{i}]", np.asarray(v)) for i, v in enumerate(value)]
-        raise TypeError(f"{where}: {name} is a Python {type(value).__name__} of "
-                        f"{type(value[0]).__name__ if value else 'nothing'}; pass a NumPy array "
-                        f"(e.g. np.asarray({name.split('[')[0]}, 'float32')) or a tf.data.Dataset")
+        raise TypeError(
+            f"{where}: {name} is a Python {type(value).__name__} of "
+            f"{type(value[0]).__name__ if value else 'nothing'}; pass a NumPy array "
+            f"(e.g. np.asarray({name.split('[')[0]}, 'float32')) or a tf.data.Dataset"
+        )
     if not _is_array(value):
         raise TypeError(f"{where}: {name} must be a NumPy array or tensor, got {type(value).__name__}")
     return [(name, np.asarray(value))]
@@ -64,8 +68,10 @@ def check_values(where, label, array):
     if array.dtype.kind == "f":
         bad = ~np.isfinite(array.reshape(len(array), -1)).all(axis=1)
         if bad.any():
-            raise ValueError(f"{where}: {label} holds non-finite values (NaN or inf), first at example "
-                             f"{int(np.flatnonzero(bad)[0])} of {len(array)}")
+            raise ValueError(
+                f"{where}: {label} holds non-finite values (NaN or inf), first at example "
+                f"{int(np.flatnonzero(bad)[0])} of {len(array)}"
+            )
 
 
 def check_lengths(where, named):
@@ -117,22 +123,31 @@ def check_labels(where, label, y, kind, classes):
     """Labels fit the loss: sparse -> integers in ``[0, classes)``; one-hot / binary -> in ``[0, 1]``."""
     if kind == "sparse":
         if y.ndim > 1 and not (y.ndim == 2 and y.shape[1] == 1):
-            raise ValueError(f"{where}: {label} must hold one integer class per example for "
-                             f"SparseCategoricalCrossentropy, got shape {y.shape}")
+            raise ValueError(
+                f"{where}: {label} must hold one integer class per example for "
+                f"SparseCategoricalCrossentropy, got shape {y.shape}"
+            )
         if y.dtype.kind == "f" and np.any(y != np.round(y)):
-            raise ValueError(f"{where}: {label} must be integer classes for SparseCategoricalCrossentropy, "
-                             f"got {float(y[y != np.round(y)][0])}")
+            raise ValueError(
+                f"{where}: {label} must be integer classes for SparseCategoricalCrossentropy, "
+                f"got {float(y[y != np.round(y)][0])}"
+            )
         if classes is not None and y.size and (y.min() < 0 or y.max() >= classes):
             bad = y.min() if y.min() < 0 else y.max()
-            raise ValueError(f"{where}: {label} holds class {bad:g} but the model has {classes} outputs "
-                             f"(classes 0..{classes - 1})")
+            raise ValueError(
+                f"{where}: {label} holds class {bad:g} but the model has {classes} outputs (classes 0..{classes - 1})"
+            )
     elif kind in ("onehot", "binary"):
         if y.size and (y.min() < 0 or y.max() > 1):
-            raise ValueError(f"{where}: {label} must be in [0, 1] for {'Categorical' if kind == 'onehot' else 'Binary'}"
-                             f"Crossentropy, got values in [{y.min():g}, {y.max():g}]")
+            raise ValueError(
+                f"{where}: {label} must be in [0, 1] for {'Categorical' if kind == 'onehot' else 'Binary'}"
+                f"Crossentropy, got values in [{y.min():g}, {y.max():g}]"
+            )
         if kind == "onehot" and classes is not None and (y.ndim < 2 or y.shape[-1] != classes):
-            raise ValueError(f"{where}: {label} must be one-hot with {classes} columns (the model's outputs) for "
-                             f"CategoricalCrossentropy, got shape {y.shape}")
+            raise ValueError(
+                f"{where}: {label} must be one-hot with {classes} columns (the model's outputs) for "
+                f"CategoricalCrossentropy, got shape {y.shape}"
+            )
 
 
 def check_arrays(where, x, y=None, sample_weight=None, loss=None, classes=None, names=("x", "y", "sample_weight")):
@@ -166,16 +181,21 @@ def check_input_shape(where, label, x, model):
     got = tuple(np.shape(x))[1:]
     if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got)):
         dims = ", ".join("any" if w is None else str(w) for w in want)
-        raise ValueError(f"{where}: {label} has shape {tuple(np.shape(x))}, the model's input needs shape "
-                         f"(n, {dims}) (its input shape without the batch axis: ({dims}))")
+        raise ValueError(
+            f"{where}: {label} has shape {tuple(np.shape(x))}, the model's input needs shape "
+            f"(n, {dims}) (its input shape without the batch axis: ({dims}))"
+        )
 
 
 def check_training_count(where, count, data_size):
     """Warns when the training arrays hold another number of examples than ``data_size``."""
     if count is not None and count != data_size:
-        warnings.warn(f"{where}: the training arrays hold {count} examples but data_size={data_size}; the energy "
-                      f"scales each mini-batch by data_size / n, so the posterior is that of {data_size} examples "
-                      "(set data_size to the number of training examples unless this is intended)", stacklevel=3)
+        warnings.warn(
+            f"{where}: the training arrays hold {count} examples but data_size={data_size}; the energy "
+            f"scales each mini-batch by data_size / n, so the posterior is that of {data_size} examples "
+            "(set data_size to the number of training examples unless this is intended)",
+            stacklevel=3,
+        )
 
 
 def _loss_and_classes(sampler):
@@ -186,16 +206,20 @@ def _loss_and_classes(sampler):
 def check_reference(sampler, data):
     """``set_reference_data``'s in-memory ``data``: ``(x, y[, w])`` or ``x``; returns it as a tuple or array."""
     where = "set_reference_data"
-    if isinstance(data, (tuple, list)) and 1 <= len(data) <= 3 and all(_is_array(d) or isinstance(d, dict)
-                                                                      for d in data):
+    if (
+        isinstance(data, (tuple, list))
+        and 1 <= len(data) <= 3
+        and all(_is_array(d) or isinstance(d, dict) for d in data)
+    ):
         parts = tuple(data)
     elif isinstance(data, (tuple, list)) and 1 <= len(data) <= 3 and isinstance(data[0], (list, tuple)):
         parts = tuple(data)  # a list where an array belongs: named by leaves()
     elif _is_array(data) or isinstance(data, dict):
         parts = (data,)
     else:
-        raise TypeError(f"{where}: data must be (x, y), (x, y, sample_weight), x, or a tf.data.Dataset, "
-                        f"got {type(data).__name__}")
+        raise TypeError(
+            f"{where}: data must be (x, y), (x, y, sample_weight), x, or a tf.data.Dataset, got {type(data).__name__}"
+        )
     loss, classes = _loss_and_classes(sampler)
     check_input_shape(where, "data x", parts[0], sampler.cold_model)
     check_arrays(where, *parts, loss=loss, classes=classes, names=("data x", "data y", "data sample_weight"))
@@ -216,16 +240,20 @@ def check_fit(sampler, args):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
             raise ValueError(f"{where}: steps_per_epoch must be a positive integer or None, got {v!r}")
     if sampler.variance_reduction is not None and sampler._reference is None:
-        raise ValueError("fit: variance_reduction needs the full training data: call "
-                         "sampler.set_reference_data((x_train, y_train)) before fit")
+        raise ValueError(
+            "fit: variance_reduction needs the full training data: call "
+            "sampler.set_reference_data((x_train, y_train)) before fit"
+        )
     checked = recheck_reference(sampler)
     x = args["x"]
     if x is None or not (_is_array(x) or isinstance(x, (list, tuple, dict))):
         return checked  # a tf.data.Dataset, generator or PyDataset: checked inside the train step
     loss, classes = _loss_and_classes(sampler)
     if loss is not None and args["y"] is None:
-        raise ValueError(f"{where}: y is required: the compiled loss needs labels (or build the sampler with "
-                         "nll=callable(x, y, y_pred))")
+        raise ValueError(
+            f"{where}: y is required: the compiled loss needs labels (or build the sampler with "
+            "nll=callable(x, y, y_pred))"
+        )
     check_input_shape(where, "x", x, sampler.cold_model)
     n = check_arrays(where, x, args["y"], args["sample_weight"], loss=loss, classes=classes)
     split = args["validation_split"]
@@ -237,8 +265,13 @@ def check_fit(sampler, args):
     check_training_count(where, train, sampler.data_size)
     vd = args["validation_data"]
     if isinstance(vd, (tuple, list)) and vd and all(_is_array(v) or v is None for v in vd):
-        check_arrays(where, *vd, loss=loss, classes=classes,
-                     names=("validation_data x", "validation_data y", "validation_data sample_weight"))
+        check_arrays(
+            where,
+            *vd,
+            loss=loss,
+            classes=classes,
+            names=("validation_data x", "validation_data y", "validation_data sample_weight"),
+        )
     return checked
 
 
@@ -257,8 +290,11 @@ def recheck_reference(sampler):
     if checked == loss_key(sampler):
         return checked
     source = ref.source
-    arrays = tuple(keras.ops.convert_to_numpy(t) for t in source) if isinstance(source, (tuple, list)) \
+    arrays = (
+        tuple(keras.ops.convert_to_numpy(t) for t in source)
+        if isinstance(source, (tuple, list))
         else keras.ops.convert_to_numpy(source)
+    )
     check_reference(sampler, arrays)
     return loss_key(sampler)
 
@@ -271,7 +307,9 @@ def check_distinct_models(models):
             j = owner.setdefault(id(v), i)
             if j != i:
                 what = "the same model object" if models[j] is model else "models that share weights"
-                raise ValueError(f"model_fn returned {what} on calls {j + 1} and {i + 1} (variable {v.name!r}); "
-                                 "every chain needs its own weights: build new layers inside model_fn on every "
-                                 "call, e.g. def model_fn(): inp = keras.Input((d,)); return keras.Model(inp, "
-                                 "keras.layers.Dense(k)(inp))")
+                raise ValueError(
+                    f"model_fn returned {what} on calls {j + 1} and {i + 1} (variable {v.name!r}); "
+                    "every chain needs its own weights: build new layers inside model_fn on every "
+                    "call, e.g. def model_fn(): inp = keras.Input((d,)); return keras.Model(inp, "
+                    "keras.layers.Dense(k)(inp))"
+                )

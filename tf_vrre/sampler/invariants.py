@@ -32,6 +32,7 @@ class Fault(enum.IntEnum):
     """The invariants of a train step, listed in the order :func:`step_checks` checks them (a
     step reports its first failing check; energy and gradient are checked chain by chain).
     The values are the codes stored in the fault register."""
+
     LEARNING_RATE = 6
     TEMPERATURE = 4
     TEMPERATURE_ORDER = 5
@@ -44,22 +45,45 @@ class Fault(enum.IntEnum):
 
 
 KINDS = {
-    Fault.ENERGY: ("energy", "the mini-batch energy of chain {chain} is not finite ({value}; diverged?). Lower learning_rates: "
-                  "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)"),
-    Fault.GRADIENT: ("gradient", "the gradient of chain {chain} is not finite (diverged, or a non-finite input / label)"),
+    Fault.ENERGY: (
+        "energy",
+        "the mini-batch energy of chain {chain} is not finite ({value}; diverged?). Lower learning_rates: "
+        "they multiply the N-scaled gradient (eta = 2e-6 at N = 50000 is SGD lr 0.1)",
+    ),
+    Fault.GRADIENT: (
+        "gradient",
+        "the gradient of chain {chain} is not finite (diverged, or a non-finite input / label)",
+    ),
     Fault.WEIGHTS: ("weights", "the updated weights of chain {chain} are not finite; the update was not applied"),
-    Fault.TEMPERATURE: ("temperature", f"{numerics.TEMPERATURES.label}: chain {{chain}} has temperature {{value}}; "
-                                       f"it must be {numerics.TEMPERATURES.allowed()}"),
-    Fault.TEMPERATURE_ORDER: ("temperature", "temperatures must stay strictly increasing across chains (non-decreasing "
-                       "without swaps): chain {chain} has {value}, not above chain {prev}'s"),
-    Fault.LEARNING_RATE: ("learning_rate", f"{numerics.LEARNING_RATES.label}: chain {{chain}} has learning rate "
-                                           f"{{value}}; it must be {numerics.LEARNING_RATES.allowed()}"),
-    Fault.CORRECTION: ("correction", f"{numerics.CORRECTION.label} is {{value}}; it must be a finite number "
-                                     f"{numerics.CORRECTION.allowed()}"),
-    Fault.INPUT: ("input", "the mini-batch holds {value} non-finite input value(s) (NaN or inf in x); this is the "
-                           "data, not a divergence: clean or impute the inputs (e.g. np.isfinite(x).all(axis=...))"),
-    Fault.NLL_LENGTH: ("nll", "nll returned {value} values for a batch of {extra}; it must return one negative "
-               "log-likelihood per example (shape [batch], no reduction)"),
+    Fault.TEMPERATURE: (
+        "temperature",
+        f"{numerics.TEMPERATURES.label}: chain {{chain}} has temperature {{value}}; "
+        f"it must be {numerics.TEMPERATURES.allowed()}",
+    ),
+    Fault.TEMPERATURE_ORDER: (
+        "temperature",
+        "temperatures must stay strictly increasing across chains (non-decreasing "
+        "without swaps): chain {chain} has {value}, not above chain {prev}'s",
+    ),
+    Fault.LEARNING_RATE: (
+        "learning_rate",
+        f"{numerics.LEARNING_RATES.label}: chain {{chain}} has learning rate "
+        f"{{value}}; it must be {numerics.LEARNING_RATES.allowed()}",
+    ),
+    Fault.CORRECTION: (
+        "correction",
+        f"{numerics.CORRECTION.label} is {{value}}; it must be a finite number {numerics.CORRECTION.allowed()}",
+    ),
+    Fault.INPUT: (
+        "input",
+        "the mini-batch holds {value} non-finite input value(s) (NaN or inf in x); this is the "
+        "data, not a divergence: clean or impute the inputs (e.g. np.isfinite(x).all(axis=...))",
+    ),
+    Fault.NLL_LENGTH: (
+        "nll",
+        "nll returned {value} values for a batch of {extra}; it must return one negative "
+        "log-likelihood per example (shape [batch], no reduction)",
+    ),
 }
 DIVERGENCE = (Fault.ENERGY, Fault.GRADIENT, Fault.WEIGHTS)
 
@@ -85,8 +109,13 @@ class InvariantError(SamplerError):
 
 def check(ok: Any, code: Fault, chain: Any, value: Any, extra: Any = 0.0) -> tuple:
     """One in-graph check: ``(ok, code, chain, value, extra)`` with ``ok`` a bool scalar."""
-    return (tf.convert_to_tensor(ok), code, tf.cast(chain, tf.float64), tf.cast(value, tf.float64),
-            tf.cast(extra, tf.float64))
+    return (
+        tf.convert_to_tensor(ok),
+        code,
+        tf.cast(chain, tf.float64),
+        tf.cast(value, tf.float64),
+        tf.cast(extra, tf.float64),
+    )
 
 
 def per_chain(ok: Any, code: Fault, values: Any) -> list[tuple]:
@@ -110,8 +139,9 @@ def hyperparameter_checks(learning_rates: Any, temperatures: Any, swaps: bool) -
     checks += per_chain(in_range(temps, numerics.TEMPERATURES, swaps), Fault.TEMPERATURE, temps)
     if temps.shape[0] > 1:
         order = tf.math.greater if swaps else tf.math.greater_equal  # without swaps equal rungs are allowed
-        checks += [check(order(temps[h], temps[h - 1]), Fault.TEMPERATURE_ORDER, h, temps[h])
-                   for h in range(1, temps.shape[0])]
+        checks += [
+            check(order(temps[h], temps[h - 1]), Fault.TEMPERATURE_ORDER, h, temps[h]) for h in range(1, temps.shape[0])
+        ]
     return checks
 
 
@@ -121,8 +151,10 @@ def nll_length_check(nll: tf.Tensor, x: Any) -> tuple:
     n = distribute.batch_size(x)
     got, want = nll.shape[0], tf.nest.flatten(x)[0].shape[0]
     if got is not None and want is not None and got != want:
-        raise ValueError(f"nll returned {got} values for a batch of {want}; it must return one negative "
-                         "log-likelihood per example (shape [batch], no reduction)")
+        raise ValueError(
+            f"nll returned {got} values for a batch of {want}; it must return one negative "
+            "log-likelihood per example (shape [batch], no reduction)"
+        )
     return check(tf.equal(tf.shape(nll)[0], n), Fault.NLL_LENGTH, 0, tf.shape(nll)[0], n)
 
 
@@ -131,15 +163,27 @@ def input_check(x: Any, split_batch: bool = True) -> tuple:
     before the energy it makes non-finite is taken for a divergence); with ``split_batch`` (each
     replica holds a slice of the batch) the count is all-reduced, so every replica sees the same."""
     floats = [t for t in tf.nest.flatten(x) if t.dtype.is_floating]
-    bad = tf.add_n([tf.reduce_sum(tf.cast(~tf.math.is_finite(t), tf.float64)) for t in floats]) if floats \
+    bad = (
+        tf.add_n([tf.reduce_sum(tf.cast(~tf.math.is_finite(t), tf.float64)) for t in floats])
+        if floats
         else tf.constant(0.0, tf.float64)
+    )
     if split_batch:
         bad = distribute.all_reduce(bad)
     return check(tf.equal(bad, 0.0), Fault.INPUT, 0, bad)
 
 
-def step_checks(lrs: tf.Tensor, temps: tf.Tensor, forward: Any, x: Any, nll_sums: tf.Tensor, overflow: tf.Tensor,
-                updated: tf.Tensor, correction: tf.Tensor | None = None, slots: Any = None) -> list[tuple]:
+def step_checks(
+    lrs: tf.Tensor,
+    temps: tf.Tensor,
+    forward: Any,
+    x: Any,
+    nll_sums: tf.Tensor,
+    overflow: tf.Tensor,
+    updated: tf.Tensor,
+    correction: tf.Tensor | None = None,
+    slots: Any = None,
+) -> list[tuple]:
     """Every invariant of one train step, in :class:`Fault` order: the hyperparameters in force
     (a sampler that swaps passes its swap's ``correction``), the NLL's length, per chain a finite energy (``nll_sums``:
     all-reduced ``[K]``, so every replica sees the same) after finite inputs ``x`` and finite gradients (unless a float16
@@ -193,8 +237,12 @@ class FaultRegister:
         if not checks:
             return
         oks = tf.stack([c[0] for c in checks])
-        rows = tf.stack([tf.stack([tf.constant(float(c[1]), tf.float64), tf.cast(step, tf.float64), c[2], c[3], c[4]])
-                         for c in checks])
+        rows = tf.stack(
+            [
+                tf.stack([tf.constant(float(c[1]), tf.float64), tf.cast(step, tf.float64), c[2], c[3], c[4]])
+                for c in checks
+            ]
+        )
         first = tf.argmin(tf.cast(oks, tf.int32))  # index of the first False (0 if all True)
         new = tf.where(tf.reduce_all(oks), tf.zeros([5], tf.float64), tf.gather(rows, first))  # not rows[first]: XLA
         # compiles a strided slice's begin as a constant, i.e. once per distinct value
@@ -214,8 +262,10 @@ class FaultRegister:
         kind, text = KINDS[code]
         detail = text.format(chain=chain, value=_fmt(value), prev=chain - 1, extra=_fmt(extra))
         h = min(chain, len(temperatures) - 1)
-        message = (f"tf_vrre: at step {step}, chain slot {chain} (temperature {_fmt(temperatures[h])}, "
-                   f"learning rate {_fmt(learning_rates[h])}): {detail}")
+        message = (
+            f"tf_vrre: at step {step}, chain slot {chain} (temperature {_fmt(temperatures[h])}, "
+            f"learning rate {_fmt(learning_rates[h])}): {detail}"
+        )
         cls = DivergenceError if code in DIVERGENCE else InvariantError
         raise cls(message, kind, step, chain, value)
 

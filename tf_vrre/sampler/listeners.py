@@ -23,8 +23,12 @@ class SamplerListeners:
         self.committed_step = None
         """Step of the newest committed :class:`tf_vrre.Checkpoint` (None: no checkpoint)."""
 
-    def add(self, key: Hashable, on_divergence: Callable[[Exception], None] | None = None,
-            on_checkpoint_committed: Callable[[], None] | None = None) -> None:
+    def add(
+        self,
+        key: Hashable,
+        on_divergence: Callable[[Exception], None] | None = None,
+        on_checkpoint_committed: Callable[[], None] | None = None,
+    ) -> None:
         """Registers ``on_divergence(error)`` and ``on_checkpoint_committed()`` under ``key``."""
         self.remove(key)
         if on_divergence is not None:

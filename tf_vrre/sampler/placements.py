@@ -52,20 +52,27 @@ def check(placement: Any, num_chains: int) -> Any:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
     if placement == "replicated":
         return None
-    how = (f"build the sampler inside `with strategy.scope():` of a {_STRATEGIES} with num_chains "
-           f"({num_chains}) replicas")
+    how = (
+        f"build the sampler inside `with strategy.scope():` of a {_STRATEGIES} with num_chains ({num_chains}) replicas"
+    )
     if not tf.distribute.has_strategy():
-        raise ValueError(f"placement='chain_per_replica' runs one chain per replica of a tf.distribute strategy, "
-                         f"but no strategy is in scope: {how}")
+        raise ValueError(
+            f"placement='chain_per_replica' runs one chain per replica of a tf.distribute strategy, "
+            f"but no strategy is in scope: {how}"
+        )
     strategy = tf.distribute.get_strategy()
-    if not (isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
-            or is_tpu(strategy)):
+    if not (
+        isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
+        or is_tpu(strategy)
+    ):
         raise ValueError(f"placement='chain_per_replica' is not available under {type(strategy).__name__}: {how}")
     replicas = strategy.num_replicas_in_sync
     if replicas != num_chains:
-        raise ValueError(f"placement='chain_per_replica' runs one chain per replica: num_chains={num_chains} but the "
-                         f"{type(strategy).__name__} has {replicas} replicas in sync; use num_chains={replicas}, or "
-                         f"a strategy over {num_chains} devices")
+        raise ValueError(
+            f"placement='chain_per_replica' runs one chain per replica: num_chains={num_chains} but the "
+            f"{type(strategy).__name__} has {replicas} replicas in sync; use num_chains={replicas}, or "
+            f"a strategy over {num_chains} devices"
+        )
     return strategy
 
 
@@ -79,8 +86,11 @@ def for_loading(arguments: dict) -> dict:
     try:
         check("chain_per_replica", arguments["num_chains"])
     except ValueError as err:
-        warnings.warn(f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
-                      f"cannot apply here: {err})", stacklevel=3)
+        warnings.warn(
+            f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
+            f"cannot apply here: {err})",
+            stacklevel=3,
+        )
         return {**arguments, "placement": "replicated"}
     return arguments
 
@@ -93,16 +103,21 @@ def check_model(model: keras.Model) -> None:
                 f"placement='chain_per_replica': model_fn builds BatchNormalization(synchronized=True) "
                 f"({layer.name!r}), which averages batch statistics across replicas, i.e. across chains here; "
                 "build it with synchronized=False (every replica sees the whole batch, so its statistics are "
-                "the one-device ones)")
+                "the one-device ones)"
+            )
 
 
 @contextlib.contextmanager
 def per_replica_variables() -> Iterator[None]:
     """Variables created inside hold one value per replica (``ON_READ``): replica ``r``'s value is
     chain ``r``'s.  TensorFlow marks them non-trainable (Keras still does: gradients watch them)."""
+
     def creator(next_creator, **kwargs):
-        kwargs.update(synchronization=tf.VariableSynchronization.ON_READ,
-                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA, trainable=False)
+        kwargs.update(
+            synchronization=tf.VariableSynchronization.ON_READ,
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            trainable=False,
+        )
         return next_creator(**kwargs)
 
     with tf.variable_creator_scope(creator):
@@ -135,6 +150,7 @@ HOST_VARIABLES = ("snapshot_energy", "snapshot_nll")
 def variable_factory(new_variable: Any, strategy: Any) -> Any:
     """``new_variable`` creating per-chain variables (velocities, ``U_hat``, cached NLLs) on the
     host and the per-rung ones (ladder, swap state, coefficients) mirrored, in the same order."""
+
     def new(name, *args, **kwargs):
         if name.startswith("velocity_") or name in HOST_VARIABLES:
             with host_variables(strategy):
@@ -152,16 +168,21 @@ def build_replica(sampler: Any) -> ReplicaChain:
         model = construction.build_chain(sampler.model_fn)
         velocities = None
         if sampler._diffusion.has_velocity:
-            velocities = [[keras.Variable(np.zeros(v.shape), dtype=v.dtype, trainable=False,
-                                          name=f"replica_velocity_{i}") for i, v in enumerate(model.trainable_weights)]]
+            velocities = [
+                [
+                    keras.Variable(np.zeros(v.shape), dtype=v.dtype, trainable=False, name=f"replica_velocity_{i}")
+                    for i, v in enumerate(model.trainable_weights)
+                ]
+            ]
         cv = None
         if vr is not None:
             snapshot = construction.build_chain(sampler.model_fn)
             energy = keras.Variable(np.zeros(1), dtype="float64", trainable=False, name="replica_snapshot_energy")
             nll = None
             if vr.cache:
-                nll = keras.Variable(np.zeros((1, sampler.data_size)), dtype="float32", trainable=False,
-                                     name="replica_snapshot_nll")
+                nll = keras.Variable(
+                    np.zeros((1, sampler.data_size)), dtype="float32", trainable=False, name="replica_snapshot_nll"
+                )
             cv = ControlVariateState([snapshot], energy, None, None, None, nll)
     check_model(model)
     rung = keras.Variable(np.arange(K, dtype=np.int32), dtype="int32", trainable=False, name="rung")
@@ -195,8 +216,9 @@ class HostCopy:
             pairs += [([host[k][i] for k in range(s.num_chains)], v) for i, v in enumerate(rep.chains.velocities[0])]
         if rep.control_variates is not None:
             snaps = s.state.control_variates.snapshots
-            pairs += [([m.weights[i] for m in snaps], w)
-                      for i, w in enumerate(rep.control_variates.snapshots[0].weights)]
+            pairs += [
+                ([m.weights[i] for m in snaps], w) for i, w in enumerate(rep.control_variates.snapshots[0].weights)
+            ]
         return pairs
 
     def _rows(self) -> list[tuple[Any, Any]]:
@@ -254,14 +276,14 @@ class HostCopy:
         holder = np.argsort(keras.ops.convert_to_numpy(self.sampler.state.replica.rung))  # rung -> chain
         pairs = self._pairs()
         if cold_only:
-            pairs = pairs[:len(self.sampler.state.replica.chains.models[0].weights)]
+            pairs = pairs[: len(self.sampler.state.replica.chains.models[0].weights)]
         slots = [0] if cold_only else range(self.sampler.num_chains)
         gathered = self._gather([var for _, var in pairs] + ([] if cold_only else [v for _, v in self._rows()]))
         for (hosts, _), parts in zip(pairs, gathered):
             for k in slots:
                 hosts[k].assign(parts[holder[k]])
         if not cold_only:
-            for (host, _), parts in zip(self._rows(), gathered[len(pairs):]):
+            for (host, _), parts in zip(self._rows(), gathered[len(pairs) :]):
                 host.assign(tf.concat([parts[holder[k]] for k in slots], 0))
             self.current = True
         self.cold_current = True
@@ -322,12 +344,16 @@ def whole_batches(dataset: tf.data.Dataset, strategy: Any) -> tf.data.Dataset:
 def check_fit_data(x: Any) -> None:
     """Chain-per-replica ``fit`` takes a ``tf.data.Dataset`` (every replica gets its whole batches)."""
     if isinstance(x, tf.distribute.DistributedDataset):
-        raise TypeError("fit: with placement='chain_per_replica' pass the tf.data.Dataset itself, not a distributed "
-                        "dataset: the sampler hands every replica the whole batch of each step")
+        raise TypeError(
+            "fit: with placement='chain_per_replica' pass the tf.data.Dataset itself, not a distributed "
+            "dataset: the sampler hands every replica the whole batch of each step"
+        )
     if not isinstance(x, tf.data.Dataset):
-        raise TypeError(f"fit: with placement='chain_per_replica' x must be a tf.data.Dataset of batches (e.g. "
-                        f"sampler.make_dataset(batch_size)), got {type(x).__name__}: every replica needs the whole "
-                        "batch of each step")
+        raise TypeError(
+            f"fit: with placement='chain_per_replica' x must be a tf.data.Dataset of batches (e.g. "
+            f"sampler.make_dataset(batch_size)), got {type(x).__name__}: every replica needs the whole "
+            "batch of each step"
+        )
 
 
 def synced(sampler: Any, train_function: Any) -> Any:

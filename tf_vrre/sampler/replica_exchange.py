@@ -145,12 +145,25 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
       (8, array([0.01, 0.05], dtype=float32))
     """
 
-    def __init__(self, model_fn: Callable[[], keras.Model], data_size: int | None = None, num_chains: int = 2,
-                 temperatures: Any = None, learning_rates: Any = 1e-6, dynamics: str = "sghmc",
-                 momentum: float = 0.9, weight_decay: float = 0.0, swap: Any = "auto",
-                 variance_reduction: control_variates.ControlVariates | None = None, energy_mode: str = "auto",
-                 nll: Callable | None = None, seed: int | None = None, independent_init: bool = False,
-                 placement: str = "replicated", **kwargs):
+    def __init__(
+        self,
+        model_fn: Callable[[], keras.Model],
+        data_size: int | None = None,
+        num_chains: int = 2,
+        temperatures: Any = None,
+        learning_rates: Any = 1e-6,
+        dynamics: str = "sghmc",
+        momentum: float = 0.9,
+        weight_decay: float = 0.0,
+        swap: Any = "auto",
+        variance_reduction: control_variates.ControlVariates | None = None,
+        energy_mode: str = "auto",
+        nll: Callable | None = None,
+        seed: int | None = None,
+        independent_init: bool = False,
+        placement: str = "replicated",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
         seed = construction.check_options(energy_mode, nll, seed)
@@ -195,9 +208,19 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
         self._host = None if strategy is None else placements.HostCopy(self, strategy)  # chain per replica
         local = self.state.replica or self.state  # chain per replica: this replica's chain's swap energies
-        self._swap_energy = None if swap_rule is None else SwapEnergyEstimator(
-            local.chains.models, local.control_variates, self._per_example_nll, self.energy_mode, self._cache_exact,
-            self.data_size, num_chains)
+        self._swap_energy = (
+            None
+            if swap_rule is None
+            else SwapEnergyEstimator(
+                local.chains.models,
+                local.control_variates,
+                self._per_example_nll,
+                self.energy_mode,
+                self._cache_exact,
+                self.data_size,
+                num_chains,
+            )
+        )
         self._faults = self._fault_register()  # the first runtime fault of a step (not saved)
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
@@ -225,7 +248,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         cv_state = None if vr is None else ControlVariateState.create(self.snapshots, new, vr, self.data_size)
         loss_scale = None
         if energy.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
-            loss_scale = LossScale.create(new, initial=2.0 ** 15 / self.data_size)
+            loss_scale = LossScale.create(new, initial=2.0**15 / self.data_size)
         replica = None if self._strategy is None else placements.build_replica(self)
         return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
 
@@ -274,8 +297,10 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         if self.swap_rule is None:
             raise ValueError("set_correction: the sampler has no swap rule")
         if self.swap_rule.scheduled_correction:
-            raise ValueError("set_correction: F follows the swap rule's schedule; build the "
-                             "CorrectedSwap with a number to set F from a callback")
+            raise ValueError(
+                "set_correction: F follows the swap rule's schedule; build the "
+                "CorrectedSwap with a number to set F from a callback"
+            )
         if schedules.is_schedule(correction):
             raise TypeError(f"correction (F) must be a finite number > 0 here, got the schedule {correction!r}")
         self.state.swap.correction.assign(schedules.validated("correction", correction))
@@ -294,8 +319,14 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         self._reference_checked = input_checks.loss_key(self)  # its labels were checked against this loss
         self.train_function = None  # retrace with the new dataset
 
-    def make_dataset(self, batch_size: int, shuffle: bool = True, seed: int | None = None, repeat: bool = False,
-                     drop_remainder: bool = False) -> tf.data.Dataset:
+    def make_dataset(
+        self,
+        batch_size: int,
+        shuffle: bool = True,
+        seed: int | None = None,
+        repeat: bool = False,
+        drop_remainder: bool = False,
+    ) -> tf.data.Dataset:
         """Training batches drawn from the reference data, each carrying its example indices.
 
         Elements are ``(x, y, {"example_index": i})`` (``y`` is zeros for unlabeled data; a
@@ -341,8 +372,16 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
             self.sync_chains()
 
     # ---- compile / metrics ------------------------------------------------------------------
-    def compile(self, loss: Any = None, metrics: Any = None, weighted_metrics: Any = None, run_eagerly: bool = False,
-                steps_per_execution: int = 1, jit_compile: bool | str | None = None, **kwargs: Any) -> None:
+    def compile(
+        self,
+        loss: Any = None,
+        metrics: Any = None,
+        weighted_metrics: Any = None,
+        run_eagerly: bool = False,
+        steps_per_execution: int = 1,
+        jit_compile: bool | str | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Configures the energy and metrics (there is no optimizer: the sampler updates weights).
 
         Args:
@@ -355,21 +394,34 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
             ``"auto"``.  ``self.jit_compile`` holds the choice.
         """
         if kwargs.get("optimizer") is not None:
-            raise TypeError("compile: ReplicaExchangeSampler updates the weights itself; "
-                            "do not pass an optimizer")
+            raise TypeError("compile: ReplicaExchangeSampler updates the weights itself; do not pass an optimizer")
         kwargs.pop("optimizer", None)
         if loss is not None and self.nll is not None:
             raise ValueError("compile: the sampler was built with nll=...; do not also pass loss")
         if loss is None and self.nll is None:
-            raise ValueError("compile: give loss= (a per-example negative log-likelihood, e.g. "
-                             "SparseCategoricalCrossentropy(from_logits=True)) or build the "
-                             "sampler with nll=callable")
+            raise ValueError(
+                "compile: give loss= (a per-example negative log-likelihood, e.g. "
+                "SparseCategoricalCrossentropy(from_logits=True)) or build the "
+                "sampler with nll=callable"
+            )
         use_xla = xla.resolve_jit_compile(jit_compile, self.chains[0]) and not run_eagerly
-        super().compile(optimizer=None, loss=None, metrics=metrics,
-                        weighted_metrics=weighted_metrics, run_eagerly=run_eagerly,
-                        steps_per_execution=steps_per_execution, jit_compile=use_xla, **kwargs)
-        self._compile_args = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics,
-                              "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
+        super().compile(
+            optimizer=None,
+            loss=None,
+            metrics=metrics,
+            weighted_metrics=weighted_metrics,
+            run_eagerly=run_eagerly,
+            steps_per_execution=steps_per_execution,
+            jit_compile=use_xla,
+            **kwargs,
+        )
+        self._compile_args = {
+            "loss": loss,
+            "metrics": metrics,
+            "weighted_metrics": weighted_metrics,
+            "steps_per_execution": steps_per_execution,
+            "jit_compile": jit_compile,
+        }
         self._nll_fn = self.nll if self.nll is not None else energy.resolve_nll(loss)
         self._compile_chain_metrics(metrics, weighted_metrics)
         self.train_function = None
@@ -407,10 +459,17 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
             rule.update_offsets(state.swap, energies.variance, weight, step)
         if energies.cross_moments is not None:
             control_variates.update_coefficient(state.control_variates, energies.cross_moments, weight, step, vr)
-        coefs = (tf.convert_to_tensor(state.control_variates.coefficient) if vr is not None
-                 else tf.zeros([self.num_chains], tf.float64))
-        swap_record.write(state.swap.log, swap_record.StepRecord(
-            step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(state.swap.sigma2), coefs))
+        coefs = (
+            tf.convert_to_tensor(state.control_variates.coefficient)
+            if vr is not None
+            else tf.zeros([self.num_chains], tf.float64)
+        )
+        swap_record.write(
+            state.swap.log,
+            swap_record.StepRecord(
+                step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(state.swap.sigma2), coefs
+            ),
+        )
 
     def train_step(self, data: Any) -> dict:
         """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""
@@ -424,15 +483,29 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         lrs = hyperparameters.current(self.learning_rates, state.ladder.learning_rate, step)
         temps = hyperparameters.current(self.temperatures, state.ladder.temperature, step)
         refreshed = tf.constant(False)
-        if self.variance_reduction is not None:                                          # 1. refresh
+        if self.variance_reduction is not None:  # 1. refresh
             if self._reference is None:
-                raise ValueError("variance_reduction needs the full training data: call "
-                                 "sampler.set_reference_data((x_train, y_train)) before fit")
-            refreshed = control_variates.refresh(state.control_variates, self.chains, self._reference,
-                                                 self._energy_fn, step, self.variance_reduction.period)
+                raise ValueError(
+                    "variance_reduction needs the full training data: call "
+                    "sampler.set_reference_data((x_train, y_train)) before fit"
+                )
+            refreshed = control_variates.refresh(
+                state.control_variates,
+                self.chains,
+                self._reference,
+                self._energy_fn,
+                step,
+                self.variance_reduction.period,
+            )
         scale = None if state.loss_scale is None else tf.convert_to_tensor(state.loss_scale.scale)
-        forward = gradients.forward_and_gradients(self.chains, minibatch, self._per_example_nll,  # 2. gradients
-                                                  self.weight_decay, self.data_size, scale)
+        forward = gradients.forward_and_gradients(
+            self.chains,
+            minibatch,
+            self._per_example_nll,  # 2. gradients
+            self.weight_decay,
+            self.data_size,
+            scale,
+        )
         if self.swap_rule is not None:
             # Why the swap reads this step's batch and the pre-update weights: Algorithm 1 of the
             # paper updates beta_k on B_k, then tests a swap of the updated beta_k on the *next*
@@ -443,23 +516,34 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
             # moved with them (exchange_forward) - see tf_vrre.sgmcmc.swap_energy.
             possible = self._swap.possible(step, state.swap)
             adaptive = self.variance_reduction is not None and self.variance_reduction.adaptive
-            energies = self._swap_energy(minibatch, forward, possible, adaptive)            # 3. energies
-            results = self._swap.attempt(state.swap, energies, temps, step, key)            # 4. swap
+            energies = self._swap_energy(minibatch, forward, possible, adaptive)  # 3. energies
+            results = self._swap.attempt(state.swap, energies, temps, step, key)  # 4. swap
             forward = exchange_forward(state.chains, state.control_variates, results, (lrs, temps), forward)
             self._swap.count(state.swap, results, step, energies.energy)
         sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
-        state.batch_energy.assign(energy.minibatch_energy(sums, minibatch.size, self.data_size,
-                                                          tf.stack(forward.priors)))
+        state.batch_energy.assign(
+            energy.minibatch_energy(sums, minibatch.size, self.data_size, tf.stack(forward.priors))
+        )
         overflow = tf.constant(False)
         if state.loss_scale is not None:  # float16: non-finite gradients lower the scale, skip the update
             overflow = tf.logical_not(invariants.all_finite([g for gs in forward.grads for g in gs]))
             state.loss_scale.update(tf.logical_not(overflow))
-        updated = self._diffusion.step(state.chains, forward.grads, lrs, temps, key)       # 5. update
+        updated = self._diffusion.step(state.chains, forward.grads, lrs, temps, key)  # 5. update
         if self.swap_rule is not None:
-            self._bookkeeping(step, possible, results, energies, refreshed)                # 6. bookkeeping
-        self._faults.record(step, invariants.step_checks(
-            lrs, temps, forward, minibatch.x, sums, overflow, updated,
-            None if self.swap_rule is None else results.correction))
+            self._bookkeeping(step, possible, results, energies, refreshed)  # 6. bookkeeping
+        self._faults.record(
+            step,
+            invariants.step_checks(
+                lrs,
+                temps,
+                forward,
+                minibatch.x,
+                sums,
+                overflow,
+                updated,
+                None if self.swap_rule is None else results.correction,
+            ),
+        )
         self._update_metrics(minibatch, forward)
         logs = self._step_logs(lrs, temps)
         if self.swap_rule is not None:

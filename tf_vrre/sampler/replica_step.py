@@ -58,23 +58,39 @@ def train_step(sampler: Any, data: Any) -> dict:
     _, rid = distribute.replicas()
     rung = tf.gather(tf.convert_to_tensor(rep.rung), rid)  # the rung this replica's chain holds
     refreshed = tf.constant(False)
-    if s.variance_reduction is not None:                                               # 1. refresh
+    if s.variance_reduction is not None:  # 1. refresh
         if s._reference is None:
-            raise ValueError("variance_reduction needs the full training data: call "
-                             "sampler.set_reference_data((x_train, y_train)) before fit")
+            raise ValueError(
+                "variance_reduction needs the full training data: call "
+                "sampler.set_reference_data((x_train, y_train)) before fit"
+            )
         reference = s._host.reference(s._reference)  # this replica's copy of the data
-        refreshed = control_variates.refresh(rep.control_variates, rep.chains.models, reference, s._energy_fn,
-                                             step, s.variance_reduction.period, sharded=False)
+        refreshed = control_variates.refresh(
+            rep.control_variates,
+            rep.chains.models,
+            reference,
+            s._energy_fn,
+            step,
+            s.variance_reduction.period,
+            sharded=False,
+        )
     scale = None if state.loss_scale is None else tf.convert_to_tensor(state.loss_scale.scale)
-    forward = gradients.forward_and_gradients(rep.chains.models, minibatch, s._per_example_nll,     # 2. gradient
-                                              s.weight_decay, s.data_size, scale, local=True)
-    possible, rows = _rows(s, minibatch, forward, step, rung)                         # 3. one all_gather
+    forward = gradients.forward_and_gradients(
+        rep.chains.models,
+        minibatch,
+        s._per_example_nll,  # 2. gradient
+        s.weight_decay,
+        s.data_size,
+        scale,
+        local=True,
+    )
+    possible, rows = _rows(s, minibatch, forward, step, rung)  # 3. one all_gather
     by_rung = tf.gather(rows, tf.math.invert_permutation(tf.convert_to_tensor(rep.rung)))
     if s.swap_rule is not None:
         adaptive = s.variance_reduction is not None and s.variance_reduction.adaptive
         coefs = None if s.variance_reduction is None else tf.convert_to_tensor(state.control_variates.coefficient)
         energies = s._swap_energy.gathered(by_rung[:, 3:], minibatch.size, by_rung[:, 1], coefs, adaptive)
-        results = s._swap.attempt(state.swap, energies, temps, step, key)                # 4. swap
+        results = s._swap.attempt(state.swap, energies, temps, step, key)  # 4. swap
         rung = exchange_labels(rep, results, (lrs, temps), rid)
         s._swap.count(state.swap, results, step, energies.energy)
         by_rung = tf.gather(rows, tf.math.invert_permutation(tf.convert_to_tensor(rep.rung)))
@@ -85,10 +101,21 @@ def train_step(sampler: Any, data: Any) -> dict:
         state.loss_scale.update(tf.logical_not(overflow))
     updated = s._diffusion.step(rep.chains, forward.grads, lrs, temps, key, slots=[rung])  # 5. update
     if s.swap_rule is not None:
-        s._bookkeeping(step, possible, results, energies, refreshed)                     # 6. bookkeeping
-    s._faults.record(step, invariants.step_checks(
-        lrs, temps, forward, minibatch.x, tf.gather(rows[:, 0], rid)[None], overflow, updated,
-        None if s.swap_rule is None else results.correction, slots=[rung]))
+        s._bookkeeping(step, possible, results, energies, refreshed)  # 6. bookkeeping
+    s._faults.record(
+        step,
+        invariants.step_checks(
+            lrs,
+            temps,
+            forward,
+            minibatch.x,
+            tf.gather(rows[:, 0], rid)[None],
+            overflow,
+            updated,
+            None if s.swap_rule is None else results.correction,
+            slots=[rung],
+        ),
+    )
     s._update_rung_metrics(minibatch, forward, rung)
     logs = s._step_logs(lrs, temps, with_metrics=False)
     if s.swap_rule is not None:

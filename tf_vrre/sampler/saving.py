@@ -27,9 +27,11 @@ import keras
 from tf_vrre import _keras_compat
 from tf_vrre.sgmcmc import schedules
 
-_FIX = ("decorate it with @keras.saving.register_keras_serializable() (a named, module-level "
-        "function) so that keras.saving.load_model can rebuild the sampler; or save the state only "
-        "with sampler.save_weights(path) / tf_vrre.Checkpoint")
+_FIX = (
+    "decorate it with @keras.saving.register_keras_serializable() (a named, module-level "
+    "function) so that keras.saving.load_model can rebuild the sampler; or save the state only "
+    "with sampler.save_weights(path) / tf_vrre.Checkpoint"
+)
 
 
 def _is_serialized_object(value):
@@ -41,11 +43,15 @@ def _check_one(name, original, serialized):
         back = keras.saving.deserialize_keras_object(serialized)
     except Exception as err:  # noqa: BLE001  (any failure: the saved file would not load)
         what = getattr(original, "__name__", type(original).__name__)
-        raise ValueError(f"cannot serialize the sampler: {name} ({what}) cannot be restored from its config "
-                         f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); {_FIX}") from None
+        raise ValueError(
+            f"cannot serialize the sampler: {name} ({what}) cannot be restored from its config "
+            f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); {_FIX}"
+        ) from None
     if callable(original) and not isinstance(original, type) and hasattr(original, "__code__") and back is not original:
-        raise ValueError(f"cannot serialize the sampler: {name} ({original.__name__}) is not the function "
-                         f"registered under its name; {_FIX}")
+        raise ValueError(
+            f"cannot serialize the sampler: {name} ({original.__name__}) is not the function "
+            f"registered under its name; {_FIX}"
+        )
 
 
 def constructor_config(sampler: Any) -> dict:
@@ -91,8 +97,12 @@ def check_restorable(sampler: Any, config: dict) -> None:
       sampler: the :class:`tf_vrre.ReplicaExchangeSampler` (for the original objects).
       config: its serialized constructor arguments.
     """
-    originals = {"model_fn": sampler.model_fn, "nll": sampler.nll, "swap": sampler.swap_rule,
-                 "variance_reduction": sampler.variance_reduction}
+    originals = {
+        "model_fn": sampler.model_fn,
+        "nll": sampler.nll,
+        "swap": sampler.swap_rule,
+        "variance_reduction": sampler.variance_reduction,
+    }
     for name, value in config.items():
         items = value if isinstance(value, list) else [value]
         for i, item in enumerate(items):
@@ -137,8 +147,9 @@ def check_weights_file(sampler, path):
     if config is not None:
         k = config.get("config", {}).get("num_chains")
         if k is not None and k != sampler.num_chains:
-            raise ValueError(f"{path} holds a sampler with num_chains={k}; this sampler has "
-                             f"num_chains={sampler.num_chains}")
+            raise ValueError(
+                f"{path} holds a sampler with num_chains={k}; this sampler has num_chains={sampler.num_chains}"
+            )
     if h5 is None:
         return
     with h5:
@@ -151,9 +162,11 @@ def check_weights_file(sampler, path):
         theirs = _shapes(chains[groups[0]])
         ours = sorted(tuple(v.shape) for v in sampler.cold_model.weights)
         if theirs != ours:
-            raise ValueError(f"{path}: its chains have another architecture than this sampler's model_fn builds: "
-                             f"{len(theirs)} weight arrays {_summary(theirs)} in the file, {len(ours)} "
-                             f"{_summary(ours)} here")
+            raise ValueError(
+                f"{path}: its chains have another architecture than this sampler's model_fn builds: "
+                f"{len(theirs)} weight arrays {_summary(theirs)} in the file, {len(ours)} "
+                f"{_summary(ours)} here"
+            )
 
 
 def _summary(shapes, limit=6):
@@ -176,12 +189,17 @@ def check_own_variables(sampler, store):
     names = [v.name for v in own]
     t = names.index("temperature")
     if len(theirs) > t and len(theirs[t]) == 1 and theirs[t][0] != sampler.num_chains:
-        raise ValueError(f"the saved sampler has num_chains={theirs[t][0]}; this sampler has "
-                         f"num_chains={sampler.num_chains}")
+        raise ValueError(
+            f"the saved sampler has num_chains={theirs[t][0]}; this sampler has num_chains={sampler.num_chains}"
+        )
     i = next((j for j, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
-    first = (f"variable {i} ({names[i] if i < len(names) else '-'}) has shape "
-             f"{theirs[i] if i < len(theirs) else 'none'} in the file, {ours[i] if i < len(ours) else 'none'} here")
-    raise ValueError(f"the saved sampler state does not fit this sampler: {len(theirs)} state variables in the file, "
-                     f"{len(ours)} here ({first}); its chains have another architecture (one velocity per weight "
-                     "array): did model_fn, or the function registered under its name, change since the file was "
-                     "saved?")
+    first = (
+        f"variable {i} ({names[i] if i < len(names) else '-'}) has shape "
+        f"{theirs[i] if i < len(theirs) else 'none'} in the file, {ours[i] if i < len(ours) else 'none'} here"
+    )
+    raise ValueError(
+        f"the saved sampler state does not fit this sampler: {len(theirs)} state variables in the file, "
+        f"{len(ours)} here ({first}); its chains have another architecture (one velocity per weight "
+        "array): did model_fn, or the function registered under its name, change since the file was "
+        "saved?"
+    )

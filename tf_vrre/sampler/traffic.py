@@ -39,10 +39,26 @@ Transfer = collections.namedtuple("Transfer", ["kind", "source", "target", "shap
 """One tensor crossing devices: ``kind`` (``"all_reduce"``, ``"all_gather"``, ``"edge"``), devices
 (``None`` for a collective), static shape, dtype name and bytes (``None`` if the shape is unknown)."""
 
-_RESOURCE_OPS = ("ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-                 "ResourceGather", "VarIsInitializedOp", "ResourceScatterUpdate", "ResourceScatterAdd")
-_CALLS = {"If": 1, "StatelessIf": 1, "Case": 1, "StatelessCase": 1, "While": 0, "StatelessWhile": 0,
-          "PartitionedCall": 0, "StatefulPartitionedCall": 0}  # op type -> first input passed to the function
+_RESOURCE_OPS = (
+    "ReadVariableOp",
+    "AssignVariableOp",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "ResourceGather",
+    "VarIsInitializedOp",
+    "ResourceScatterUpdate",
+    "ResourceScatterAdd",
+)
+_CALLS = {
+    "If": 1,
+    "StatelessIf": 1,
+    "Case": 1,
+    "StatelessCase": 1,
+    "While": 0,
+    "StatelessWhile": 0,
+    "PartitionedCall": 0,
+    "StatefulPartitionedCall": 0,
+}  # op type -> first input passed to the function
 _FUNCTION_ATTRS = ("then_branch", "else_branch", "branches", "body", "cond", "f")
 
 
@@ -108,12 +124,20 @@ class _Walk:
             for t in op.inputs:
                 src = dev.get(t.ref())
                 if src is not None and here is not None and src != here and t.dtype not in (tf.resource, tf.variant):
-                    self.edges.append(Transfer("edge", src, here, tuple(t.shape.as_list()) if t.shape.rank is not None
-                                               else None, t.dtype.name, _size(t.shape, t.dtype)))
+                    self.edges.append(
+                        Transfer(
+                            "edge",
+                            src,
+                            here,
+                            tuple(t.shape.as_list()) if t.shape.rank is not None else None,
+                            t.dtype.name,
+                            _size(t.shape, t.dtype),
+                        )
+                    )
             for t in op.outputs:
                 dev[t.ref()] = here
             if op.type in _CALLS:
-                passed = [dev.get(t.ref()) for t in op.inputs[_CALLS[op.type]:]]
+                passed = [dev.get(t.ref()) for t in op.inputs[_CALLS[op.type] :]]
                 for name in self._called(op):
                     self.graph(self.functions[name], passed, here)
 
@@ -153,12 +177,22 @@ def step_traffic(sampler: Any, dataset: tf.data.Dataset) -> Traffic:
     with distribute.recording() as records:
         concrete = step.get_concrete_function(iterator)
     graph = concrete.graph
-    transfers = [Transfer(kind, None, None, tuple(shape.as_list()) if shape.rank is not None else None, dtype.name,
-                          _size(shape, dtype)) for kind, shape, dtype in records]
+    transfers = [
+        Transfer(
+            kind,
+            None,
+            None,
+            tuple(shape.as_list()) if shape.rank is not None else None,
+            dtype.name,
+            _size(shape, dtype),
+        )
+        for kind, shape, dtype in records
+    ]
     replicas = strategy.num_replicas_in_sync
     # Keras reduces each log across the replicas: one scalar per log and replica
-    logs = [Transfer("logs", None, None, (), "float64", 8)] * (len(concrete.structured_outputs) * replicas
-                                                                 if replicas > 1 else 0)
+    logs = [Transfer("logs", None, None, (), "float64", 8)] * (
+        len(concrete.structured_outputs) * replicas if replicas > 1 else 0
+    )
     walk = _Walk(_keras_compat.graph_functions(graph))
     walk.graph(graph, [None] * len(graph.inputs), None)
     return Traffic(transfers + logs + walk.edges, replicas)

@@ -40,8 +40,10 @@ def is_tpu_strategy(strategy=None):
 
 def has_convolutions(model):
     """True if ``model`` contains a convolution layer (any rank, incl. depthwise / transposed)."""
-    return any(isinstance(layer, keras.layers.Layer) and "Conv" in type(layer).__name__
-               for layer in _keras_compat.flatten_layers(model))
+    return any(
+        isinstance(layer, keras.layers.Layer) and "Conv" in type(layer).__name__
+        for layer in _keras_compat.flatten_layers(model)
+    )
 
 
 def resolve_jit_compile(jit_compile, model):

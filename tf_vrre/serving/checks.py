@@ -22,8 +22,10 @@ def check_temperature(t):
         raise ValueError(f"temperature must be a finite number > 0, got {t!r}")
     tiny, big = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
     if not tiny <= float(t) <= big:
-        raise ValueError(f"temperature must be in [{tiny:.3g}, {big:.3g}] (positive and finite in float32, the "
-                         f"serving graph's dtype), got {t!r}")
+        raise ValueError(
+            f"temperature must be in [{tiny:.3g}, {big:.3g}] (positive and finite in float32, the "
+            f"serving graph's dtype), got {t!r}"
+        )
     return float(t)
 
 
@@ -40,13 +42,22 @@ def read_run(run_dir):
         mean, std = (np.asarray(pre[k], np.float64).reshape(-1) for k in ("mean", "std"))
         shape = [int(d) for d in run["model"]["input_shape"]]
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: preprocessing needs numbers 'scale', 'mean', 'std' and model.input_shape "
-                         f"[H, W, C] ({err!r})") from None
-    if (len(shape) != 3 or mean.shape != std.shape or len(mean) != shape[-1] or not np.all(std > 0)
-            or not np.all(np.isfinite(std))
-            or not np.all(np.isfinite(mean)) or not (np.isfinite(scale) and scale > 0)):
-        raise ValueError(f"{path}: need model.input_shape [H, W, C], scale > 0 and C means and C stds > 0, "
-                         f"got input_shape {shape}, scale {scale}, mean {mean.tolist()}, std {std.tolist()}")
+        raise ValueError(
+            f"{path}: preprocessing needs numbers 'scale', 'mean', 'std' and model.input_shape [H, W, C] ({err!r})"
+        ) from None
+    if (
+        len(shape) != 3
+        or mean.shape != std.shape
+        or len(mean) != shape[-1]
+        or not np.all(std > 0)
+        or not np.all(np.isfinite(std))
+        or not np.all(np.isfinite(mean))
+        or not (np.isfinite(scale) and scale > 0)
+    ):
+        raise ValueError(
+            f"{path}: need model.input_shape [H, W, C], scale > 0 and C means and C stds > 0, "
+            f"got input_shape {shape}, scale {scale}, mean {mean.tolist()}, std {std.tolist()}"
+        )
     return run
 
 
@@ -63,8 +74,9 @@ def versions(out):
     """The TF Serving versions in ``out``: its subdirectories named by ASCII digits, as integers."""
     if not os.path.isdir(out):
         return []
-    return sorted(int(n) for n in os.listdir(out)
-                  if n.isascii() and n.isdigit() and os.path.isdir(os.path.join(out, n)))
+    return sorted(
+        int(n) for n in os.listdir(out) if n.isascii() and n.isdigit() and os.path.isdir(os.path.join(out, n))
+    )
 
 
 def choose_version(out, version):
@@ -78,9 +90,14 @@ def choose_version(out, version):
     version = check_int(version, "version")
     path = os.path.join(out, str(version))
     if os.path.lexists(path):
-        what = "" if os.path.isdir(path) and not os.path.islink(path) else \
-            f" (as a {'symbolic link' if os.path.islink(path) else 'file'}, not an exported version)"
-        raise ValueError(f"version {version} already exists in {out}{what} (versions there: {existing}); "
-                         f"an exported version is never overwritten: pick a new version, e.g. "
-                         f"{(taken[-1] if taken else 0) + 1}")
+        what = (
+            ""
+            if os.path.isdir(path) and not os.path.islink(path)
+            else f" (as a {'symbolic link' if os.path.islink(path) else 'file'}, not an exported version)"
+        )
+        raise ValueError(
+            f"version {version} already exists in {out}{what} (versions there: {existing}); "
+            f"an exported version is never overwritten: pick a new version, e.g. "
+            f"{(taken[-1] if taken else 0) + 1}"
+        )
     return version

@@ -49,9 +49,14 @@ where every pixel of an image is within [0, 1] -- an image scaled to 0..1 by mis
 signatures take raw pixels, 0..255); a true for a nearly black image is expected."""
 
 
-def export_ensemble(source: str | os.PathLike, out: str | os.PathLike,
-                    model: keras.Model | Callable[[], keras.Model] | None = None, version: int | None = None,
-                    max_members: int | None = None, temperature: float = 1.0) -> dict[str, Any]:
+def export_ensemble(
+    source: str | os.PathLike,
+    out: str | os.PathLike,
+    model: keras.Model | Callable[[], keras.Model] | None = None,
+    version: int | None = None,
+    max_members: int | None = None,
+    temperature: float = 1.0,
+) -> dict[str, Any]:
     """Writes the samples' Bayesian model average as TF Serving version ``out/<version>``.
 
     ``source`` is a run directory (``RUN/run.json`` + ``RUN/samples``: the raw images' dtype
@@ -109,8 +114,10 @@ def export_ensemble(source: str | os.PathLike, out: str | os.PathLike,
     samples = _load(samples_dir)
     output = read_manifest(samples_dir).get("config", {}).get("output", "logits")
     if output == "probabilities" and temperature != 1.0:
-        raise ValueError(f"temperature must be 1 for samples of a model that outputs probabilities "
-                         f"(manifest config output='probabilities'), got {temperature}")
+        raise ValueError(
+            f"temperature must be 1 for samples of a model that outputs probabilities "
+            f"(manifest config output='probabilities'), got {temperature}"
+        )
     template, spec, model_from = _template(samples_dir, model)
     image = _image_spec(run, spec) if run is not None else None
     picked = member_indices(len(samples), max_members)
@@ -118,22 +125,33 @@ def export_ensemble(source: str | os.PathLike, out: str | os.PathLike,
     archive = _archive(tf, (template, spec), stacked, image, temperature, output)
 
     record = _record(version, run, samples_dir, samples, picked) | {
-        "max_members": max_members, "temperature": temperature, "output": output, "model": model_from,
-        "input": _input_record(spec, image), "preprocessing": image and image["preprocessing"],
-        "signatures": _signature_record(image)}
+        "max_members": max_members,
+        "temperature": temperature,
+        "output": output,
+        "model": model_from,
+        "input": _input_record(spec, image),
+        "preprocessing": image and image["preprocessing"],
+        "signatures": _signature_record(image),
+    }
     path = _write(archive, out, version, record, start)
     return dict(record, path=path)
 
 
 def _record(version, run, samples_dir, samples, picked):
     """The ``export.json`` fields that describe the members (the caller adds the settings)."""
-    return {"format": EXPORT_FORMAT, "version": version, "run": run and run["dir"],
-            "run_status": run and run["json"].get("status"), "samples": os.path.abspath(samples_dir),
-            "samples_available": len(samples), "members": len(picked),
-            "member_files": [samples.entries[i]["file"] for i in picked],
-            "steps": [samples.entries[i]["step"] for i in picked],
-            "sample_temperatures": [samples.entries[i].get("temperature") for i in picked],
-            "versions": {"tf_vrre": _version(), "tensorflow": tf.__version__, "keras": keras.__version__}}
+    return {
+        "format": EXPORT_FORMAT,
+        "version": version,
+        "run": run and run["dir"],
+        "run_status": run and run["json"].get("status"),
+        "samples": os.path.abspath(samples_dir),
+        "samples_available": len(samples),
+        "members": len(picked),
+        "member_files": [samples.entries[i]["file"] for i in picked],
+        "steps": [samples.entries[i]["step"] for i in picked],
+        "sample_temperatures": [samples.entries[i].get("temperature") for i in picked],
+        "versions": {"tf_vrre": _version(), "tensorflow": tf.__version__, "keras": keras.__version__},
+    }
 
 
 def member_indices(n, max_members=None):
@@ -153,15 +171,15 @@ def member_indices(n, max_members=None):
 def _resolve_source(source):
     """``(run or None, samples_dir)``; ``run = {"dir", "json"}`` with a checked ``run.json``."""
     if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source):
-        raise ValueError(f"source must be a run directory (with {RUN_JSON}) or a sample directory "
-                         f"(with {MANIFEST}), got {source!r}")
+        raise ValueError(
+            f"source must be a run directory (with {RUN_JSON}) or a sample directory (with {MANIFEST}), got {source!r}"
+        )
     source = str(source)
     if os.path.exists(os.path.join(source, RUN_JSON)):
         return {"dir": os.path.abspath(source), "json": checks.read_run(source)}, os.path.join(source, "samples")
     if os.path.exists(os.path.join(source, MANIFEST)):
         return None, source
-    raise ValueError(f"source {source!r} has neither {RUN_JSON} (a run directory) nor {MANIFEST} "
-                     "(a sample directory)")
+    raise ValueError(f"source {source!r} has neither {RUN_JSON} (a run directory) nor {MANIFEST} (a sample directory)")
 
 
 def _remove_stale_tmp(out):
@@ -184,8 +202,10 @@ def _load(samples_dir):
     except ValueError as err:
         raise ValueError(f"cannot export {samples_dir}: {err}") from None
     if not len(samples):
-        raise ValueError(f"no samples in {samples_dir} (the manifest lists none: was burn-in longer than "
-                         "the run, or did collection never start?)")
+        raise ValueError(
+            f"no samples in {samples_dir} (the manifest lists none: was burn-in longer than "
+            "the run, or did collection never start?)"
+        )
     return samples
 
 
@@ -201,11 +221,12 @@ def _template(samples_dir, model):
         model_from = "argument"
     else:
         path = os.path.join(samples_dir, MODEL_JSON)
-        fix = ("export from Python with tf_vrre.export_ensemble(source, out, model=<built keras.Model "
-               "or model_fn>)")
+        fix = "export from Python with tf_vrre.export_ensemble(source, out, model=<built keras.Model or model_fn>)"
         if not os.path.exists(path):
-            raise ValueError(f"{path} is missing (the sampled model did not serialize to JSON when "
-                             f"the samples were collected): {fix}")
+            raise ValueError(
+                f"{path} is missing (the sampled model did not serialize to JSON when "
+                f"the samples were collected): {fix}"
+            )
         try:
             with open(path) as f:
                 model = keras.models.model_from_json(f.read())
@@ -215,8 +236,9 @@ def _template(samples_dir, model):
     spec = _input_spec(model)
     out = model.compute_output_spec(keras.KerasTensor((2, *spec.shape[1:]), spec.dtype))
     if not isinstance(out, keras.KerasTensor) or len(out.shape) != 2:
-        raise ValueError(f"export needs a model with one [batch, classes] output (logits or probabilities), "
-                         f"got {out!r}")
+        raise ValueError(
+            f"export needs a model with one [batch, classes] output (logits or probabilities), got {out!r}"
+        )
     return model, spec, model_from
 
 
@@ -237,18 +259,30 @@ def _image_spec(run, spec):
     shape = [int(d) for d in run["json"]["model"]["input_shape"]]
     model_shape = list(spec.shape[1:])
     if model_shape != shape:
-        raise ValueError(f"{os.path.join(run['dir'], RUN_JSON)}: model.input_shape {shape} does not match "
-                         f"the sampled model's input shape {model_shape}")
-    return {"shape": shape, "preprocessing": {"kind": "normalize", "scale": float(pre["scale"]),
-                                              "mean": [float(v) for v in pre["mean"]],
-                                              "std": [float(v) for v in pre["std"]]}}
+        raise ValueError(
+            f"{os.path.join(run['dir'], RUN_JSON)}: model.input_shape {shape} does not match "
+            f"the sampled model's input shape {model_shape}"
+        )
+    return {
+        "shape": shape,
+        "preprocessing": {
+            "kind": "normalize",
+            "scale": float(pre["scale"]),
+            "mean": [float(v) for v in pre["mean"]],
+            "std": [float(v) for v in pre["std"]],
+        },
+    }
 
 
 def _stack_members(tf, template, samples, picked):
     """One ``[K, ...]`` variable per weight of ``template``, filled one sample file at a time."""
     weights = template.weights
-    stacked = [tf.Variable(tf.zeros([len(picked), *w.shape], w.dtype), trainable=False,
-                           name="members/" + w.path.replace(":", "_")) for w in weights]
+    stacked = [
+        tf.Variable(
+            tf.zeros([len(picked), *w.shape], w.dtype), trainable=False, name="members/" + w.path.replace(":", "_")
+        )
+        for w in weights
+    ]
     for k, i in enumerate(picked):
         path = os.path.join(samples.directory, samples.entries[i]["file"])
         try:
@@ -258,12 +292,16 @@ def _stack_members(tf, template, samples, picked):
                 raise
             raise ValueError(f"sample file {path} is unreadable as .npz: {err}") from None
         if len(arrays) != len(weights):
-            raise ValueError(f"sample file {path} does not match the model: {len(arrays)} arrays, the model "
-                             f"has {len(weights)} weights")
+            raise ValueError(
+                f"sample file {path} does not match the model: {len(arrays)} arrays, the model "
+                f"has {len(weights)} weights"
+            )
         for j, (a, w) in enumerate(zip(arrays, weights)):
             if tuple(a.shape) != tuple(w.shape):
-                raise ValueError(f"sample file {path} does not match the model: array {j} has shape "
-                                 f"{tuple(a.shape)}, weight {w.path} has shape {tuple(w.shape)}")
+                raise ValueError(
+                    f"sample file {path} does not match the model: array {j} has shape "
+                    f"{tuple(a.shape)}, weight {w.path} has shape {tuple(w.shape)}"
+                )
             stacked[j][k].assign(a.astype(w.dtype))
     return stacked
 
@@ -289,10 +327,13 @@ def _member_fn(tf, template, stacked, temperature, output):
 
     def members(x):
         def run():
-            p = tf.map_fn(lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32,
-                          parallel_iterations=1)
+            p = tf.map_fn(
+                lambda k: one(k, x), tf.range(k_members), fn_output_signature=tf.float32, parallel_iterations=1
+            )
             return tf.transpose(p, [1, 0, 2])  # [B, K, C]: the batch first, as TF Serving needs
+
         return tf.cond(tf.shape(x)[0] > 0, run, lambda: tf.zeros([0, k_members, classes], tf.float32))
+
     return members
 
 
@@ -318,12 +359,18 @@ def _summaries(tf, p_members, with_members):
         return -tf.reduce_sum(tf.math.xlogy(p, p), axis=-1)
 
     p = tf.reduce_mean(p_members, axis=1)
-    result = {"probabilities": p, "predictive_entropy": entropy(p),
-              "predicted_class": tf.argmax(p, axis=-1, output_type=tf.int64)}
+    result = {
+        "probabilities": p,
+        "predictive_entropy": entropy(p),
+        "predicted_class": tf.argmax(p, axis=-1, output_type=tf.int64),
+    }
     if with_members:
         expected = tf.reduce_mean(entropy(p_members), axis=1)
-        result.update(member_probabilities=p_members, expected_entropy=expected,
-                      mutual_information=tf.maximum(result["predictive_entropy"] - expected, 0.0))
+        result.update(
+            member_probabilities=p_members,
+            expected_entropy=expected,
+            mutual_information=tf.maximum(result["predictive_entropy"] - expected, 0.0),
+        )
     return result
 
 
@@ -333,11 +380,14 @@ def _archive(tf, model, stacked, image, temperature, output):
     members = _member_fn(tf, template, stacked, temperature, output)
     archive = keras.export.ExportArchive()
     if image is None:
+
         def endpoint(with_members):
             def serve(inputs):
                 x = _checked_input(tf, inputs, [None, *spec.shape[1:]], "inputs")
                 return _summaries(tf, members(x), with_members)
+
             return serve
+
         sig = [tf.TensorSpec([None, *spec.shape[1:]], spec.dtype, name="inputs")]
         archive.add_endpoint("serving_default", endpoint(False), input_signature=sig)
         archive.add_endpoint("members", endpoint(True), input_signature=sig)
@@ -359,11 +409,14 @@ def _archive(tf, model, stacked, image, temperature, output):
             out = _summaries(tf, members(tf.cast(x, spec.dtype)), with_members)
             out[IMAGE_OUTPUTS[0]] = tf.reduce_all(pixels <= 1.0, axis=list(range(1, 1 + len(image["shape"]))))
             return out
+
         return serve
+
     for dtype, suffix in ((tf.uint8, ""), (tf.float32, "_float32")):
         sig = [tf.TensorSpec([None, *image["shape"]], dtype, name="images")]
-        archive.add_endpoint("serving_default" if not suffix else "serving" + suffix, endpoint(False),
-                             input_signature=sig)
+        archive.add_endpoint(
+            "serving_default" if not suffix else "serving" + suffix, endpoint(False), input_signature=sig
+        )
         archive.add_endpoint("members" + suffix, endpoint(True), input_signature=sig)
     return archive
 
@@ -378,8 +431,10 @@ def _input_record(spec, image):
 def _signature_record(image):
     names = {"serving_default": list(SUMMARY_OUTPUTS), "members": list(MEMBER_OUTPUTS)}
     if image is not None:
-        names = {"serving_default": list(SUMMARY_OUTPUTS + IMAGE_OUTPUTS),
-                 "members": list(MEMBER_OUTPUTS + IMAGE_OUTPUTS)}
+        names = {
+            "serving_default": list(SUMMARY_OUTPUTS + IMAGE_OUTPUTS),
+            "members": list(MEMBER_OUTPUTS + IMAGE_OUTPUTS),
+        }
         names.update(serving_float32=names["serving_default"], members_float32=names["members"])
     return names
 

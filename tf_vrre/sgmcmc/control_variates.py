@@ -52,13 +52,20 @@ class ControlVariates:
       >>> vr = ControlVariates(period=392, coefficient="adaptive", batch_size=1000)
     """
 
-    def __init__(self, period: int, coefficient: float | str = -1.0, smoothing: float = 0.3,
-                 initial_coefficient: float = -1.0, batch_size: int = 1024, cache: bool = True):
+    def __init__(
+        self,
+        period: int,
+        coefficient: float | str = -1.0,
+        smoothing: float = 0.3,
+        initial_coefficient: float = -1.0,
+        batch_size: int = 1024,
+        cache: bool = True,
+    ):
         if isinstance(period, bool) or not isinstance(period, int) or period < 1:
             raise ValueError(f"period (m) must be an integer >= 1, got {period!r}")
-        if coefficient != "adaptive" and (isinstance(coefficient, bool)
-                                          or not isinstance(coefficient, (int, float))
-                                          or not np.isfinite(coefficient)):
+        if coefficient != "adaptive" and (
+            isinstance(coefficient, bool) or not isinstance(coefficient, (int, float)) or not np.isfinite(coefficient)
+        ):
             raise ValueError(f"coefficient must be a finite number or 'adaptive', got {coefficient!r}")
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
             raise ValueError(f"smoothing (gamma) must be in (0, 1], got {smoothing!r}")
@@ -81,9 +88,14 @@ class ControlVariates:
         return self.coefficient == "adaptive"
 
     def get_config(self) -> dict:
-        return {"period": self.period, "coefficient": self.coefficient,
-                "smoothing": self.smoothing, "initial_coefficient": self.initial_coefficient,
-                "batch_size": self.batch_size, "cache": self.cache}
+        return {
+            "period": self.period,
+            "coefficient": self.coefficient,
+            "smoothing": self.smoothing,
+            "initial_coefficient": self.initial_coefficient,
+            "batch_size": self.batch_size,
+            "cache": self.cache,
+        }
 
     @classmethod
     def from_config(cls, config: dict) -> ControlVariates:
@@ -118,13 +130,16 @@ def make_reference(data: Any, batch_size: int, data_size: int) -> Reference:
         count = int(distribute.batch_size(source))
         batches = -(-count // batch_size)
     if count != data_size:
-        raise ValueError(f"reference data holds {count} examples but data_size={data_size}; "
-                         "they must match (U_hat is a sum over the N training examples)")
+        raise ValueError(
+            f"reference data holds {count} examples but data_size={data_size}; "
+            "they must match (U_hat is a sum over the N training examples)"
+        )
     return Reference(source, batches, count, int(batch_size))
 
 
-def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn: Callable, cache: bool,
-              sharded: bool = True) -> tuple[tf.Tensor, tf.Tensor | None]:
+def full_pass(
+    reference: Reference, snapshots: Sequence[keras.Model], energy_fn: Callable, cache: bool, sharded: bool = True
+) -> tuple[tf.Tensor, tf.Tensor | None]:
     """This replica's share of the snapshot NLL sums over the reference data.
 
     Args:
@@ -150,10 +165,12 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
         def get(i: Any) -> Any:
             return iterator.get_next()
     else:
+
         def get(i: Any) -> Any:
             start = i * batch_size
             stop = tf.minimum(start + batch_size, count)
             return tf.nest.map_structure(lambda t: t[start:stop], source)
+
     num = (tf.constant(num_batches, tf.int64) - rid + replicas - 1) // replicas
     K = len(snapshots)
 
@@ -168,13 +185,21 @@ def full_pass(reference: Reference, snapshots: Sequence[keras.Model], energy_fn:
         return j + 1, total, table
 
     table = tf.zeros([count if cache else 0, K], tf.float32)
-    _, total, table = tf.while_loop(lambda j, t, c: j < num, body,
-                                    (tf.constant(0, tf.int64), tf.zeros([K], tf.float64), table))
+    _, total, table = tf.while_loop(
+        lambda j, t, c: j < num, body, (tf.constant(0, tf.int64), tf.zeros([K], tf.float64), table)
+    )
     return total, (tf.transpose(table) if cache else None)
 
 
-def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, energy_fn: Callable, step: tf.Tensor,
-            period: int, sharded: bool = True) -> tf.Tensor:
+def refresh(
+    state: Any,
+    chains: Sequence[keras.Model],
+    reference: Reference,
+    energy_fn: Callable,
+    step: tf.Tensor,
+    period: int,
+    sharded: bool = True,
+) -> tf.Tensor:
     """Step 1 of the train step: on ``step % period == 0`` snapshots <- chains, recompute ``U_hat``.
 
     Args:
@@ -220,8 +245,9 @@ def refresh(state: Any, chains: Sequence[keras.Model], reference: Reference, ene
     return due
 
 
-def update_coefficient(state: Any, cross_moments: tf.Tensor, weight: tf.Tensor, step: tf.Tensor,
-                       control_variates: ControlVariates) -> None:
+def update_coefficient(
+    state: Any, cross_moments: tf.Tensor, weight: tf.Tensor, step: tf.Tensor, control_variates: ControlVariates
+) -> None:
     """Step 6 (adaptive ``c``, Algorithm 2): ``c <- (1 - gamma) c + gamma (-Cov / Var)`` per chain.
 
     ``Cov(l(beta), l(beta_hat))`` and ``Var(l(beta_hat))`` are within-batch estimates
@@ -232,8 +258,9 @@ def update_coefficient(state: Any, cross_moments: tf.Tensor, weight: tf.Tensor, 
     cov_total = state.window_cov + weight * cov
     var_total = state.window_var + weight * var
     reset = estimators.window_ends(step, control_variates.period)
-    c, _ = estimators.windowed_estimate(state.coefficient, -cov_total, var_total, control_variates.smoothing,
-                                   reset, True)
+    c, _ = estimators.windowed_estimate(
+        state.coefficient, -cov_total, var_total, control_variates.smoothing, reset, True
+    )
     state.coefficient.assign(c)
     state.window_cov.assign(tf.where(reset, tf.zeros_like(cov_total), cov_total))
     state.window_var.assign(tf.where(reset, tf.zeros_like(var_total), var_total))
@@ -246,5 +273,6 @@ def check(variance_reduction: Any, swap_rule: Any) -> None:
     if not isinstance(variance_reduction, ControlVariates):
         raise TypeError(f"variance_reduction must be a tf_vrre.ControlVariates or None, got {variance_reduction!r}")
     if swap_rule is None:
-        raise ValueError("variance_reduction: control variates only serve swap energies; "
-                         "it needs num_chains >= 2 and a swap rule")
+        raise ValueError(
+            "variance_reduction: control variates only serve swap energies; it needs num_chains >= 2 and a swap rule"
+        )

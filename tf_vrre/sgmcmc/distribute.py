@@ -73,8 +73,9 @@ def batch_size(x: Any) -> tf.Tensor:
 def multi_worker() -> bool:
     """True under ``MultiWorkerMirroredStrategy`` with more than one worker."""
     strategy = tf.distribute.get_strategy()
-    return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-            and _keras_compat.in_multi_worker_mode(strategy))
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and _keras_compat.in_multi_worker_mode(
+        strategy
+    )
 
 
 def reducible_logs(logs: dict) -> dict:
@@ -95,6 +96,7 @@ def symbolic_build(model: Any, iterator: Any) -> None:
     it = _keras_compat.first_batch_iterator(iterator)
     if it is not None:
         data_batch = tf.nest.map_structure(
-            lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it))
+            lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(it)
+        )
     with model.distribute_strategy.scope():
         _keras_compat.symbolic_build(model, data_batch)

@@ -29,15 +29,23 @@ from tf_vrre.sgmcmc import seeds
 DYNAMICS = ("sgld", "sghmc", "msgd")
 
 
-def sgld_update(param: tf.Tensor, grad: tf.Tensor, lr: tf.Tensor, temperature: tf.Tensor,
-                noise: tf.Tensor) -> tf.Tensor:
+def sgld_update(
+    param: tf.Tensor, grad: tf.Tensor, lr: tf.Tensor, temperature: tf.Tensor, noise: tf.Tensor
+) -> tf.Tensor:
     """One SGLD step: ``param - lr * grad + sqrt(2 lr tau) * noise``."""
     scale = tf.sqrt(2.0 * lr * temperature)
     return param - lr * grad + scale * noise
 
 
-def sghmc_update(param: tf.Tensor, velocity: tf.Tensor, grad: tf.Tensor, lr: tf.Tensor, temperature: tf.Tensor,
-                 friction: float, noise: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+def sghmc_update(
+    param: tf.Tensor,
+    velocity: tf.Tensor,
+    grad: tf.Tensor,
+    lr: tf.Tensor,
+    temperature: tf.Tensor,
+    friction: float,
+    noise: tf.Tensor | None = None,
+) -> tuple[tf.Tensor, tf.Tensor]:
     """One SGHMC step in momentum form; returns ``(new_param, new_velocity)``.
 
     ``noise=None`` gives M-SGD (temperature 0, no draw).
@@ -48,8 +56,9 @@ def sghmc_update(param: tf.Tensor, velocity: tf.Tensor, grad: tf.Tensor, lr: tf.
     return param + v, v
 
 
-def velocity_scale(lr_from: tf.Tensor, temperature_from: tf.Tensor, lr_to: tf.Tensor,
-                   temperature_to: tf.Tensor) -> tf.Tensor:
+def velocity_scale(
+    lr_from: tf.Tensor, temperature_from: tf.Tensor, lr_to: tf.Tensor, temperature_to: tf.Tensor
+) -> tf.Tensor:
     """Factor that maps a stationary velocity ``N(0, lr*tau)`` of one chain to another's.
 
     ``sqrt(lr_to * tau_to / (lr_from * tau_from))``; 1 where the source scale is 0.
@@ -88,8 +97,15 @@ class Diffusion:
         """True for SGHMC and M-SGD (a velocity per weight)."""
         return self.name in ("sghmc", "msgd")
 
-    def step(self, chains: Any, grads: Sequence[Sequence[tf.Tensor]], learning_rates: tf.Tensor,
-             temperatures: tf.Tensor, key: tf.Tensor, slots: Sequence[Any] | None = None) -> tf.Tensor:
+    def step(
+        self,
+        chains: Any,
+        grads: Sequence[Sequence[tf.Tensor]],
+        learning_rates: tf.Tensor,
+        temperatures: tf.Tensor,
+        key: tf.Tensor,
+        slots: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """Updates ``chains`` (a :class:`tf_vrre.sgmcmc.state.ChainState`: weights and velocities) in
         place from ``grads`` (per chain).
 

@@ -30,10 +30,21 @@ from tf_vrre import _keras_compat
 ENERGY_MODES = ("auto", "train", "inference")
 
 # Layers whose forward pass depends on the `training` flag.
-_TRAINING_DEPENDENT = tuple(getattr(keras.layers, name) for name in (
-    "BatchNormalization", "Dropout", "SpatialDropout1D", "SpatialDropout2D",
-    "SpatialDropout3D", "GaussianNoise", "GaussianDropout", "AlphaDropout",
-    "ActivityRegularization") if hasattr(keras.layers, name))
+_TRAINING_DEPENDENT = tuple(
+    getattr(keras.layers, name)
+    for name in (
+        "BatchNormalization",
+        "Dropout",
+        "SpatialDropout1D",
+        "SpatialDropout2D",
+        "SpatialDropout3D",
+        "GaussianNoise",
+        "GaussianDropout",
+        "AlphaDropout",
+        "ActivityRegularization",
+    )
+    if hasattr(keras.layers, name)
+)
 
 
 def has_training_dependent_layers(model: keras.Model) -> bool:
@@ -74,7 +85,8 @@ def resolve_nll(loss: Any) -> Callable:
         if y is None:
             raise ValueError(
                 "energy: the compiled loss needs labels but the dataset yields inputs only; "
-                "yield (x, y) pairs or pass nll=callable(x, y, y_pred) for an unlabeled model")
+                "yield (x, y) pairs or pass nll=callable(x, y, y_pred) for an unlabeled model"
+            )
         return call(y, y_pred)
 
     nll.__name__ = f"nll[{getattr(fn, '__name__', type(fn).__name__)}]"
@@ -89,7 +101,8 @@ def per_example(values: Any, name: str = "nll") -> tf.Tensor:
     if values.shape.rank == 0:
         raise ValueError(
             f"{name} returned a scalar; it must return one negative log-likelihood per "
-            "example (shape [batch]), without reduction")
+            "example (shape [batch]), without reduction"
+        )
     if values.shape.rank > 1:
         values = tf.reduce_sum(values, axis=list(range(1, values.shape.rank)))
     return values
@@ -103,8 +116,10 @@ def computes_in_float16(model: keras.Model) -> bool:
 def to_float32(y_pred: Any) -> Any:
     """Low-precision (float16 / bfloat16) outputs cast to float32: under a mixed-precision policy
     the network computes in low precision, the energies and everything after them do not."""
+
     def cast(t: tf.Tensor) -> tf.Tensor:
         return tf.cast(t, tf.float32) if t.dtype in (tf.float16, tf.bfloat16) else t
+
     return tf.nest.map_structure(cast, y_pred)
 
 
@@ -142,8 +157,15 @@ def minibatch_energy(nll_sum: Any, batch_size: Any, data_size: int, prior: Any =
     return scale * tf.cast(nll_sum, tf.float64) + prior
 
 
-def control_variate_energy(nll_sum: Any, snapshot_nll_sum: Any, snapshot_energy: Any, coefficient: Any,
-                           batch_size: Any, data_size: int, prior: Any = 0.0) -> tf.Tensor:
+def control_variate_energy(
+    nll_sum: Any,
+    snapshot_nll_sum: Any,
+    snapshot_energy: Any,
+    coefficient: Any,
+    batch_size: Any,
+    data_size: int,
+    prior: Any = 0.0,
+) -> tf.Tensor:
     """``U_B(beta) + c * (U_B(beta_hat) - U_hat)``; with ``c = -1``:
     ``(N/n) sum_B [l(beta) - l(beta_hat)] + U_hat``."""
     c = tf.cast(coefficient, tf.float64)

@@ -23,13 +23,15 @@ def cross_moments(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
     """``[count, sum a, sum b, sum a*b, sum b*b]`` of two 1-D tensors, float64."""
     a = tf.cast(tf.reshape(a, [-1]), tf.float64)
     b = tf.cast(tf.reshape(b, [-1]), tf.float64)
-    return tf.stack([
-        tf.cast(tf.size(a), tf.float64),
-        tf.reduce_sum(a),
-        tf.reduce_sum(b),
-        tf.reduce_sum(a * b),
-        tf.reduce_sum(b * b),
-    ])
+    return tf.stack(
+        [
+            tf.cast(tf.size(a), tf.float64),
+            tf.reduce_sum(a),
+            tf.reduce_sum(b),
+            tf.reduce_sum(a * b),
+            tf.reduce_sum(b * b),
+        ]
+    )
 
 
 def sample_variance(count: tf.Tensor, total: tf.Tensor, total_sq: tf.Tensor) -> tf.Tensor:
@@ -58,8 +60,9 @@ def covariance_and_variance(cm: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return cov, var
 
 
-def stochastic_approximation(old: tf.Tensor, new: tf.Tensor, smoothing: float,
-                             initialized: tf.Tensor | bool) -> tf.Tensor:
+def stochastic_approximation(
+    old: tf.Tensor, new: tf.Tensor, smoothing: float, initialized: tf.Tensor | bool
+) -> tf.Tensor:
     """``(1 - gamma) old + gamma new``; the first estimate is taken as is."""
     return tf.where(initialized, (1.0 - smoothing) * old + smoothing * new, new)
 
@@ -69,8 +72,14 @@ def window_ends(step: tf.Tensor, period: int) -> tf.Tensor:
     return tf.equal(tf.math.floormod(step + 1, period), 0)
 
 
-def windowed_estimate(estimate: tf.Tensor, total: tf.Tensor, weight: tf.Tensor, smoothing: float, reset: tf.Tensor,
-                      initialized: tf.Tensor | bool) -> tuple[tf.Tensor, tf.Tensor]:
+def windowed_estimate(
+    estimate: tf.Tensor,
+    total: tf.Tensor,
+    weight: tf.Tensor,
+    smoothing: float,
+    reset: tf.Tensor,
+    initialized: tf.Tensor | bool,
+) -> tuple[tf.Tensor, tf.Tensor]:
     """Folds a window's ratio statistic into ``estimate`` at the window's end.
 
     ``value = total / weight`` (e.g. the mean within-batch variance of the window, or

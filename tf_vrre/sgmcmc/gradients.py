@@ -23,8 +23,15 @@ class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "prio
     prior included, all-reduced) and the prior energy (float64) of the pre-update weights."""
 
 
-def forward_and_gradients(models: Sequence[keras.Model], batch: Any, per_example_nll: Callable, weight_decay: float,
-                          data_size: int, loss_scale: tf.Tensor | None = None, local: bool = False) -> Forward:
+def forward_and_gradients(
+    models: Sequence[keras.Model],
+    batch: Any,
+    per_example_nll: Callable,
+    weight_decay: float,
+    data_size: int,
+    loss_scale: tf.Tensor | None = None,
+    local: bool = False,
+) -> Forward:
     """:class:`Forward` of every model on ``batch`` (a :class:`tf_vrre.sampler.batch.Batch`).
 
     ``loss_scale`` (float16 policies, :class:`tf_vrre.sgmcmc.state.LossScale`): the gradient is taken of
@@ -58,6 +65,8 @@ def forward_and_gradients(models: Sequence[keras.Model], batch: Any, per_example
     if not local:
         grads = distribute.all_reduce(grads)
     if weight_decay:
-        grads = [[gi + tf.cast(weight_decay, gi.dtype) * w for gi, w in zip(g, m.trainable_weights)]
-                 for g, m in zip(grads, models)]
+        grads = [
+            [gi + tf.cast(weight_decay, gi.dtype) * w for gi, w in zip(g, m.trainable_weights)]
+            for g, m in zip(grads, models)
+        ]
     return Forward(nlls, preds, grads, priors)

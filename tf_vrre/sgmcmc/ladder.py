@@ -159,7 +159,7 @@ class Barrier:
         if np.any(intensity <= 0):
             intensity = intensity + NUDGE
         self._intensity = intensity
-        self.beta = 1.0 / t[::-1]                                      # ascending: hottest first
+        self.beta = 1.0 / t[::-1]  # ascending: hottest first
         self._knots = np.concatenate([[0.0], np.cumsum(intensity[::-1])])
         self._spline = interpolate.PchipInterpolator(self.beta, self._knots, extrapolate=False)
         self.total = float(np.sum(self.pair_barrier))
@@ -201,8 +201,11 @@ class Barrier:
             return hi
         if level <= 0.0:
             return lo * math.exp(level / self._log_slope())
-        return float(optimize.brentq(lambda b: float(self._spline(b)) - level, lo, hi, xtol=1e-14 * hi,
-                                     rtol=4 * np.finfo(float).eps))
+        return float(
+            optimize.brentq(
+                lambda b: float(self._spline(b)) - level, lo, hi, xtol=1e-14 * hi, rtol=4 * np.finfo(float).eps
+            )
+        )
 
 
 def equal_share_ladder(barrier: Barrier, hot_temperature: float | None = None) -> np.ndarray:
@@ -232,12 +235,13 @@ def equal_share_ladder(barrier: Barrier, hot_temperature: float | None = None) -
         raise ValueError(f"hot_temperature must be above the cold temperature {cold}, got {hot}")
     top = float(barrier._knots[-1])
     start = float(barrier.cumulative(1.0 / hot))
-    levels = start + (top - start) * np.arange(K - 1, -1, -1) / (K - 1)   # cold first
+    levels = start + (top - start) * np.arange(K - 1, -1, -1) / (K - 1)  # cold first
     beta = np.array([barrier.beta_at(v) for v in levels[1:-1]])
     new = np.concatenate([[cold], 1.0 / beta, [hot]])
     if np.any(np.diff(new) <= 0):
-        raise ValueError(f"the equal-share ladder is not strictly increasing ({new.tolist()}): the barrier "
-                         "estimate is degenerate")
+        raise ValueError(
+            f"the equal-share ladder is not strictly increasing ({new.tolist()}): the barrier estimate is degenerate"
+        )
     return new
 
 
@@ -265,7 +269,7 @@ def hot_temperature(barrier: Barrier, bounds: Sequence[float], max_factor: float
     t = barrier.temperatures
     cold, hot, K = float(t[0]), float(t[-1]), t.size
     low, high = bounds
-    level = float(barrier._knots[-1]) - K / 2.0           # B(b_new) = Lambda - K / 2
+    level = float(barrier._knots[-1]) - K / 2.0  # B(b_new) = Lambda - K / 2
     new = 1.0 / barrier.beta_at(level)
     new = min(max(new, hot / max_factor), hot * max_factor)
     lower = max(float(low), cold * (1.0 + 1e-3))
@@ -282,8 +286,10 @@ def check_bounds(bounds: Sequence[float], cold_temperature: float | None) -> tup
     if not (np.isfinite(low) and np.isfinite(high) and 0 < low < high):
         raise ValueError(f"bounds must be finite temperatures with 0 < low < high, got {bounds!r}")
     if cold_temperature is not None and not low <= cold_temperature < high:
-        raise ValueError(f"bounds {bounds!r} must contain the cold temperature {cold_temperature} "
-                         "(low <= cold < high): the cold chain samples the posterior and never moves")
+        raise ValueError(
+            f"bounds {bounds!r} must contain the cold temperature {cold_temperature} "
+            "(low <= cold < high): the cold chain samples the posterior and never moves"
+        )
     return low, high
 
 
@@ -293,13 +299,14 @@ def check_learning_rate_rule(rule: float | Callable | None) -> float | Callable 
     if rule is None or callable(rule):
         return rule
     if isinstance(rule, bool) or not isinstance(rule, numbers.Real) or not math.isfinite(rule):
-        raise TypeError(f"learning_rates must be None, an exponent a (a finite number) or a callable "
-                        f"temperatures -> learning rates, got {rule!r}")
+        raise TypeError(
+            f"learning_rates must be None, an exponent a (a finite number) or a callable "
+            f"temperatures -> learning rates, got {rule!r}"
+        )
     return float(rule)
 
 
-def ladder_learning_rates(temperatures: ArrayLike, cold_learning_rate: float,
-                          rule: float | Callable) -> np.ndarray:
+def ladder_learning_rates(temperatures: ArrayLike, cold_learning_rate: float, rule: float | Callable) -> np.ndarray:
     """Per-chain learning rates for a new ladder.
 
     ``rule`` is an exponent ``a``: ``eta_h = eta_1 (tau_h / tau_1)^a`` (``eta_1`` the cold chain's,
@@ -420,14 +427,16 @@ def correction_step(log_correction: float, target: float, attempts: int, swaps: 
     if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
         raise ValueError(f"target must be in (0, 1), got {target!r}")
     if attempts < 0 or not 0 <= swaps <= attempts or step < 0:
-        raise ValueError(f"need 0 <= swaps <= attempts and step >= 0, got attempts={attempts}, swaps={swaps}, "
-                         f"step={step}")
+        raise ValueError(
+            f"need 0 <= swaps <= attempts and step >= 0, got attempts={attempts}, swaps={swaps}, step={step}"
+        )
     gain = CORRECTION_GAIN * (1.0 + step / CORRECTION_GAIN_STEPS) ** -0.6
     lo, hi = (math.log(v) for v in CORRECTION_BOUNDS)
     return min(hi, max(lo, float(log_correction) + gain * (target * attempts - swaps)))
 
 
 # ---- exact answers: the standard Gaussian in d dimensions, tempered -------------------------------
+
 
 def gaussian_rejection(ratio: ArrayLike, dim: int) -> np.ndarray:
     """Exact swap rejection rate of two chains on ``N(0, I_d / b)`` (energy ``|x|^2 / 2``, exact

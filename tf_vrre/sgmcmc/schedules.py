@@ -46,8 +46,9 @@ def value_at(value: ScalarOrSchedule, step: int = 0) -> float:
     return float(keras.ops.convert_to_numpy(value(step))) if is_schedule(value) else float(value)
 
 
-def validated(kind: str, value: Any, num_chains: int | None = None, swaps: bool = True,
-              epoch_callables: bool = False) -> Any:
+def validated(
+    kind: str, value: Any, num_chains: int | None = None, swaps: bool = True, epoch_callables: bool = False
+) -> Any:
     """A hyperparameter argument checked against its kind's rule, in its normal form.
 
     ``value`` is a number, a ``LearningRateSchedule`` or, for ``"temperatures"`` and
@@ -125,8 +126,12 @@ def deserialize(value: Any) -> Any:
 
 def _positive(name: str, value: Any, integer: bool = False, allow_zero: bool = False) -> Any:
     ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
-    if isinstance(value, bool) or not ok_type or not np.isfinite(value) or not (
-            value >= 0 if allow_zero else value > 0):
+    if (
+        isinstance(value, bool)
+        or not ok_type
+        or not np.isfinite(value)
+        or not (value >= 0 if allow_zero else value > 0)
+    ):
         kind = "an integer" if integer else "a finite number"
         raise ValueError(f"{name} must be {kind} {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     if integer:
@@ -162,8 +167,14 @@ class EpochExponential(Schedule):
       1.936512e-06
     """
 
-    def __init__(self, initial: float, factor: float, steps_per_epoch: int, constant_epochs: int = 1,
-                 stop_epoch: int | None = None):
+    def __init__(
+        self,
+        initial: float,
+        factor: float,
+        steps_per_epoch: int,
+        constant_epochs: int = 1,
+        stop_epoch: int | None = None,
+    ):
         self.initial = _positive("initial", initial)
         self.factor = _positive("factor", factor)
         self.steps_per_epoch = _positive("steps_per_epoch", steps_per_epoch, integer=True)
@@ -185,8 +196,13 @@ class EpochExponential(Schedule):
         return tf.cast(value, tf.float32)
 
     def get_config(self) -> dict:
-        return {"initial": self.initial, "factor": self.factor, "steps_per_epoch": self.steps_per_epoch,
-                "constant_epochs": self.constant_epochs, "stop_epoch": self.stop_epoch}
+        return {
+            "initial": self.initial,
+            "factor": self.factor,
+            "steps_per_epoch": self.steps_per_epoch,
+            "constant_epochs": self.constant_epochs,
+            "stop_epoch": self.stop_epoch,
+        }
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -278,14 +294,26 @@ class CyclicalCosine(Schedule):
         return tf.cast(value, tf.float32)
 
     def get_config(self) -> dict:
-        return {"initial": self.initial, "total_steps": self.total_steps, "cycles": self.cycles,
-                "threshold": self.threshold}
+        return {
+            "initial": self.initial,
+            "total_steps": self.total_steps,
+            "cycles": self.cycles,
+            "threshold": self.threshold,
+        }
 
 
-def paper_cifar_schedules(steps_per_epoch: int, learning_rate: float = 2e-6, constant_epochs: int = 200,
-                          decay: float = 0.984, hot_lr_multiplier: float = 1.5, temperature: float = 0.01,
-                          annealing: float = 1.02, burn_in_epochs: int = 300, hot_temperature_multiplier: float = 5.0,
-                          correction: float = 1.5e5) -> dict[str, Any]:
+def paper_cifar_schedules(
+    steps_per_epoch: int,
+    learning_rate: float = 2e-6,
+    constant_epochs: int = 200,
+    decay: float = 0.984,
+    hot_lr_multiplier: float = 1.5,
+    temperature: float = 0.01,
+    annealing: float = 1.02,
+    burn_in_epochs: int = 300,
+    hot_temperature_multiplier: float = 5.0,
+    correction: float = 1.5e5,
+) -> dict[str, Any]:
     """The paper's CIFAR (VR-)reSGHMC schedules for two chains (Section 5.2).
 
     Returns ``{"learning_rates": [eta_1, 1.5 eta_1], "temperatures": [tau_1, 5 tau_1],
@@ -303,9 +331,10 @@ def paper_cifar_schedules(steps_per_epoch: int, learning_rate: float = 2e-6, con
       ...     swap=tf_vrre.CorrectedSwap(correction=s["correction"]))
     """
     lr = EpochExponential(learning_rate, decay, steps_per_epoch, constant_epochs=constant_epochs)
-    tau = EpochExponential(temperature, 1.0 / annealing, steps_per_epoch, constant_epochs=1,
-                           stop_epoch=burn_in_epochs)
+    tau = EpochExponential(temperature, 1.0 / annealing, steps_per_epoch, constant_epochs=1, stop_epoch=burn_in_epochs)
     f = EpochExponential(correction, annealing, steps_per_epoch, constant_epochs=1, stop_epoch=burn_in_epochs)
-    return {"learning_rates": [lr, Scaled(lr, hot_lr_multiplier)],
-            "temperatures": [tau, Scaled(tau, hot_temperature_multiplier)],
-            "correction": f}
+    return {
+        "learning_rates": [lr, Scaled(lr, hot_lr_multiplier)],
+        "temperatures": [tau, Scaled(tau, hot_temperature_multiplier)],
+        "correction": f,
+    }

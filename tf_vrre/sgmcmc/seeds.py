@@ -46,8 +46,9 @@ def step_key(key: tf.Tensor, step: int | tf.Tensor) -> tf.Tensor:
 
 def _bits(shape: Any, key: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
     """Philox bits of ``shape`` (``tf.uint32`` / ``tf.uint64``): the same with and without XLA."""
-    return tf.random.stateless_uniform(shape, tf.cast(key, tf.int64), minval=None, maxval=None,
-                                       dtype=dtype, alg="philox")
+    return tf.random.stateless_uniform(
+        shape, tf.cast(key, tf.int64), minval=None, maxval=None, dtype=dtype, alg="philox"
+    )
 
 
 def uniform(shape: Any, key: tf.Tensor, dtype: tf.DType = tf.float64) -> tf.Tensor:
@@ -63,7 +64,7 @@ def uniform(shape: Any, key: tf.Tensor, dtype: tf.DType = tf.float64) -> tf.Tens
         raise ValueError(f"uniform: dtype must be float32 or float64, got {dtype.name}")
     top = tf.bitwise.right_shift(bits, tf.constant(drop, bits.dtype))
     # (k + 1/2) 2^-m for k in [0, 2^m): exact in the target type, never 0 or 1.
-    return tf.cast(top, dtype) * (2.0 ** -mantissa) + 2.0 ** -(mantissa + 1)
+    return tf.cast(top, dtype) * (2.0**-mantissa) + 2.0 ** -(mantissa + 1)
 
 
 def normal(num: int, key: tf.Tensor) -> tf.Tensor:
@@ -73,4 +74,4 @@ def normal(num: int, key: tf.Tensor) -> tf.Tensor:
     u = uniform([2, half], key, tf.float32)
     radius = tf.sqrt(-2.0 * tf.math.log(u[0]))
     angle = np.float32(2.0 * np.pi) * u[1]
-    return tf.reshape(tf.stack([radius * tf.cos(angle), radius * tf.sin(angle)]), [-1])[:int(num)]
+    return tf.reshape(tf.stack([radius * tf.cos(angle), radius * tf.sin(angle)]), [-1])[: int(num)]

@@ -47,14 +47,15 @@ import tensorflow as tf
 
 from tf_vrre.sgmcmc import dynamics
 
-NEVER = -(2 ** 62)  # last_swap_step before any swap
+NEVER = -(2**62)  # last_swap_step before any swap
 
 NewVariable = Callable[..., keras.Variable]
 """``new_variable(name, shape, dtype, value=0)``: creates one saved variable of the sampler."""
 
 
-def permute_variables(groups: Sequence[Sequence[keras.Variable]], perm: tf.Tensor,
-                      scale: tf.Tensor | None = None) -> None:
+def permute_variables(
+    groups: Sequence[Sequence[keras.Variable]], perm: tf.Tensor, scale: tf.Tensor | None = None
+) -> None:
     """Moves ``groups[perm[j]]`` into ``groups[j]`` (lists of variables, one list per slot).
 
     ``scale``: optional ``[K]`` factors applied to the value arriving in each slot.
@@ -80,8 +81,9 @@ class Ladder:
     learning_rate: keras.Variable  # float32 [K]: eta of each rung, > 0 ("learning_rate")
 
     @classmethod
-    def create(cls, new_variable: NewVariable, temperatures: Sequence[float],
-               learning_rates: Sequence[float]) -> Ladder:
+    def create(
+        cls, new_variable: NewVariable, temperatures: Sequence[float], learning_rates: Sequence[float]
+    ) -> Ladder:
         """The two variables, holding ``temperatures`` and ``learning_rates`` (K floats each)."""
         num = len(temperatures)
         temperature = new_variable("temperature", (num,), "float32")
@@ -104,8 +106,10 @@ class ChainState:
         """Velocities ``velocity_{h}_{i}`` (zeros) for every trainable weight when asked."""
         velocities = None
         if with_velocities:
-            velocities = [[new_variable(f"velocity_{h}_{i}", tuple(v.shape), v.dtype)
-                           for i, v in enumerate(m.trainable_weights)] for h, m in enumerate(models)]
+            velocities = [
+                [new_variable(f"velocity_{h}_{i}", tuple(v.shape), v.dtype) for i, v in enumerate(m.trainable_weights)]
+                for h, m in enumerate(models)
+            ]
         return cls(list(models), velocities)
 
     @property
@@ -145,8 +149,9 @@ class SwapState:
     offsets: int  # number of offsets: the snapshot period m (the sigma2 window without VR)
 
     @classmethod
-    def create(cls, new_variable: NewVariable, num_chains: int, rule: Any, log_shape: tuple[int, int],
-               offsets: int) -> SwapState:
+    def create(
+        cls, new_variable: NewVariable, num_chains: int, rule: Any, log_shape: tuple[int, int], offsets: int
+    ) -> SwapState:
         """Creates the variables with their initial values; the per-offset table only for
         ``rule.penalty == "offset"`` (files of other rules keep their layout)."""
         K, P = num_chains, max(num_chains - 1, 1)
@@ -163,10 +168,14 @@ class SwapState:
             last_log_ratio=new_variable("last_log_ratio", (P,), "float64"),
             correction=new_variable("correction", (), "float64", rule.initial_correction()),
             log=new_variable("swap_log", log_shape, "float64", -1),
-            sigma2_offset=None, offset_ready=None)
+            sigma2_offset=None,
+            offset_ready=None,
+        )
         if rule.penalty == "offset":
-            variables.update(sigma2_offset=new_variable("sigma2_offset", (P, offsets), "float64"),
-                             offset_ready=new_variable("offset_ready", (offsets,), "bool", False))
+            variables.update(
+                sigma2_offset=new_variable("sigma2_offset", (P, offsets), "float64"),
+                offset_ready=new_variable("offset_ready", (offsets,), "bool", False),
+            )
         return cls(**variables, offsets=int(offsets))
 
     def logs(self) -> dict:
@@ -177,8 +186,12 @@ class SwapState:
         def rate(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
             return tf.math.divide_no_nan(tf.cast(a, tf.float64), tf.cast(b, tf.float64))
 
-        logs = {"swaps": swaps, "swap_attempts": attempts, "correction": self.correction,
-                "accept_rate": rate(swaps, attempts)}
+        logs = {
+            "swaps": swaps,
+            "swap_attempts": attempts,
+            "correction": self.correction,
+            "accept_rate": rate(swaps, attempts),
+        }
         num_pairs = self.swap_count.shape[0]
         for p in range(num_pairs):
             logs[f"sigma2_{p}"] = self.sigma2[p]
@@ -205,18 +218,21 @@ class ControlVariateState:
     #                                         pass (ControlVariates(cache=True)), else None
 
     @classmethod
-    def create(cls, snapshots: Sequence[keras.Model], new_variable: NewVariable, control_variates: Any,
-               data_size: int) -> ControlVariateState:
+    def create(
+        cls, snapshots: Sequence[keras.Model], new_variable: NewVariable, control_variates: Any, data_size: int
+    ) -> ControlVariateState:
         """The variables of ``control_variates`` (a :class:`tf_vrre.ControlVariates`) for ``N = data_size``."""
         K, cv = len(snapshots), control_variates
         return cls(
             list(snapshots),
             snapshot_energy=new_variable("snapshot_energy", (K,), "float64"),
-            coefficient=new_variable("coefficient", (K,), "float64",
-                                     cv.initial_coefficient if cv.adaptive else cv.coefficient),
+            coefficient=new_variable(
+                "coefficient", (K,), "float64", cv.initial_coefficient if cv.adaptive else cv.coefficient
+            ),
             window_cov=new_variable("window_cov", (K,), "float64"),
             window_var=new_variable("window_var", (K,), "float64"),
-            snapshot_nll=new_variable("snapshot_nll", (K, data_size), "float32") if cv.cache else None)
+            snapshot_nll=new_variable("snapshot_nll", (K, data_size), "float32") if cv.cache else None,
+        )
 
     def permute(self, perm: tf.Tensor) -> None:
         """Slot ``j`` takes slot ``perm[j]``'s snapshot, ``U_hat`` and cached NLLs."""
@@ -239,10 +255,13 @@ class LossScale:
     period: int = 2000  # finite steps in a row after which the scale doubles
 
     @classmethod
-    def create(cls, new_variable: NewVariable, initial: float = 2.0 ** 15, period: int = 2000) -> LossScale:
+    def create(cls, new_variable: NewVariable, initial: float = 2.0**15, period: int = 2000) -> LossScale:
         """``loss_scale`` (starting at ``initial``) and ``loss_scale_good_steps``."""
-        return cls(new_variable("loss_scale", (), "float32", initial),
-                   new_variable("loss_scale_good_steps", (), "int64"), int(period))
+        return cls(
+            new_variable("loss_scale", (), "float32", initial),
+            new_variable("loss_scale_good_steps", (), "int64"),
+            int(period),
+        )
 
     def update(self, finite: tf.Tensor) -> None:
         """One step's update: ``finite`` is the bool "this step's gradients were finite"."""
@@ -282,8 +301,13 @@ class SamplerState:
     replica: ReplicaChain | None = None  # chain-per-replica placement only
 
 
-def exchange(chains: ChainState, control_variates: ControlVariateState | None, perm: tf.Tensor,
-             ladder: tuple[tf.Tensor, tf.Tensor], tensors: list) -> list:
+def exchange(
+    chains: ChainState,
+    control_variates: ControlVariateState | None,
+    perm: tf.Tensor,
+    ladder: tuple[tf.Tensor, tf.Tensor],
+    tensors: list,
+) -> list:
     """Moves every chain state by ``perm`` (slot ``j`` <- slot ``perm[j]``).
 
     ``ladder = (learning_rates, temperatures)`` in force at the slots (velocities are rescaled by
@@ -301,23 +325,32 @@ def exchange(chains: ChainState, control_variates: ControlVariateState | None, p
     return [tf.unstack(tf.gather(tf.stack(t), perm), num=num) for t in tensors]
 
 
-def exchange_forward(chains: ChainState, control_variates: ControlVariateState | None, results: Any,
-                     ladder: tuple[tf.Tensor, tf.Tensor], forward: Any) -> Any:
+def exchange_forward(
+    chains: ChainState,
+    control_variates: ControlVariateState | None,
+    results: Any,
+    ladder: tuple[tf.Tensor, tf.Tensor],
+    forward: Any,
+) -> Any:
     """Step 4b: if a swap was accepted, moves the states and this step's
     :class:`tf_vrre.sgmcmc.gradients.Forward` (gradients, NLLs, predictions, priors) with them, so
     the update that follows is exactly "from the swapped state"."""
     num = len(chains.models)
     tensors = [list(t) for t in zip(*forward.grads)] + [forward.nlls, forward.preds]
-    out = tf.cond(tf.reduce_any(results.accepted),
-                  lambda: exchange(chains, control_variates, results.permutation, ladder, tensors), lambda: tensors)
+    out = tf.cond(
+        tf.reduce_any(results.accepted),
+        lambda: exchange(chains, control_variates, results.permutation, ladder, tensors),
+        lambda: tensors,
+    )
     per_var = out[:-2]
     grads = [list(g) for g in zip(*per_var)] if per_var else [[] for _ in range(num)]
     priors = tf.unstack(tf.gather(tf.stack(forward.priors), results.permutation), num=num)
     return forward._replace(grads=grads, nlls=out[-2], preds=out[-1], priors=priors)
 
 
-def exchange_labels(replica: ReplicaChain, results: Any, ladder: tuple[tf.Tensor, tf.Tensor],
-                    replica_id: tf.Tensor) -> tf.Tensor:
+def exchange_labels(
+    replica: ReplicaChain, results: Any, ladder: tuple[tf.Tensor, tf.Tensor], replica_id: tf.Tensor
+) -> tf.Tensor:
     """Step 4b under chain-per-replica placement: if a swap was accepted, the chains trade rungs
     (``replica.rung``) instead of states, and this replica's velocities are rescaled for the rung
     they arrive at exactly as :func:`exchange` rescales a velocity moving between slots.  Nothing
@@ -338,5 +371,6 @@ def exchange_labels(replica: ReplicaChain, results: Any, ladder: tuple[tf.Tensor
                 v.assign(tf.identity(v) * tf.cast(scale[own], v.dtype))
         return own
 
-    return tf.cond(tf.reduce_any(results.accepted), move, lambda: tf.gather(tf.convert_to_tensor(replica.rung),
-                                                                             replica_id))
+    return tf.cond(
+        tf.reduce_any(results.accepted), move, lambda: tf.gather(tf.convert_to_tensor(replica.rung), replica_id)
+    )

@@ -20,8 +20,7 @@ import tensorflow as tf
 from tf_vrre.sgmcmc import distribute, energy, estimators
 
 
-class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments",
-                                                           "variance"])):
+class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments", "variance"])):
     """Swap energies of one step (all-reduced).
 
     Fields:
@@ -56,16 +55,25 @@ class SwapEnergyEstimator:
     the un-augmented reference data, still apply).
     """
 
-    def __init__(self, chains: Sequence[keras.Model], control_variates: Any, per_example_nll: Callable,
-                 energy_mode: str, use_cache: bool, data_size: int, num_chains: int | None = None):
+    def __init__(
+        self,
+        chains: Sequence[keras.Model],
+        control_variates: Any,
+        per_example_nll: Callable,
+        energy_mode: str,
+        use_cache: bool,
+        data_size: int,
+        num_chains: int | None = None,
+    ):
         self.chains, self.vr = chains, control_variates
         self.num_chains = len(chains) if num_chains is None else int(num_chains)
         self.nll, self.mode = per_example_nll, energy_mode
         self.use_cache, self.data_size = use_cache, data_size
         self.batch_dependent = energy.has_training_dependent_layers(chains[0])
 
-    def _forwards(self, batch: Any, nlls: Sequence[tf.Tensor],
-                  need_snapshots: bool) -> tuple[list[tf.Tensor], list[tf.Tensor]]:
+    def _forwards(
+        self, batch: Any, nlls: Sequence[tf.Tensor], need_snapshots: bool
+    ) -> tuple[list[tf.Tensor], list[tf.Tensor]]:
         """Per-example current and snapshot NLLs that need a forward pass (on the un-augmented
         view ``batch.energy_x`` when the batch carries one)."""
         y, swt, training = batch.y, batch.sample_weight, self.mode == "train"
@@ -88,11 +96,14 @@ class SwapEnergyEstimator:
         """Per chain, the current and snapshot per-example NLLs of the swap energies."""
         K, vr, nlls = len(self.chains), self.vr, forward.nlls
         if batch.energy_x is not None and self.mode == "train" and self.batch_dependent:
-            raise ValueError('energy_inputs: with energy_mode="train" the extra forward on the un-augmented '
-                             "view would update BatchNorm statistics; use energy_mode=\"inference\"")
+            raise ValueError(
+                'energy_inputs: with energy_mode="train" the extra forward on the un-augmented '
+                'view would update BatchNorm statistics; use energy_mode="inference"'
+            )
         cached = vr is not None and batch.index is not None and self.use_cache
         need_snapshots = vr is not None and not cached
         if need_snapshots or self.mode == "inference" or batch.energy_x is not None:
+
             def none() -> tuple[list[tf.Tensor], list[tf.Tensor]]:
                 z = tf.zeros_like(nlls[0])
                 return [z] * K, ([z] * K if need_snapshots else [])
@@ -105,8 +116,9 @@ class SwapEnergyEstimator:
         return cur, snap
 
     # ---- chain-per-replica placement: this replica's chain, then one all_gather ----------------
-    def local_row(self, batch: Any, forward: Any, possible: tf.Tensor, adaptive: bool,
-                  coefficient: tf.Tensor | None) -> tf.Tensor:
+    def local_row(
+        self, batch: Any, forward: Any, possible: tf.Tensor, adaptive: bool, coefficient: tf.Tensor | None
+    ) -> tf.Tensor:
         """This replica's chain's share of the step's swap energies, float64 ``[m + n]``:
         ``sum_B l(beta)``, then with control variates ``sum_B l(beta_hat)`` and ``U_hat``, with the
         adaptive coefficient the 5 cross moments, then the ``n`` per-example swap energies
@@ -127,8 +139,9 @@ class SwapEnergyEstimator:
                 pieces.append(estimators.cross_moments(cur64, snap64))
         return tf.concat(pieces + [per_ex], 0)
 
-    def gathered(self, rows: tf.Tensor, n: tf.Tensor, priors: tf.Tensor, coefficient: tf.Tensor | None,
-                 adaptive: bool) -> SwapEnergies:
+    def gathered(
+        self, rows: tf.Tensor, n: tf.Tensor, priors: tf.Tensor, coefficient: tf.Tensor | None, adaptive: bool
+    ) -> SwapEnergies:
         """The :class:`SwapEnergies` of the K rungs from their chains' :meth:`local_row` (``rows[k]``:
         the row of the chain that holds rung ``k``; ``priors``: ``[K]`` their prior energies;
         ``coefficient``: ``[K]`` per rung) - the same numbers as one device's ``__call__``."""
@@ -139,7 +152,7 @@ class SwapEnergyEstimator:
             snap, snapshot_energy, col = rows[:, 1], rows[:, 2], 3
         cross = None
         if self.vr is not None and adaptive:
-            cross, col = tf.reshape(rows[:, col:col + 5], [K, 5]), col + 5  # static shape
+            cross, col = tf.reshape(rows[:, col : col + 5], [K, 5]), col + 5  # static shape
         per_ex = tf.unstack(rows[:, col:], num=K)
         if self.vr is not None:
             total = energy.control_variate_energy(cur, snap, snapshot_energy, coefficient, n, self.data_size, priors)
@@ -149,8 +162,14 @@ class SwapEnergyEstimator:
         variance = estimators.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
         return SwapEnergies(total, pm, cross, variance)
 
-    def _reduce(self, cur: Sequence[tf.Tensor], snap: Sequence[tf.Tensor], priors: Sequence[tf.Tensor], n: tf.Tensor,
-                adaptive: bool) -> SwapEnergies:
+    def _reduce(
+        self,
+        cur: Sequence[tf.Tensor],
+        snap: Sequence[tf.Tensor],
+        priors: Sequence[tf.Tensor],
+        n: tf.Tensor,
+        adaptive: bool,
+    ) -> SwapEnergies:
         K, P, vr = len(self.chains), len(self.chains) - 1, self.vr
         cur64 = [tf.cast(c, tf.float64) for c in cur]
         if vr is not None:
@@ -159,22 +178,23 @@ class SwapEnergyEstimator:
             per_ex = [c + coef[h] * s for h, (c, s) in enumerate(zip(cur64, snap64))]
         else:
             per_ex = cur64
-        pieces = [tf.stack([tf.reduce_sum(c) for c in cur64])]                      # [K]
+        pieces = [tf.stack([tf.reduce_sum(c) for c in cur64])]  # [K]
         if vr is not None:
-            pieces += [tf.stack([tf.reduce_sum(sn) for sn in snap64])]              # [K]
-        pieces += [estimators.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]   # P x [3]
+            pieces += [tf.stack([tf.reduce_sum(sn) for sn in snap64])]  # [K]
+        pieces += [estimators.moments(per_ex[p] - per_ex[p + 1]) for p in range(P)]  # P x [3]
         if adaptive:
             pieces += [estimators.cross_moments(cur64[h], snap64[h]) for h in range(K)]  # K x [5]
         flat = distribute.all_reduce(tf.concat(pieces, 0))
         prior = tf.stack(priors)
         if vr is not None:
-            total = energy.control_variate_energy(flat[:K], flat[K:2 * K], vr.snapshot_energy, tf.stack(coef),
-                                                  n, self.data_size, prior)
-            flat = flat[2 * K:]
+            total = energy.control_variate_energy(
+                flat[:K], flat[K : 2 * K], vr.snapshot_energy, tf.stack(coef), n, self.data_size, prior
+            )
+            flat = flat[2 * K :]
         else:
             total = energy.minibatch_energy(flat[:K], n, self.data_size, prior)
             flat = flat[K:]
-        pm = tf.reshape(flat[:3 * P], [P, 3])
-        cross = tf.reshape(flat[3 * P:], [K, 5]) if adaptive else None
+        pm = tf.reshape(flat[: 3 * P], [P, 3])
+        cross = tf.reshape(flat[3 * P :], [K, 5]) if adaptive else None
         variance = estimators.estimator_variance(pm[:, 0], pm[:, 1], pm[:, 2], self.data_size)
         return SwapEnergies(total, pm, cross, variance)

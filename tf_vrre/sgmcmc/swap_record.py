@@ -27,14 +27,18 @@ def swap_log_columns(num_chains: int) -> list[str]:
     """
     cols = ["step", "sigma2_updated", "refreshed"]
     for p in range(max(num_chains - 1, 1)):
-        cols += [f"{k}_{p}" for k in ("proposed", "accepted", "energy_lo", "energy_hi", "log_ratio", "sigma2",
-                                      "sigma2_new")]
+        cols += [
+            f"{k}_{p}" for k in ("proposed", "accepted", "energy_lo", "energy_hi", "log_ratio", "sigma2", "sigma2_new")
+        ]
     cols += [f"c_{h}" for h in range(num_chains)]
     return cols + ["correction"]
 
 
-class StepRecord(collections.namedtuple("StepRecord", ["step", "sigma2_updated", "refreshed", "results",
-                                                       "energy", "sigma2_new", "coefficients"])):
+class StepRecord(
+    collections.namedtuple(
+        "StepRecord", ["step", "sigma2_updated", "refreshed", "results", "energy", "sigma2_new", "coefficients"]
+    )
+):
     """What one step contributes to the record.
 
     Fields:
@@ -49,12 +53,23 @@ class StepRecord(collections.namedtuple("StepRecord", ["step", "sigma2_updated",
 
 def row(record: StepRecord) -> tf.Tensor:
     """The float64 row of a :class:`StepRecord`, laid out as :func:`swap_log_columns`."""
+
     def f64(t: Any) -> tf.Tensor:
         return tf.cast(t, tf.float64)
 
     res, energy = record.results, record.energy
-    per_pair = tf.stack([f64(res.attempted), f64(res.accepted), energy[:-1], energy[1:], res.log_accept_ratio,
-                         res.sigma2, record.sigma2_new], axis=1)
+    per_pair = tf.stack(
+        [
+            f64(res.attempted),
+            f64(res.accepted),
+            energy[:-1],
+            energy[1:],
+            res.log_accept_ratio,
+            res.sigma2,
+            record.sigma2_new,
+        ],
+        axis=1,
+    )
     head = tf.stack([f64(record.step), f64(record.sigma2_updated), f64(record.refreshed)])
     return tf.concat([head, tf.reshape(per_pair, [-1]), record.coefficients, res.correction[None]], 0)
 
@@ -62,5 +77,4 @@ def row(record: StepRecord) -> tf.Tensor:
 def write(buffer: Any, record: StepRecord) -> None:
     """Writes ``record`` into row ``step % CAPACITY`` of the ``buffer`` variable."""
     slot = tf.math.floormod(record.step, CAPACITY)
-    buffer.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(buffer), slot[None, None],
-                                              row(record)[None]))
+    buffer.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(buffer), slot[None, None], row(record)[None]))

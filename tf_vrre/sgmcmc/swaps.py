@@ -42,9 +42,13 @@ AUTO_INITIAL_CORRECTION = 2.0
 unbiased for Gaussian energy noise."""
 
 
-class SwapResults(collections.namedtuple(
-        "SwapResults", ["log_accept_ratio", "attempted", "accepted", "permutation", "attempt", "sigma2",
-                        "correction"], defaults=(None, None, None))):
+class SwapResults(
+    collections.namedtuple(
+        "SwapResults",
+        ["log_accept_ratio", "attempted", "accepted", "permutation", "attempt", "sigma2", "correction"],
+        defaults=(None, None, None),
+    )
+):
     """Diagnostics of one swap attempt.
 
     Fields:
@@ -59,8 +63,14 @@ class SwapResults(collections.namedtuple(
     """
 
 
-def log_swap_ratio(energy_lo: tf.Tensor, energy_hi: tf.Tensor, temperature_lo: tf.Tensor, temperature_hi: tf.Tensor,
-                   sigma2: tf.Tensor, correction: tf.Tensor | float) -> tf.Tensor:
+def log_swap_ratio(
+    energy_lo: tf.Tensor,
+    energy_hi: tf.Tensor,
+    temperature_lo: tf.Tensor,
+    temperature_hi: tf.Tensor,
+    sigma2: tf.Tensor,
+    correction: tf.Tensor | float,
+) -> tf.Tensor:
     """Corrected log acceptance ratio ``delta * (U_lo - U_hi - delta * sigma2 / F)``."""
     energy_lo = tf.cast(energy_lo, tf.float64)
     energy_hi = tf.cast(energy_hi, tf.float64)
@@ -138,7 +148,7 @@ def permutation_from_pairs(accepted: tf.Tensor) -> tf.Tensor:
     num_pairs = accepted.shape[0]
     idx = tf.range(num_pairs + 1)
     pad = tf.zeros([1], tf.bool)
-    left = tf.concat([accepted, pad], 0)   # slot j is the lower end of an accepted pair
+    left = tf.concat([accepted, pad], 0)  # slot j is the lower end of an accepted pair
     right = tf.concat([pad, accepted], 0)  # slot j is the upper end of an accepted pair
     return tf.where(left, idx + 1, tf.where(right, idx - 1, idx))
 
@@ -201,12 +211,23 @@ class CorrectedSwap:
       2.0
     """
 
-    def __init__(self, correction: schedules.ScalarOrSchedule | str = 2.0, smoothing: float = 0.3,
-                 period: int | None = None, pairs: str = "random", cooling_steps: int = 0, penalty: str = "auto",
-                 attempt_every: int = 1, deo_window: int = 1, target_acceptance: float | None = None) -> None:
+    def __init__(
+        self,
+        correction: schedules.ScalarOrSchedule | str = 2.0,
+        smoothing: float = 0.3,
+        period: int | None = None,
+        pairs: str = "random",
+        cooling_steps: int = 0,
+        penalty: str = "auto",
+        attempt_every: int = 1,
+        deo_window: int = 1,
+        target_acceptance: float | None = None,
+    ) -> None:
         self.target_acceptance = _checked_target(correction, target_acceptance)
         if isinstance(correction, str) and correction != "auto":
-            raise ValueError(f"correction (F) must be a number > 0, a LearningRateSchedule or 'auto', got {correction!r}")
+            raise ValueError(
+                f"correction (F) must be a number > 0, a LearningRateSchedule or 'auto', got {correction!r}"
+            )
         if not isinstance(correction, str):  # "auto": F starts at AUTO_INITIAL_CORRECTION, a tuner adapts it
             correction = schedules.validated("correction", correction)  # a float or a schedule
         if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0 < smoothing <= 1:
@@ -224,8 +245,10 @@ class CorrectedSwap:
         if isinstance(deo_window, bool) or not isinstance(deo_window, numbers.Integral) or deo_window < 1:
             raise ValueError(f"deo_window must be an integer >= 1, got {deo_window!r}")
         if deo_window != 1 and pairs != "deo":
-            raise ValueError(f"deo_window: a window of attempts per parity needs pairs='deo', got "
-                             f"deo_window={deo_window!r} with pairs={pairs!r}")
+            raise ValueError(
+                f"deo_window: a window of attempts per parity needs pairs='deo', got "
+                f"deo_window={deo_window!r} with pairs={pairs!r}"
+            )
         self.correction: schedules.ScalarOrSchedule | str = correction
         self.smoothing: float = float(smoothing)
         self.period: int | None = period
@@ -240,8 +263,7 @@ class CorrectedSwap:
         (their noise grows through the snapshot period), else the paper's ``"window"``."""
         if self.penalty != "auto":
             return self
-        return CorrectedSwap.from_config({**self.get_config(),
-                                          "penalty": "batch" if variance_reduced else "window"})
+        return CorrectedSwap.from_config({**self.get_config(), "penalty": "batch" if variance_reduced else "window"})
 
     def possible(self, step: tf.Tensor, state: SwapState) -> tf.Tensor:
         """True on attempt steps (``step % attempt_every == 0``) unless a swap was accepted
@@ -251,8 +273,9 @@ class CorrectedSwap:
             return cooled
         return tf.logical_and(cooled, tf.equal(tf.math.floormod(step, self.attempt_every), 0))
 
-    def penalty_variance(self, state: SwapState, energies: SwapEnergies,
-                         step: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def penalty_variance(
+        self, state: SwapState, energies: SwapEnergies, step: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor]:
         """The ``sigma2`` ``[P]`` of this step's penalty and whether it exists yet (bool scalar).
 
         ``"batch"``: this batch's own estimate of ``Var(U~_p - U~_{p+1})`` at the current
@@ -267,8 +290,9 @@ class CorrectedSwap:
             return tf.gather(state.sigma2_offset, k, axis=1), tf.gather(state.offset_ready, k)
         return energies.variance, tf.constant(True)
 
-    def attempt(self, state: SwapState, energies: SwapEnergies, temperatures: tf.Tensor, step: tf.Tensor,
-                key: tf.Tensor) -> SwapResults:
+    def attempt(
+        self, state: SwapState, energies: SwapEnergies, temperatures: tf.Tensor, step: tf.Tensor, key: tf.Tensor
+    ) -> SwapResults:
         """Proposes pairs and decides them with the corrected rule (step 4 of the train step).
 
         Args:
@@ -286,8 +310,9 @@ class CorrectedSwap:
         num_chains = energy.shape[0]
         sigma2, ready = self.penalty_variance(state, energies, step)
         attempt = tf.logical_and(self.possible(step, state), ready)
-        proposed = tf.logical_and(self.propose(num_chains, state.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)),
-                                  attempt)
+        proposed = tf.logical_and(
+            self.propose(num_chains, state.attempt_index, seeds.fold(key, seeds.SWAP_PAIR)), attempt
+        )
         if schedules.is_schedule(self.correction):
             state.correction.assign(tf.cast(self.correction(step), tf.float64))
         correction = tf.convert_to_tensor(state.correction)
@@ -305,8 +330,9 @@ class CorrectedSwap:
         state.last_energy.assign(energy)
         state.last_log_ratio.assign(results.log_accept_ratio)
 
-    def update_sigma2(self, state: SwapState, variance: tf.Tensor, weight: tf.Tensor, step: tf.Tensor,
-                      period: int) -> tf.Tensor:
+    def update_sigma2(
+        self, state: SwapState, variance: tf.Tensor, weight: tf.Tensor, step: tf.Tensor, period: int
+    ) -> tf.Tensor:
         """Step 6 of the train step: the sigma2 window and its stochastic approximation.
 
         ``variance``: float64 ``[P]`` within-batch estimate of ``Var(U~_p - U~_{p+1})`` at this
@@ -317,8 +343,7 @@ class CorrectedSwap:
         steps = state.window_steps + weight
         total = state.window_variance + weight * variance
         reset = stats.window_ends(step, period)
-        sigma2, ended = stats.windowed_estimate(state.sigma2, total, steps, self.smoothing, reset,
-                                                state.sigma2_ready)
+        sigma2, ended = stats.windowed_estimate(state.sigma2, total, steps, self.smoothing, reset, state.sigma2_ready)
         state.sigma2.assign(sigma2)
         state.sigma2_ready.assign(tf.logical_or(state.sigma2_ready, ended))
         state.window_steps.assign(tf.where(reset, tf.zeros_like(steps), steps))
@@ -361,10 +386,17 @@ class CorrectedSwap:
 
     def get_config(self) -> dict:
         correction = self.correction if self.adaptive_correction else schedules.serialize(self.correction)
-        return {"correction": correction, "smoothing": self.smoothing,
-                "period": self.period, "pairs": self.pairs,
-                "cooling_steps": self.cooling_steps, "penalty": self.penalty, "attempt_every": self.attempt_every,
-                "deo_window": self.deo_window, "target_acceptance": self.target_acceptance}
+        return {
+            "correction": correction,
+            "smoothing": self.smoothing,
+            "period": self.period,
+            "pairs": self.pairs,
+            "cooling_steps": self.cooling_steps,
+            "penalty": self.penalty,
+            "attempt_every": self.attempt_every,
+            "deo_window": self.deo_window,
+            "target_acceptance": self.target_acceptance,
+        }
 
     @classmethod
     def from_config(cls, config: dict) -> CorrectedSwap:
@@ -386,15 +418,19 @@ def _checked_target(correction: object, target: object) -> float | None:
     auto = isinstance(correction, str) and correction == "auto"
     if target is None:
         if auto:
-            raise ValueError("target_acceptance: correction='auto' adapts F to a swap acceptance rate; give "
-                             "target_acceptance in (0, 1), e.g. 0.3")
+            raise ValueError(
+                "target_acceptance: correction='auto' adapts F to a swap acceptance rate; give "
+                "target_acceptance in (0, 1), e.g. 0.3"
+            )
         return None
     if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < float(target) < 1:
-        raise ValueError(f"target_acceptance must be a number in (0, 1) (the swap acceptance rate F is adapted "
-                         f"to), got {target!r}")
+        raise ValueError(
+            f"target_acceptance must be a number in (0, 1) (the swap acceptance rate F is adapted to), got {target!r}"
+        )
     if not auto:
-        raise ValueError(f"target_acceptance={target!r} needs correction='auto' (F adapted to it); got "
-                         f"correction={correction!r}")
+        raise ValueError(
+            f"target_acceptance={target!r} needs correction='auto' (F adapted to it); got correction={correction!r}"
+        )
     return float(target)
 
 

@@ -41,8 +41,17 @@ class BoundError(errors.TfVrreError, ValueError):
         self.key = key
 
 
-def within(key: str, value: float, lo: float, hi: float, why: str, hi_open: bool = False, zero: bool = False,
-           prefix: str = "", context: str = "") -> float:
+def within(
+    key: str,
+    value: float,
+    lo: float,
+    hi: float,
+    why: str,
+    hi_open: bool = False,
+    zero: bool = False,
+    prefix: str = "",
+    context: str = "",
+) -> float:
     """``value`` if ``lo <= value <= hi`` (``hi_open``: ``< hi``; ``zero``: 0 is allowed too), else
     :class:`BoundError` naming ``key``, the interval and ``why``.  ``prefix`` starts the message
     (e.g. ``"config key "``), ``context`` follows the interval (e.g. ``" for N = 64"``)."""
@@ -52,8 +61,10 @@ def within(key: str, value: float, lo: float, hi: float, why: str, hi_open: bool
     digits = 3
     while _decimal(lo, digits, decimal.ROUND_CEILING) == _decimal(hi, digits, decimal.ROUND_FLOOR) and digits < 17:
         digits += 1  # an interval narrower than the digits shown
-    interval = (f"[{_decimal(lo, digits, decimal.ROUND_CEILING)}, {_decimal(hi, digits, decimal.ROUND_FLOOR)}"
-                f"{')' if hi_open else ']'}")
+    interval = (
+        f"[{_decimal(lo, digits, decimal.ROUND_CEILING)}, {_decimal(hi, digits, decimal.ROUND_FLOOR)}"
+        f"{')' if hi_open else ']'}"
+    )
     zero_text = "0 or " if zero else ""
     raise BoundError(key, f"{prefix}{key} must be {zero_text}in {interval}{context} ({why}), got {value:.6g}")
 

@@ -15,8 +15,16 @@ STEPS = 20000
 @pytest.fixture(scope="module")
 def runs():
     data = mx.make_data(1000, seed=0)
-    kw = dict(steps=STEPS, learning_rate=1e-4, batch_size=100, period=4, temperatures=(10.0, 3000.0),
-              correction=2.0, seed=3, record_every=20)
+    kw = dict(
+        steps=STEPS,
+        learning_rate=1e-4,
+        batch_size=100,
+        period=4,
+        temperatures=(10.0, 3000.0),
+        correction=2.0,
+        seed=3,
+        record_every=20,
+    )
     return data, {m: mx.run(m, data, **kw) for m in mx.METHODS}
 
 
@@ -44,7 +52,7 @@ def test_vr_cold_chain_visits_both_modes(runs):
 def test_variance_reduction_and_more_swaps(runs):
     _, r = runs
     vr, re = r["vr-resgld"], r["resgld"]
-    s_vr, s_re = vr["sigma2"][len(vr["sigma2"]) // 10:].mean(), re["sigma2"][len(re["sigma2"]) // 10:].mean()
+    s_vr, s_re = vr["sigma2"][len(vr["sigma2"]) // 10 :].mean(), re["sigma2"][len(re["sigma2"]) // 10 :].mean()
     assert s_re / s_vr >= 10.0, (s_re, s_vr)
     assert vr["swaps"] > re["swaps"], (vr["swaps"], re["swaps"])
 
@@ -56,11 +64,23 @@ def test_variance_reduction_shrinks_when_chains_move_far_between_refreshes(runs)
 
     def mean_sigma2(res):
         s = res["sigma2"]
-        return s[len(s) // 10:].mean()
+        return s[len(s) // 10 :].mean()
 
     base = mean_sigma2(r["resgld"]) / mean_sigma2(r["vr-resgld"])
-    far = {m: mx.run(m, data, steps=5000, learning_rate=1e-3, batch_size=100, period=40,
-                     temperatures=(10.0, 3000.0), correction=2.0, seed=3, record_every=20)
-           for m in ("resgld", "vr-resgld")}
+    far = {
+        m: mx.run(
+            m,
+            data,
+            steps=5000,
+            learning_rate=1e-3,
+            batch_size=100,
+            period=40,
+            temperatures=(10.0, 3000.0),
+            correction=2.0,
+            seed=3,
+            record_every=20,
+        )
+        for m in ("resgld", "vr-resgld")
+    }
     factor = mean_sigma2(far["resgld"]) / mean_sigma2(far["vr-resgld"])
     assert factor < 2.0 and factor < base / 10, (factor, base)

@@ -85,21 +85,31 @@ def test_preprocessing_errors_name_the_source_the_key_and_the_channels(image_dat
     prep = D.Preprocessing([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])
     with pytest.raises(ValueError, match=r"^preprocessing: 'std' is missing; expected \{'kind': 'normalize'"):
         D.Preprocessing.from_dict({"kind": "normalize", "scale": 1 / 255, "mean": [0.5]})
-    with pytest.raises(ValueError, match=r"^runs/a/run.json: preprocessing: mean must be finite and std > 0 in every "
-                                         r"channel, got mean \[0.5, 0.5\] and std \[0.2, 0.0\] \(channel 1\)"):
-        D.Preprocessing.from_dict({"kind": "normalize", "scale": 1, "mean": [0.5, 0.5], "std": [0.2, 0]},
-                                  where="runs/a/run.json: preprocessing")
+    with pytest.raises(
+        ValueError,
+        match=r"^runs/a/run.json: preprocessing: mean must be finite and std > 0 in every "
+        r"channel, got mean \[0.5, 0.5\] and std \[0.2, 0.0\] \(channel 1\)",
+    ):
+        D.Preprocessing.from_dict(
+            {"kind": "normalize", "scale": 1, "mean": [0.5, 0.5], "std": [0.2, 0]},
+            where="runs/a/run.json: preprocessing",
+        )
     four = np.zeros((2, 4, 4, 4), np.uint8)
-    message = (r"Preprocessing.apply: the images have 4 channels \(shape \(2, 4, 4, 4\)\), this preprocessing "
-               r"normalises 3 \(one mean and std per channel")
+    message = (
+        r"Preprocessing.apply: the images have 4 channels \(shape \(2, 4, 4, 4\)\), this preprocessing "
+        r"normalises 3 \(one mean and std per channel"
+    )
     with pytest.raises(ValueError, match=message):
         prep.apply(four)
     with pytest.raises(ValueError, match=message.replace("apply", "apply_tf")):
         prep.apply_tf(tf.constant(four))
     flat = np.random.default_rng(0).integers(0, 256, (10, 4, 4, 3), dtype=np.uint8)
     flat[..., 2] = 7
-    with pytest.raises(ValueError, match=r"^my images: channel 2 has the same value \(7\) in every pixel of all 10 "
-                                         r"images, so there is no variance to normalise by \(std = 0\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^my images: channel 2 has the same value \(7\) in every pixel of all 10 "
+        r"images, so there is no variance to normalise by \(std = 0\)",
+    ):
         D.Preprocessing.from_images(flat, where="my images")
     # the training data of a run: the files are named
     data = tmp_path / "data"
@@ -108,8 +118,11 @@ def test_preprocessing_errors_name_the_source_the_key_and_the_channels(image_dat
     x = x.copy()
     x[..., 1] = 200
     np.savez(data / "cifar10" / "cifar10_train.npz", x=x, y=y)
-    with pytest.raises(ValueError, match=rf"^the cifar10 training images in {data}/cifar10 \(cifar10_train\*.npz\): "
-                                         r"channel 1 has the same value \(200\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^the cifar10 training images in {data}/cifar10 \(cifar10_train\*.npz\): "
+        r"channel 1 has the same value \(200\)",
+    ):
         D.load_training_data("cifar10", "npz", str(data))
 
 
@@ -146,9 +159,17 @@ def test_augmentation_is_a_shifted_flipped_window_and_deterministic():
         out = D.augment(img, key, prep, aug).numpy()
         assert out.shape == (32, 32, 3) and out.dtype == np.float32
         np.testing.assert_array_equal(out, D.augment(img, key, prep, aug).numpy())  # a pure function of the key
-        matches = [(dy, dx, f) for dy in range(9) for dx in range(9) for f in (False, True)
-                   if np.allclose(out, (padded[dy:dy + 32, dx:dx + 32, :][:, ::-1] if f
-                                        else padded[dy:dy + 32, dx:dx + 32, :]), atol=1e-6)]
+        matches = [
+            (dy, dx, f)
+            for dy in range(9)
+            for dx in range(9)
+            for f in (False, True)
+            if np.allclose(
+                out,
+                (padded[dy : dy + 32, dx : dx + 32, :][:, ::-1] if f else padded[dy : dy + 32, dx : dx + 32, :]),
+                atol=1e-6,
+            )
+        ]
         assert matches, "the view is not a 32x32 window of the padded image (possibly flipped)"
         flips += matches[0][2]
     assert 2 <= flips <= 18  # p = 1/2 over 20 draws
@@ -166,7 +187,7 @@ def test_random_erasing_rate_and_rectangle():
         if zero.any():
             erased += 1
             rows, cols = np.where(zero.any(1))[0], np.where(zero.any(0))[0]
-            assert zero[rows.min():rows.max() + 1, cols.min():cols.max() + 1].all()  # a solid rectangle
+            assert zero[rows.min() : rows.max() + 1, cols.min() : cols.max() + 1].all()  # a solid rectangle
             areas.append(zero.mean())
     # binomial(400, 0.5): sd 10
     assert abs(erased - trials / 2) < 4 * np.sqrt(trials / 4)

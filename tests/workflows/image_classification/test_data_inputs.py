@@ -20,8 +20,14 @@ ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # TensorFlow would print start-up lines: 
 
 
 def tf_vrre_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tf_vrre.cli"] + [str(a) for a in args], capture_output=True,
-                          text=True, env=ENV, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "tf_vrre.cli"] + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def one_line_error(result):
@@ -42,18 +48,39 @@ def _write(folder, name, n, seed=0):
     np.savez(os.path.join(folder, name), x=x, y=y)
 
 
-TRAIN = ["train", "--config", "sghmc", "--model", "cnn", "--source", "npz", "--subset", "40", "--batch-size", "20",
-         "--holdout", "10"]
+TRAIN = [
+    "train",
+    "--config",
+    "sghmc",
+    "--model",
+    "cnn",
+    "--source",
+    "npz",
+    "--subset",
+    "40",
+    "--batch-size",
+    "20",
+    "--holdout",
+    "10",
+]
 
 
 # ---- npz part files ------------------------------------------------------------------------
-@pytest.mark.parametrize("names, message", [
-    (["cifar10_train_part2of2.npz"], "missing cifar10_train_part1of2.npz"),
-    (["cifar10_train_part1of2.npz", "cifar10_train_part2of3.npz"], "parts of different counts (of2, of3)"),
-    (["cifar10_train_part1of2.npz", "cifar10_train_part2of2.npz", "cifar10_train_part3of2.npz"],
-     "part1of2 .. part2of2"),
-    (["cifar10_train_part1of1.npz", "cifar10_train_partA.npz"], "part files must be named cifar10_train_part<k>of<n>"),
-])
+@pytest.mark.parametrize(
+    "names, message",
+    [
+        (["cifar10_train_part2of2.npz"], "missing cifar10_train_part1of2.npz"),
+        (["cifar10_train_part1of2.npz", "cifar10_train_part2of3.npz"], "parts of different counts (of2, of3)"),
+        (
+            ["cifar10_train_part1of2.npz", "cifar10_train_part2of2.npz", "cifar10_train_part3of2.npz"],
+            "part1of2 .. part2of2",
+        ),
+        (
+            ["cifar10_train_part1of1.npz", "cifar10_train_partA.npz"],
+            "part files must be named cifar10_train_part<k>of<n>",
+        ),
+    ],
+)
 def test_npz_parts_must_be_exactly_1_to_n_of_n(names, message, tmp_path):
     for i, name in enumerate(names):
         _write(tmp_path / "cifar10", name, 50, seed=i)
@@ -87,7 +114,7 @@ def _truncated(path):
     x, y = _images(50)
     np.savez(path, x=x, y=y)
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
 
 
 def _npy(path):
@@ -95,12 +122,15 @@ def _npy(path):
         np.save(f, np.zeros(3))
 
 
-@pytest.mark.parametrize("make, message", [
-    (_empty, "the archive is empty"),
-    (_not_zip, "not a readable .npz image archive"),
-    (_truncated, "not a readable .npz image archive"),
-    (_npy, "not an .npz archive"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (_empty, "the archive is empty"),
+        (_not_zip, "not a readable .npz image archive"),
+        (_truncated, "not a readable .npz image archive"),
+        (_npy, "not an .npz archive"),
+    ],
+)
 def test_bad_archives_are_named_in_one_line(make, message, tmp_path):
     (tmp_path / "cifar10").mkdir()
     path = tmp_path / "cifar10" / "cifar10_train.npz"
@@ -164,24 +194,35 @@ def data(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--holdout", "nan"], "--holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got nan"),
-    (["--holdout", "inf"], "--holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got inf"),
-    (["--holdout", "-1"], "--holdout: must be a count"),
-    (["--holdout", "99999999999"], "--holdout: must be a count in [0, 2147483647]"),
-    (["--erasing", "nan"], "--erasing: must be a finite number, got nan"),
-    (["--erasing", "1.5"], "--erasing: must be in [0, 1], got 1.5"),
-    (["--no-augment", "--erasing", "0.5"], "--no-augment: contradicts --erasing 0.5"),
-    (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment: contradicts --set data.erasing=0.2"),
-    (["--set", "model.kwargs.depth=3"], "config key model.kwargs.depth is unknown for model cnn; allowed: width, "
-                                        "batch_norm, synchronized_bn, name (override)"),
-    (["--set", "model.kwargs.width=0"], "config key model.kwargs.width must be an integer in [1, 2147483647], got 0 (override)"),
-    (["--set", "training.seed=4294967296"], "config key training.seed must be an integer in [0, 2147483647], "
-                                            "got 4294967296 (override)"),
-    (["--set", "data.split_seed=4294967296"], "config key data.split_seed must be an integer in [0, 2147483647]"),
-    (["--set", "swap.bogus=1"], "config key swap.bogus is unknown; allowed in [swap]: correction"),
-    (["--set", "data.bogus=1"], "config key data.bogus is unknown; allowed in [data]"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--holdout", "nan"], "--holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got nan"),
+        (["--holdout", "inf"], "--holdout: must be a count in [0, 2147483647] or a fraction in [0, 1), got inf"),
+        (["--holdout", "-1"], "--holdout: must be a count"),
+        (["--holdout", "99999999999"], "--holdout: must be a count in [0, 2147483647]"),
+        (["--erasing", "nan"], "--erasing: must be a finite number, got nan"),
+        (["--erasing", "1.5"], "--erasing: must be in [0, 1], got 1.5"),
+        (["--no-augment", "--erasing", "0.5"], "--no-augment: contradicts --erasing 0.5"),
+        (["--no-augment", "--set", "data.erasing=0.2"], "--no-augment: contradicts --set data.erasing=0.2"),
+        (
+            ["--set", "model.kwargs.depth=3"],
+            "config key model.kwargs.depth is unknown for model cnn; allowed: width, "
+            "batch_norm, synchronized_bn, name (override)",
+        ),
+        (
+            ["--set", "model.kwargs.width=0"],
+            "config key model.kwargs.width must be an integer in [1, 2147483647], got 0 (override)",
+        ),
+        (
+            ["--set", "training.seed=4294967296"],
+            "config key training.seed must be an integer in [0, 2147483647], got 4294967296 (override)",
+        ),
+        (["--set", "data.split_seed=4294967296"], "config key data.split_seed must be an integer in [0, 2147483647]"),
+        (["--set", "swap.bogus=1"], "config key swap.bogus is unknown; allowed in [swap]: correction"),
+        (["--set", "data.bogus=1"], "config key data.bogus is unknown; allowed in [data]"),
+    ],
+)
 def test_train_flags_refused_in_one_line_before_tensorflow(flags, message, data, tmp_path):
     line = one_line_error(tf_vrre_cli(*TRAIN, "--data-dir", data, "--out", tmp_path / "run", *flags))
     assert message in line, line
@@ -222,16 +263,35 @@ def _fake_run(run, data_dir):
     import hashlib
 
     (run / "samples").mkdir(parents=True)
-    run_json.write_json(run / "run.json", {
-        "format": run_json.FORMAT, "method": "sghmc", "config": {}, "seed": 0,
-        "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
-        "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 90, "holdout": 0},
-        "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3}})
+    run_json.write_json(
+        run / "run.json",
+        {
+            "format": run_json.FORMAT,
+            "method": "sghmc",
+            "config": {},
+            "seed": 0,
+            "model": {"name": "cnn", "kwargs": {}, "num_classes": 10, "input_shape": [32, 32, 3]},
+            "data": {"dataset": "cifar10", "source": "npz", "data_dir": str(data_dir), "train_size": 90, "holdout": 0},
+            "preprocessing": {"kind": "normalize", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.25] * 3},
+        },
+    )
     sample = run / "samples" / "sample-000000001.npz"
     np.savez(sample, w0=np.zeros(3, np.float32))
-    (run / "samples" / "manifest.json").write_text(json.dumps({"format": "tf_vrre.samples/1", "entries": [
-        {"file": sample.name, "step": 1, "bytes": sample.stat().st_size,
-         "sha256": hashlib.sha256(sample.read_bytes()).hexdigest()}]}))
+    (run / "samples" / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": "tf_vrre.samples/1",
+                "entries": [
+                    {
+                        "file": sample.name,
+                        "step": 1,
+                        "bytes": sample.stat().st_size,
+                        "sha256": hashlib.sha256(sample.read_bytes()).hexdigest(),
+                    }
+                ],
+            }
+        )
+    )
     return run
 
 

@@ -16,8 +16,11 @@ from tf_vrre.workflows.image_classification.data import pixels_digest
 
 
 def _snapshot(out):
-    return {os.path.relpath(os.path.join(d, f), out): os.stat(os.path.join(d, f)).st_mtime_ns
-            for d, _, files in os.walk(out) for f in files}
+    return {
+        os.path.relpath(os.path.join(d, f), out): os.stat(os.path.join(d, f)).st_mtime_ns
+        for d, _, files in os.walk(out)
+        for f in files
+    }
 
 
 def _other_images(src, dst):
@@ -43,8 +46,11 @@ def test_resume_on_other_pixels_is_refused_before_writing(image_data_dir, tmp_pa
     out = tmp_path / "run"
     assert cli.main(cli_flags("msgd", out, image_data_dir)) == 0
     run = _interrupted(out)
-    assert run["data"]["pixels_digest"] == pixels_digest(np.concatenate([
-        np.load(os.path.join(image_data_dir, "cifar10", f"cifar10_train_part{k}of2.npz"))["x"] for k in (1, 2)]))
+    assert run["data"]["pixels_digest"] == pixels_digest(
+        np.concatenate(
+            [np.load(os.path.join(image_data_dir, "cifar10", f"cifar10_train_part{k}of2.npz"))["x"] for k in (1, 2)]
+        )
+    )
     other = _other_images(image_data_dir, tmp_path / "other")
     before, text = _snapshot(out), open(out / "run.json").read()
     capsys.readouterr()

@@ -60,10 +60,12 @@ def test_evaluate_cli_and_errors(tiny_run, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     shutil.copy(os.path.join(tiny_run, "run.json"), empty / "run.json")
-    for args, message in ((["--run", str(empty)], "samples/manifest.json does not exist"),
-                          (["--run", str(tmp_path / "nope")], "run directory"),
-                          (["--run", tiny_run, "--ood", "mnist"], "--ood: invalid choice"),
-                          (["--run", tiny_run, "--test-size", "0"], "--test-size: must be > 0")):
+    for args, message in (
+        (["--run", str(empty)], "samples/manifest.json does not exist"),
+        (["--run", str(tmp_path / "nope")], "run directory"),
+        (["--run", tiny_run, "--ood", "mnist"], "--ood: invalid choice"),
+        (["--run", tiny_run, "--test-size", "0"], "--test-size: must be > 0"),
+    ):
         with pytest.raises(SystemExit) as exc:
             cli.main(["evaluate"] + args)
         assert exc.value.code == 2

@@ -12,8 +12,8 @@ Y = np.array([0, 2, 2, 1])
 
 
 def test_classification_metrics_by_hand():
-    assert M.accuracy(P, Y) == 0.75                                             # argmax 0, 1, 2, 1
-    assert M.nll(P, Y) == pytest.approx(-(math.log(.7) + math.log(.3) + math.log(.4) + math.log(.5)) / 4, rel=1e-6)
+    assert M.accuracy(P, Y) == 0.75  # argmax 0, 1, 2, 1
+    assert M.nll(P, Y) == pytest.approx(-(math.log(0.7) + math.log(0.3) + math.log(0.4) + math.log(0.5)) / 4, rel=1e-6)
     # sum_j (p_j - o_j)^2 per row: 0.14, 0.86, 0.54, 0.375
     assert M.brier(P, Y) == pytest.approx((0.14 + 0.86 + 0.54 + 0.375) / 4, rel=1e-6)
     # confidences 0.7, 0.6, 0.4, 0.5 (correct 1, 0, 1, 1), one per bin of width 1/15
@@ -29,8 +29,8 @@ def test_uncertainty_metrics_by_hand():
     h = M.entropy(P)
     assert h[0] == pytest.approx(-(0.7 * math.log(0.7) + 0.2 * math.log(0.2) + 0.1 * math.log(0.1)), rel=1e-9)
     assert M.entropy(np.full((1, 10), 0.1))[0] == pytest.approx(math.log(10))
-    assert M.ood_brier(P) == pytest.approx((0.54 + 0.46 + 0.34 + 0.375) / 4)     # sum_j p_j^2 per row
-    assert M.ood_brier(np.full((3, 10), 0.1)) == pytest.approx(0.1)              # optimum 1 / C
+    assert M.ood_brier(P) == pytest.approx((0.54 + 0.46 + 0.34 + 0.375) / 4)  # sum_j p_j^2 per row
+    assert M.ood_brier(np.full((3, 10), 0.1)) == pytest.approx(0.1)  # optimum 1 / C
     neg, pos = [0.1, 0.4, 0.35, 0.8], [0.9, 0.3, 0.7, 0.4]
     # pairs pos > neg: 4 + 1 + 3 + 2, plus half of the tie (0.4, 0.4): 10.5 of 16
     assert M.auroc(neg, pos) == pytest.approx(10.5 / 16, abs=1e-6)

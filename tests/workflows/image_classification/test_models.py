@@ -70,8 +70,10 @@ def test_registry_names_and_unknown_name():
         models.build("cnn", depth=3)
 
 
-@pytest.mark.parametrize("name,kwargs,params", [("cnn", {}, (16e3, 18e3)), ("cnn", {"batch_norm": True}, (16e3, 18e3)),
-                                                ("resnet8", {}, (75e3, 82e3))])
+@pytest.mark.parametrize(
+    "name,kwargs,params",
+    [("cnn", {}, (16e3, 18e3)), ("cnn", {"batch_norm": True}, (16e3, 18e3)), ("resnet8", {}, (75e3, 82e3))],
+)
 def test_small_models_and_json_round_trip(name, kwargs, params):
     net = models.build(name, num_classes=100, **kwargs)
     assert net.output_shape == (None, 100) and not net.losses
@@ -99,8 +101,14 @@ def test_synchronized_bn_flag_reaches_every_layer():
 def test_builder_is_a_serializable_model_fn():
     """``models.Builder``: get_config is exactly its constructor arguments; the round trip builds the same net."""
     fn = models.Builder("cnn", num_classes=7, input_shape=(32, 32, 3), width=4, batch_norm=True)
-    assert fn.get_config() == {"name": "cnn", "num_classes": 7, "input_shape": [32, 32, 3],
-                               "synchronized_bn": False, "width": 4, "batch_norm": True}
+    assert fn.get_config() == {
+        "name": "cnn",
+        "num_classes": 7,
+        "input_shape": [32, 32, 3],
+        "synchronized_bn": False,
+        "width": 4,
+        "batch_norm": True,
+    }
     back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(fn))
     assert isinstance(back, models.Builder) and back.get_config() == fn.get_config()
     a, b = fn(), back()

@@ -22,18 +22,34 @@ from tf_vrre.workflows.image_classification import train as training
 
 
 # ---- TF_CONFIG and TPU detection (no TensorFlow) ----------------------------------------------
-@pytest.mark.parametrize("text,message", [
-    ("{not json", "TF_CONFIG is not valid JSON"),
-    ('["worker"]', "TF_CONFIG needs a 'cluster' object"),
-    ('{"cluster": {"worker": []}, "task": {"type": "worker", "index": 0}}', "must be a non-empty list of 'host:port'"),
-    ('{"cluster": {"worker": ["h0"]}, "task": {"type": "worker", "index": 0}}', "must be a non-empty list of 'host:port'"),
-    ('{"cluster": {"worker": ["h0:1", "h1:1"]}}', "TF_CONFIG needs a 'task' object with 'type' and 'index'"),
-    ('{"cluster": {"worker": ["h0:1", "h1:1"]}, "task": {"type": "ps", "index": 0}}', "task type 'ps' must be one of"),
-    ('{"cluster": {"worker": ["h0:1", "h1:1"]}, "task": {"type": "worker", "index": 2}}',
-     r"task index 2 must be an integer in [0, 2)"),
-    ('{"cluster": {"worker": ["h0:1"], "ps": ["h2:1"]}, "task": {"type": "worker", "index": 0}}',
-     "cluster jobs ['ps'] are not used"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("{not json", "TF_CONFIG is not valid JSON"),
+        ('["worker"]', "TF_CONFIG needs a 'cluster' object"),
+        (
+            '{"cluster": {"worker": []}, "task": {"type": "worker", "index": 0}}',
+            "must be a non-empty list of 'host:port'",
+        ),
+        (
+            '{"cluster": {"worker": ["h0"]}, "task": {"type": "worker", "index": 0}}',
+            "must be a non-empty list of 'host:port'",
+        ),
+        ('{"cluster": {"worker": ["h0:1", "h1:1"]}}', "TF_CONFIG needs a 'task' object with 'type' and 'index'"),
+        (
+            '{"cluster": {"worker": ["h0:1", "h1:1"]}, "task": {"type": "ps", "index": 0}}',
+            "task type 'ps' must be one of",
+        ),
+        (
+            '{"cluster": {"worker": ["h0:1", "h1:1"]}, "task": {"type": "worker", "index": 2}}',
+            r"task index 2 must be an integer in [0, 2)",
+        ),
+        (
+            '{"cluster": {"worker": ["h0:1"], "ps": ["h2:1"]}, "task": {"type": "worker", "index": 0}}',
+            "cluster jobs ['ps'] are not used",
+        ),
+    ],
+)
 def test_malformed_tf_config_is_named(text, message, monkeypatch):
     monkeypatch.setenv("TF_CONFIG", text)
     with pytest.raises(ValueError) as err:
@@ -51,9 +67,12 @@ def test_well_formed_tf_config_and_names(monkeypatch):
     monkeypatch.delenv("TF_CONFIG")
     assert strategies.tf_config() is None
     assert strategies.STRATEGIES == ("auto", "default", "mirrored", "multiworker", "tpu")
-    with pytest.raises(ValueError, match="strategy must be one of auto, default, mirrored, multiworker, tpu; got 'gpu'"):
+    with pytest.raises(
+        ValueError, match="strategy must be one of auto, default, mirrored, multiworker, tpu; got 'gpu'"
+    ):
         strategies.check("gpu")
     from tf_vrre.sgmcmc import swap_record as record  # the CLI bound, kept TF-free, is the swap record's capacity
+
     assert strategies.MAX_STEPS_PER_EXECUTION == record.CAPACITY
 
 
@@ -78,8 +97,11 @@ def test_tpu_detection(monkeypatch):
     assert "no TCP connection within" in strategies.tpu_reachable(stale)
     assert strategies.tpu_reachable("no-port") == "not host:port ('no-port')"
     if not present:
-        with pytest.raises(ValueError, match=rf"no TPU detected \(\$COLAB_TPU_ADDR = '{stale}' \(not reachable: "
-                                             r"no TCP connection within 3 s: ConnectionRefusedError\)"):
+        with pytest.raises(
+            ValueError,
+            match=rf"no TPU detected \(\$COLAB_TPU_ADDR = '{stale}' \(not reachable: "
+            r"no TCP connection within 3 s: ConnectionRefusedError\)",
+        ):
             strategies.check("tpu")
     with _fake_tpu.worker_service() as node:  # a TPU node's worker service counts
         monkeypatch.setenv("COLAB_TPU_ADDR", node)
@@ -92,14 +114,18 @@ def test_an_address_that_accepts_tcp_is_no_tpu_unless_its_worker_service_lists_o
     for ever); the worker service must list a TPU device, asked in a child process with deadlines."""
     monkeypatch.setattr(strategies, "TPU_STATUS_SECONDS", 0.5)
     with _fake_tpu.tcp_only() as address:
-        assert strategies.tpu_reachable(address) == ("accepts TCP, but no TensorFlow server answered within 0.5 s "
-                                                      "(DEADLINE_EXCEEDED: Deadline Exceeded)")
+        assert strategies.tpu_reachable(address) == (
+            "accepts TCP, but no TensorFlow server answered within 0.5 s (DEADLINE_EXCEEDED: Deadline Exceeded)"
+        )
         monkeypatch.setenv("COLAB_TPU_ADDR", address)
         local = bool(glob.glob("/dev/accel*") or strategies._vfio_tpu())
         assert strategies.tpu_present() == local
         if not local:
-            with pytest.raises(ValueError, match=r"no TPU detected \(\$COLAB_TPU_ADDR = '127.0.0.1:\d+' \(not "
-                                                 r"reachable: accepts TCP, but no TensorFlow server answered"):
+            with pytest.raises(
+                ValueError,
+                match=r"no TPU detected \(\$COLAB_TPU_ADDR = '127.0.0.1:\d+' \(not "
+                r"reachable: accepts TCP, but no TensorFlow server answered",
+            ):
                 strategies.check("tpu")
     with _fake_tpu.worker_service(("CPU",)) as address:  # a TensorFlow server, but no TPU
         assert strategies.tpu_reachable(address) == "a TensorFlow server without a TPU device (devices: CPU)"
@@ -126,8 +152,10 @@ def test_vfio_alone_is_no_tpu(monkeypatch):
     def fake_open(path, *args, **kw):
         if path in vendors:
             import io
+
             return io.StringIO(vendors[path])
         return real_open(path, *args, **kw)
+
     monkeypatch.setattr(strategies.glob, "glob", fake_glob)
     monkeypatch.setattr("builtins.open", fake_open)
     assert not strategies.tpu_present()
@@ -143,17 +171,28 @@ def _address(kind):
     if kind == "closed":
         yield f"127.0.0.1:{_closed_port()}"
     else:
-        with (_fake_tpu.tcp_only() if kind == "tcp-only" else _fake_tpu.worker_service()) as address:
+        with _fake_tpu.tcp_only() if kind == "tcp-only" else _fake_tpu.worker_service() as address:
             yield address
 
 
-_REASONS = {"closed": "no TCP connection within 3 s: ConnectionRefusedError",
-            "tcp-only": "accepts TCP, but no TensorFlow server answered within 5 s (DEADLINE_EXCEEDED"}
+_REASONS = {
+    "closed": "no TCP connection within 3 s: ConnectionRefusedError",
+    "tcp-only": "accepts TCP, but no TensorFlow server answered within 5 s (DEADLINE_EXCEEDED",
+}
 
 
-@pytest.mark.parametrize("strategy,kind", [("default", "closed"), ("auto", "closed"), ("auto", "tcp-only"),
-                                           ("auto", "tpu-node"), ("tpu", "closed"), ("tpu", "tcp-only"),
-                                           ("tpu", "tpu-node")])
+@pytest.mark.parametrize(
+    "strategy,kind",
+    [
+        ("default", "closed"),
+        ("auto", "closed"),
+        ("auto", "tcp-only"),
+        ("auto", "tpu-node"),
+        ("tpu", "closed"),
+        ("tpu", "tcp-only"),
+        ("tpu", "tpu-node"),
+    ],
+)
 def test_stale_tpu_address_never_hangs_train(strategy, kind, image_data_dir, tmp_path):
     """``tf-vrre train`` with ``$COLAB_TPU_ADDR`` of a closed port, of a port that accepts TCP but
     never answers (TensorFlow's connection used to wait for it for ever), or of a TPU node whose
@@ -166,26 +205,41 @@ def test_stale_tpu_address_never_hangs_train(strategy, kind, image_data_dir, tmp
     flags = cli_flags("msgd", out, image_data_dir, epochs=1) + ["--strategy", strategy]
     with _address(kind) as address:
         env = dict(os.environ, COLAB_TPU_ADDR=address, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-        proc = subprocess.run([sys.executable, "-m", "tf_vrre.cli", *flags], capture_output=True, text=True,
-                              timeout=240, env=env, cwd=ROOT)
-    tried = (f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
-             f"TPUClusterResolver(tpu='grpc://{address}'), experimental_connect_to_cluster, initialize_tpu_system: "
-             "UnimplementedError")
+        proc = subprocess.run(
+            [sys.executable, "-m", "tf_vrre.cli", *flags],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=env,
+            cwd=ROOT,
+        )
+    tried = (
+        f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
+        f"TPUClusterResolver(tpu='grpc://{address}'), experimental_connect_to_cluster, initialize_tpu_system: "
+        "UnimplementedError"
+    )
     if strategy == "tpu":
         assert proc.returncode == 2, proc.stderr[-3000:]
         lines = [line for line in proc.stderr.splitlines() if line.startswith("tf-vrre")]  # not TF's own logs
         assert "Traceback" not in proc.stderr and proc.stderr.rstrip().endswith(lines[-1])
-        why = tried if kind == "tpu-node" else (f"strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR = '{address}' "
-                                                f"(not reachable: {_REASONS[kind]}")
-        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: train: --strategy") and why in lines[0], \
+        why = (
+            tried
+            if kind == "tpu-node"
+            else (f"strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR = '{address}' (not reachable: {_REASONS[kind]}")
+        )
+        assert len(lines) == 1 and lines[0].startswith("tf-vrre: error: train: --strategy") and why in lines[0], (
             proc.stderr
+        )
         assert not out.exists() or kind == "tpu-node"  # found before TensorFlow starts, else after the lock
         return
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.load(open(out / "run.json"))["execution"]["strategy"] == "default"
     assert len(load_samples(out / "samples")) >= 1
-    warning = (f"strategy 'auto': {tried}" if kind == "tpu-node" else
-               f"strategy 'auto': no TPU at '{address}' ($COLAB_TPU_ADDR): {_REASONS[kind]}")
+    warning = (
+        f"strategy 'auto': {tried}"
+        if kind == "tpu-node"
+        else f"strategy 'auto': no TPU at '{address}' ($COLAB_TPU_ADDR): {_REASONS[kind]}"
+    )
     assert (warning in proc.stderr) == (strategy == "auto"), proc.stderr[-3000:]
     assert "; using the GPUs / CPU" in proc.stderr or strategy == "default"
 
@@ -213,11 +267,17 @@ def test_options_that_cannot_run_under_a_strategy_are_refused():
 
     if tf.config.list_logical_devices("GPU"):
         pytest.skip("a GPU is present")
-    with pytest.raises(ValueError, match=r"jit_compile=True \(--jit-compile on\) with 2 replicas on CPU: XLA cannot "
-                                         "compile the all-reduces"):
+    with pytest.raises(
+        ValueError,
+        match=r"jit_compile=True \(--jit-compile on\) with 2 replicas on CPU: XLA cannot "
+        "compile the all-reduces",
+    ):
         strategies.check_options(TwoReplicasOnCpu(), jit_compile=True)
-    with pytest.raises(ValueError, match=r"steps_per_execution=4 \(--steps-per-execution\) with 2 replicas under "
-                                         "TwoReplicasOnCpu: .*keras-team/keras#19246"):
+    with pytest.raises(
+        ValueError,
+        match=r"steps_per_execution=4 \(--steps-per-execution\) with 2 replicas under "
+        "TwoReplicasOnCpu: .*keras-team/keras#19246",
+    ):
         strategies.check_options(TwoReplicasOnCpu(), steps_per_execution=4)
     for jit, spe in (("auto", 1), (False, None)):
         strategies.check_options(TwoReplicasOnCpu(), jit, spe)
@@ -231,15 +291,23 @@ def test_tpu_unavailable_is_a_clear_value_error(monkeypatch):
     with pytest.raises(ValueError) as err:
         strategies.make_strategy("tpu")
     text = str(err.value)
-    assert text.startswith("strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
-                           "TPUClusterResolver(tpu='local'), experimental_connect_to_cluster, initialize_tpu_system")
+    assert text.startswith(
+        "strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
+        "TPUClusterResolver(tpu='local'), experimental_connect_to_cluster, initialize_tpu_system"
+    )
     assert "Detected: $COLAB_TPU_ADDR unset, /dev/accel* absent, /dev/vfio/<n> " in text
     monkeypatch.setenv("COLAB_TPU_ADDR", f"127.0.0.1:{_closed_port()}")
-    with pytest.raises(ValueError, match=r"no TPU reachable at 'grpc://127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
-                                         r"connection within 3 s: ConnectionRefusedError\."):
+    with pytest.raises(
+        ValueError,
+        match=r"no TPU reachable at 'grpc://127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
+        r"connection within 3 s: ConnectionRefusedError\.",
+    ):
         strategies.make_strategy("tpu")
-    with pytest.warns(UserWarning, match=r"strategy 'auto': no TPU at '127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
-                                         "connection within 3 s: ConnectionRefusedError; using the GPUs / CPU"):
+    with pytest.warns(
+        UserWarning,
+        match=r"strategy 'auto': no TPU at '127.0.0.1:\d+' \(\$COLAB_TPU_ADDR\): no TCP "
+        "connection within 3 s: ConnectionRefusedError; using the GPUs / CPU",
+    ):
         assert strategies.name_of(strategies.make_strategy("auto")) == "default"
     assert err.value.__cause__ is None and err.value.__suppress_context__  # not a raw TensorFlow traceback
 
@@ -247,11 +315,13 @@ def test_tpu_unavailable_is_a_clear_value_error(monkeypatch):
 # ---- training.train: jit_compile and steps_per_execution -----------------------------------------
 def test_execution_options_are_checked_before_anything_is_written(image_data_dir, tmp_path):
     cfg = tiny_config("vr-resghmc")  # thinning 1
-    for kwargs, message in (({"jit_compile": "yes"}, "jit_compile must be None, True, False or 'auto'; got 'yes'"),
-                            ({"jit_compile": 1}, "jit_compile must be None, True, False or 'auto'; got 1"),
-                            ({"steps_per_execution": 0}, r"steps_per_execution must be an integer in \[1, 1024\]"),
-                            ({"steps_per_execution": 2}, r"steps_per_execution \(2\) must divide samples.thinning \(1\)"),
-                            ({"strategy": "gpu"}, "strategy must be one of auto, default, mirrored, multiworker, tpu")):
+    for kwargs, message in (
+        ({"jit_compile": "yes"}, "jit_compile must be None, True, False or 'auto'; got 'yes'"),
+        ({"jit_compile": 1}, "jit_compile must be None, True, False or 'auto'; got 1"),
+        ({"steps_per_execution": 0}, r"steps_per_execution must be an integer in \[1, 1024\]"),
+        ({"steps_per_execution": 2}, r"steps_per_execution \(2\) must divide samples.thinning \(1\)"),
+        ({"strategy": "gpu"}, "strategy must be one of auto, default, mirrored, multiworker, tpu"),
+    ):
         with pytest.raises(ValueError, match=message):
             training.train(cfg, tmp_path / "run", data_dir=image_data_dir, source="npz", verbose=0, **kwargs)
         assert not os.path.exists(tmp_path / "run")
@@ -260,13 +330,20 @@ def test_execution_options_are_checked_before_anything_is_written(image_data_dir
 def test_train_with_xla_and_steps_per_execution_records_both(image_data_dir, tmp_path, capsys):
     cfg = tiny_config("vr-resghmc", samples__thinning=2)
     out = tmp_path / "run"
-    result = training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=1, jit_compile=True,
-                            steps_per_execution=2)
+    result = training.train(
+        cfg, out, data_dir=image_data_dir, source="npz", verbose=1, jit_compile=True, steps_per_execution=2
+    )
     assert "XLA on, 2 step(s) per execution" in capsys.readouterr().err
     run = json.load(open(out / "run.json"))
     assert run["status"] == "complete" and run["execution"] == {
-        "strategy": "default", "workers": 1, "jit_compile": True, "xla": True,
-        "xla_forced_by_tpu": False, "steps_per_execution": 2, "placement": "replicated"}
+        "strategy": "default",
+        "workers": 1,
+        "jit_compile": True,
+        "xla": True,
+        "xla_forced_by_tpu": False,
+        "steps_per_execution": 2,
+        "placement": "replicated",
+    }
     sampler = result["sampler"]
     assert sampler.jit_compile is True and sampler.steps_per_execution == 2
     assert int(sampler.state.step.numpy()) == 4  # 2 epochs x 2 steps, in executions of 2
@@ -296,14 +373,24 @@ def _free_port():
 def _workers(outs, data_dir, tmp):
     """Runs `tf-vrre train --strategy multiworker` as 2 workers on 127.0.0.1; returns their outputs."""
     cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(2)]}
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TMPDIR=str(tmp),
-               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="3",
+        TMPDIR=str(tmp),
+        PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+    )
     procs = []
     for i, out in enumerate(outs):
         flags = cli_flags("vr-resghmc", out, data_dir) + ["--strategy", "multiworker"]
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "tf_vrre.cli"] + flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tf_vrre.cli"] + flags,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})),
+            )
+        )
     results = [(p.pid, *p.communicate(timeout=600)) for p in procs]
     return [(pid, p.returncode, stdout, stderr) for p, (pid, stdout, stderr) in zip(procs, results)]
 
@@ -317,7 +404,14 @@ def test_two_workers_only_the_chief_writes_the_run(image_data_dir, tmp_path):
     run = json.load(open(out / "run.json"))
     assert run["status"] == "complete" and run["replicas"] == 2
     assert run["execution"]["strategy"] == "multiworker" and run["execution"]["workers"] == 2
-    assert sorted(os.listdir(out)) == [".lock", "log.csv", "run.json", "samples", "swaps", "tensorboard"]  # backup removed
+    assert sorted(os.listdir(out)) == [
+        ".lock",
+        "log.csv",
+        "run.json",
+        "samples",
+        "swaps",
+        "tensorboard",
+    ]  # backup removed
     for folder in ("", "samples", "swaps"):  # the chief's locks, released: no pid left behind
         assert open(out / folder / ".lock").read() == ""
     assert "-> " in out0 and "a non-chief worker: the chief wrote" in out1

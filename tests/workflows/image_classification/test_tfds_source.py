@@ -61,6 +61,7 @@ def test_prepared_tfds_data_load_offline(tfds_dir):
     assert sources.check_available("cifar10", "train", "tfds", data_dir, download=False) == "tfds"
     xs, ys, used = sources.load_split("cifar10", "train", "tfds", data_dir, download=False)
     assert used == "tfds" and xs.shape == (200, 32, 32, 3) and xs.dtype == np.uint8 and ys.dtype == np.int64
+
     # tfds shuffles examples by key hash when it writes: the same set of (image, label) pairs
     def order(a, b):
         return sorted(zip(map(bytes, a), b.tolist()))
@@ -75,10 +76,37 @@ def test_train_and_evaluate_with_tfds_from_another_directory(tfds_dir, tmp_path,
 
     root, _, _ = tfds_dir
     monkeypatch.chdir(root)
-    flags = ["train", "--config", "sghmc", "--model", "cnn", "--set", "model.kwargs.width=4", "--subset", "64",
-             "--batch-size", "32", "--holdout", "32", "--epochs", "2", "--thinning", "2",
-             "--set", "samples.burn_in_epochs=0", "--set", "samples.validation=16", "--source", "tfds",
-             "--no-download", "--data-dir", "tensorflow_datasets", "--out", str(tmp_path / "run"), "--quiet"]
+    flags = [
+        "train",
+        "--config",
+        "sghmc",
+        "--model",
+        "cnn",
+        "--set",
+        "model.kwargs.width=4",
+        "--subset",
+        "64",
+        "--batch-size",
+        "32",
+        "--holdout",
+        "32",
+        "--epochs",
+        "2",
+        "--thinning",
+        "2",
+        "--set",
+        "samples.burn_in_epochs=0",
+        "--set",
+        "samples.validation=16",
+        "--source",
+        "tfds",
+        "--no-download",
+        "--data-dir",
+        "tensorflow_datasets",
+        "--out",
+        str(tmp_path / "run"),
+        "--quiet",
+    ]
     assert cli.main(flags) == 0
     run = json.load(open(tmp_path / "run" / "run.json"))
     assert run["data"]["source"] == "tfds" and run["status"] == "complete"
@@ -120,8 +148,9 @@ def test_offline_download_fails_in_seconds_naming_the_offline_options(tmp_path, 
     empty.mkdir()
     start = time.monotonic()
     with pytest.raises(SystemExit) as exc:
-        cli.main(["train", "--config", "sghmc", "--source", "tfds", "--data-dir", str(empty), "--out",
-                  str(tmp_path / "run")])
+        cli.main(
+            ["train", "--config", "sghmc", "--source", "tfds", "--data-dir", str(empty), "--out", str(tmp_path / "run")]
+        )
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "Retrying" not in err
@@ -144,8 +173,20 @@ def test_offline_for_real_through_the_console_script(tmp_path):
         pytest.skip("online: the download host answers")
     env = dict(os.environ, PYTHONPATH=ROOT, TFDS_DATA_DIR=str(tmp_path / "tfds"))
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    base = [sys.executable, "-m", "tf_vrre.cli", "train", "--config", "vr-resghmc", "--model", "cnn", "--source",
-            "tfds", "--out", str(tmp_path / "run")]
+    base = [
+        sys.executable,
+        "-m",
+        "tf_vrre.cli",
+        "train",
+        "--config",
+        "vr-resghmc",
+        "--model",
+        "cnn",
+        "--source",
+        "tfds",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     result = subprocess.run(base, capture_output=True, text=True, env=env, timeout=120)
     line = _one_line(result)  # one line: TensorFlow never started
     assert "cannot be downloaded (no connection: www.cs.toronto.edu:443" in line
@@ -199,8 +240,15 @@ def test_packages_tfds_imports_to_prepare_data_are_declared():
 
     core = os.path.join(os.path.dirname(tensorflow_datasets.__file__), "core")
     modules = set()
-    for name in ("dataset_builder.py", "load.py", "download/download_manager.py", "download/downloader.py",
-                 "download/extractor.py", "writer.py", "file_adapters.py"):
+    for name in (
+        "dataset_builder.py",
+        "load.py",
+        "download/download_manager.py",
+        "download/downloader.py",
+        "download/extractor.py",
+        "writer.py",
+        "file_adapters.py",
+    ):
         modules |= _imported_modules(os.path.join(core, name))
     optional = {"apache_beam", "riegeli", "tensorflow_datasets", "__future__", "mlcroissant"}  # lazy, not for CIFAR
     third_party = {m for m in modules - optional if m not in sys.stdlib_module_names}
@@ -219,7 +267,8 @@ def test_packages_tfds_imports_to_prepare_data_are_declared():
     for module in sorted(third_party):
         dists = {re.sub(r"[-_.]+", "-", d).lower() for d in distributions.get(module, [module])}
         assert dists & (tfds_reqs | ours | {"tensorflow", "tf-nightly", "numpy", "absl-py", "protobuf"}), (
-            f"tensorflow-datasets imports {module} (distribution {sorted(dists)}): declare it in pyproject.toml")
+            f"tensorflow-datasets imports {module} (distribution {sorted(dists)}): declare it in pyproject.toml"
+        )
     assert "importlib-resources" in ours
 
 

@@ -26,7 +26,11 @@ def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir,
     result = training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     run = json.load(open(out / "run.json"))
     assert run["format"] == "tf_vrre.run/1" and run["method"] == method and run["status"] == "complete"
-    assert run["config"] == cfg.to_dict() and run["seed"] == 0 and set(run["versions"]) == {"tf_vrre", "tensorflow", "keras"}
+    assert (
+        run["config"] == cfg.to_dict()
+        and run["seed"] == 0
+        and set(run["versions"]) == {"tf_vrre", "tensorflow", "keras"}
+    )
     assert run["model"] == {"name": "cnn", "kwargs": {"width": 4}, "num_classes": 10, "input_shape": [32, 32, 3]}
     assert run["data"]["train_size"] == 64 and run["data"]["holdout"] == 32 and run["data"]["source"] == "npz"
     p = run["preprocessing"]
@@ -54,8 +58,11 @@ def test_run_directory_refuses_another_config(image_data_dir, tmp_path):
     training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     before = open(out / "run.json").read()
     other = tiny_config("msgd", training__seed=1)
-    with pytest.raises(run_json.RunDirError, match=r"holds a different run \(msgd\): config key training.seed is 0 "
-                                                 r"there, 1 now; use --overwrite"):
+    with pytest.raises(
+        run_json.RunDirError,
+        match=r"holds a different run \(msgd\): config key training.seed is 0 "
+        r"there, 1 now; use --overwrite",
+    ):
         training.train(other, out, data_dir=image_data_dir, source="npz", verbose=0)
     assert open(out / "run.json").read() == before  # nothing touched
     again = training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
@@ -82,9 +89,12 @@ def test_killed_training_resumes_to_the_same_samples(image_data_dir, tmp_path):
     full, killed = tmp_path / "full", tmp_path / "killed"
     assert cli.main(cli_flags("vr-resghmc", full, image_data_dir, epochs=6, subset=256)) == 0
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "tf_vrre.cli"] + cli_flags("vr-resghmc", killed, image_data_dir,
-                                                                             epochs=6, subset=256),
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tf_vrre.cli"] + cli_flags("vr-resghmc", killed, image_data_dir, epochs=6, subset=256),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     log = killed / "log.csv"
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
@@ -100,8 +110,9 @@ def test_killed_training_resumes_to_the_same_samples(image_data_dir, tmp_path):
     for name in ("swaps/swaps.csv", "swaps/refresh.csv", "swaps/epochs.csv"):
         assert open(killed / name).read() == open(full / name).read(), name
     logs = [list(csv.DictReader(open(d / "log.csv"))) for d in (killed, full)]
-    assert [{k: v for k, v in r.items() if k != "epoch_seconds"} for r in logs[0]] == \
-        [{k: v for k, v in r.items() if k != "epoch_seconds"} for r in logs[1]]  # every metric but the clock
+    assert [{k: v for k, v in r.items() if k != "epoch_seconds"} for r in logs[0]] == [
+        {k: v for k, v in r.items() if k != "epoch_seconds"} for r in logs[1]
+    ]  # every metric but the clock
 
 
 def test_mirrored_strategy_replicas_do_not_drift(image_data_dir, tmp_path):
@@ -110,8 +121,13 @@ def test_mirrored_strategy_replicas_do_not_drift(image_data_dir, tmp_path):
     synchronized BatchNorm's one-pass variance; without BatchNorm they agree to 3e-7, see
     tests/helpers/_image_distributed.py)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, os.path.join(HELPERS, "_image_distributed.py"), image_data_dir,
-                          str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, os.path.join(HELPERS, "_image_distributed.py"), image_data_dir, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["replicas"] == 2 and r["synchronized_bn"] and all(r["synchronized_bn"])

@@ -33,8 +33,13 @@ def traces(path, traces_by_method, record_every, modes, exact_left, title=""):
         it = (np.arange(beta.size) + 1) * record_every
         ax.plot(it, beta, lw=0.6, color=COLORS.get(method, "k"), label=f"{_label(method)} cold chain")
         for k, mode in enumerate(modes):
-            ax.axhline(mode, ls="--", lw=1, color="k",
-                       label=(f"exact modes (weights {exact_left:.3f} / {1 - exact_left:.3f})" if k == 0 else None))
+            ax.axhline(
+                mode,
+                ls="--",
+                lw=1,
+                color="k",
+                label=(f"exact modes (weights {exact_left:.3f} / {1 - exact_left:.3f})" if k == 0 else None),
+            )
         ax.set_ylabel(r"$\beta^{(1)}$")
         ax.set_ylim(min(modes) - 8, max(max(modes) + 8, float(np.max(beta)) + 1 if beta.size else 0))
         ax.legend(loc="upper right", fontsize=7, ncol=2)
@@ -53,8 +58,9 @@ def density(path, samples_by_method, grid, exact_density, ks_by_method=None, tit
     lo, hi = grid[keep].min() - 1.0, grid[keep].max() + 1.0
     for ax, method in zip(axes[0], methods):
         s = np.asarray(samples_by_method[method]).reshape(-1)
-        bins = np.linspace(min(lo, np.percentile(s, 0.5)) if s.size else lo,
-                           max(hi, np.percentile(s, 99.5)) if s.size else hi, 300)
+        bins = np.linspace(
+            min(lo, np.percentile(s, 0.5)) if s.size else lo, max(hi, np.percentile(s, 99.5)) if s.size else hi, 300
+        )
         ax.hist(s, bins=bins, density=True, color=COLORS.get(method, "k"), alpha=0.6, label="samples")
         ax.plot(grid, exact_density, "k", lw=1, label="exact")
         name = _label(method)

@@ -23,8 +23,9 @@ from tf_vrre.sgmcmc.swaps import CorrectedSwap
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz  # noqa: NPY201  (NumPy < 2.0 names it trapz)
 
 
-class Mixture(collections.namedtuple("Mixture", ["phi", "sigma", "prior_sd", "true_beta"],
-                                     defaults=(20.0, 5.0, 10.0, -5.0))):
+class Mixture(
+    collections.namedtuple("Mixture", ["phi", "sigma", "prior_sd", "true_beta"], defaults=(20.0, 5.0, 10.0, -5.0))
+):
     """The target's parameters.
 
     Fields:
@@ -113,8 +114,7 @@ class MixtureNLL:
         beta = tf.reshape(y_pred, [-1])
         a = -0.5 * tf.square((x - beta) / self.sigma)
         b = -0.5 * tf.square((x - (self.phi - beta)) / self.sigma)
-        return -(tf.reduce_logsumexp(tf.stack([a, b]), axis=0) + np.log(0.5)
-                 - np.log(self.sigma * np.sqrt(2 * np.pi)))
+        return -(tf.reduce_logsumexp(tf.stack([a, b]), axis=0) + np.log(0.5) - np.log(self.sigma * np.sqrt(2 * np.pi)))
 
     def get_config(self):
         return {"phi": self.phi, "sigma": self.sigma}
@@ -137,10 +137,10 @@ def target_nll(target=DEFAULT):
 
 def weight_decay(target=DEFAULT):
     """Prior precision ``1 / prior_sd^2`` (the sampler's ``weight_decay``)."""
-    return 1.0 / target.prior_sd ** 2
+    return 1.0 / target.prior_sd**2
 
 
-def energy(beta, x, chunk_elements=2 ** 22, target=DEFAULT):
+def energy(beta, x, chunk_elements=2**22, target=DEFAULT):
     """Exact ``U(beta) = sum_i -log p(x_i | beta) + beta^2 / (2 prior_sd^2)`` for an array of beta.
 
     Evaluated in blocks of about ``chunk_elements`` (beta, x) pairs, so a fine grid times
@@ -155,11 +155,11 @@ def energy(beta, x, chunk_elements=2 ** 22, target=DEFAULT):
     sigma, phi = target.sigma, target.phi
     const = np.log(0.5) - np.log(sigma * np.sqrt(2 * np.pi))
     for i in range(0, flat.size, step):
-        b_ = flat[i:i + step, None]
+        b_ = flat[i : i + step, None]
         a = -0.5 * ((x - b_) / sigma) ** 2
         b = -0.5 * ((x - (phi - b_)) / sigma) ** 2
-        out[i:i + step] = -(np.logaddexp(a, b) + const).sum(-1)
-    return (out + 0.5 * flat ** 2 / target.prior_sd ** 2).reshape(shape)
+        out[i : i + step] = -(np.logaddexp(a, b) + const).sum(-1)
+    return (out + 0.5 * flat**2 / target.prior_sd**2).reshape(shape)
 
 
 def default_grid(x, temperature=1.0, points=24001, lo=None, hi=None, target=DEFAULT):
@@ -269,9 +269,25 @@ def ladder(tau_low, tau_high, num_chains):
     return [float(t) for t in np.geomspace(tau_low, tau_high, int(num_chains))]
 
 
-def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, temperatures=(10.0, 3000.0),
-        correction=2.0, smoothing=0.3, initial=30.0, seed=0, record_every=10, callbacks=(), num_chains=4,
-        target=DEFAULT, swap_options=None, jit_compile=None):
+def run(
+    method,
+    data,
+    steps,
+    learning_rate=1e-4,
+    batch_size=100,
+    period=4,
+    temperatures=(10.0, 3000.0),
+    correction=2.0,
+    smoothing=0.3,
+    initial=30.0,
+    seed=0,
+    record_every=10,
+    callbacks=(),
+    num_chains=4,
+    target=DEFAULT,
+    swap_options=None,
+    jit_compile=None,
+):
     """Samples the mixture posterior with one method through ``model.fit``; returns a dict.
 
     Args:
@@ -296,27 +312,41 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
     if method == LADDER:
         temperatures = ladder(temperatures[0], temperatures[-1], num_chains)
     n_data = int(len(data))
-    common = dict(data_size=n_data, learning_rates=learning_rate, dynamics="sgld",
-                  weight_decay=weight_decay(target), nll=target_nll(target), seed=seed)
+    common = dict(
+        data_size=n_data,
+        learning_rates=learning_rate,
+        dynamics="sgld",
+        weight_decay=weight_decay(target),
+        nll=target_nll(target),
+        seed=seed,
+    )
 
     def builder():
         return build_model(initial)
 
     if method == "sgld":
-        sampler = ReplicaExchangeSampler(builder, num_chains=1, temperatures=float(temperatures[0]),
-                                         swap=None, **common)
-    else:
-        vr = (ControlVariates(period=period, batch_size=min(n_data, 10000))
-              if method in ("vr-resgld", LADDER) else None)
         sampler = ReplicaExchangeSampler(
-            builder, num_chains=len(temperatures), temperatures=[float(t) for t in temperatures],
+            builder, num_chains=1, temperatures=float(temperatures[0]), swap=None, **common
+        )
+    else:
+        vr = ControlVariates(period=period, batch_size=min(n_data, 10000)) if method in ("vr-resgld", LADDER) else None
+        sampler = ReplicaExchangeSampler(
+            builder,
+            num_chains=len(temperatures),
+            temperatures=[float(t) for t in temperatures],
             swap=CorrectedSwap(correction=correction, smoothing=smoothing, period=period, **(swap_options or {})),
-            variance_reduction=vr, **common)
+            variance_reduction=vr,
+            **common,
+        )
         if vr is not None:
             sampler.set_reference_data(data)
     sampler.compile(steps_per_execution=record_every, jit_compile=jit_compile)
-    ds = (tf.data.Dataset.from_tensor_slices(data).repeat().shuffle(min(n_data, 100000), seed=seed)
-          .batch(batch_size, drop_remainder=True))
+    ds = (
+        tf.data.Dataset.from_tensor_slices(data)
+        .repeat()
+        .shuffle(min(n_data, 100000), seed=seed)
+        .batch(batch_size, drop_remainder=True)
+    )
     beta, sig = [], []
     weight = sampler.cold_model.trainable_weights[0]
 
@@ -327,11 +357,16 @@ def run(method, data, steps, learning_rate=1e-4, batch_size=100, period=4, tempe
                 sig.append(float(sampler.state.swap.sigma2.numpy()[0]))
 
     start = time.perf_counter()
-    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, shuffle=False,
-                callbacks=[_Record(), *callbacks])
+    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, shuffle=False, callbacks=[_Record(), *callbacks])
     seconds = time.perf_counter() - start
-    out = {"method": method, "beta": np.asarray(beta), "sigma2": np.asarray(sig), "seconds": seconds,
-           "steps": int(steps), "record_every": record_every}
+    out = {
+        "method": method,
+        "beta": np.asarray(beta),
+        "sigma2": np.asarray(sig),
+        "seconds": seconds,
+        "steps": int(steps),
+        "record_every": record_every,
+    }
     if method != "sgld":
         out["swaps"] = int(sampler.state.swap.swap_count.numpy().sum())
         out["attempts"] = int(sampler.state.swap.attempt_count.numpy().sum())

@@ -30,10 +30,17 @@ def run_options(args: argparse.Namespace, method: str, seed: int, out: str) -> d
     if not tuned(args, method):
         return {}
     steps = int(args.tune_ladder)
-    tuner = LadderTuner(steps, first_round_steps=min(steps, max(16, steps // 64)), learning_rates=None,
-                        directory=record_directory(out, method, seed), overwrite=bool(args.overwrite))
+    tuner = LadderTuner(
+        steps,
+        first_round_steps=min(steps, max(16, steps // 64)),
+        learning_rates=None,
+        directory=record_directory(out, method, seed),
+        overwrite=bool(args.overwrite),
+    )
     options: dict = {"callbacks": [tuner]}
     if getattr(args, "target_acceptance", None) is not None:
-        options.update(correction="auto", swap_options={"penalty": args.penalty,
-                                                        "target_acceptance": float(args.target_acceptance)})
+        options.update(
+            correction="auto",
+            swap_options={"penalty": args.penalty, "target_acceptance": float(args.target_acceptance)},
+        )
     return options

@@ -48,7 +48,7 @@ except ModuleNotFoundError:  # Python 3.10: tomli, the package tomllib was made 
     import tomli as tomllib
 
 METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
-REPLICA = ("resghmc", "vr-resghmc", "cvr-resghmc")          # two chains with swaps
+REPLICA = ("resghmc", "vr-resghmc", "cvr-resghmc")  # two chains with swaps
 VARIANCE_REDUCED = ("vr-resghmc", "cvr-resghmc")
 CYCLICAL = ("cycsghmc", "cvr-resghmc")
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
@@ -58,9 +58,32 @@ MAX_DEPTH = 4
 """Deepest nesting of a config (``model.kwargs.<name> = value``): deeper values are refused
 before anything walks them."""
 
-__all__ = ["ConfigError", "METHODS", "REPLICA", "VARIANCE_REDUCED", "CYCLICAL", "Config", "DataConfig", "ModelConfig", "TrainingConfig", "SamplerConfig", "SwapConfig",
-           "VarianceReductionConfig", "SamplesConfig", "RawConfig", "load", "parse", "apply_overrides", "resolve",
-           "applies", "schedule_values", "available", "config_path", "keep_rates", "SCHEDULE_EPOCH_KEYS"]
+__all__ = [
+    "ConfigError",
+    "METHODS",
+    "REPLICA",
+    "VARIANCE_REDUCED",
+    "CYCLICAL",
+    "Config",
+    "DataConfig",
+    "ModelConfig",
+    "TrainingConfig",
+    "SamplerConfig",
+    "SwapConfig",
+    "VarianceReductionConfig",
+    "SamplesConfig",
+    "RawConfig",
+    "load",
+    "parse",
+    "apply_overrides",
+    "resolve",
+    "applies",
+    "schedule_values",
+    "available",
+    "config_path",
+    "keep_rates",
+    "SCHEDULE_EPOCH_KEYS",
+]
 
 
 class ConfigError(errors.TfVrreError, ValueError):
@@ -74,21 +97,24 @@ _TEMPERED = ("sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 def _key(default: Any, check: config_values.Check, methods: tuple[str, ...] | None = None) -> Any:
     """A config key: its default, its check and the methods it applies to (``None``: all)."""
     if isinstance(default, dict):
-        return dataclasses.field(default_factory=lambda: types.MappingProxyType(dict(default)),
-                                 metadata={"check": check, "methods": methods, "default": default})
+        return dataclasses.field(
+            default_factory=lambda: types.MappingProxyType(dict(default)),
+            metadata={"check": check, "methods": methods, "default": default},
+        )
     return dataclasses.field(default=default, metadata={"check": check, "methods": methods, "default": default})
 
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
     """``[data]``: the data set, its split and the augmentation."""
+
     dataset: str = _key("cifar10", config_values.dataset)
     batch_size: int = _key(256, config_values.integer(1))
-    subset: int = _key(0, config_values.integer(0))                    # training-set size N; 0 = the whole split
+    subset: int = _key(0, config_values.integer(0))  # training-set size N; 0 = the whole split
     holdout: int | float = _key(0.05, config_values.count_or_fraction)  # held out of training (fitted T, running BMA)
     split_seed: int = _key(0, config_values.integer(0))
     augment: bool = _key(True, config_values.boolean)
-    crop_padding: int = _key(4, config_values.integer(0))             # < the image side (checked in resolve)
+    crop_padding: int = _key(4, config_values.integer(0))  # < the image side (checked in resolve)
     flip: bool = _key(True, config_values.boolean)
     erasing: float = _key(0.0, config_values.number(0, 1))
 
@@ -96,6 +122,7 @@ class DataConfig:
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """``[model]``: a model-zoo name and its builder's keyword arguments (read-only mapping)."""
+
     name: str = _key("resnet20", config_values.choice(*config_values.MODEL_NAMES))
     kwargs: Mapping[str, Any] = _key({}, config_values.kwargs_table)
 
@@ -103,6 +130,7 @@ class ModelConfig:
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     """``[training]``: the run's epochs, the epochs its schedule is written for, the seed."""
+
     epochs: int = _key(500, config_values.integer(1))
     schedule_epochs: int = _key(500, config_values.integer(1))
     seed: int = _key(0, config_values.integer(0))
@@ -111,6 +139,7 @@ class TrainingConfig:
 @dataclasses.dataclass(frozen=True)
 class SamplerConfig:
     """``[sampler]``: step size, prior, momentum, temperatures (``None`` where the method has none)."""
+
     lr: float = _key(0.1, config_values.number(0, lo_open=True))
     lr_constant_epochs: int | None = _key(200, config_values.integer(0), _EXPONENTIAL)
     lr_decay: float | None = _key(0.984, config_values.number(0, 1, lo_open=True), _EXPONENTIAL)
@@ -128,16 +157,18 @@ class SamplerConfig:
 @dataclasses.dataclass(frozen=True)
 class SwapConfig:
     """``[swap]``: the corrected swap of the replica methods."""
+
     correction: float = _key(1.5e5, config_values.number(0, lo_open=True), REPLICA)
     correction_growth: float = _key(1.02, config_values.number(1), REPLICA)
     smoothing: float = _key(0.3, config_values.number(0, 1, lo_open=True), REPLICA)
-    period: int = _key(0, config_values.integer(0), REPLICA)      # sigma2 window; 0 = the VR period (1 without VR)
-    cooling: bool = _key(False, config_values.boolean, REPLICA)   # at most one swap per epoch (authors' code)
+    period: int = _key(0, config_values.integer(0), REPLICA)  # sigma2 window; 0 = the VR period (1 without VR)
+    cooling: bool = _key(False, config_values.boolean, REPLICA)  # at most one swap per epoch (authors' code)
 
 
 @dataclasses.dataclass(frozen=True)
 class VarianceReductionConfig:
     """``[variance_reduction]``: the control variates of the VR methods."""
+
     period: int = _key(392, config_values.integer(1), VARIANCE_REDUCED)
     coefficient: float | str = _key(-1.0, config_values.coefficient, VARIANCE_REDUCED)
     smoothing: float = _key(0.3, config_values.number(0, 1, lo_open=True), VARIANCE_REDUCED)
@@ -147,16 +178,24 @@ class VarianceReductionConfig:
 @dataclasses.dataclass(frozen=True)
 class SamplesConfig:
     """``[samples]``: which cold-chain states are kept."""
+
     thinning: int = _key(256, config_values.integer(1))
     burn_in_epochs: int | None = _key(300, config_values.integer(0), _EXPONENTIAL)
     cycle_threshold: float | None = _key(0.7, config_values.number(0, 1, lo_open=True, hi_open=True), CYCLICAL)
-    max_samples: int = _key(0, config_values.integer(0))          # 0 = keep all
+    max_samples: int = _key(0, config_values.integer(0))  # 0 = keep all
     keep: str = _key("last", config_values.choice("last", "reservoir"))
-    validation: int = _key(1000, config_values.integer(0))        # held-out images scored by the running BMA
+    validation: int = _key(1000, config_values.integer(0))  # held-out images scored by the running BMA
 
 
-SECTIONS = {"data": DataConfig, "model": ModelConfig, "training": TrainingConfig, "sampler": SamplerConfig,
-            "swap": SwapConfig, "variance_reduction": VarianceReductionConfig, "samples": SamplesConfig}
+SECTIONS = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "training": TrainingConfig,
+    "sampler": SamplerConfig,
+    "swap": SwapConfig,
+    "variance_reduction": VarianceReductionConfig,
+    "samples": SamplesConfig,
+}
 """The TOML tables and their dataclasses, in the order ``run.json`` records them."""
 TOP = ("method", "description")
 
@@ -168,6 +207,7 @@ class Config:
     ``swap`` is ``None`` for single-chain methods, ``variance_reduction`` for methods without
     control variates; inside a table, keys that do not apply to the method are ``None``.
     """
+
     method: str
     description: str
     data: DataConfig
@@ -195,8 +235,11 @@ class Config:
             section = getattr(self, name)
             if section is None:
                 continue
-            table = {f.name: getattr(section, f.name) for f in dataclasses.fields(section)
-                     if getattr(section, f.name) is not None}
+            table = {
+                f.name: getattr(section, f.name)
+                for f in dataclasses.fields(section)
+                if getattr(section, f.name) is not None
+            }
             if "kwargs" in table:
                 table["kwargs"] = dict(table["kwargs"])
             out[name] = table
@@ -227,8 +270,10 @@ def config_path(name_or_path: str) -> str:
     candidate = os.path.join(CONFIG_DIR, f"{name_or_path}.toml")
     if os.path.isfile(candidate) and os.sep not in name_or_path:
         return candidate
-    raise ConfigError(f"config {name_or_path!r}: no such file; shipped configs are "
-                      f"{', '.join(available())} (or give a path to a .toml file)")
+    raise ConfigError(
+        f"config {name_or_path!r}: no such file; shipped configs are "
+        f"{', '.join(available())} (or give a path to a .toml file)"
+    )
 
 
 def _toml(text: str, where: str) -> dict:
@@ -237,8 +282,10 @@ def _toml(text: str, where: str) -> dict:
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"config{where}: TOML syntax error: {err}") from None
     except RecursionError:
-        raise ConfigError(f"config{where}: nested too deeply to parse (a config has at most {MAX_DEPTH} levels: "
-                          "model.kwargs.<name> = value)") from None
+        raise ConfigError(
+            f"config{where}: nested too deeply to parse (a config has at most {MAX_DEPTH} levels: "
+            "model.kwargs.<name> = value)"
+        ) from None
 
 
 def load(name_or_path: str) -> RawConfig:
@@ -254,8 +301,9 @@ def load(name_or_path: str) -> RawConfig:
             data = f.read()
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ConfigError(f"config {path}: not UTF-8 text (byte {err.start}: {err.reason}); TOML files are "
-                          "UTF-8") from None
+        raise ConfigError(
+            f"config {path}: not UTF-8 text (byte {err.start}: {err.reason}); TOML files are UTF-8"
+        ) from None
     except OSError as err:
         raise ConfigError(f"config {path}: cannot be read ({err.strerror or err})") from None
     raw = RawConfig(_toml(text, f" {path}"), path=os.path.abspath(path))
@@ -276,8 +324,10 @@ def _check_depth(raw: Mapping, where: str) -> None:
     while stack:
         name, value, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise ConfigError(f"config key {name.split('.')[0]}...: nested more than {MAX_DEPTH} levels deep (tables "
-                              f"or arrays); a config has at most model.kwargs.<name> = value{where}")
+            raise ConfigError(
+                f"config key {name.split('.')[0]}...: nested more than {MAX_DEPTH} levels deep (tables "
+                f"or arrays); a config has at most model.kwargs.<name> = value{where}"
+            )
         if isinstance(value, dict):
             stack += [(f"{name}.{k}", v, depth + 1) for k, v in value.items()]
         elif isinstance(value, list):
@@ -296,31 +346,36 @@ def apply_overrides(raw: Mapping, overrides: Mapping[str, Any]) -> RawConfig:
       (10, ('training.epochs', 'model.name'))
     """
     _check_depth(raw, "")
-    out = RawConfig(copy.deepcopy(dict(raw)), path=getattr(raw, "path", None),
-                    overridden=getattr(raw, "overridden", ()) + tuple(overrides))
+    out = RawConfig(
+        copy.deepcopy(dict(raw)),
+        path=getattr(raw, "path", None),
+        overridden=getattr(raw, "overridden", ()) + tuple(overrides),
+    )
     for dotted, value in overrides.items():
         if isinstance(value, str):
             value = _parse_value(dotted, value)
         parts = dotted.split(".")
         if len(parts) == 1:
             if parts[0] not in TOP:
-                raise ConfigError(f"override {dotted!r}: top-level keys are {', '.join(TOP)}; "
-                                  "use section.key (e.g. training.epochs)")
+                raise ConfigError(
+                    f"override {dotted!r}: top-level keys are {', '.join(TOP)}; use section.key (e.g. training.epochs)"
+                )
             out[parts[0]] = value
             continue
         section, key = parts[0], ".".join(parts[1:])
         if section not in SECTIONS:
-            raise ConfigError(f"override {dotted!r}: unknown section {section!r}; sections are "
-                              f"{', '.join(SECTIONS)}")
+            raise ConfigError(f"override {dotted!r}: unknown section {section!r}; sections are {', '.join(SECTIONS)}")
         table = out.setdefault(section, {})
         if not isinstance(table, dict):
-            raise ConfigError(f"config: {section} must be a table [{section}], got {config_values.show(table)}"
-                              + (f" (in {out.path})" if out.path else ""))
+            raise ConfigError(
+                f"config: {section} must be a table [{section}], got {config_values.show(table)}"
+                + (f" (in {out.path})" if out.path else "")
+            )
         if section == "model" and key.startswith("kwargs."):
             kwargs = table.setdefault("kwargs", {})
             if not isinstance(kwargs, dict):
                 raise ConfigError(f"config key model.kwargs must be a table, got {config_values.show(kwargs)}")
-            kwargs[key[len("kwargs."):]] = value
+            kwargs[key[len("kwargs.") :]] = value
             continue
         table[key] = value
     return out
@@ -382,8 +437,10 @@ def resolve(raw: Mapping) -> Config:
         if key in TOP:
             continue
         if key not in SECTIONS:
-            raise ConfigError(f"config: unknown {'section' if isinstance(raw[key], dict) else 'key'} {str(key)!r}; "
-                              f"allowed: {', '.join(TOP + tuple(SECTIONS))}{where}")
+            raise ConfigError(
+                f"config: unknown {'section' if isinstance(raw[key], dict) else 'key'} {str(key)!r}; "
+                f"allowed: {', '.join(TOP + tuple(SECTIONS))}{where}"
+            )
         if not isinstance(raw[key], dict):
             raise ConfigError(f"config: {key} must be a table [{key}]{where}")
     tables = {name: _section(name, cls, raw.get(name, {}), method, at) for name, cls in SECTIONS.items()}
@@ -402,8 +459,10 @@ def _section(name: str, cls: type, given: Mapping, method: str, at: Any) -> Any:
             raise ConfigError(f"config key {dotted} is unknown; allowed in [{name}]: {', '.join(fields)}{at(dotted)}")
         methods = fields[key].metadata["methods"]
         if methods is not None and method not in methods:
-            raise ConfigError(f"config key {dotted} does not apply to method {method!r} "
-                              f"(it applies to {', '.join(methods)}){at(dotted)}")
+            raise ConfigError(
+                f"config key {dotted} does not apply to method {method!r} "
+                f"(it applies to {', '.join(methods)}){at(dotted)}"
+            )
     out = {}
     for key, f in fields.items():
         methods = f.metadata["methods"]
@@ -425,8 +484,9 @@ def _model_kwargs(model: ModelConfig, at: Any) -> ModelConfig:
     for key, value in model.kwargs.items():
         dotted = f"model.kwargs.{key}"
         if key not in allowed:
-            raise ConfigError(f"config key {dotted} is unknown for model {model.name}; allowed: "
-                              f"{', '.join(allowed)}{at(dotted)}")
+            raise ConfigError(
+                f"config key {dotted} is unknown for model {model.name}; allowed: {', '.join(allowed)}{at(dotted)}"
+            )
         checked[key] = _check(dotted, value, allowed[key], at(dotted))
     return dataclasses.replace(model, kwargs=types.MappingProxyType(checked))
 
@@ -443,15 +503,19 @@ def _check_consistency(cfg: Config, at: Any, overridden: set[str]) -> None:
     sampler's numbers that do not depend on the data size
     (:mod:`tf_vrre.workflows.image_classification.sampler_numbers`)."""
     if cfg.cyclical and cfg.sampler.cycles > cfg.training.epochs:
-        raise ConfigError(f"config key sampler.cycles must be <= training.epochs ({cfg.training.epochs}), "
-                          f"got {cfg.sampler.cycles}{at('sampler.cycles')}")
+        raise ConfigError(
+            f"config key sampler.cycles must be <= training.epochs ({cfg.training.epochs}), "
+            f"got {cfg.sampler.cycles}{at('sampler.cycles')}"
+        )
     from tf_vrre.workflows.image_classification.data.sources import image_shape
 
     side = min(image_shape(cfg.data.dataset)[:2])
     if cfg.data.crop_padding >= side:
-        raise ConfigError(f"config key data.crop_padding must be an integer in [0, {side - 1}] (less than the "
-                          f"{side}-pixel side of {cfg.data.dataset} images: a larger padding crops padding alone), "
-                          f"got {cfg.data.crop_padding}{at('data.crop_padding')}")
+        raise ConfigError(
+            f"config key data.crop_padding must be an integer in [0, {side - 1}] (less than the "
+            f"{side}-pixel side of {cfg.data.dataset} images: a larger padding crops padding alone), "
+            f"got {cfg.data.crop_padding}{at('data.crop_padding')}"
+        )
     try:
         sampler_numbers.check_config(cfg, prefer=overridden)
     except sampler_numbers.BoundError as err:
@@ -508,8 +572,14 @@ def schedule_values(cfg: Config, data_size: int, steps_per_epoch: int) -> dict:
     """
     s, sm, stretch = cfg.sampler, cfg.samples, sampler_numbers.Stretch(cfg)
     epochs = cfg.training.epochs
-    out = {"eta": s.lr / data_size, "weight_decay": s.weight_decay * data_size, "scale": stretch.scale,
-           "epochs": epochs, "steps_per_epoch": steps_per_epoch, "total_steps": epochs * steps_per_epoch}
+    out = {
+        "eta": s.lr / data_size,
+        "weight_decay": s.weight_decay * data_size,
+        "scale": stretch.scale,
+        "epochs": epochs,
+        "steps_per_epoch": steps_per_epoch,
+        "total_steps": epochs * steps_per_epoch,
+    }
     if s.lr_constant_epochs is not None:
         out["lr_constant_epochs"] = stretch.epochs(s.lr_constant_epochs)
         out["lr_decay"] = stretch.factor(s.lr_decay)

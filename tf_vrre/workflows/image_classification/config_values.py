@@ -30,7 +30,7 @@ from tf_vrre.numerics import F32_MAX, F32_TINY
 
 Check = Callable[[Any], Any]
 
-INT_MAX = 2 ** 31 - 1
+INT_MAX = 2**31 - 1
 """Largest integer a config value may hold (int32: steps, shapes and stateless-RNG seeds)."""
 
 MOMENTUM_MAX = float(np.nextafter(np.float32(1), np.float32(0)))
@@ -52,10 +52,12 @@ def show(value: Any) -> str:
 
 def integer(lo: int, hi: int = INT_MAX) -> Check:
     """Check: an integer in ``[lo, hi]`` (not a bool)."""
+
     def check(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
             raise ValueError(f"an integer in [{lo}, {hi}]")
         return int(v)
+
     return check
 
 
@@ -73,12 +75,19 @@ def number(lo: float, hi: float = F32_MAX, lo_open: bool = False, hi_open: bool 
     """Check: a finite number from ``lo`` to ``hi`` (``*_open``: excluding that end) that float32
     holds: at most :data:`~tf_vrre.numerics.F32_MAX`, a nonzero magnitude at least
     :data:`~tf_vrre.numerics.F32_TINY` (smaller is 0 or imprecise there)."""
+
     def check(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) \
-                or (v <= lo if lo_open else v < lo) or (v >= hi if hi_open else v > hi) \
-                or (v != 0 and not F32_TINY <= abs(v) <= F32_MAX):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, numbers.Real)
+            or not math.isfinite(v)
+            or (v <= lo if lo_open else v < lo)
+            or (v >= hi if hi_open else v > hi)
+            or (v != 0 and not F32_TINY <= abs(v) <= F32_MAX)
+        ):
             raise ValueError(_range_text(lo, hi, lo_open, hi_open))
         return float(v)
+
     return check
 
 
@@ -88,8 +97,9 @@ def momentum(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not 0 <= v < 1:
         raise ValueError("a number in [0, 1)")
     if not np.float32(v) < 1 or (v != 0 and v < F32_TINY):
-        raise ValueError(f"a number in [0, {MOMENTUM_MAX:.8g}] (below 1 in float32: the friction 1 - momentum "
-                         "would be 0 there)")
+        raise ValueError(
+            f"a number in [0, {MOMENTUM_MAX:.8g}] (below 1 in float32: the friction 1 - momentum would be 0 there)"
+        )
     return float(v)
 
 
@@ -102,17 +112,25 @@ def boolean(v: Any) -> bool:
 
 def choice(*values: Any) -> Check:
     """Check: one of ``values``."""
+
     def check(v: Any) -> Any:
         if not isinstance(v, (str, int, float)) or v not in values:
             raise ValueError("one of " + ", ".join(map(str, values)))
         return v
+
     return check
 
 
 def count_or_fraction(v: Any) -> int | float:
     """Check: an integer count in ``[0, 2**31 - 1]`` or a fraction in ``[0, 1)``."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 or (
-            isinstance(v, numbers.Integral) and v > INT_MAX) or (not isinstance(v, numbers.Integral) and v >= 1):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, numbers.Real)
+        or not math.isfinite(v)
+        or v < 0
+        or (isinstance(v, numbers.Integral) and v > INT_MAX)
+        or (not isinstance(v, numbers.Integral) and v >= 1)
+    ):
         raise ValueError(f"an integer count in [0, {INT_MAX}] or a fraction in [0, 1)")
     return int(v) if isinstance(v, numbers.Integral) else float(v)
 
@@ -124,7 +142,7 @@ def coefficient(v: Any) -> float | str:
     try:
         return number(-F32_MAX)(v)
     except ValueError:
-        raise ValueError("a finite number (the paper: -1) or \"adaptive\"") from None
+        raise ValueError('a finite number (the paper: -1) or "adaptive"') from None
 
 
 def text(v: Any) -> str:
@@ -154,10 +172,10 @@ MODEL_NAMES = ("cnn", "resnet8", "resnet20", "resnet32", "resnet56")
 """``models.names()`` without importing Keras (the command line checks configs before TensorFlow
 starts; ``tests/workflows/image_classification/test_config.py`` checks that the two agree)."""
 
-_RESNET_KWARGS = {"width": integer(1), "synchronized_bn": boolean,
-                  "name": text}
-MODEL_KWARGS = {"cnn": {"width": integer(1), "batch_norm": boolean,
-                        "synchronized_bn": boolean, "name": text},
-                **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")}}
+_RESNET_KWARGS = {"width": integer(1), "synchronized_bn": boolean, "name": text}
+MODEL_KWARGS = {
+    "cnn": {"width": integer(1), "batch_norm": boolean, "synchronized_bn": boolean, "name": text},
+    **{name: _RESNET_KWARGS for name in MODEL_NAMES if name.startswith("resnet")},
+}
 """``model.kwargs`` each builder takes, with their checks (the builders' keyword arguments, without
 Keras; ``tests/workflows/image_classification/test_data_inputs.py`` checks them against the signatures)."""

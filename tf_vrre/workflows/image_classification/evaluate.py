@@ -85,16 +85,27 @@ def swap_summary(run_dir: str | os.PathLike, late_fraction: float = 0.2) -> dict
     if not os.path.isdir(d):
         return None
     if not os.path.isfile(os.path.join(d, "swaps.csv")):
-        return {"attempts": 0, "swaps": 0, "accept_rate": None, "sigma2_final": None, "sigma2_late": None,
-                "sigma2_updates": 0}
+        return {
+            "attempts": 0,
+            "swaps": 0,
+            "accept_rate": None,
+            "sigma2_final": None,
+            "sigma2_late": None,
+            "sigma2_updates": 0,
+        }
     log = runs.read_swap_log(d, runs.run_steps(runs.read_run_json(run_dir)))
     attempts, accepted = int(log.swaps["step"].size), int(log.swaps["accepted"].sum())
     refresh = log.refresh or {}
     upd = [float(v) for v in refresh["sigma2_0"][refresh["sigma2_updated"] == 1]] if "sigma2_0" in refresh else []
-    late = upd[int(len(upd) * (1 - late_fraction)):] if upd else []
-    return {"attempts": attempts, "swaps": accepted, "accept_rate": accepted / attempts if attempts else None,
-            "sigma2_final": upd[-1] if upd else None, "sigma2_late": float(np.mean(late)) if late else None,
-            "sigma2_updates": len(upd)}
+    late = upd[int(len(upd) * (1 - late_fraction)) :] if upd else []
+    return {
+        "attempts": attempts,
+        "swaps": accepted,
+        "accept_rate": accepted / attempts if attempts else None,
+        "sigma2_final": upd[-1] if upd else None,
+        "sigma2_late": float(np.mean(late)) if late else None,
+        "sigma2_updates": len(upd),
+    }
 
 
 def _balanced(y, size):
@@ -116,13 +127,17 @@ def _heldout(run, source, data_dir, size):
     x, y, _ = load_split(d["dataset"], "train", source, data_dir, download=False)
     now = pixels_digest(x) if d.get("pixels_digest") else None
     if now != d.get("pixels_digest"):
-        raise run_json.RunDirError(f"the training split in {data_dir!r} is not the run's (data.pixels_digest "
-                                 f"{d['pixels_digest']!r} there, {now!r} now): its held-out images were "
-                                 "not held out; pass the run's --data-dir / --source, or --fit-size 0")
+        raise run_json.RunDirError(
+            f"the training split in {data_dir!r} is not the run's (data.pixels_digest "
+            f"{d['pixels_digest']!r} there, {now!r} now): its held-out images were "
+            "not held out; pass the run's --data-dir / --source, or --fit-size 0"
+        )
     train_idx, held_idx = split_indices(y, d.get("subset"), d["holdout"], d["split_seed"])
     if indices_digest(held_idx) != d.get("holdout_digest"):
-        raise run_json.RunDirError(f"the held-out split rebuilt from {data_dir!r} differs from the run's "
-                                 "(different training data?); pass the run's --data-dir / --source")
+        raise run_json.RunDirError(
+            f"the held-out split rebuilt from {data_dir!r} differs from the run's "
+            "(different training data?); pass the run's --data-dir / --source"
+        )
     held_idx = held_idx[:size]
     return x[held_idx], y[held_idx]
 
@@ -132,19 +147,39 @@ def _logits(model, x, prep, batch_size):
 
 
 def _classification(p, y):
-    return {"accuracy": metrics.accuracy(p, y), "nll": metrics.nll(p, y), "brier": metrics.brier(p, y),
-            "ece": metrics.ece(p, y, ECE_BINS)}
+    return {
+        "accuracy": metrics.accuracy(p, y),
+        "nll": metrics.nll(p, y),
+        "brier": metrics.brier(p, y),
+        "ece": metrics.ece(p, y, ECE_BINS),
+    }
 
 
 def _ood_metrics(p_in, p_out, num_classes):
     h_in, h_out = metrics.entropy(p_in), metrics.entropy(p_out)
-    return {"entropy_mean": float(h_out.mean()), "entropy_gt_1.5": float(np.mean(h_out > ENTROPY_THRESHOLD)),
-            "brier": metrics.ood_brier(p_out), "auroc": metrics.auroc(h_in, h_out, 0.0, math.log(num_classes)),
-            "in_entropy_mean": float(h_in.mean())}, h_in, h_out
+    return (
+        {
+            "entropy_mean": float(h_out.mean()),
+            "entropy_gt_1.5": float(np.mean(h_out > ENTROPY_THRESHOLD)),
+            "brier": metrics.ood_brier(p_out),
+            "auroc": metrics.auroc(h_in, h_out, 0.0, math.log(num_classes)),
+            "in_entropy_mean": float(h_in.mean()),
+        },
+        h_in,
+        h_out,
+    )
 
 
-def evaluate(run_dir: str | os.PathLike, ood: str = "auto", data_dir: str | None = None, source: str | None = None,
-             test_size: int | None = None, fit_size: int = 2000, batch_size: int = 500, verbose: Any = 1) -> dict:
+def evaluate(
+    run_dir: str | os.PathLike,
+    ood: str = "auto",
+    data_dir: str | None = None,
+    source: str | None = None,
+    test_size: int | None = None,
+    fit_size: int = 2000,
+    batch_size: int = 500,
+    verbose: Any = 1,
+) -> dict:
     """Evaluates a run; writes ``report.json`` and the figures into it; returns the report.
 
     Args:
@@ -197,22 +232,42 @@ def _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, v
     temps = {"T=1": 1.0, "T=2": 2.0}
     if fitted and fitted["T"] is not None:
         temps["T=fitted"] = fitted["T"]
-    sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size,
-                         progress.StepProgress(len(samples), unit="sample") if verbose and samples else None)
-    report = {"run": {"dir": os.path.abspath(str(run_dir)), "method": run["method"], "model": m["name"],
-                      "dataset": data["dataset"], "train_size": data["train_size"], "status": run.get("status"),
-                      "epochs": run_json.field(run, "config.training.epochs", int, run_path)},
-              "samples": len(samples), "temperature": fitted,
-              "test": {"dataset": data["dataset"], "size": len(y_test)},
-              "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
-              "swaps": swap_summary(run_dir)}
+    sums, last = _stream(
+        model,
+        samples,
+        temps,
+        (x_test, ood_data),
+        prep,
+        batch_size,
+        progress.StepProgress(len(samples), unit="sample") if verbose and samples else None,
+    )
+    report = {
+        "run": {
+            "dir": os.path.abspath(str(run_dir)),
+            "method": run["method"],
+            "model": m["name"],
+            "dataset": data["dataset"],
+            "train_size": data["train_size"],
+            "status": run.get("status"),
+            "epochs": run_json.field(run, "config.training.epochs", int, run_path),
+        },
+        "samples": len(samples),
+        "temperature": fitted,
+        "test": {"dataset": data["dataset"], "size": len(y_test)},
+        "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
+        "swaps": swap_summary(run_dir),
+    }
     entropies, bins = _score(report, sums, last, y_test, num_classes(data["dataset"]))
     report["warnings"] = _warnings(report, num_classes(data["dataset"]))
     for text in report["warnings"]:
         warnings.warn(text, EvaluationWarning, stacklevel=2)
     _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), plots)
-    arrays = {f"{where}_{k}".replace("=", "_"): h.astype(np.float32) for k, pair in entropies.items()
-              for where, h in zip(("test", "ood"), pair) if h is not None}
+    arrays = {
+        f"{where}_{k}".replace("=", "_"): h.astype(np.float32)
+        for k, pair in entropies.items()
+        for where, h in zip(("test", "ood"), pair)
+        if h is not None
+    }
     atomic.savez(os.path.join(str(run_dir), run_json.ENTROPIES), **arrays)
     run_json.write_json(os.path.join(str(run_dir), run_json.REPORT), report)
     return report
@@ -232,8 +287,12 @@ def _fit(model, samples, held, prep, batch_size, say):
         t, t_nll = metrics.fit_temperature(logits, y)
     except metrics.TemperatureFitError as err:
         say(f"temperature on {len(y)} held-out images ({len(samples)} samples): {err}")
-        return out | {"T": err.temperature if err.bound else None, "bound_hit": err.bound, "heldout_nll": err.nll,
-                      "reason": str(err).removeprefix("fit_temperature: ")}
+        return out | {
+            "T": err.temperature if err.bound else None,
+            "bound_hit": err.bound,
+            "heldout_nll": err.nll,
+            "reason": str(err).removeprefix("fit_temperature: "),
+        }
     say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
     return out | {"T": t, "heldout_nll": t_nll}
 
@@ -246,24 +305,35 @@ def _warnings(report, num_classes):
     margin = 2.0 * math.sqrt(chance * (1 - chance) / n)
     if acc < chance + margin:
         where = "below" if acc < chance - margin else "at"
-        out.append(f"test accuracy {acc:.3f} is {where} chance level (1/{num_classes} = {chance:.3f}; two standard "
-                   f"errors for n = {n}: {margin:.3f}): the samples have learned nothing yet; train longer or with a "
-                   "schedule fit for the run's length (tf-vrre train --schedule keep-rates)")
+        out.append(
+            f"test accuracy {acc:.3f} is {where} chance level (1/{num_classes} = {chance:.3f}; two standard "
+            f"errors for n = {n}: {margin:.3f}): the samples have learned nothing yet; train longer or with a "
+            "schedule fit for the run's length (tf-vrre train --schedule keep-rates)"
+        )
     t = report["temperature"]
     if t is not None and t["T"] is None:
         out.append(f"no fitted temperature: {t['reason']}; the report has no T=fitted rows")
     elif t is not None and t["bound_hit"]:
-        out.append(f"fitted temperature at the {t['bound_hit']} bound T = {t['T']:g}: {t['reason']}; the T=fitted "
-                   "rows use the bound" + ("; a model at chance level has no better temperature than T = infinity"
-                                           if t["bound_hit"] == "upper" else "; every held-out image is predicted "
-                                           "right with a margin, so sharper is always better there"))
+        out.append(
+            f"fitted temperature at the {t['bound_hit']} bound T = {t['T']:g}: {t['reason']}; the T=fitted "
+            "rows use the bound"
+            + (
+                "; a model at chance level has no better temperature than T = infinity"
+                if t["bound_hit"] == "upper"
+                else "; every held-out image is predicted right with a margin, so sharper is always better there"
+            )
+        )
     elif t is not None and not SANE_TEMPERATURES[0] <= t["T"] <= SANE_TEMPERATURES[1]:
-        why = ("above 5 the logits are divided so much that the samples barely beat a uniform guess"
-               if t["T"] > SANE_TEMPERATURES[1] else
-               "below 0.2 the samples' average is strongly under-confident: they disagree (the chain moved far "
-               "between samples)")
-        out.append(f"fitted temperature T = {t['T']:.3g} is outside [{SANE_TEMPERATURES[0]:g}, "
-                   f"{SANE_TEMPERATURES[1]:g}]: {why}")
+        why = (
+            "above 5 the logits are divided so much that the samples barely beat a uniform guess"
+            if t["T"] > SANE_TEMPERATURES[1]
+            else "below 0.2 the samples' average is strongly under-confident: they disagree (the chain moved far "
+            "between samples)"
+        )
+        out.append(
+            f"fitted temperature T = {t['T']:.3g} is outside [{SANE_TEMPERATURES[0]:g}, "
+            f"{SANE_TEMPERATURES[1]:g}]: {why}"
+        )
     return out
 
 
@@ -319,10 +389,20 @@ def _figures(run_dir, run, report, entropies, bins, C, figures):
         if h_out is not None:
             curves.append((f"OOD {report['ood']['dataset']}, {k}", h_out, {"color": f"C{i}"}))
         curves.append((f"test {run['data']['dataset']}, {k}", h_in, {"color": f"C{i}", "ls": "--", "lw": 0.9}))
-    figures.entropy_cdf(os.path.join(run_dir, "entropy_cdf.png"), curves, ENTROPY_THRESHOLD, math.log(C),
-                      title=f"BMA predictive entropy: {label}")
+    figures.entropy_cdf(
+        os.path.join(run_dir, "entropy_cdf.png"),
+        curves,
+        ENTROPY_THRESHOLD,
+        math.log(C),
+        title=f"BMA predictive entropy: {label}",
+    )
     figures.reliability(os.path.join(run_dir, "reliability.png"), bins, title=f"Reliability (test): {label}")
     swaps_dir = os.path.join(run_dir, run_json.SWAPS)
     rows = _read_csv(os.path.join(swaps_dir, "swaps.csv")) if os.path.isdir(swaps_dir) else None
-    figures.swaps(os.path.join(run_dir, "swaps.png"), rows, _read_csv(os.path.join(swaps_dir, "refresh.csv")),
-                _read_csv(os.path.join(run_dir, run_json.LOG)), title=label)
+    figures.swaps(
+        os.path.join(run_dir, "swaps.png"),
+        rows,
+        _read_csv(os.path.join(swaps_dir, "refresh.csv")),
+        _read_csv(os.path.join(run_dir, run_json.LOG)),
+        title=label,
+    )

@@ -21,29 +21,43 @@ def check_run(run_dir: str | os.PathLike) -> tuple[dict, Any]:
     naming the missing / broken file or key (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
     run = run_json.read_run(run_dir)
     path = os.path.join(os.fspath(run_dir), run_json.RUN_JSON)
-    for key, kind in (("data.dataset", str), ("data.train_size", int), ("model.name", str), ("model.kwargs", dict),
-                      ("model.num_classes", int), ("model.input_shape", list)):
+    for key, kind in (
+        ("data.dataset", str),
+        ("data.train_size", int),
+        ("model.name", str),
+        ("model.kwargs", dict),
+        ("model.num_classes", int),
+        ("model.input_shape", list),
+    ):
         run_json.field(run, key, kind, path)
     if run["data"]["dataset"] not in sources.DATASETS:
-        raise run_json.RunDirError(f"{path}: key data.dataset must be one of {', '.join(sources.DATASETS)}, "
-                                   f"got {run['data']['dataset']!r}"[:400])
+        raise run_json.RunDirError(
+            f"{path}: key data.dataset must be one of {', '.join(sources.DATASETS)}, got {run['data']['dataset']!r}"[
+                :400
+            ]
+        )
     directory = os.path.join(os.fspath(run_dir), run_json.SAMPLES)
     manifest = os.path.join(directory, MANIFEST)
     if not os.path.isfile(manifest):
-        raise run_json.RunDirError(f"{manifest} does not exist: the run has collected no sample yet "
-                                   f"(status {run.get('status')!r}; samples start after the burn-in)")
+        raise run_json.RunDirError(
+            f"{manifest} does not exist: the run has collected no sample yet "
+            f"(status {run.get('status')!r}; samples start after the burn-in)"
+        )
     try:
         samples = load_samples(directory)
     except ValueError as err:
         raise run_json.RunDirError(f"{err}; {repair_hint(run_dir)}") from None
     if not len(samples):
-        raise run_json.RunDirError(f"{manifest} lists no sample: the run has collected none yet "
-                                   f"(status {run.get('status')!r}; samples start after the burn-in)")
+        raise run_json.RunDirError(
+            f"{manifest} lists no sample: the run has collected none yet "
+            f"(status {run.get('status')!r}; samples start after the burn-in)"
+        )
     return run, samples
 
 
-def data_sources(run: dict, ood: str = "auto", data_dir: str | None = None,
-                 source: str | None = None) -> tuple[str | None, str, str | None]:
+def data_sources(
+    run: dict, ood: str = "auto", data_dir: str | None = None, source: str | None = None
+) -> tuple[str | None, str, str | None]:
     """``(data_dir, source, ood_name)`` an evaluation of ``run`` reads: the arguments, else the run's.
 
     ``ood_name`` is ``None`` for ``ood="none"``; ``"auto"`` is :data:`DEFAULT_OOD` of the run's
@@ -54,16 +68,21 @@ def data_sources(run: dict, ood: str = "auto", data_dir: str | None = None,
     data = run["data"]
     data_dir = data_dir if data_dir is not None else data.get("data_dir")
     source = source or data.get("source", "auto")
-    ood_name = DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else sources.check_dataset(ood))
+    ood_name = (
+        DEFAULT_OOD[data["dataset"]] if ood == "auto" else (None if ood == "none" else sources.check_dataset(ood))
+    )
     if ood_name is not None and ood_name == data["dataset"]:
         others = [o for o in OOD_CHOICES if o not in ("auto", "none") and sources.check_dataset(o) != ood_name]
-        raise ValueError(f"ood {ood!r} is the run's training data set {data['dataset']}, not out of distribution; "
-                         f"choose one of {', '.join(others + ['none'])}")
+        raise ValueError(
+            f"ood {ood!r} is the run's training data set {data['dataset']}, not out of distribution; "
+            f"choose one of {', '.join(others + ['none'])}"
+        )
     return data_dir, source, ood_name
 
 
-def check_data(run: dict, ood: str = "auto", data_dir: str | None = None, source: str | None = None,
-               fit_size: int = 2000) -> None:
+def check_data(
+    run: dict, ood: str = "auto", data_dir: str | None = None, source: str | None = None, fit_size: int = 2000
+) -> None:
     """Checks, without reading images or TensorFlow, that the splits an evaluation reads exist.
 
     Rule: the run's test split, the OOD test split and (``fit_size > 0``) the run's training

@@ -31,8 +31,20 @@ Example:
 
 import numpy as np
 
-__all__ = ["accuracy", "nll", "brier", "ece", "entropy", "ood_brier", "auroc", "fit_temperature",
-           "TemperatureFitError", "TEMPERATURE_BOUNDS", "softmax", "reliability_bins"]
+__all__ = [
+    "accuracy",
+    "nll",
+    "brier",
+    "ece",
+    "entropy",
+    "ood_brier",
+    "auroc",
+    "fit_temperature",
+    "TemperatureFitError",
+    "TEMPERATURE_BOUNDS",
+    "softmax",
+    "reliability_bins",
+]
 
 _TINY = 1e-30
 
@@ -76,8 +88,13 @@ def nll(probs, labels):
     import keras
 
     p, y = _check(probs, labels)
-    return float(np.mean(keras.ops.convert_to_numpy(
-        keras.losses.sparse_categorical_crossentropy(y, p.astype(np.float32), from_logits=False))))
+    return float(
+        np.mean(
+            keras.ops.convert_to_numpy(
+                keras.losses.sparse_categorical_crossentropy(y, p.astype(np.float32), from_logits=False)
+            )
+        )
+    )
 
 
 def brier(probs, labels):
@@ -207,16 +224,17 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
     onehot = tf.one_hot(np.asarray(labels).reshape(-1).astype(np.int64), z.shape[-1], dtype=tf.float64)
 
     def loss(log_t):
-        lp = tf.nn.log_softmax(zt / tf.exp(log_t[0]), axis=-1)                      # [S, n, C]
-        picked = tf.reduce_sum(lp * onehot[None], axis=-1)                           # [S, n]
+        lp = tf.nn.log_softmax(zt / tf.exp(log_t[0]), axis=-1)  # [S, n, C]
+        picked = tf.reduce_sum(lp * onehot[None], axis=-1)  # [S, n]
         bma = tf.reduce_logsumexp(picked, axis=0) - tf.math.log(tf.cast(tf.shape(zt)[0], tf.float64))
         return -tf.reduce_mean(bma)
 
     def value_and_grad(x):
         return tfp.math.value_and_gradient(loss, x)
 
-    res = tfp.optimizer.lbfgs_minimize(value_and_grad, tf.constant([np.log(initial)], tf.float64),
-                                       tolerance=1e-10, max_iterations=200)
+    res = tfp.optimizer.lbfgs_minimize(
+        value_and_grad, tf.constant([np.log(initial)], tf.float64), tolerance=1e-10, max_iterations=200
+    )
     t = float(np.exp(res.position.numpy()[0]))
     value = float(res.objective_value.numpy())
     bound = "upper" if not t < hi else "lower" if not t > lo else None  # NaN: upper
@@ -224,12 +242,21 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
         t = hi if bound == "upper" else lo
         value = float(loss(tf.constant([np.log(t)], tf.float64)).numpy())
         uniform = f"; a uniform prediction has log C = {np.log(z.shape[-1]):.4f}" if bound == "upper" else ""
-        raise TemperatureFitError(f"fit_temperature: the held-out NLL keeps falling towards the {bound} bound "
-                                  f"T = {t:g} (NLL {value:.4f} there{uniform}): no optimum inside [{lo:g}, {hi:g}]",
-                                  t, bound, value)
+        raise TemperatureFitError(
+            f"fit_temperature: the held-out NLL keeps falling towards the {bound} bound "
+            f"T = {t:g} (NLL {value:.4f} there{uniform}): no optimum inside [{lo:g}, {hi:g}]",
+            t,
+            bound,
+            value,
+        )
     if not res.converged.numpy():
-        raise TemperatureFitError(f"fit_temperature: the held-out NLL did not converge in 200 L-BFGS iterations "
-                                  f"(T = {t:.4g}, NLL {value:.4f})", t, None, value)
+        raise TemperatureFitError(
+            f"fit_temperature: the held-out NLL did not converge in 200 L-BFGS iterations "
+            f"(T = {t:.4g}, NLL {value:.4f})",
+            t,
+            None,
+            value,
+        )
     return t, value
 
 
@@ -245,6 +272,13 @@ def reliability_bins(probs, labels, num_bins=15):
     for b in range(num_bins):
         sel = which == b
         count = int(sel.sum())
-        rows.append((float(edges[b]), float(edges[b + 1]), count,
-                     float(conf[sel].mean()) if count else np.nan, float(correct[sel].mean()) if count else np.nan))
+        rows.append(
+            (
+                float(edges[b]),
+                float(edges[b + 1]),
+                count,
+                float(conf[sel].mean()) if count else np.nan,
+                float(correct[sel].mean()) if count else np.nan,
+            )
+        )
     return rows

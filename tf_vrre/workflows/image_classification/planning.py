@@ -29,8 +29,22 @@ from tf_vrre.runs import locks, run_json
 from tf_vrre.workflows.image_classification import config, sampler_numbers, strategies
 from tf_vrre.workflows.image_classification.data import sources
 
-__all__ = ["Preflight", "ScheduleWarning", "preflight", "writes_run", "take_run", "give_back", "clear", "backup_epoch", "check_numbers",
-           "check_execution", "expected_samples", "train_size_hint", "check_run_dir", "check_same_data"]
+__all__ = [
+    "Preflight",
+    "ScheduleWarning",
+    "preflight",
+    "writes_run",
+    "take_run",
+    "give_back",
+    "clear",
+    "backup_epoch",
+    "check_numbers",
+    "check_execution",
+    "expected_samples",
+    "train_size_hint",
+    "check_run_dir",
+    "check_same_data",
+]
 
 
 class ScheduleWarning(UserWarning):
@@ -45,13 +59,19 @@ class ScheduleWarning(UserWarning):
     """
 
     def __init__(self, epochs: int, schedule_epochs: int, changes: str, fewest_epochs: int) -> None:
-        self.epochs, self.schedule_epochs, self.changes, self.fewest_epochs = (epochs, schedule_epochs, changes,
-                                                                               fewest_epochs)
-        super().__init__(f"training.epochs = {epochs} squeezes the {schedule_epochs}-epoch schedule "
-                         f"(training.schedule_epochs) into {epochs} epochs: {changes}, more than x10 per epoch, "
-                         "faster than the chains can follow; for a short run keep the schedule's per-epoch rates "
-                         "(config.keep_rates; tf-vrre train --schedule keep-rates) or train for at least "
-                         f"{fewest_epochs} epochs")
+        self.epochs, self.schedule_epochs, self.changes, self.fewest_epochs = (
+            epochs,
+            schedule_epochs,
+            changes,
+            fewest_epochs,
+        )
+        super().__init__(
+            f"training.epochs = {epochs} squeezes the {schedule_epochs}-epoch schedule "
+            f"(training.schedule_epochs) into {epochs} epochs: {changes}, more than x10 per epoch, "
+            "faster than the chains can follow; for a short run keep the schedule's per-epoch rates "
+            "(config.keep_rates; tf-vrre train --schedule keep-rates) or train for at least "
+            f"{fewest_epochs} epochs"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +94,7 @@ class Preflight:
         ``"chain_per_replica"``, :mod:`tf_vrre.sampler.placements`; checked against the strategy
         when it is made).
     """
+
     config: config.Config
     out: str
     data_dir: str | None = None
@@ -110,9 +131,18 @@ class _Argument:
         return False
 
 
-def preflight(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = None, source: str = "auto",
-              download: bool = True, overwrite: bool = False, jit_compile: bool | str | None = None,
-              steps_per_execution: int | None = None, strategy: Any = None, writer: bool | None = None) -> Preflight:
+def preflight(
+    cfg: config.Config,
+    out: str | os.PathLike,
+    data_dir: str | None = None,
+    source: str = "auto",
+    download: bool = True,
+    overwrite: bool = False,
+    jit_compile: bool | str | None = None,
+    steps_per_execution: int | None = None,
+    strategy: Any = None,
+    writer: bool | None = None,
+) -> Preflight:
     """Checks a training run before TensorFlow starts, changing nothing (see the module docstring).
 
     Args:
@@ -169,8 +199,9 @@ def preflight(cfg: config.Config, out: str | os.PathLike, data_dir: str | None =
     fast = sampler_numbers.fast_schedule(cfg)
     if fast is not None:  # after every check: a refused run gets its error alone
         warnings.warn(ScheduleWarning(cfg.training.epochs, cfg.training.schedule_epochs, *fast), stacklevel=3)
-    return Preflight(cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, existing,
-                     size, values, count)
+    return Preflight(
+        cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, existing, size, values, count
+    )
 
 
 def writes_run(strategy: Any) -> bool:
@@ -188,8 +219,9 @@ def writes_run(strategy: Any) -> bool:
     if cluster is None:
         return True
     task = cluster["task"]
-    return task["type"] == "chief" or ("chief" not in cluster["cluster"] and task["type"] == "worker"
-                                       and int(task["index"]) == 0)
+    return task["type"] == "chief" or (
+        "chief" not in cluster["cluster"] and task["type"] == "worker" and int(task["index"]) == 0
+    )
 
 
 def take_run(pre: Preflight) -> Preflight:
@@ -313,18 +345,23 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
     values = config.schedule_values(cfg, train_size, train_size // d.batch_size)
     vr = cfg.variance_reduction
     if vr is not None and vr.period > values["total_steps"]:
-        raise ValueError(f"variance_reduction.period ({vr.period}) must be <= the run's "
-                         f"{values['total_steps']} steps, or the control variates are never refreshed")
+        raise ValueError(
+            f"variance_reduction.period ({vr.period}) must be <= the run's "
+            f"{values['total_steps']} steps, or the control variates are never refreshed"
+        )
     count = expected_samples(cfg, values)
     if count == 0:
-        raise ValueError(f"samples.thinning ({cfg.samples.thinning}) collects no sample: the run has "
-                         f"{values['total_steps']} steps, {values['sample_burn_in_steps']} of them burn-in; "
-                         "lower --thinning or raise --epochs")
+        raise ValueError(
+            f"samples.thinning ({cfg.samples.thinning}) collects no sample: the run has "
+            f"{values['total_steps']} steps, {values['sample_burn_in_steps']} of them burn-in; "
+            "lower --thinning or raise --epochs"
+        )
     return values, count
 
 
-def check_execution(cfg: config.Config, jit_compile: bool | str | None = None,
-                    steps_per_execution: int | None = None) -> None:
+def check_execution(
+    cfg: config.Config, jit_compile: bool | str | None = None, steps_per_execution: int | None = None
+) -> None:
     """Checks ``train``'s execution options without TensorFlow (``ValueError`` naming the argument).
 
     ``jit_compile``: ``None`` (the sampler's default: ``$TF_VRRE_JIT_COMPILE``, else ``"auto"``),
@@ -338,12 +375,17 @@ def check_execution(cfg: config.Config, jit_compile: bool | str | None = None,
     if steps_per_execution is None:
         return
     top = strategies.MAX_STEPS_PER_EXECUTION
-    if isinstance(steps_per_execution, bool) or not isinstance(steps_per_execution, int) \
-            or not 1 <= steps_per_execution <= top:
+    if (
+        isinstance(steps_per_execution, bool)
+        or not isinstance(steps_per_execution, int)
+        or not 1 <= steps_per_execution <= top
+    ):
         raise ValueError(f"steps_per_execution must be an integer in [1, {top}]; got {steps_per_execution!r}")
     if cfg.samples.thinning % steps_per_execution:
-        raise ValueError(f"steps_per_execution ({steps_per_execution}) must divide samples.thinning "
-                         f"({cfg.samples.thinning}): callbacks see the weights once per execution")
+        raise ValueError(
+            f"steps_per_execution ({steps_per_execution}) must divide samples.thinning "
+            f"({cfg.samples.thinning}): callbacks see the weights once per execution"
+        )
 
 
 def train_size_hint(cfg: config.Config, source: str, data_dir: str | None) -> int | None:
@@ -358,8 +400,10 @@ def train_size_hint(cfg: config.Config, source: str, data_dir: str | None) -> in
     total = sources.npz_split_size(data_dir, name, "train")
     held = sources.example_count(d.holdout, total, "holdout")
     if held >= total:
-        raise ValueError(f"data.holdout ({held}) must leave training examples: the {name} train split in "
-                         f"{str(data_dir)!r} has {total}")
+        raise ValueError(
+            f"data.holdout ({held}) must leave training examples: the {name} train split in "
+            f"{str(data_dir)!r} has {total}"
+        )
     return total - held
 
 
@@ -372,15 +416,19 @@ def check_run_dir(out: str, cfg: config.Config, overwrite: bool = False) -> dict
     if existing is None:
         foreign = [p for p in run_json.TRAIN_OUTPUTS if os.path.lexists(os.path.join(out, p))]
         if foreign:
-            raise run_json.RunDirError(f"{out!r} holds {', '.join(foreign)} but no run.json; use --overwrite to "
-                                       "replace it or choose another --out")
+            raise run_json.RunDirError(
+                f"{out!r} holds {', '.join(foreign)} but no run.json; use --overwrite to "
+                "replace it or choose another --out"
+            )
         return None
     diff = run_json.config_difference(existing["config"], cfg.to_dict())
     if diff is not None:
         key, old, new = diff
-        raise run_json.RunDirError(f"{out!r} holds a different run ({existing['method']}): config key {key} is "
-                                   f"{old!r} there, {new!r} now; use --overwrite to replace it or choose another "
-                                   "--out")
+        raise run_json.RunDirError(
+            f"{out!r} holds a different run ({existing['method']}): config key {key} is "
+            f"{old!r} there, {new!r} now; use --overwrite to replace it or choose another "
+            "--out"
+        )
     return existing
 
 
@@ -401,9 +449,11 @@ def check_same_data(out: str, existing: dict, prepared: dict) -> None:
     for key, there, now in checks:
         if there != now:
             where = f" in {new['data_dir']!r}" if new.get("data_dir") else ""
-            raise run_json.RunDirError(f"{out!r}: the training data{where} differ from the run's ({key} {there!r} "
-                                       f"there, {now!r} now); resume with the run's data ({old.get('source')} "
-                                       f"{old.get('data_dir')!r}), or use --overwrite / another --out")
+            raise run_json.RunDirError(
+                f"{out!r}: the training data{where} differ from the run's ({key} {there!r} "
+                f"there, {now!r} now); resume with the run's data ({old.get('source')} "
+                f"{old.get('data_dir')!r}), or use --overwrite / another --out"
+            )
 
 
 def clear(out: str) -> None:
@@ -433,8 +483,9 @@ def clear(out: str) -> None:
 def _remove_tree(out: str, path: str) -> None:
     """Removes directory ``path`` while holding its writer lock (refused if a writer holds it)."""
     try:
-        held = locks.acquire(os.path.join(path, locks.LOCK)) if os.path.lexists(os.path.join(path, locks.LOCK)) \
-            else None
+        held = (
+            locks.acquire(os.path.join(path, locks.LOCK)) if os.path.lexists(os.path.join(path, locks.LOCK)) else None
+        )
     except locks.Busy as busy:
         if busy.pid != str(os.getpid()):  # this process's own earlier fit, interrupted: its files go too
             raise locks.RunLockedError(f"{out!r}: cannot replace {path}: " + locks.busy_message(path, busy)) from None

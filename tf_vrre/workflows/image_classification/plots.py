@@ -69,11 +69,28 @@ def reliability(path, panels, title=None):
         conf = np.array([b[3] for b in bins])
         acc = np.array([b[4] for b in bins])
         ax, hx = axes[0, j], axes[1, j]
-        ax.bar(lo, np.nan_to_num(acc), width=width, align="edge", color="C0", alpha=0.8, edgecolor="k", lw=0.4,
-               label="accuracy")
+        ax.bar(
+            lo,
+            np.nan_to_num(acc),
+            width=width,
+            align="edge",
+            color="C0",
+            alpha=0.8,
+            edgecolor="k",
+            lw=0.4,
+            label="accuracy",
+        )
         gap = np.nan_to_num(conf) - np.nan_to_num(acc)
-        ax.bar(lo, gap, bottom=np.nan_to_num(acc), width=width, align="edge", color="C3", alpha=0.35,
-               label="confidence - accuracy")
+        ax.bar(
+            lo,
+            gap,
+            bottom=np.nan_to_num(acc),
+            width=width,
+            align="edge",
+            color="C3",
+            alpha=0.35,
+            label="confidence - accuracy",
+        )
         ax.plot([0, 1], [0, 1], color="k", lw=0.8, ls="--")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)

@@ -45,8 +45,7 @@ from tf_vrre.numerics import F32_MAX, F32_TINY
 from tf_vrre.workflows import step_bounds
 from tf_vrre.workflows.step_bounds import BoundError
 
-__all__ = ["BoundError", "Stretch", "check_config", "check_data_size", "schedule_rates", "fast_schedule",
-           "FAST_FACTOR"]
+__all__ = ["BoundError", "Stretch", "check_config", "check_data_size", "schedule_rates", "fast_schedule", "FAST_FACTOR"]
 
 FAST_FACTOR = 10.0
 """A schedule factor beyond x10 (or below x1/10) per epoch of the run is too fast for the chains
@@ -92,8 +91,9 @@ def check_config(cfg: Any, prefer: Iterable[str] = ()) -> None:
     s, stretch, prefer = cfg.sampler, Stretch(cfg), tuple(prefer)
     if s.lr_decay is not None and stretch.log_factor(s.lr_decay) < _LOG_TINY:
         lowest = math.exp(_LOG_TINY * stretch.scale)
-        step_bounds.within("sampler.lr_decay", s.lr_decay, lowest, 1.0, _stretched(cfg, "lr_decay", "stay positive"),
-                           prefix=_KEY)
+        step_bounds.within(
+            "sampler.lr_decay", s.lr_decay, lowest, 1.0, _stretched(cfg, "lr_decay", "stay positive"), prefix=_KEY
+        )
     tau_end_log = _check_temperature(cfg, stretch)
     if cfg.swap is not None:
         _check_correction(cfg, stretch, tau_end_log)
@@ -101,19 +101,30 @@ def check_config(cfg: Any, prefer: Iterable[str] = ()) -> None:
     h = s.hot_lr_multiplier or 1.0
     limit = step_bounds.prior_stability_limit(h * s.weight_decay, s.momentum)
     if s.lr >= limit:
-        why = (f"the prior's own step lr * {'hot_lr_multiplier * ' if h != 1 else ''}weight_decay must be < 2 (1 + "
-               f"momentum) = {2 * (1 + s.momentum):.3g}, else the weights grow every step; with sampler.lr {s.lr:g}"
-               f"{f', hot_lr_multiplier {h:g}' if h != 1 else ''}, weight_decay {s.weight_decay:g}, momentum "
-               f"{s.momentum:g}")
+        why = (
+            f"the prior's own step lr * {'hot_lr_multiplier * ' if h != 1 else ''}weight_decay must be < 2 (1 + "
+            f"momentum) = {2 * (1 + s.momentum):.3g}, else the weights grow every step; with sampler.lr {s.lr:g}"
+            f"{f', hot_lr_multiplier {h:g}' if h != 1 else ''}, weight_decay {s.weight_decay:g}, momentum "
+            f"{s.momentum:g}"
+        )
         if _pick(("sampler.lr", "sampler.weight_decay"), prefer) == "sampler.weight_decay":
-            step_bounds.within("sampler.weight_decay", s.weight_decay, 0.0, 2 * (1 + s.momentum) / (h * s.lr), why,
-                               hi_open=True, prefix=_KEY)
+            step_bounds.within(
+                "sampler.weight_decay",
+                s.weight_decay,
+                0.0,
+                2 * (1 + s.momentum) / (h * s.lr),
+                why,
+                hi_open=True,
+                prefix=_KEY,
+            )
         step_bounds.within("sampler.lr", s.lr, F32_TINY, limit, why, hi_open=True, prefix=_KEY)
 
 
 def _stretched(cfg: Any, key: str, what: str) -> str:
-    return (f"its per-epoch factor over the run, {key} ** (training.schedule_epochs / training.epochs) = "
-            f"{key} ** ({cfg.training.schedule_epochs} / {cfg.training.epochs}), must {what} in float32")
+    return (
+        f"its per-epoch factor over the run, {key} ** (training.schedule_epochs / training.epochs) = "
+        f"{key} ** ({cfg.training.schedule_epochs} / {cfg.training.epochs}), must {what} in float32"
+    )
 
 
 def _check_temperature(cfg: Any, stretch: Stretch) -> float | None:
@@ -123,9 +134,17 @@ def _check_temperature(cfg: Any, stretch: Stretch) -> float | None:
     if s.temperature is None:
         return None
     hot = s.hot_temperature_multiplier or 1.0
-    step_bounds.within("sampler.temperature", s.temperature, F32_TINY, F32_MAX / hot,
-                       f"the hot chain's temperature, sampler.temperature * hot_temperature_multiplier ({hot:g}), "
-                       "must be finite in float32" if hot != 1 else "float32", prefix=_KEY)
+    step_bounds.within(
+        "sampler.temperature",
+        s.temperature,
+        F32_TINY,
+        F32_MAX / hot,
+        f"the hot chain's temperature, sampler.temperature * hot_temperature_multiplier ({hot:g}), "
+        "must be finite in float32"
+        if hot != 1
+        else "float32",
+        prefix=_KEY,
+    )
     log_tau = math.log(s.temperature)
     burn = stretch.epochs(s.burn_in_epochs)
     if not (s.temperature_annealing > 1 and burn > 0):
@@ -134,10 +153,16 @@ def _check_temperature(cfg: Any, stretch: Stretch) -> float | None:
     if -log_factor < _LOG_TINY or log_tau - burn * log_factor < _LOG_TINY:
         # tau / a_s ** burn >= tiny and 1 / a_s >= tiny, with a_s = a ** (1 / scale), burn = round(b * scale)
         top = min(-_LOG_TINY, (log_tau - _LOG_TINY) / burn) * stretch.scale
-        step_bounds.within("sampler.temperature_annealing", s.temperature_annealing, 1.0, math.exp(top),
-                           f"the temperature annealed over the burn-in, sampler.temperature / temperature_annealing "
-                           f"** burn_in_epochs, must stay >= {F32_TINY:.3g} in float32 (stretched to "
-                           f"{cfg.training.epochs} epochs)", prefix=_KEY)
+        step_bounds.within(
+            "sampler.temperature_annealing",
+            s.temperature_annealing,
+            1.0,
+            math.exp(top),
+            f"the temperature annealed over the burn-in, sampler.temperature / temperature_annealing "
+            f"** burn_in_epochs, must stay >= {F32_TINY:.3g} in float32 (stretched to "
+            f"{cfg.training.epochs} epochs)",
+            prefix=_KEY,
+        )
     return log_tau - burn * log_factor
 
 
@@ -150,17 +175,26 @@ def _check_correction(cfg: Any, stretch: Stretch, tau_end_log: float) -> None:
         log_growth = burn * stretch.log_factor(sw.correction_growth)
         if log_growth > _LOG_MAX - _LOG_TINY or stretch.log_factor(sw.correction_growth) > _LOG_MAX:
             top = math.exp(min(_LOG_MAX, (_LOG_MAX - _LOG_TINY) / burn) * stretch.scale)
-            step_bounds.within("swap.correction_growth", sw.correction_growth, 1.0, top,
-                               f"F * correction_growth ** burn_in_epochs must stay finite in float32 (stretched to "
-                               f"{cfg.training.epochs} epochs)", prefix=_KEY)
-    ratio = 1.0 - 1.0 / s.hot_temperature_multiplier   # 1/tau_1 - 1/tau_2 = ratio / tau_1
+            step_bounds.within(
+                "swap.correction_growth",
+                sw.correction_growth,
+                1.0,
+                top,
+                f"F * correction_growth ** burn_in_epochs must stay finite in float32 (stretched to "
+                f"{cfg.training.epochs} epochs)",
+                prefix=_KEY,
+            )
+    ratio = 1.0 - 1.0 / s.hot_temperature_multiplier  # 1/tau_1 - 1/tau_2 = ratio / tau_1
     # log of the largest (1/tau_1 - 1/tau_2)^2 / F_0: at the start or at the end of the burn-in
     log_pen = max(2 * (math.log(ratio) - math.log(s.temperature)), 2 * (math.log(ratio) - tau_end_log) - log_growth)
     lo = max(F32_TINY, math.exp(min(log_pen - _LOG_MAX, 700)))
     hi = math.exp(_LOG_MAX - log_growth)
-    why = (f"F grows x{math.exp(log_growth):.3g} over the burn-in and must stay finite in float32, and so must the "
-           "swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2" if log_growth else
-           "the swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2 must be finite in float32")
+    why = (
+        f"F grows x{math.exp(log_growth):.3g} over the burn-in and must stay finite in float32, and so must the "
+        "swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2"
+        if log_growth
+        else "the swap penalty (1/tau_1 - 1/tau_2)^2 / F per unit sigma^2 must be finite in float32"
+    )
     step_bounds.within("swap.correction", sw.correction, lo, hi, why, prefix=_KEY)
 
 
@@ -168,8 +202,9 @@ def _rule(kind: str, value: Any, key: str, name: str, swaps: bool) -> None:
     """:func:`tf_vrre.numerics.check_hyperparameter` on the value the sampler gets, as a
     :class:`BoundError` naming the config key."""
     try:
-        numerics.check_hyperparameter(kind, value, num_chains=len(value) if isinstance(value, list) else None,
-                                      swaps=swaps, name=name)
+        numerics.check_hyperparameter(
+            kind, value, num_chains=len(value) if isinstance(value, list) else None, swaps=swaps, name=name
+        )
     except (TypeError, ValueError) as err:
         raise BoundError(key, f"{_KEY}{key}: {err}") from None
 
@@ -183,8 +218,15 @@ def _check_rules(cfg: Any) -> None:
     if s.temperature is not None:
         taus = [s.temperature, s.temperature * s.hot_temperature_multiplier] if cfg.replica else [s.temperature]
         key = "sampler.hot_temperature_multiplier" if cfg.replica else "sampler.temperature"
-        _rule("temperatures", taus, key, "the chains' temperatures (sampler.temperature, times "
-              "hot_temperature_multiplier for the hot chain)" if cfg.replica else "sampler.temperature", cfg.replica)
+        _rule(
+            "temperatures",
+            taus,
+            key,
+            "the chains' temperatures (sampler.temperature, times hot_temperature_multiplier for the hot chain)"
+            if cfg.replica
+            else "sampler.temperature",
+            cfg.replica,
+        )
     if cfg.swap is not None:
         _rule("correction", cfg.swap.correction, "swap.correction", "swap.correction (F)", True)
 
@@ -202,16 +244,35 @@ def check_data_size(cfg: Any, data_size: int) -> None:
     if s.temperature is not None:
         hot_tau = s.temperature * (s.hot_temperature_multiplier or 1.0)
         hi = min(hi, step_bounds.noise_variance_limit(hot_tau, 1.0 - s.momentum) * n / h)
-    step_bounds.within("sampler.lr", s.lr, F32_TINY * n, min(hi, F32_MAX),
-                       "the sampler's step size eta = lr / N, the hot chain's hot_lr_multiplier * eta and the noise "
-                       "variance 2 (1 - momentum) eta tau must be positive and finite in float32",
-                       prefix=_KEY, context=context)
-    step_bounds.within("sampler.weight_decay", s.weight_decay, max(F32_TINY, F32_TINY / n), F32_MAX / n,
-                       "the prior precision weight_decay * N is float32", zero=True, prefix=_KEY, context=context)
+    step_bounds.within(
+        "sampler.lr",
+        s.lr,
+        F32_TINY * n,
+        min(hi, F32_MAX),
+        "the sampler's step size eta = lr / N, the hot chain's hot_lr_multiplier * eta and the noise "
+        "variance 2 (1 - momentum) eta tau must be positive and finite in float32",
+        prefix=_KEY,
+        context=context,
+    )
+    step_bounds.within(
+        "sampler.weight_decay",
+        s.weight_decay,
+        max(F32_TINY, F32_TINY / n),
+        F32_MAX / n,
+        "the prior precision weight_decay * N is float32",
+        zero=True,
+        prefix=_KEY,
+        context=context,
+    )
     eta = s.lr / n
-    _rule("learning_rates", [eta, eta * h] if cfg.replica else [eta], "sampler.lr",
-          f"the chains' step sizes eta = sampler.lr / N{' (times hot_lr_multiplier for the hot chain)' if cfg.replica else ''}"
-          f"{context}", cfg.replica)
+    _rule(
+        "learning_rates",
+        [eta, eta * h] if cfg.replica else [eta],
+        "sampler.lr",
+        f"the chains' step sizes eta = sampler.lr / N{' (times hot_lr_multiplier for the hot chain)' if cfg.replica else ''}"
+        f"{context}",
+        cfg.replica,
+    )
 
 
 def schedule_rates(cfg: Any) -> dict:
@@ -230,8 +291,11 @@ def schedule_rates(cfg: Any) -> dict:
     s, stretch, epochs = cfg.sampler, Stretch(cfg), cfg.training.epochs
     out = {}
     if s.lr_decay is not None and s.lr_decay != 1:
-        out["lr"] = (stretch.factor(s.lr_decay), epochs - min(epochs, stretch.epochs(s.lr_constant_epochs)),
-                     "sampler.lr_decay")
+        out["lr"] = (
+            stretch.factor(s.lr_decay),
+            epochs - min(epochs, stretch.epochs(s.lr_constant_epochs)),
+            "sampler.lr_decay",
+        )
     burn = min(epochs, stretch.epochs(s.burn_in_epochs)) if s.burn_in_epochs is not None else 0
     if s.temperature is not None and s.temperature_annealing > 1:
         out["temperature"] = (1.0 / stretch.factor(s.temperature_annealing), burn, "sampler.temperature_annealing")
@@ -259,18 +323,27 @@ def fast_schedule(cfg: Any, limit: float = FAST_FACTOR) -> tuple[str, int] | Non
     """
     rates = schedule_rates(cfg)
     words = {"lr": "the learning rate", "temperature": "the temperature", "F": "F"}
-    start = {"lr": cfg.sampler.lr, "temperature": cfg.sampler.temperature,
-             "F": cfg.swap.correction if cfg.swap is not None else None}
+    start = {
+        "lr": cfg.sampler.lr,
+        "temperature": cfg.sampler.temperature,
+        "F": cfg.swap.correction if cfg.swap is not None else None,
+    }
     parts, fewest = [], 1
     for name, (factor, span, _) in rates.items():
         if max(factor, 1.0 / factor) <= limit:
             continue
-        end = start[name] * factor ** span
-        parts.append(f"{words[name]} x{factor:.3g} per epoch ({start[name]:.2g} -> {end:.2g} over {span} epoch{'s' if span != 1 else ''})")
+        end = start[name] * factor**span
+        parts.append(
+            f"{words[name]} x{factor:.3g} per epoch ({start[name]:.2g} -> {end:.2g} over {span} epoch{'s' if span != 1 else ''})"
+        )
     if not parts:
         return None
     text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    for factor, _, _ in rates.values():  # E epochs run the config's factor f as f ** (S / E): |log f| S / E <= log limit
+    for (
+        factor,
+        _,
+        _,
+    ) in rates.values():  # E epochs run the config's factor f as f ** (S / E): |log f| S / E <= log limit
         log_config_factor = abs(math.log(factor)) * Stretch(cfg).scale
         fewest = max(fewest, math.ceil(cfg.training.schedule_epochs * log_config_factor / math.log(limit) - 1e-9))
     return text, fewest

@@ -59,9 +59,25 @@ start-up included), whatever the network does."""
 GOOGLE_PCI_VENDOR = "0x1ae0"
 _MODULE = "tf_vrre.workflows.image_classification.strategies"  # run as the child process of _device_types
 
-__all__ = ["STRATEGIES", "MAX_STEPS_PER_EXECUTION", "TPU_PROBE_SECONDS", "TPU_STATUS_SECONDS", "STATUS_PROCESS_SECONDS",
-           "tpu_present", "tpu_reachable", "tf_config", "check", "make_strategy",
-           "check_options", "is_tpu", "is_multi_worker", "is_chief", "name_of", "worker_name", "gather_ints"]
+__all__ = [
+    "STRATEGIES",
+    "MAX_STEPS_PER_EXECUTION",
+    "TPU_PROBE_SECONDS",
+    "TPU_STATUS_SECONDS",
+    "STATUS_PROCESS_SECONDS",
+    "tpu_present",
+    "tpu_reachable",
+    "tf_config",
+    "check",
+    "make_strategy",
+    "check_options",
+    "is_tpu",
+    "is_multi_worker",
+    "is_chief",
+    "name_of",
+    "worker_name",
+    "gather_ints",
+]
 _tpu_strategies = {}  # target -> TPUStrategy: a TPU system is initialized once per process
 
 
@@ -90,7 +106,7 @@ def tpu_reachable(address, timeout=None):
     TensorFlow's ``experimental_connect_to_cluster`` has no deadline: an address that accepts TCP
     but never answers it (a proxy, another service on the port) would block it for ever.
     """
-    text = address[len("grpc://"):] if address.startswith("grpc://") else address
+    text = address[len("grpc://") :] if address.startswith("grpc://") else address
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         return f"not host:port ({address!r})"
@@ -107,8 +123,15 @@ def _no_tpu_devices(target):
     root = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["tf_vrre"].__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
-        proc = subprocess.run([sys.executable, "-m", _MODULE, target, repr(TPU_STATUS_SECONDS)], capture_output=True,
-                              text=True, timeout=STATUS_PROCESS_SECONDS, env=env, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", _MODULE, target, repr(TPU_STATUS_SECONDS)],
+            capture_output=True,
+            text=True,
+            timeout=STATUS_PROCESS_SECONDS,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return f"accepts TCP, but asking its devices did not end within {STATUS_PROCESS_SECONDS:g} s"
     lines = proc.stdout.strip().splitlines()
@@ -118,8 +141,9 @@ def _no_tpu_devices(target):
         err = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return f"accepts TCP, but its devices could not be asked: {err[:200]}"
     if "error" in answer:
-        return (f"accepts TCP, but no TensorFlow server answered within {TPU_STATUS_SECONDS:g} s "
-                f"({answer['error'][:200]})")
+        return (
+            f"accepts TCP, but no TensorFlow server answered within {TPU_STATUS_SECONDS:g} s ({answer['error'][:200]})"
+        )
     if not any(kind.startswith("TPU") for kind in answer["devices"]):
         return f"a TensorFlow server without a TPU device (devices: {', '.join(answer['devices']) or 'none'})"
     return None
@@ -150,8 +174,13 @@ def status_response_class():
     device.field.add(name="name", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
     device.field.add(name="device_type", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
     status = proto.message_type.add(name="GetStatusResponse")
-    status.field.add(name="device_attributes", number=1, type=field.TYPE_MESSAGE, label=field.LABEL_REPEATED,
-                     type_name=".tf_vrre_worker_status.DeviceAttributes")
+    status.field.add(
+        name="device_attributes",
+        number=1,
+        type=field.TYPE_MESSAGE,
+        label=field.LABEL_REPEATED,
+        type_name=".tf_vrre_worker_status.DeviceAttributes",
+    )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     descriptor = pool.FindMessageTypeByName("tf_vrre_worker_status.GetStatusResponse")
@@ -191,11 +220,16 @@ def _tpu_probe(reason=None):
     ``$COLAB_TPU_ADDR`` if already asked)."""
     address = os.environ.get("COLAB_TPU_ADDR")
     reason = address and (reason or tpu_reachable(address))
-    colab = (f"$COLAB_TPU_ADDR = {address!r} ({'not reachable: ' + reason if reason else 'reachable'})"
-             if address else "$COLAB_TPU_ADDR unset")
+    colab = (
+        f"$COLAB_TPU_ADDR = {address!r} ({'not reachable: ' + reason if reason else 'reachable'})"
+        if address
+        else "$COLAB_TPU_ADDR unset"
+    )
     vfio = glob.glob("/dev/vfio/[0-9]*")
-    return (f"{colab}, /dev/accel* {'found' if glob.glob('/dev/accel*') else 'absent'}"
-            f", /dev/vfio/<n> {('found with a Google PCI device' if _vfio_tpu() else 'found, no Google PCI device') if vfio else 'absent'}")
+    return (
+        f"{colab}, /dev/accel* {'found' if glob.glob('/dev/accel*') else 'absent'}"
+        f", /dev/vfio/<n> {('found with a Google PCI device' if _vfio_tpu() else 'found, no Google PCI device') if vfio else 'absent'}"
+    )
 
 
 def tf_config(environ=None):
@@ -218,24 +252,34 @@ def tf_config(environ=None):
     if not isinstance(cfg, dict) or not isinstance(cfg.get("cluster"), dict) or not cfg["cluster"]:
         raise ValueError(f"TF_CONFIG needs a 'cluster' object (job -> list of host:port), e.g. {example}")
     for job, tasks in cfg["cluster"].items():
-        if (not isinstance(tasks, list) or not tasks
-                or not all(isinstance(t, str) and t.rpartition(":")[2].isdigit() for t in tasks)):
-            raise ValueError(f"TF_CONFIG cluster job {job!r} must be a non-empty list of 'host:port' strings, "
-                             f"got {tasks!r}")
+        if (
+            not isinstance(tasks, list)
+            or not tasks
+            or not all(isinstance(t, str) and t.rpartition(":")[2].isdigit() for t in tasks)
+        ):
+            raise ValueError(
+                f"TF_CONFIG cluster job {job!r} must be a non-empty list of 'host:port' strings, got {tasks!r}"
+            )
     task = cfg.get("task")
     if not isinstance(task, dict) or "type" not in task or "index" not in task:
         raise ValueError(f"TF_CONFIG needs a 'task' object with 'type' and 'index', e.g. {example}")
     kind, index = task["type"], task["index"]
     if kind not in TASK_TYPES or kind not in cfg["cluster"]:
-        raise ValueError(f"TF_CONFIG task type {kind!r} must be one of {', '.join(TASK_TYPES)} and a job of the "
-                         f"cluster ({', '.join(cfg['cluster'])})")
+        raise ValueError(
+            f"TF_CONFIG task type {kind!r} must be one of {', '.join(TASK_TYPES)} and a job of the "
+            f"cluster ({', '.join(cfg['cluster'])})"
+        )
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(cfg["cluster"][kind]):
-        raise ValueError(f"TF_CONFIG task index {index!r} must be an integer in [0, {len(cfg['cluster'][kind])}) "
-                         f"(the {kind} job has {len(cfg['cluster'][kind])} task(s))")
+        raise ValueError(
+            f"TF_CONFIG task index {index!r} must be an integer in [0, {len(cfg['cluster'][kind])}) "
+            f"(the {kind} job has {len(cfg['cluster'][kind])} task(s))"
+        )
     unsupported = sorted(set(cfg["cluster"]) - set(TASK_TYPES))
     if unsupported:
-        raise ValueError(f"TF_CONFIG cluster jobs {unsupported} are not used by MultiWorkerMirroredStrategy "
-                         f"(only {', '.join(TASK_TYPES)})")
+        raise ValueError(
+            f"TF_CONFIG cluster jobs {unsupported} are not used by MultiWorkerMirroredStrategy "
+            f"(only {', '.join(TASK_TYPES)})"
+        )
     return cfg
 
 
@@ -254,8 +298,10 @@ def check(name, tpu_address=None, detect_tpu=True):
         address = os.environ.get("COLAB_TPU_ADDR")
         reason = tpu_reachable(address) if address else "unset"
         if reason:  # tpu_present() is False: one probe, reported as found
-            raise ValueError(f"strategy 'tpu': no TPU detected ({_tpu_probe(reason)}); on Colab choose a TPU runtime, "
-                             "elsewhere set COLAB_TPU_ADDR=host:port of the TPU")
+            raise ValueError(
+                f"strategy 'tpu': no TPU detected ({_tpu_probe(reason)}); on Colab choose a TPU runtime, "
+                "elsewhere set COLAB_TPU_ADDR=host:port of the TPU"
+            )
 
 
 def make_strategy(name="auto", tpu_address=None):
@@ -290,17 +336,18 @@ def make_strategy(name="auto", tpu_address=None):
                 raise
             warnings.warn(f"strategy 'auto': {err}; using the GPUs / CPU", stacklevel=2)
     elif name == "auto" and address:
-        warnings.warn(f"strategy 'auto': no TPU at {address!r} ({where}): {reason}; using the GPUs / CPU",
-                      stacklevel=2)
+        warnings.warn(f"strategy 'auto': no TPU at {address!r} ({where}): {reason}; using the GPUs / CPU", stacklevel=2)
     if name == "multiworker":
         cfg = tf_config()
         try:
             return tf.distribute.MultiWorkerMirroredStrategy()
         except (RuntimeError, ValueError) as err:
-            raise ValueError(f"strategy 'multiworker' (TF_CONFIG {'set' if cfg else 'unset: one worker'}) could not "
-                             f"start: {err}. Create it before TensorFlow runs anything else, e.g. "
-                             "strategy = tf_vrre.workflows.image_classification.strategies.make_strategy("
-                             "'multiworker') at the top of the script, then train(..., strategy=strategy)") from None
+            raise ValueError(
+                f"strategy 'multiworker' (TF_CONFIG {'set' if cfg else 'unset: one worker'}) could not "
+                f"start: {err}. Create it before TensorFlow runs anything else, e.g. "
+                "strategy = tf_vrre.workflows.image_classification.strategies.make_strategy("
+                "'multiworker') at the top of the script, then train(..., strategy=strategy)"
+            ) from None
     if name == "mirrored" or (name == "auto" and len(tf.config.list_logical_devices("GPU")) > 1):
         return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()
@@ -317,9 +364,11 @@ def _tpu_strategy(tpu_address, asked=False):
         return _tpu_strategies[target]
     reason = address and not asked and tpu_reachable(address)
     if reason:  # connecting to an address that is no TPU node would block for ever: asked first, with deadlines
-        raise ValueError(f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable at {target!r} "
-                         f"({'tpu_address' if tpu_address else '$COLAB_TPU_ADDR'}): {reason}. On Colab choose a TPU "
-                         "runtime; for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR) of a running TPU")
+        raise ValueError(
+            f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable at {target!r} "
+            f"({'tpu_address' if tpu_address else '$COLAB_TPU_ADDR'}): {reason}. On Colab choose a TPU "
+            "runtime; for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR) of a running TPU"
+        )
     from tensorflow.python.eager import context
 
     before = context.get_server_def()
@@ -335,7 +384,8 @@ def _tpu_strategy(tpu_address, asked=False):
             f"strategy 'tpu' (--strategy tpu / strategy=\"tpu\"): no TPU reachable. Tried "
             f"TPUClusterResolver(tpu={target!r}), experimental_connect_to_cluster, initialize_tpu_system: "
             f"{type(err).__name__}: {first[:300]}. Detected: {_tpu_probe(reason)}. On Colab choose a TPU runtime; "
-            "for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR)") from None
+            "for a TPU node pass tpu_address='host:port' (or set COLAB_TPU_ADDR)"
+        ) from None
     _tpu_strategies[target] = strategy
     return strategy
 
@@ -365,12 +415,16 @@ def check_options(strategy, jit_compile=None, steps_per_execution=None):
 
     replicas = strategy.num_replicas_in_sync
     if jit_compile is True and replicas > 1 and not is_tpu(strategy) and not tf.config.list_logical_devices("GPU"):
-        raise ValueError(f"jit_compile=True (--jit-compile on) with {replicas} replicas on CPU: XLA cannot compile "
-                         "the all-reduces between CPU devices; use jit_compile='auto' (off here) or False")
+        raise ValueError(
+            f"jit_compile=True (--jit-compile on) with {replicas} replicas on CPU: XLA cannot compile "
+            "the all-reduces between CPU devices; use jit_compile='auto' (off here) or False"
+        )
     if (steps_per_execution or 1) > 1 and replicas > 1 and not is_tpu(strategy):
-        raise ValueError(f"steps_per_execution={steps_per_execution} (--steps-per-execution) with {replicas} replicas "
-                         f"under {name_of(strategy)}: Keras 3's multi-step loop fails under multi-replica strategies "
-                         "(keras-team/keras#19246); use 1")
+        raise ValueError(
+            f"steps_per_execution={steps_per_execution} (--steps-per-execution) with {replicas} replicas "
+            f"under {name_of(strategy)}: Keras 3's multi-step loop fails under multi-replica strategies "
+            "(keras-team/keras#19246); use 1"
+        )
 
 
 def is_tpu(strategy):
@@ -427,7 +481,7 @@ def gather_ints(strategy, values):
     local = tf.constant([list(values)], tf.int64)
     per_replica = strategy.experimental_distribute_values_from_function(lambda ctx: local)
     rows = strategy.gather(per_replica, axis=0).numpy()  # one row per replica, worker by worker
-    return [row.tolist() for row in rows[::strategy.num_replicas_in_sync // _num_workers(strategy)]]
+    return [row.tolist() for row in rows[:: strategy.num_replicas_in_sync // _num_workers(strategy)]]
 
 
 def _num_workers(strategy):

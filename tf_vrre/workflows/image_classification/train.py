@@ -74,14 +74,16 @@ def _schedules(cfg: config.Config, values: dict) -> tuple[Any, Any, Any]:
     if s.temperature is not None:
         tau = s.temperature
         if values["temperature_annealing"] > 1 and values["burn_in_epochs"] > 0:
-            tau = EpochExponential(tau, 1.0 / values["temperature_annealing"], spe, constant_epochs=1,
-                                   stop_epoch=values["burn_in_epochs"])
+            tau = EpochExponential(
+                tau, 1.0 / values["temperature_annealing"], spe, constant_epochs=1, stop_epoch=values["burn_in_epochs"]
+            )
     correction = None
     if cfg.swap is not None:
         correction = cfg.swap.correction
         if values["correction_growth"] > 1 and values.get("burn_in_epochs", 0) > 0:
-            correction = EpochExponential(correction, values["correction_growth"], spe, constant_epochs=1,
-                                          stop_epoch=values["burn_in_epochs"])
+            correction = EpochExponential(
+                correction, values["correction_growth"], spe, constant_epochs=1, stop_epoch=values["burn_in_epochs"]
+            )
     if cfg.replica:
         lrs = [lr, Scaled(lr, s.hot_lr_multiplier)]
         taus = [tau, Scaled(tau, s.hot_temperature_multiplier)]
@@ -89,8 +91,15 @@ def _schedules(cfg: config.Config, values: dict) -> tuple[Any, Any, Any]:
     return lr, tau, correction
 
 
-def build_sampler(cfg: config.Config, values: dict, num_classes: int, input_shape: Any, data_size: int,
-                  synchronized_bn: bool = False, placement: str = "replicated") -> ReplicaExchangeSampler:
+def build_sampler(
+    cfg: config.Config,
+    values: dict,
+    num_classes: int,
+    input_shape: Any,
+    data_size: int,
+    synchronized_bn: bool = False,
+    placement: str = "replicated",
+) -> ReplicaExchangeSampler:
     """The :class:`tf_vrre.sampler.replica_exchange.ReplicaExchangeSampler` of a checked config (call
     in a strategy scope).
 
@@ -103,26 +112,49 @@ def build_sampler(cfg: config.Config, values: dict, num_classes: int, input_shap
     lrs, taus, correction = _schedules(cfg, values)
     kwargs = dict(cfg.model.kwargs)
     synchronized_bn = bool(kwargs.pop("synchronized_bn", False)) or synchronized_bn
-    model_fn = models.Builder(cfg.model.name, num_classes=num_classes, input_shape=tuple(input_shape),
-                              synchronized_bn=synchronized_bn, **kwargs)  # serializable: run identity, save
+    model_fn = models.Builder(
+        cfg.model.name,
+        num_classes=num_classes,
+        input_shape=tuple(input_shape),
+        synchronized_bn=synchronized_bn,
+        **kwargs,
+    )  # serializable: run identity, save
     swap = vr = None
     if cfg.swap is not None:
         sw = cfg.swap
-        swap = CorrectedSwap(correction=correction, smoothing=sw.smoothing, period=sw.period or None,
-                             cooling_steps=values["cooling_steps"])
+        swap = CorrectedSwap(
+            correction=correction,
+            smoothing=sw.smoothing,
+            period=sw.period or None,
+            cooling_steps=values["cooling_steps"],
+        )
     if cfg.variance_reduction is not None:
         v = cfg.variance_reduction
-        vr = ControlVariates(period=v.period, coefficient=v.coefficient, smoothing=v.smoothing,
-                             batch_size=v.batch_size)
+        vr = ControlVariates(period=v.period, coefficient=v.coefficient, smoothing=v.smoothing, batch_size=v.batch_size)
     return ReplicaExchangeSampler(
-        model_fn, data_size=data_size, num_chains=2 if cfg.replica else 1,
-        temperatures=taus, learning_rates=lrs, dynamics="msgd" if cfg.method == "msgd" else "sghmc",
-        momentum=s.momentum, weight_decay=values["weight_decay"], swap=swap, variance_reduction=vr,
-        energy_mode=s.energy_mode, seed=cfg.training.seed, placement=placement)
+        model_fn,
+        data_size=data_size,
+        num_chains=2 if cfg.replica else 1,
+        temperatures=taus,
+        learning_rates=lrs,
+        dynamics="msgd" if cfg.method == "msgd" else "sghmc",
+        momentum=s.momentum,
+        weight_decay=values["weight_decay"],
+        swap=swap,
+        variance_reduction=vr,
+        energy_mode=s.energy_mode,
+        seed=cfg.training.seed,
+        placement=placement,
+    )
 
 
-def plan(cfg: config.Config, data_dir: str | None = None, source: str = "auto", download: bool = True,
-         checked: planning.Preflight | None = None) -> dict:
+def plan(
+    cfg: config.Config,
+    data_dir: str | None = None,
+    source: str = "auto",
+    download: bool = True,
+    checked: planning.Preflight | None = None,
+) -> dict:
     """Loads the data of a checked config and computes the run's numbers (no side effects).
 
     Args:
@@ -142,14 +174,19 @@ def plan(cfg: config.Config, data_dir: str | None = None, source: str = "auto", 
         no sample (naming ``samples.thinning`` and the steps after burn-in).
     """
     d = cfg.data
-    train, holdout, info = load_training_data(d.dataset, source, data_dir, d.subset or None, d.holdout,
-                                              d.split_seed, download)
+    train, holdout, info = load_training_data(
+        d.dataset, source, data_dir, d.subset or None, d.holdout, d.split_seed, download
+    )
     if checked is not None and checked.train_size == train.size and checked.values is not None:
         values, count = checked.values, checked.samples
     else:
         values, count = planning.check_numbers(cfg, train.size)
-    model = {"name": cfg.model.name, "kwargs": dict(cfg.model.kwargs),
-             "num_classes": sources.num_classes(d.dataset), "input_shape": list(sources.image_shape(d.dataset))}
+    model = {
+        "name": cfg.model.name,
+        "kwargs": dict(cfg.model.kwargs),
+        "num_classes": sources.num_classes(d.dataset),
+        "input_shape": list(sources.image_shape(d.dataset)),
+    }
     return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
 
 
@@ -161,8 +198,11 @@ def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any
     sm, values = cfg.samples, p["values"]
     cbs = [EpochTimer(), mirror]  # EpochTimer first: its epoch time includes the other callbacks' work
     if sampler.swap_rule is not None:
-        cbs.append(SwapLogger(os.path.join(out, run_json.SWAPS),
-                              tensorboard_dir=os.path.join(out, run_json.TENSORBOARD, "swaps")))
+        cbs.append(
+            SwapLogger(
+                os.path.join(out, run_json.SWAPS), tensorboard_dir=os.path.join(out, run_json.TENSORBOARD, "swaps")
+            )
+        )
     validation = None
     xh, yh = p["holdout"]
     if sm.validation and len(xh):
@@ -171,10 +211,18 @@ def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any
     cycle = None
     if cfg.cyclical:
         cycle = CyclicalCosine(values["eta"], values["total_steps"], cfg.sampler.cycles, sm.cycle_threshold)
-    cbs.append(SampleCollector(os.path.join(out, run_json.SAMPLES), every=sm.thinning,
-                               burn_in_steps=values["sample_burn_in_steps"], cycle=cycle,
-                               max_samples=sm.max_samples or None, keep=sm.keep, validation_data=validation,
-                               seed=cfg.training.seed))
+    cbs.append(
+        SampleCollector(
+            os.path.join(out, run_json.SAMPLES),
+            every=sm.thinning,
+            burn_in_steps=values["sample_burn_in_steps"],
+            cycle=cycle,
+            max_samples=sm.max_samples or None,
+            keep=sm.keep,
+            validation_data=validation,
+            seed=cfg.training.seed,
+        )
+    )
     if verbose:
         cbs.append(EpochProgress(values["epochs"], values["steps_per_epoch"]))
     cbs.append(EpochCSVLogger(os.path.join(out, run_json.LOG)))
@@ -185,11 +233,21 @@ def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any
 
 def _write_run(out: str, cfg: config.Config, p: dict, sampler: Any, strategy: Any, execution: dict) -> dict:
     """Writes ``run.json`` (status running) and ``samples/model.json`` atomically; returns the run."""
-    run = {"format": run_json.FORMAT, "method": cfg.method, "config": cfg.to_dict(), "model": p["model"],
-           "data": p["data"], "preprocessing": p["train"].preprocessing.to_dict(), "seed": cfg.training.seed,
-           "schedule": p["values"], "expected_samples": p["samples"],
-           "replicas": int(strategy.num_replicas_in_sync), "execution": execution, "versions": _versions(),
-           "status": "running"}
+    run = {
+        "format": run_json.FORMAT,
+        "method": cfg.method,
+        "config": cfg.to_dict(),
+        "model": p["model"],
+        "data": p["data"],
+        "preprocessing": p["train"].preprocessing.to_dict(),
+        "seed": cfg.training.seed,
+        "schedule": p["values"],
+        "expected_samples": p["samples"],
+        "replicas": int(strategy.num_replicas_in_sync),
+        "execution": execution,
+        "versions": _versions(),
+        "status": "running",
+    }
     run_json.write_json(os.path.join(out, run_json.RUN_JSON), run)
     os.makedirs(os.path.join(out, run_json.SAMPLES), exist_ok=True)
     model_json = os.path.join(out, run_json.SAMPLES, run_json.MODEL_JSON)
@@ -204,8 +262,10 @@ def _agree(strat: Any, out: str, state: int) -> None:
     if len({v[0] for v in views}) > 1:
         names = {-3: "an unreadable backup", -2: "a refused run directory", -1: "a complete run", 0: "a new run"}
         seen = "; ".join(f"worker {i}: {names.get(v[0], f'a backup at epoch {v[0]}')}" for i, v in enumerate(views))
-        raise run_json.RunDirError(f"the workers see different states of {out!r} ({seen}); put --out on storage "
-                                   "every worker reads (a shared file system or a bucket) and run all workers again")
+        raise run_json.RunDirError(
+            f"the workers see different states of {out!r} ({seen}); put --out on storage "
+            "every worker reads (a shared file system or a bucket) and run all workers again"
+        )
 
 
 def _worker_root(strat: Any, pre: planning.Preflight) -> tuple[str, bool]:
@@ -226,8 +286,9 @@ def _worker_root(strat: Any, pre: planning.Preflight) -> tuple[str, bool]:
     return root, False
 
 
-def _compile(cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_per_execution: Any,
-             placement: str, verbose: Any) -> tuple[Any, dict]:
+def _compile(
+    cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_per_execution: Any, placement: str, verbose: Any
+) -> tuple[Any, dict]:
     """The compiled sampler (built in the strategy's scope) and the ``run.json`` execution record."""
     requested = jit_compile
     forced = strategies.is_tpu(strat) and jit_compile is not True
@@ -236,16 +297,32 @@ def _compile(cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_pe
         _say(verbose, f"jit_compile={requested!r} -> True: TPUStrategy runs XLA-compiled steps only")
     train_data = p["train"]
     with strat.scope():
-        sampler = build_sampler(cfg, p["values"], p["model"]["num_classes"], p["model"]["input_shape"],
-                                train_data.size, placement=placement,
-                                synchronized_bn=strat.num_replicas_in_sync > 1 and placement == "replicated")
+        sampler = build_sampler(
+            cfg,
+            p["values"],
+            p["model"]["num_classes"],
+            p["model"]["input_shape"],
+            train_data.size,
+            placement=placement,
+            synchronized_bn=strat.num_replicas_in_sync > 1 and placement == "replicated",
+        )
         if sampler.variance_reduction is not None:
             sampler.set_reference_data(train_data.reference)
-        sampler.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
-                        jit_compile=jit_compile, steps_per_execution=steps_per_execution or 1)
-    execution = {"strategy": strategies.name_of(strat), "workers": strategies._num_workers(strat),
-                 "jit_compile": requested, "xla": bool(sampler.jit_compile), "xla_forced_by_tpu": forced,
-                 "steps_per_execution": int(steps_per_execution or 1), "placement": placement}
+        sampler.compile(
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+            jit_compile=jit_compile,
+            steps_per_execution=steps_per_execution or 1,
+        )
+    execution = {
+        "strategy": strategies.name_of(strat),
+        "workers": strategies._num_workers(strat),
+        "jit_compile": requested,
+        "xla": bool(sampler.jit_compile),
+        "xla_forced_by_tpu": forced,
+        "steps_per_execution": int(steps_per_execution or 1),
+        "placement": placement,
+    }
     return sampler, execution
 
 
@@ -258,10 +335,20 @@ def _is_multi_worker(strategy: Any) -> bool:
     return strategy == "multiworker" if isinstance(strategy, str) else strategies.is_multi_worker(strategy)
 
 
-def train(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = None, source: str = "auto",
-          download: bool = True, strategy: Any = "auto", overwrite: bool = False, verbose: Any = 1,
-          prepared: dict | None = None, jit_compile: bool | str | None = None,
-          steps_per_execution: int | None = None, placement: str = "replicated") -> dict:
+def train(
+    cfg: config.Config,
+    out: str | os.PathLike,
+    data_dir: str | None = None,
+    source: str = "auto",
+    download: bool = True,
+    strategy: Any = "auto",
+    overwrite: bool = False,
+    verbose: Any = 1,
+    prepared: dict | None = None,
+    jit_compile: bool | str | None = None,
+    steps_per_execution: int | None = None,
+    placement: str = "replicated",
+) -> dict:
     """Trains a checked config into run directory ``out`` (resuming a killed run of it).
 
     Runs :func:`tf_vrre.workflows.image_classification.planning.preflight` (what ``tf-vrre train``
@@ -324,8 +411,9 @@ def train(cfg: config.Config, out: str | os.PathLike, data_dir: str | None = Non
     if placement not in placements.PLACEMENTS:
         raise ValueError(f"placement must be one of {placements.PLACEMENTS}, got {placement!r}")
     try:
-        pre = planning.preflight(cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution,
-                                 strategy)
+        pre = planning.preflight(
+            cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, strategy
+        )
         pre = dataclasses.replace(pre, placement=placement)
     except run_json.RunDirError:
         if _is_multi_worker(strategy):  # every worker must see the refusal, or the others would wait forever
@@ -369,8 +457,16 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
             shutil.rmtree(os.path.join(out, run_json.BACKUP), ignore_errors=True)
             if taken:
                 planning.give_back(pre)
-        return {"status": "complete", "resumed": False, "already_complete": True, "run": pre.existing,
-                "history": {}, "seconds": 0.0, "samples": None, "chief": chief}
+        return {
+            "status": "complete",
+            "resumed": False,
+            "already_complete": True,
+            "run": pre.existing,
+            "history": {},
+            "seconds": 0.0,
+            "samples": None,
+            "chief": chief,
+        }
     p = prepared if prepared is not None else plan(pre.config, pre.data_dir, pre.source, pre.download, pre)
     if pre.existing is not None:
         planning.check_same_data(out, pre.existing, p)
@@ -380,8 +476,14 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
     try:
         root, chief = _worker_root(strat, pre)
         try:
-            return _fit(pre.config, p, strat, (out, root, chief),
-                        (pre.jit_compile, pre.steps_per_execution, pre.placement), verbose)
+            return _fit(
+                pre.config,
+                p,
+                strat,
+                (out, root, chief),
+                (pre.jit_compile, pre.steps_per_execution, pre.placement),
+                verbose,
+            )
         finally:
             if not chief:
                 shutil.rmtree(root, ignore_errors=True)
@@ -394,8 +496,11 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
     """Compiles, writes ``run.json`` and fits into ``root`` (``where = (out, root, chief)``)."""
     out, root, chief = where
     if not chief:
-        _say(verbose, f"{strategies.worker_name(strat)}: the chief writes {out}; this worker writes to {root} "
-                      "(removed at the end)")
+        _say(
+            verbose,
+            f"{strategies.worker_name(strat)}: the chief writes {out}; this worker writes to {root} "
+            "(removed at the end)",
+        )
         verbose = 0
     sampler, record = _compile(cfg, p, strat, *execution, verbose)
     run = _write_run(root, cfg, p, sampler, strat, record)
@@ -404,14 +509,22 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
     mirror = HostStepCounter()  # the pipeline reads the step on the host (a TPU / GPU variable is not readable there)
     ds = p["train"].dataset(d.batch_size, cfg.training.seed, mirror.counter, aug)
     resumed = planning.backup_epoch(root) > 0
-    _say(verbose, f"{'resuming' if resumed else 'training'} {cfg.method} ({cfg.model.name}, {d.dataset} "
-                  f"N={p['train'].size}, {p['values']['epochs']} epochs x {p['values']['steps_per_epoch']} steps, "
-                  f"{strat.num_replicas_in_sync} replica(s) on {record['workers']} worker(s), "
-                  f"XLA {'on' if record['xla'] else 'off'}, {record['steps_per_execution']} step(s) per execution)"
-                  f" -> {out}")
+    _say(
+        verbose,
+        f"{'resuming' if resumed else 'training'} {cfg.method} ({cfg.model.name}, {d.dataset} "
+        f"N={p['train'].size}, {p['values']['epochs']} epochs x {p['values']['steps_per_epoch']} steps, "
+        f"{strat.num_replicas_in_sync} replica(s) on {record['workers']} worker(s), "
+        f"XLA {'on' if record['xla'] else 'off'}, {record['steps_per_execution']} step(s) per execution)"
+        f" -> {out}",
+    )
     start = time.perf_counter()
-    hist = sampler.fit(ds, epochs=p["values"]["epochs"], verbose=0, shuffle=False,
-                       callbacks=_callbacks(cfg, p, sampler, root, verbose, mirror))
+    hist = sampler.fit(
+        ds,
+        epochs=p["values"]["epochs"],
+        verbose=0,
+        shuffle=False,
+        callbacks=_callbacks(cfg, p, sampler, root, verbose, mirror),
+    )
     seconds = time.perf_counter() - start
     if chief:
         locks.lock_run(out)  # still this process's run? (a lock file deleted by hand lets another writer in)
@@ -420,5 +533,14 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
     # As BackupAndRestore did: a complete run needs no checkpoint (removed after the record, so
     # a kill in between leaves a complete run, whose rerun removes it).
     shutil.rmtree(os.path.join(root, run_json.BACKUP), ignore_errors=True)
-    return {"status": "complete", "resumed": resumed, "already_complete": False, "run": run,
-            "history": hist.history, "seconds": seconds, "samples": p["samples"], "sampler": sampler, "chief": chief}
+    return {
+        "status": "complete",
+        "resumed": resumed,
+        "already_complete": False,
+        "run": run,
+        "history": hist.history,
+        "seconds": seconds,
+        "samples": p["samples"],
+        "sampler": sampler,
+        "chief": chief,
+    }

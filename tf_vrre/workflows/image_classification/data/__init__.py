@@ -28,9 +28,20 @@ from tf_vrre.workflows.image_classification.data.sources import (
 
 # Names from the TensorFlow modules, imported on first use: this package and its ``sources`` (and so
 # ``tf-vrre train`` / ``evaluate`` checking their flags) stay free of TensorFlow.
-_LAZY = {"augment": ("Augmentation", "augment", "example_key", "random_erasing"),
-         "pipeline": ("ENERGY_INPUTS_KEY", "INDEX_KEY", "Preprocessing", "TrainingData", "eval_dataset",
-                      "indices_digest", "load_training_data", "split_indices", "pixels_digest")}
+_LAZY = {
+    "augment": ("Augmentation", "augment", "example_key", "random_erasing"),
+    "pipeline": (
+        "ENERGY_INPUTS_KEY",
+        "INDEX_KEY",
+        "Preprocessing",
+        "TrainingData",
+        "eval_dataset",
+        "indices_digest",
+        "load_training_data",
+        "split_indices",
+        "pixels_digest",
+    ),
+}
 
 
 def __getattr__(name):
@@ -43,8 +54,28 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Augmentation", "augment", "example_key", "random_erasing", "Preprocessing", "TrainingData",
-           "eval_dataset", "indices_digest", "pixels_digest", "load_training_data", "split_indices",
-           "ENERGY_INPUTS_KEY",
-           "INDEX_KEY", "ALIASES", "DATASETS", "SOURCES", "check_dataset", "image_shape", "load_split",
-           "npz_files", "num_classes", "resolve_source", "check_available"]
+__all__ = [
+    "Augmentation",
+    "augment",
+    "example_key",
+    "random_erasing",
+    "Preprocessing",
+    "TrainingData",
+    "eval_dataset",
+    "indices_digest",
+    "pixels_digest",
+    "load_training_data",
+    "split_indices",
+    "ENERGY_INPUTS_KEY",
+    "INDEX_KEY",
+    "ALIASES",
+    "DATASETS",
+    "SOURCES",
+    "check_dataset",
+    "image_shape",
+    "load_split",
+    "npz_files",
+    "num_classes",
+    "resolve_source",
+    "check_available",
+]

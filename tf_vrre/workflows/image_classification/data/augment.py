@@ -63,7 +63,7 @@ def random_erasing(image, key, probability, area=(0.02, 0.4), ratio=0.3, attempt
     top = tf.random.stateless_uniform([], keys[3], 0, H - h + 1, dtype=tf.int32)
     left = tf.random.stateless_uniform([], keys[4], 0, W - w + 1, dtype=tf.int32)
     rows, cols = tf.range(H), tf.range(W)
-    mask = (((rows >= top) & (rows < top + h))[:, None] & ((cols >= left) & (cols < left + w))[None, :])
+    mask = ((rows >= top) & (rows < top + h))[:, None] & ((cols >= left) & (cols < left + w))[None, :]
     mask = mask & apply & tf.reduce_any(fits)
     return tf.where(mask[:, :, None], tf.cast(value, image.dtype), image)
 

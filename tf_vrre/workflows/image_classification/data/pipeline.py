@@ -31,8 +31,18 @@ from tf_vrre.workflows.image_classification.data.augment import Augmentation, au
 ORDER_SALT = 0x0D7A
 _CHUNK = 4096
 
-__all__ = ["Preprocessing", "split_indices", "indices_digest", "pixels_digest", "absolute_data_dir", "TrainingData",
-           "load_training_data", "eval_dataset", "INDEX_KEY", "ENERGY_INPUTS_KEY"]
+__all__ = [
+    "Preprocessing",
+    "split_indices",
+    "indices_digest",
+    "pixels_digest",
+    "absolute_data_dir",
+    "TrainingData",
+    "load_training_data",
+    "eval_dataset",
+    "INDEX_KEY",
+    "ENERGY_INPUTS_KEY",
+]
 
 
 class Preprocessing:
@@ -60,16 +70,18 @@ class Preprocessing:
     std: list[float]
     scale: float
 
-    def __init__(self, mean: Sequence[float] | np.ndarray, std: Sequence[float] | np.ndarray,
-                 scale: float = 1.0 / 255.0) -> None:
+    def __init__(
+        self, mean: Sequence[float] | np.ndarray, std: Sequence[float] | np.ndarray, scale: float = 1.0 / 255.0
+    ) -> None:
         mean = [float(v) for v in np.reshape(mean, -1)]
         std = [float(v) for v in np.reshape(std, -1)]
         if len(mean) != len(std) or not mean:
             raise ValueError(f"mean and std need one value per channel, got {mean} and {std}")
         if not all(np.isfinite(mean)) or not all(np.isfinite(s) and s > 0 for s in std):
             bad = next(c for c in range(len(std)) if not (np.isfinite(mean[c]) and np.isfinite(std[c]) and std[c] > 0))
-            raise ValueError(f"mean must be finite and std > 0 in every channel, got mean {mean} and std {std} "
-                             f"(channel {bad})")
+            raise ValueError(
+                f"mean must be finite and std > 0 in every channel, got mean {mean} and std {std} (channel {bad})"
+            )
         if not (isinstance(scale, numbers.Real) and np.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be a number > 0, got {scale!r}")
         self.mean, self.std, self.scale = mean, std, float(scale)
@@ -87,19 +99,21 @@ class Preprocessing:
         squares = np.zeros(x.shape[-1])
         low, high = np.full(x.shape[-1], np.inf), np.full(x.shape[-1], -np.inf)
         for start in range(0, len(x), _CHUNK):
-            chunk = x[start:start + _CHUNK].astype(np.float64) * scale
+            chunk = x[start : start + _CHUNK].astype(np.float64) * scale
             total += chunk.sum(axis=(0, 1, 2))
             squares += np.square(chunk).sum(axis=(0, 1, 2))
             low, high = np.minimum(low, chunk.min(axis=(0, 1, 2))), np.maximum(high, chunk.max(axis=(0, 1, 2)))
         flat = np.flatnonzero(low == high)
         if flat.size:
             c = int(flat[0])
-            raise ValueError(f"{where}: channel {c} has the same value ({low[c] / scale:g}) in every pixel of all "
-                             f"{len(x)} images, so there is no variance to normalise by (std = 0); use images "
-                             "that vary in every channel")
+            raise ValueError(
+                f"{where}: channel {c} has the same value ({low[c] / scale:g}) in every pixel of all "
+                f"{len(x)} images, so there is no variance to normalise by (std = 0); use images "
+                "that vary in every channel"
+            )
         count = float(np.prod(x.shape[:-1]))
         mean = total / count
-        return cls(mean, np.sqrt(np.maximum(squares / count - mean ** 2, 0.0)), scale)
+        return cls(mean, np.sqrt(np.maximum(squares / count - mean**2, 0.0)), scale)
 
     def to_dict(self) -> dict:
         """The ``run.json`` ``"preprocessing"`` entry."""
@@ -121,8 +135,10 @@ class Preprocessing:
             raise ValueError(f"{where}: expected {expected}, got {d!r}"[:400])
         missing = [key for key in ("scale", "mean", "std") if key not in d]
         if missing:
-            raise ValueError(f"{where}: {' and '.join(map(repr, missing))} {'is' if len(missing) == 1 else 'are'} "
-                             f"missing; expected {expected}")
+            raise ValueError(
+                f"{where}: {' and '.join(map(repr, missing))} {'is' if len(missing) == 1 else 'are'} "
+                f"missing; expected {expected}"
+            )
         try:
             return cls(d["mean"], d["std"], d["scale"])
         except (TypeError, ValueError) as err:
@@ -132,9 +148,11 @@ class Preprocessing:
         if not len(shape) or shape[-1] is None:
             return
         if shape[-1] != len(self.mean):
-            raise ValueError(f"{what}: the images have {shape[-1]} channels (shape {tuple(shape)}), this "
-                             f"preprocessing normalises {len(self.mean)} (one mean and std per channel: channels "
-                             "last, NHWC)")
+            raise ValueError(
+                f"{what}: the images have {shape[-1]} channels (shape {tuple(shape)}), this "
+                f"preprocessing normalises {len(self.mean)} (one mean and std per channel: channels "
+                "last, NHWC)"
+            )
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """Normalised float32 copy of numpy images ``x`` (in chunks: bounded temporaries).
@@ -145,10 +163,9 @@ class Preprocessing:
         x = np.asarray(x)
         self._check_channels(x.shape, "Preprocessing.apply")
         out = np.empty(x.shape, np.float32)
-        scale, mean, std = (np.float32(self.scale), np.asarray(self.mean, np.float32),
-                            np.asarray(self.std, np.float32))
+        scale, mean, std = (np.float32(self.scale), np.asarray(self.mean, np.float32), np.asarray(self.std, np.float32))
         for start in range(0, len(x), _CHUNK):
-            out[start:start + _CHUNK] = (x[start:start + _CHUNK].astype(np.float32) * scale - mean) / std
+            out[start : start + _CHUNK] = (x[start : start + _CHUNK].astype(np.float32) * scale - mean) / std
         return out
 
     def apply_tf(self, x: tf.Tensor, raw: bool = True) -> tf.Tensor:
@@ -187,8 +204,7 @@ def split_indices(y, subset=None, holdout=0, seed=0):
     """
     y = np.asarray(y).reshape(-1)
     total = len(y)
-    if subset is not None and (isinstance(subset, bool) or not isinstance(subset, numbers.Integral)
-                               or subset < 1):
+    if subset is not None and (isinstance(subset, bool) or not isinstance(subset, numbers.Integral) or subset < 1):
         raise ValueError(f"subset must be an integer >= 1 or None, got {subset!r}")
     h = _count(holdout, subset if subset is not None else total, "holdout")
     n = int(subset) if subset is not None else total - h
@@ -201,7 +217,7 @@ def split_indices(y, subset=None, holdout=0, seed=0):
         where = labels == c
         rank[where] = np.arange(where.sum())
     order = perm[np.lexsort((labels, rank))]
-    return order[h:h + n].astype(np.int64), order[:h].astype(np.int64)
+    return order[h : h + n].astype(np.int64), order[:h].astype(np.int64)
 
 
 def indices_digest(indices):
@@ -281,8 +297,9 @@ class TrainingData:
             raise ValueError(f"batch_size must be <= the {self.size} training examples, got {batch_size}")
         return self.size // int(batch_size)
 
-    def dataset(self, batch_size: int, seed: int, counter: tf.Variable | int,
-                augmentation: Augmentation | None = None) -> tf.data.Dataset:
+    def dataset(
+        self, batch_size: int, seed: int, counter: tf.Variable | int, augmentation: Augmentation | None = None
+    ) -> tf.data.Dataset:
         """One data epoch per iterator, starting at step ``counter`` (see the module docstring).
 
         Args:
@@ -304,16 +321,22 @@ class TrainingData:
             return tf.random.experimental.stateless_shuffle(tf.range(N, dtype=tf.int64), key)
 
         def clean_batches(e):
-            return tf.data.Dataset.from_tensor_slices(epoch_order(e)).batch(n, drop_remainder=True).map(
-                lambda i: (tf.gather(x_ref, i), tf.gather(y, i), {INDEX_KEY: i}))
+            return (
+                tf.data.Dataset.from_tensor_slices(epoch_order(e))
+                .batch(n, drop_remainder=True)
+                .map(lambda i: (tf.gather(x_ref, i), tf.gather(y, i), {INDEX_KEY: i}))
+            )
 
         def augmented_batches(e):
             def one(i):
                 view = augment(tf.gather(x_raw, i), example_key(seed, e, i), prep, aug)
                 return view, tf.gather(y, i), {INDEX_KEY: i, ENERGY_INPUTS_KEY: tf.gather(x_ref, i)}
-            return (tf.data.Dataset.from_tensor_slices(epoch_order(e))
-                    .map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-                    .batch(n, drop_remainder=True))
+
+            return (
+                tf.data.Dataset.from_tensor_slices(epoch_order(e))
+                .map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                .batch(n, drop_remainder=True)
+            )
 
         def stream(_):
             start = tf.cast(tf.convert_to_tensor(counter), tf.int64)  # read when the iterator starts
@@ -326,12 +349,15 @@ class TrainingData:
 
 def eval_dataset(x, preprocessing, batch_size=500):
     """Normalised batches of uint8 images ``x`` (normalised batch by batch: bounded memory)."""
-    return (tf.data.Dataset.from_tensor_slices(np.asarray(x)).batch(batch_size)
-            .map(preprocessing.apply_tf, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2))
+    return (
+        tf.data.Dataset.from_tensor_slices(np.asarray(x))
+        .batch(batch_size)
+        .map(preprocessing.apply_tf, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(2)
+    )
 
 
-def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdout=0, split_seed=0,
-                       download=True):
+def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdout=0, split_seed=0, download=True):
     """Loads a training split, splits off the held-out part and fits the normalisation.
 
     Returns:
@@ -354,14 +380,22 @@ def load_training_data(dataset, source="tfds", data_dir=None, subset=None, holdo
     x, y, used = sources.load_split(name, "train", source, data_dir, download)
     train_idx, held_idx = split_indices(y, subset, holdout, split_seed)
     x_train, y_train = x[train_idx], y[train_idx]
-    where = (f"the {name} training images in {os.path.join(absolute_data_dir(data_dir), name)} ({name}_train*.npz)"
-             if used == "npz" else f"the {name} training images (tfds {name}:train in {tfds_source.data_root(data_dir)})")
+    where = (
+        f"the {name} training images in {os.path.join(absolute_data_dir(data_dir), name)} ({name}_train*.npz)"
+        if used == "npz"
+        else f"the {name} training images (tfds {name}:train in {tfds_source.data_root(data_dir)})"
+    )
     prep = Preprocessing.from_images(x_train, where=where)
-    info = {"dataset": name, "source": used, "data_dir": absolute_data_dir(data_dir),
-            "train_size": int(len(train_idx)), "subset": subset, "holdout": int(len(held_idx)),
-            "split_seed": int(split_seed), "train_digest": indices_digest(train_idx),
-            "holdout_digest": indices_digest(held_idx), "pixels_digest": pixels_digest(x)}
+    info = {
+        "dataset": name,
+        "source": used,
+        "data_dir": absolute_data_dir(data_dir),
+        "train_size": int(len(train_idx)),
+        "subset": subset,
+        "holdout": int(len(held_idx)),
+        "split_seed": int(split_seed),
+        "train_digest": indices_digest(train_idx),
+        "holdout_digest": indices_digest(held_idx),
+        "pixels_digest": pixels_digest(x),
+    }
     return TrainingData(x_train, y_train, prep, sources.num_classes(name)), (x[held_idx], y[held_idx]), info
-
-
-

@@ -39,8 +39,20 @@ DATASETS = {
 ALIASES = {"svhn": "svhn_cropped"}
 SOURCES = ("auto", "npz", "tfds")
 
-__all__ = ["DATASETS", "ALIASES", "SOURCES", "check_dataset", "num_classes", "image_shape",
-           "npz_files", "resolve_source", "check_available", "example_count", "npz_split_size", "load_split"]
+__all__ = [
+    "DATASETS",
+    "ALIASES",
+    "SOURCES",
+    "check_dataset",
+    "num_classes",
+    "image_shape",
+    "npz_files",
+    "resolve_source",
+    "check_available",
+    "example_count",
+    "npz_split_size",
+    "load_split",
+]
 
 
 def check_dataset(name):
@@ -109,10 +121,17 @@ def npz_files(data_dir, name, split):
     expected = [f"{prefix}{k}of{n}.npz" for k in range(1, n + 1)]
     if len(totals) > 1 or sorted(found) != sorted(expected):
         missing = [e for e in expected if e not in found]
-        what = (f"parts of different counts ({', '.join(f'of{t}' for t in totals)})" if len(totals) > 1
-                else f"missing {', '.join(missing)}" if missing else "parts out of range")
-        raise ValueError(f"{name} {split} parts in {folder!r} are not exactly part1of{n} .. part{n}of{n}: "
-                         f"found {', '.join(names)}; {what}")
+        what = (
+            f"parts of different counts ({', '.join(f'of{t}' for t in totals)})"
+            if len(totals) > 1
+            else f"missing {', '.join(missing)}"
+            if missing
+            else "parts out of range"
+        )
+        raise ValueError(
+            f"{name} {split} parts in {folder!r} are not exactly part1of{n} .. part{n}of{n}: "
+            f"found {', '.join(names)}; {what}"
+        )
     return [os.path.join(folder, e) for e in expected]
 
 
@@ -121,7 +140,9 @@ def resolve_source(source, name, split, data_dir):
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}; got {source!r}")
     if source == "npz" and data_dir is None:
-        raise ValueError("data_dir: the npz source needs a directory (--data-dir DIR, holding DIR/<dataset>/<dataset>_<split>.npz)")
+        raise ValueError(
+            "data_dir: the npz source needs a directory (--data-dir DIR, holding DIR/<dataset>/<dataset>_<split>.npz)"
+        )
     if source == "auto":
         return "npz" if data_dir is not None and npz_files(data_dir, name, split) else "tfds"
     return source
@@ -130,12 +151,16 @@ def resolve_source(source, name, split, data_dir):
 def _check_arrays(x, y, name, where):
     classes, shape, _ = DATASETS[name]
     if x.dtype != np.uint8 or x.ndim != 4 or tuple(x.shape[1:]) != shape:
-        raise ValueError(f"{where}: x must be uint8 images of shape [n, {', '.join(map(str, shape))}], "
-                         f"got {x.dtype} {x.shape}")
+        raise ValueError(
+            f"{where}: x must be uint8 images of shape [n, {', '.join(map(str, shape))}], got {x.dtype} {x.shape}"
+        )
     y = np.asarray(y).reshape(-1)
     if not len(x):
-        raise ValueError(f"{where}: the archive is empty (0 images)" if where.endswith(".npz")
-                         else f"{where}: the split is empty (0 images)")
+        raise ValueError(
+            f"{where}: the archive is empty (0 images)"
+            if where.endswith(".npz")
+            else f"{where}: the split is empty (0 images)"
+        )
     if len(y) != len(x):
         raise ValueError(f"{where}: {len(x)} images but {len(y)} labels")
     if not np.issubdtype(y.dtype, np.integer) or (len(y) and (y.min() < 0 or y.max() >= classes)):
@@ -150,9 +175,11 @@ def _existing_npz_files(data_dir, name, split):
     files = npz_files(data_dir, name, split)
     if not files:
         folder = os.path.join(str(data_dir), name)
-        raise FileNotFoundError(f"no {name} {split} data in {str(data_dir)!r}: expected "
-                                f"{os.path.join(folder, f'{name}_{split}.npz')} or "
-                                f"{os.path.join(folder, f'{name}_{split}_part1of2.npz')}, ...")
+        raise FileNotFoundError(
+            f"no {name} {split} data in {str(data_dir)!r}: expected "
+            f"{os.path.join(folder, f'{name}_{split}.npz')} or "
+            f"{os.path.join(folder, f'{name}_{split}_part1of2.npz')}, ..."
+        )
     return files
 
 
@@ -216,8 +243,9 @@ def _declared(z, key):
         raise ValueError(f"array {key!r} holds Python objects")
     size = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if header + size != info.file_size:
-        raise ValueError(f"array {key!r} declares shape {shape} ({size} bytes) but its member holds "
-                         f"{info.file_size - header} bytes")
+        raise ValueError(
+            f"array {key!r} declares shape {shape} ({size} bytes) but its member holds {info.file_size - header} bytes"
+        )
     return shape
 
 
@@ -238,9 +266,10 @@ def _read_npz(path, keys):
         raise ValueError(f"{path}: not an image archive with arrays 'x' and 'y' (missing {err})") from None
     except (zipfile.BadZipFile, EOFError, ValueError, OSError, UnicodeDecodeError) as err:
         detail = "not a zip file" if "pickled" in str(err) else str(err).splitlines()[0] if str(err) else ""
-        raise ValueError(f"{path}: not a readable .npz image archive with arrays 'x' and 'y' "
-                         f"({type(err).__name__}{': ' + detail if detail else ''}; truncated or another format?)"
-                         ) from None
+        raise ValueError(
+            f"{path}: not a readable .npz image archive with arrays 'x' and 'y' "
+            f"({type(err).__name__}{': ' + detail if detail else ''}; truncated or another format?)"
+        ) from None
 
 
 def npz_split_size(data_dir, name, split):

@@ -37,8 +37,7 @@ DOWNLOAD_URLS = {
 }
 PROBE_SECONDS = 5.0
 
-__all__ = ["OfflineError", "DOWNLOAD_URLS", "PROBE_SECONDS", "data_root", "prepared", "probe", "check_download",
-           "load"]
+__all__ = ["OfflineError", "DOWNLOAD_URLS", "PROBE_SECONDS", "data_root", "prepared", "probe", "check_download", "load"]
 
 
 class OfflineError(errors.TfVrreError, FileNotFoundError):
@@ -111,14 +110,18 @@ def check_download(name, data_dir, download=True):
     build = f"`tfds build {name} --data_dir {where}`"
     npz = "or use --source npz with a --data-dir of .npz files"
     if not download:
-        raise OfflineError(f"tensorflow-datasets {name} is not prepared in {where!r} and downloads are off "
-                           f"(--no-download / download=False); prepare it once with internet access (without "
-                           f"--no-download, or {build}), give the --data-dir that holds it, {npz}")
+        raise OfflineError(
+            f"tensorflow-datasets {name} is not prepared in {where!r} and downloads are off "
+            f"(--no-download / download=False); prepare it once with internet access (without "
+            f"--no-download, or {build}), give the --data-dir that holds it, {npz}"
+        )
     offline = f"to work offline, prepare it once with internet access ({build}) and pass --no-download, {npz}"
     reason = probe(DOWNLOAD_URLS[name])
     if reason is not None:
-        raise OfflineError(f"tensorflow-datasets {name} is not prepared in {where!r} and cannot be downloaded "
-                           f"(no connection: {reason}); {offline}")
+        raise OfflineError(
+            f"tensorflow-datasets {name} is not prepared in {where!r} and cannot be downloaded "
+            f"(no connection: {reason}); {offline}"
+        )
 
 
 def load(name, split, data_dir, download):
@@ -139,9 +142,10 @@ def load(name, split, data_dir, download):
         raise
     except Exception as err:  # noqa: BLE001  (tfds raises AssertionError / DatasetNotFoundError / OSError)
         hint = "" if download else " (download=False: prepare it first, or use the npz source)"
-        raise FileNotFoundError(f"tensorflow-datasets could not load {name}:{split} from data_dir "
-                                f"{data_dir!r}{hint}: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
-                                ) from None
+        raise FileNotFoundError(
+            f"tensorflow-datasets could not load {name}:{split} from data_dir "
+            f"{data_dir!r}{hint}: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from None
     if not xs:
         return np.zeros((0, 32, 32, 3), np.uint8), np.zeros(0, np.int64)
     return np.concatenate(xs), np.concatenate(ys)

@@ -14,8 +14,7 @@ import keras
 __all__ = ["cnn"]
 
 
-def cnn(num_classes=10, input_shape=(32, 32, 3), width=16, batch_norm=False, synchronized_bn=False,
-        name="cnn"):
+def cnn(num_classes=10, input_shape=(32, 32, 3), width=16, batch_norm=False, synchronized_bn=False, name="cnn"):
     """Builds the small CNN (logits out).
 
     Layers: two blocks of ``[conv3x3(f), conv3x3(f), maxpool2]`` with ``f = width, 2 width``,
@@ -49,11 +48,18 @@ def cnn(num_classes=10, input_shape=(32, 32, 3), width=16, batch_norm=False, syn
     x = inputs
     for block, filters in enumerate((int(width), 2 * int(width)), 1):
         for j in (1, 2):
-            x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=not batch_norm,
-                                    kernel_initializer="he_normal", name=f"block{block}_conv{j}")(x)
+            x = keras.layers.Conv2D(
+                filters,
+                3,
+                padding="same",
+                use_bias=not batch_norm,
+                kernel_initializer="he_normal",
+                name=f"block{block}_conv{j}",
+            )(x)
             if batch_norm:
-                x = keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5, synchronized=synchronized_bn,
-                                                    name=f"block{block}_bn{j}")(x)
+                x = keras.layers.BatchNormalization(
+                    momentum=0.9, epsilon=1e-5, synchronized=synchronized_bn, name=f"block{block}_bn{j}"
+                )(x)
             x = keras.layers.ReLU(name=f"block{block}_relu{j}")(x)
         x = keras.layers.MaxPooling2D(2, name=f"block{block}_pool")(x)
     x = keras.layers.GlobalAveragePooling2D(name="pool")(x)

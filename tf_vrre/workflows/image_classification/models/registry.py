@@ -14,8 +14,10 @@ __all__ = ["MODELS", "Builder", "build", "check_name", "names"]
 
 def _resnet(depth):
     def builder(num_classes=10, input_shape=(32, 32, 3), synchronized_bn=False, **kwargs):
-        return resnet(depth, num_classes=num_classes, input_shape=input_shape,
-                      synchronized_bn=synchronized_bn, **kwargs)
+        return resnet(
+            depth, num_classes=num_classes, input_shape=input_shape, synchronized_bn=synchronized_bn, **kwargs
+        )
+
     builder.__name__ = f"resnet{depth}"
     builder.__doc__ = f"ResNet-{depth} (``models.resnet({depth}, ...)``)."
     return builder
@@ -61,14 +63,14 @@ def build(name, num_classes=10, input_shape=(32, 32, 3), synchronized_bn=False, 
     """
     check_name(name)
     try:
-        model = MODELS[name](num_classes=num_classes, input_shape=tuple(input_shape),
-                             synchronized_bn=synchronized_bn, **kwargs)
+        model = MODELS[name](
+            num_classes=num_classes, input_shape=tuple(input_shape), synchronized_bn=synchronized_bn, **kwargs
+        )
     except TypeError as err:
         raise ValueError(f"model {name!r}: bad keyword arguments {sorted(kwargs)}: {err}") from None
     if not isinstance(model, keras.Model):  # pragma: no cover - registry holds builders only
         raise TypeError(f"model {name!r} did not build a keras.Model")
     return model
-
 
 
 @keras.saving.register_keras_serializable(package="models")
@@ -102,8 +104,13 @@ class Builder:
         return build(self.name, self.num_classes, self.input_shape, self.synchronized_bn, **self.kwargs)
 
     def get_config(self):
-        return {"name": self.name, "num_classes": self.num_classes, "input_shape": list(self.input_shape),
-                "synchronized_bn": self.synchronized_bn, **self.kwargs}
+        return {
+            "name": self.name,
+            "num_classes": self.num_classes,
+            "input_shape": list(self.input_shape),
+            "synchronized_bn": self.synchronized_bn,
+            **self.kwargs,
+        }
 
     @classmethod
     def from_config(cls, config):

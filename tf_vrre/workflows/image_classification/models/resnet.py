@@ -18,21 +18,21 @@ _BN_EPSILON = 1e-5
 
 
 def _check_depth(depth):
-    if (isinstance(depth, bool) or not isinstance(depth, numbers.Integral)
-            or depth < 8 or (depth - 2) % 6 != 0):
-        raise ValueError(
-            f"depth must be 6n + 2 with n >= 1 (8, 14, 20, 32, 44, 56, 110, ...), got {depth!r}")
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 8 or (depth - 2) % 6 != 0:
+        raise ValueError(f"depth must be 6n + 2 with n >= 1 (8, 14, 20, 32, 44, 56, 110, ...), got {depth!r}")
     return int(depth)
 
 
 def _conv(filters, kernel_size, strides, name):
-    return keras.layers.Conv2D(filters, kernel_size, strides=strides, padding="same",
-                               use_bias=False, kernel_initializer="he_normal", name=name)
+    return keras.layers.Conv2D(
+        filters, kernel_size, strides=strides, padding="same", use_bias=False, kernel_initializer="he_normal", name=name
+    )
 
 
 def _bn(synchronized, name):
-    return keras.layers.BatchNormalization(momentum=_BN_MOMENTUM, epsilon=_BN_EPSILON,
-                                           synchronized=synchronized, name=name)
+    return keras.layers.BatchNormalization(
+        momentum=_BN_MOMENTUM, epsilon=_BN_EPSILON, synchronized=synchronized, name=name
+    )
 
 
 def _basic_block(x, filters, strides, synchronized, name):
@@ -49,8 +49,7 @@ def _basic_block(x, filters, strides, synchronized, name):
     return keras.layers.ReLU(name=f"{name}_out")(y)
 
 
-def resnet(depth, num_classes=10, input_shape=(32, 32, 3), width=16, synchronized_bn=False,
-           name=None):
+def resnet(depth, num_classes=10, input_shape=(32, 32, 3), width=16, synchronized_bn=False, name=None):
     """Builds the CIFAR ResNet of He et al. (2016) with ``depth = 6n + 2`` layers, logits out.
 
     Args:
