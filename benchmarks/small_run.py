@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import results  # noqa: E402  (benchmarks/results.py)
+import results  # benchmarks/results.py
 
 NAME = "small-run"
 DATA_DIR = os.environ.get("TF_VRRE_DATA_DIR") or str(REPO.parent / "shared" / "data")
