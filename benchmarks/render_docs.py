@@ -32,6 +32,7 @@ import results  # noqa: E402  (benchmarks/results.py)
 
 ROOT = results.ROOT
 PAGES = ["README.md", "docs/index.md", "docs/getting-started.md", "docs/algorithm.md", "docs/guides/tuning.md",
+         "docs/guides/image-workflow.md",
          *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md"))]
 REGION = re.compile(r"(<!-- results: (?P<name>[\w-]+) (?P<part>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results -->)", re.DOTALL)
 FIELD = re.compile(r"\{(?P<name>[\w-]+)\.(?P<key>\w+)(?::(?P<fmt>[^{}]*))?\}")
@@ -105,7 +106,13 @@ def _posterior_fidelity(res):
     return out
 
 
-VALUES = {"mixture": _mixture, "swap-bias": _swap_bias, "step-cost-paper-ratio": _step_cost,
+def _small_run(res):
+    return {"minutes": results.value(res, "time", "total", "wall seconds") / 60,
+            "accuracy": results.value(res, "numbers", "test_accuracy", "value"),
+            "chance": results.value(res, "numbers", "chance", "value")}
+
+
+VALUES = {"small-run": _small_run, "mixture": _mixture, "swap-bias": _swap_bias, "step-cost-paper-ratio": _step_cost,
           "posterior-fidelity": _posterior_fidelity}
 
 
@@ -131,6 +138,8 @@ CLAIMS = [
                   "{posterior-fidelity.closest_gain_max:.0f}% closer than SGHMC), while cyclical SGHMC and a"
                   " five-network deep ensemble ended {posterior-fidelity.baselines_min:.1f}-"
                   "{posterior-fidelity.baselines_max:.1f}x as far as SGHMC"),
+    ("README.md", "A first CIFAR-10 run that learns takes about {small-run.minutes:.0f} minutes on a 2-core CPU,"
+                  " test accuracy {small-run.accuracy:.2f} against chance {small-run.chance:.2f}"),
     ("docs/index.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
     ("docs/index.md", "left-mode weight {mixture.vr_left:.3f} +- {mixture.vr_se:.3f} against the exact"
                       " {mixture.exact_left:.3f} ({mixture.vr_z:.1f} standard errors)"),
@@ -221,7 +230,14 @@ def _posterior_fidelity_table(res, part):
     return posterior_fidelity.format_table(res["problems"][part]["kind"], res["tables"][part], res["settings"]["budget"])
 
 
-TABLES = {"posterior-fidelity": _posterior_fidelity_table}
+def _small_run_table(res, part):
+    """``commands``: the commands of ``benchmarks/small_run.py`` as a bash block; else a table."""
+    if part == "commands":
+        return "```bash\n" + "\n".join(res["commands"].values()) + "\n```"
+    return results.markdown(res["tables"][part])
+
+
+TABLES = {"posterior-fidelity": _posterior_fidelity_table, "small-run": _small_run_table}
 
 
 def render_region(name, part, cache_results):
