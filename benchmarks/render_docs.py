@@ -107,7 +107,7 @@ def _posterior_fidelity(res):
 
 
 def _small_run(res):
-    return {"minutes": results.value(res, "time", "total", "wall seconds") / 60,
+    return {"cpu_minutes": results.value(res, "time", "total", "CPU seconds") / 60,
             "accuracy": results.value(res, "numbers", "test_accuracy", "value"),
             "chance": results.value(res, "numbers", "chance", "value")}
 
@@ -138,7 +138,7 @@ CLAIMS = [
                   "{posterior-fidelity.closest_gain_max:.0f}% closer than SGHMC), while cyclical SGHMC and a"
                   " five-network deep ensemble ended {posterior-fidelity.baselines_min:.1f}-"
                   "{posterior-fidelity.baselines_max:.1f}x as far as SGHMC"),
-    ("README.md", "A first CIFAR-10 run that learns takes about {small-run.minutes:.0f} minutes on a 2-core CPU,"
+    ("README.md", "A first CIFAR-10 run that learns needs about {small-run.cpu_minutes:.0f} minutes of CPU time,"
                   " test accuracy {small-run.accuracy:.2f} against chance {small-run.chance:.2f}"),
     ("docs/index.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
     ("docs/index.md", "left-mode weight {mixture.vr_left:.3f} +- {mixture.vr_se:.3f} against the exact"

@@ -24,6 +24,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -76,15 +77,22 @@ def shown(command, width=88):
 
 
 def run_commands(work):
-    """Runs the commands in ``work`` with this repository's ``tf_vrre``; their wall seconds."""
+    """Runs the commands in ``work`` with this repository's ``tf_vrre``; their wall seconds and CPU
+    seconds (user + system, both cores: the time on an otherwise idle machine is close to these
+    over the cores used, whatever else runs meanwhile)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     seconds = {}
     for step, command in COMMANDS.items():
         print("$ " + " ".join(command), flush=True)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         subprocess.run([sys.executable, "-m", "tf_vrre.cli", *command[1:]], cwd=work, env=env, check=True)
-        seconds[step] = time.perf_counter() - start
+        seconds[step] = (time.perf_counter() - start, _children_cpu() - cpu)
     return seconds
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def last_epoch(run):
@@ -92,15 +100,17 @@ def last_epoch(run):
         return list(csv.DictReader(f))[-1]
 
 
-def tables(run, seconds):
+def tables(run, seconds, load):
     report = json.loads((run / "report.json").read_text())
     diagnostics = json.loads((run / "diagnostics.json").read_text())
     epoch = last_epoch(run)
     test, ood, temperature = report["test"], report["ood"], report["temperature"]
     verdict = diagnostics["verdict"]
+    total = [sum(s[i] for s in seconds.values()) for i in (0, 1)]
     time_table = results.table(
-        ["command", "wall seconds"], ["{}", "{:.0f}"],
-        [[f"`tf-vrre {step}`", seconds[step]] for step in COMMANDS] + [["total", sum(seconds.values())]],
+        ["command", "wall seconds", "CPU seconds", "load average (1 min) before / after"],
+        ["{}", "{:.0f}", "{:.0f}", "{:.1f} / {:.1f}"],
+        [[f"`tf-vrre {step}`", *seconds[step], None] for step in COMMANDS] + [["total", *total, load]],
         keys=[*COMMANDS, "total"])
 
     def number(v, fmt):
@@ -145,13 +155,13 @@ def main(argv=None):
         link.unlink()
     if not link.exists():
         link.symlink_to(data, target_is_directory=True)
-    load_before = os.getloadavg()
+    load_before = os.getloadavg()[0]
     seconds = run_commands(work)
-    tabs, verdict = tables(work / RUN, seconds)
+    load = [load_before, os.getloadavg()[0]]
+    tabs, verdict = tables(work / RUN, seconds, load)
     print(results.markdown(tabs["time"]), results.markdown(tabs["numbers"]), sep="\n\n")
     results.write(target, tabs, commands={step: shown(c) for step, c in COMMANDS.items()},
-                  verdict=verdict, settings={"chance": CHANCE},
-                  load_average={"before": load_before, "after": os.getloadavg()})
+                  verdict=verdict, settings={"chance": CHANCE})
 
 
 if __name__ == "__main__":
