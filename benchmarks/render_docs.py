@@ -37,6 +37,7 @@ PAGES = [
     "docs/getting-started.md",
     "docs/algorithm.md",
     "docs/guides/tuning.md",
+    "docs/guides/image-workflow.md",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md")),
 ]
 REGION = re.compile(
@@ -142,7 +143,16 @@ def _posterior_fidelity(res):
     return out
 
 
+def _small_run(res):
+    return {
+        "cpu_minutes": results.value(res, "time", "total", "CPU seconds") / 60,
+        "accuracy": results.value(res, "numbers", "test_accuracy", "value"),
+        "chance": results.value(res, "numbers", "chance", "value"),
+    }
+
+
 VALUES = {
+    "small-run": _small_run,
     "mixture": _mixture,
     "swap-bias": _swap_bias,
     "step-cost-paper-ratio": _step_cost,
@@ -187,6 +197,11 @@ CLAIMS = [
         "{posterior-fidelity.closest_gain_max:.0f}% closer than SGHMC), while cyclical SGHMC and a"
         " five-network deep ensemble ended {posterior-fidelity.baselines_min:.1f}-"
         "{posterior-fidelity.baselines_max:.1f}x as far as SGHMC",
+    ),
+    (
+        "README.md",
+        "A first CIFAR-10 run that learns needs about {small-run.cpu_minutes:.0f} minutes of CPU time,"
+        " test accuracy {small-run.accuracy:.2f} against chance {small-run.chance:.2f}",
     ),
     (
         "docs/index.md",
@@ -309,7 +324,14 @@ def _posterior_fidelity_table(res, part):
     )
 
 
-TABLES = {"posterior-fidelity": _posterior_fidelity_table}
+def _small_run_table(res, part):
+    """``commands``: the commands of ``benchmarks/small_run.py`` as a bash block; else a table."""
+    if part == "commands":
+        return "```bash\n" + "\n".join(res["commands"].values()) + "\n```"
+    return results.markdown(res["tables"][part])
+
+
+TABLES = {"posterior-fidelity": _posterior_fidelity_table, "small-run": _small_run_table}
 
 
 def render_region(name, part, cache_results):

@@ -184,15 +184,15 @@ def cli_page():
 
     os.environ["COLUMNS"] = "90"  # argparse wraps help at the terminal width: 88 columns fit the page
     lines = _heading("Command line", "=") + [
-        "``tf-vrre <command> --help`` of every subcommand (the same text the console prints;",
-        "``python -m tf_vrre.cli`` is the same command).",
+        "``tf-vrre --help`` and ``tf-vrre <command> --help`` of every subcommand (the same text the",
+        "console prints; ``python -m tf_vrre.cli`` is the same command).",
         "",
     ]
-    for name in cli.SUBCOMMANDS:
+    for name in ("", *cli.SUBCOMMANDS):  # "": tf-vrre --help (the subcommands, --version)
         text = io.StringIO()
         with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
-            cli.parser().parse_args([name, "--help"])
-        lines += _heading(f"tf-vrre {name}", "-") + [".. code-block:: text", ""]
+            cli.parser().parse_args([name, "--help"] if name else ["--help"])
+        lines += _heading(f"tf-vrre {name}".strip(), "-") + [".. code-block:: text", ""]
         lines += [f"   {line}".rstrip() for line in text.getvalue().splitlines()] + [""]
     return "\n".join(lines)
 

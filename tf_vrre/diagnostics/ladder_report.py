@@ -32,12 +32,13 @@ def summary(doc: dict) -> dict:
     """A JSON-ready summary of a tuning record.
 
     Returns:
-      ``{"rounds": [{"round", "start_step", "end_step", "barrier", "rejection", "recommended_chains"}],
-      "num_chains", "tuning_steps", "initial_temperatures", "final_temperatures",
-      "final_learning_rates", "final_correction", "target_acceptance", "barrier", "rejection_sum", "recommended_chains",
-      "round_trip_rate", "finished"}`` (``barrier`` and the rest from the last ended round;
-      ``round_trip_rate``: NRPT's round trips per even/odd swap attempt for the last round's
-      rejections, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`).
+      A dict with ``rounds`` (one dict per ended round: ``round``, ``start_step``, ``end_step``,
+      ``barrier``, ``rejection``, ``recommended_chains``) and ``num_chains``, ``tuning_steps``,
+      ``initial_temperatures``, ``final_temperatures``, ``final_learning_rates``,
+      ``final_correction``, ``target_acceptance``, ``barrier``, ``rejection_sum``,
+      ``recommended_chains``, ``round_trip_rate``, ``finished`` (``barrier`` and the rest from the
+      last ended round; ``round_trip_rate``: NRPT's round trips per even/odd swap attempt for the
+      last round's rejections, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`).
 
     Example:
       >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04])
