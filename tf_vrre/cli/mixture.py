@@ -83,7 +83,17 @@ DESCRIPTION = (
 
 
 def add_arguments(m):
-    """Flags of ``tf-vrre mixture``."""
+    """Flags of ``tf-vrre mixture`` (``--help`` lists them in this order)."""
+    _add_scenario_flags(m)
+    _add_sampler_flags(m)
+    _add_target_flags(m)
+    _add_method_flags(m)
+    _add_figure_flags(m)
+    _add_output_flags(m)
+
+
+def _add_scenario_flags(m):
+    """``--paper`` / ``--appendix``: the presets of :data:`PRESETS` (mutually exclusive)."""
     scen = m.add_mutually_exclusive_group()
     scen.add_argument(
         "--paper",
@@ -95,6 +105,10 @@ def add_arguments(m):
         action="store_true",
         help="appendix variant: N=1e5, m=40, tau=(1,500), eta=1e-5, F=1 (VR) / 500 (reSGLD)",
     )
+
+
+def _add_sampler_flags(m):
+    """The data set's size and seed and the sampler's hyperparameters (``None``: from the preset)."""
     m.add_argument(
         "--data-size",
         type=_args.positive(int, MAX_DATA_SIZE),
@@ -121,6 +135,10 @@ def add_arguments(m):
     )
     m.add_argument("--correction-re", type=_args.positive(float), help="F of reSGLD (default: --correction)")
     m.add_argument("--smoothing", type=_args.positive(float, 1.0), default=0.3, help="gamma in (0, 1] (default 0.3)")
+
+
+def _add_target_flags(m):
+    """The chains' start and the mixture itself (:class:`tf_vrre.workflows.gaussian_mixture.target.Mixture`)."""
     m.add_argument(
         "--initial", type=_args.bounded(MAX_LOCATION), default=30.0, help="beta_0 of every chain (default 30)"
     )
@@ -142,6 +160,10 @@ def add_arguments(m):
     m.add_argument(
         "--true-beta", type=_args.bounded(MAX_LOCATION), default=-5.0, help="beta the data are drawn at (default -5)"
     )
+
+
+def _add_method_flags(m):
+    """The swap penalty, the chain seeds, the methods compared and how their traces are recorded."""
     m.add_argument(
         "--penalty",
         choices=("auto", "batch", "offset", "window"),
@@ -168,6 +190,10 @@ def add_arguments(m):
         "--burn-in", type=_args.fraction(), default=0.1, help="fraction of each trace discarded (default 0.1)"
     )
     m.add_argument("--record-every", type=_args.positive(int), default=10, help="record beta, sigma2 every k steps")
+
+
+def _add_figure_flags(m):
+    """The extra runs behind ``variance.png`` and ``sensitivity.png``."""
     m.add_argument(
         "--variance-m",
         type=_args.positive_list(int, MAX_STEPS),
@@ -192,6 +218,10 @@ def add_arguments(m):
         help="iterations per sensitivity run; sigma2 averaged over the second half (default 300)",
     )
     m.add_argument("--full", action="store_true", help="5 x 5 sensitivity grid averaged over 10 seeds")
+
+
+def _add_output_flags(m):
+    """Where the results go, the ladder report's flags and how much is printed."""
     m.add_argument(
         "--out",
         default=None,

@@ -183,6 +183,41 @@ def _check_run(initial_state, num_warmup, num_draws, thin, chunk, max_tree_depth
     return state
 
 
+def _chunk_runner(kernel, chunk, thin):
+    """One XLA-compiled call of ``chunk`` NUTS iterations, every ``thin``-th kept:
+    ``run_chunk(current, previous_kernel_results, key)`` -> ``tfp.mcmc.sample_chain``'s result, whose
+    trace holds each kept iteration's leapfrog steps and divergence flags."""
+    import tensorflow_probability as tfp
+
+    def trace(_, results):
+        inner = results.inner_results
+        return inner.leapfrogs_taken, inner.has_divergence
+
+    @tf.function(jit_compile=True)
+    def run_chunk(current, previous, key):
+        return tfp.mcmc.sample_chain(
+            chunk // thin,
+            current,
+            previous_kernel_results=previous,
+            kernel=kernel,
+            num_steps_between_results=thin - 1,
+            trace_fn=trace,
+            return_final_kernel_results=True,
+            seed=key,
+        )
+
+    return run_chunk
+
+
+def _progress_line(done, num_warmup, num_draws, results, taken, seconds):
+    """The progress report after ``done`` iterations: phase, mean step size and leapfrogs, wall time."""
+    phase = f"warm-up {done}/{num_warmup}" if done <= num_warmup else f"draws {done - num_warmup}/{num_draws}"
+    return (
+        f"NUTS {phase}: step size {np.mean(results.new_step_size.numpy()):.3g}, "
+        f"{np.mean(taken.numpy()):.0f} leapfrogs/iteration, {seconds:.0f} s"
+    )
+
+
 def sample_nuts(
     posterior,
     initial_state,
@@ -228,30 +263,11 @@ def sample_nuts(
       >>> run.draws.shape
       (2, 20, 6)
     """
-    import tensorflow_probability as tfp
-
     state = _check_run(initial_state, num_warmup, num_draws, thin, chunk, max_tree_depth)
     if state.shape[1] != posterior.dimension:
         raise ValueError(f"initial_state: D = {state.shape[1]}, the posterior has D = {posterior.dimension}")
     kernel = _kernel(posterior, num_warmup, initial_step_size, max_tree_depth, target_accept, state.shape[0])
-
-    def trace(_, results):
-        inner = results.inner_results
-        return inner.leapfrogs_taken, inner.has_divergence
-
-    @tf.function(jit_compile=True)
-    def run_chunk(current, previous, key):
-        return tfp.mcmc.sample_chain(
-            chunk // thin,
-            current,
-            previous_kernel_results=previous,
-            kernel=kernel,
-            num_steps_between_results=thin - 1,
-            trace_fn=trace,
-            return_final_kernel_results=True,
-            seed=key,
-        )
-
+    run_chunk = _chunk_runner(kernel, chunk, thin)
     start = time.perf_counter()
     current = tf.constant(state)
     results = kernel.bootstrap_results(current)
@@ -267,11 +283,7 @@ def sample_nuts(
             leapfrogs.append(float(np.mean(taken.numpy())))
             divergences += int(np.sum(divergent.numpy()))
         if progress is not None:
-            phase = f"warm-up {done}/{num_warmup}" if done <= num_warmup else f"draws {done - num_warmup}/{num_draws}"
-            progress(
-                f"NUTS {phase}: step size {np.mean(results.new_step_size.numpy()):.3g}, "
-                f"{np.mean(taken.numpy()):.0f} leapfrogs/iteration, {time.perf_counter() - start:.0f} s"
-            )
+            progress(_progress_line(done, num_warmup, num_draws, results, taken, time.perf_counter() - start))
     step = np.asarray(results.new_step_size.numpy(), np.float64).reshape(state.shape[0])
     return NutsDraws(
         np.concatenate(draws, 1), step, float(np.mean(leapfrogs)), divergences, time.perf_counter() - start

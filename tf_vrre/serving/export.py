@@ -112,19 +112,24 @@ def export_ensemble(
     out = checks.check_out(out)
     version = checks.choose_version(out, version)
     samples = _load(samples_dir)
-    output = read_manifest(samples_dir).get("config", {}).get("output", "logits")
-    if output == "probabilities" and temperature != 1.0:
-        raise ValueError(
-            f"temperature must be 1 for samples of a model that outputs probabilities "
-            f"(manifest config output='probabilities'), got {temperature}"
-        )
+    output = _output_kind(samples_dir, temperature)
     template, spec, model_from = _template(samples_dir, model)
     image = _image_spec(run, spec) if run is not None else None
     picked = member_indices(len(samples), max_members)
     stacked = _stack_members(tf, template, samples, picked)
     archive = _archive(tf, (template, spec), stacked, image, temperature, output)
 
-    record = _record(version, run, samples_dir, samples, picked) | {
+    record = _record(version, run, samples_dir, samples, picked) | _settings_record(
+        max_members, temperature, output, model_from, spec, image
+    )
+    path = _write(archive, out, version, record, start)
+    return dict(record, path=path)
+
+
+def _settings_record(max_members, temperature, output, model_from, spec, image):
+    """The ``export.json`` fields that describe the settings: members asked for, temperature, the
+    model's output kind and where the model came from, the input, preprocessing and signatures."""
+    return {
         "max_members": max_members,
         "temperature": temperature,
         "output": output,
@@ -133,12 +138,22 @@ def export_ensemble(
         "preprocessing": image and image["preprocessing"],
         "signatures": _signature_record(image),
     }
-    path = _write(archive, out, version, record, start)
-    return dict(record, path=path)
+
+
+def _output_kind(samples_dir, temperature):
+    """What the sampled model outputs (the manifest's ``config.output``: ``"logits"`` unless it says
+    ``"probabilities"``); a temperature other than 1 needs logits to divide."""
+    output = read_manifest(samples_dir).get("config", {}).get("output", "logits")
+    if output == "probabilities" and temperature != 1.0:
+        raise ValueError(
+            f"temperature must be 1 for samples of a model that outputs probabilities "
+            f"(manifest config output='probabilities'), got {temperature}"
+        )
+    return output
 
 
 def _record(version, run, samples_dir, samples, picked):
-    """The ``export.json`` fields that describe the members (the caller adds the settings)."""
+    """The ``export.json`` fields that describe the members (:func:`_settings_record` adds the settings)."""
     return {
         "format": EXPORT_FORMAT,
         "version": version,

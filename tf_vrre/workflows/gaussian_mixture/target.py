@@ -320,57 +320,88 @@ def run(
         nll=target_nll(target),
         seed=seed,
     )
-
-    def builder():
-        return build_model(initial)
-
-    if method == "sgld":
-        sampler = ReplicaExchangeSampler(
-            builder, num_chains=1, temperatures=float(temperatures[0]), swap=None, **common
-        )
-    else:
-        vr = ControlVariates(period=period, batch_size=min(n_data, 10000)) if method in ("vr-resgld", LADDER) else None
-        sampler = ReplicaExchangeSampler(
-            builder,
-            num_chains=len(temperatures),
-            temperatures=[float(t) for t in temperatures],
-            swap=CorrectedSwap(correction=correction, smoothing=smoothing, period=period, **(swap_options or {})),
-            variance_reduction=vr,
-            **common,
-        )
-        if vr is not None:
-            sampler.set_reference_data(data)
+    vr = ControlVariates(period=period, batch_size=min(n_data, 10000)) if method in ("vr-resgld", LADDER) else None
+    swap = None
+    if method != "sgld":
+        swap = CorrectedSwap(correction=correction, smoothing=smoothing, period=period, **(swap_options or {}))
+    sampler = _make_sampler(data, initial, temperatures, swap, vr, common)
     sampler.compile(steps_per_execution=record_every, jit_compile=jit_compile)
-    ds = (
-        tf.data.Dataset.from_tensor_slices(data)
-        .repeat()
-        .shuffle(min(n_data, 100000), seed=seed)
-        .batch(batch_size, drop_remainder=True)
-    )
-    beta, sig = [], []
-    weight = sampler.cold_model.trainable_weights[0]
-
-    class _Record(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            beta.append(float(weight.numpy()))
-            if method != "sgld":
-                sig.append(float(sampler.state.swap.sigma2.numpy()[0]))
-
+    ds = _shuffled_batches(data, batch_size, seed)
+    recorder = _ColdChainRecorder(sampler, record_sigma2=method != "sgld")
     start = time.perf_counter()
-    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, shuffle=False, callbacks=[_Record(), *callbacks])
+    sampler.fit(ds, steps_per_epoch=int(steps), epochs=1, verbose=0, shuffle=False, callbacks=[recorder, *callbacks])
     seconds = time.perf_counter() - start
     out = {
         "method": method,
-        "beta": np.asarray(beta),
-        "sigma2": np.asarray(sig),
+        "beta": np.asarray(recorder.beta),
+        "sigma2": np.asarray(recorder.sigma2),
         "seconds": seconds,
         "steps": int(steps),
         "record_every": record_every,
     }
     if method != "sgld":
-        out["swaps"] = int(sampler.state.swap.swap_count.numpy().sum())
-        out["attempts"] = int(sampler.state.swap.attempt_count.numpy().sum())
-        out["pair_swaps"] = [int(v) for v in sampler.state.swap.swap_count.numpy()]
-        out["pair_attempts"] = [int(v) for v in sampler.state.swap.attempt_count.numpy()]
-        out["temperatures"] = [float(t) for t in sampler.state.ladder.temperature.numpy()]
+        out.update(_swap_counts(sampler))
     return out
+
+
+def _make_sampler(data, initial, temperatures, swap, variance_reduction, common):
+    """The :class:`ReplicaExchangeSampler` of one method: one chain at ``temperatures[0]`` without
+    swaps (SGLD, ``swap=None``), else one chain per temperature with ``swap`` and, with control
+    variates, ``data`` as their reference data; ``common``: the remaining sampler arguments."""
+
+    def builder():
+        return build_model(initial)
+
+    if swap is None:
+        return ReplicaExchangeSampler(builder, num_chains=1, temperatures=float(temperatures[0]), swap=None, **common)
+    sampler = ReplicaExchangeSampler(
+        builder,
+        num_chains=len(temperatures),
+        temperatures=[float(t) for t in temperatures],
+        swap=swap,
+        variance_reduction=variance_reduction,
+        **common,
+    )
+    if variance_reduction is not None:
+        sampler.set_reference_data(data)
+    return sampler
+
+
+def _shuffled_batches(data, batch_size, seed):
+    """The endless, shuffled mini-batches of ``data`` the chains read (incomplete batches dropped)."""
+    n_data = int(len(data))
+    return (
+        tf.data.Dataset.from_tensor_slices(data)
+        .repeat()
+        .shuffle(min(n_data, 100000), seed=seed)
+        .batch(batch_size, drop_remainder=True)
+    )
+
+
+class _ColdChainRecorder(keras.callbacks.Callback):
+    """Records the cold chain's ``beta`` and, with ``record_sigma2``, the cold pair's ``sigma^2``
+    estimate after every batch ``fit`` reports (every ``steps_per_execution`` steps)."""
+
+    def __init__(self, sampler, record_sigma2):
+        super().__init__()
+        self.sampler = sampler
+        self.weight = sampler.cold_model.trainable_weights[0]
+        self.record_sigma2 = record_sigma2
+        self.beta, self.sigma2 = [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.beta.append(float(self.weight.numpy()))
+        if self.record_sigma2:
+            self.sigma2.append(float(self.sampler.state.swap.sigma2.numpy()[0]))
+
+
+def _swap_counts(sampler):
+    """The swaps accepted and attempted (in total and per adjacent pair) and the ladder's final temperatures."""
+    swap = sampler.state.swap
+    return {
+        "swaps": int(swap.swap_count.numpy().sum()),
+        "attempts": int(swap.attempt_count.numpy().sum()),
+        "pair_swaps": [int(v) for v in swap.swap_count.numpy()],
+        "pair_attempts": [int(v) for v in swap.attempt_count.numpy()],
+        "temperatures": [float(t) for t in sampler.state.ladder.temperature.numpy()],
+    }
