@@ -54,7 +54,8 @@ def resnet8():
     return resnet(8, num_classes=10)
 
 
-def main(argv=None):
+def parse_args(argv=None):
+    """The command line, every count checked to be >= 1."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=("mlp", "resnet8"), default="mlp")
     p.add_argument("--steps", type=int, default=200, help="steps per timed window")
@@ -65,23 +66,29 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.steps < 1 or args.repeats < 1 or args.every < 1:
         p.error("--steps, --repeats and --every must be >= 1")
-    target = results.check_target(args.results, args.force)
+    return args
 
-    build = mlp if args.model == "mlp" else resnet8
+
+def make_data(model):
+    """Random inputs and labels for ``model`` ("mlp" or "resnet8"): ``(x, y, batch)``."""
     rng = np.random.default_rng(0)
-    if args.model == "mlp":
+    if model == "mlp":
         n, batch = 4096, 64
         x = rng.normal(size=(n, 32)).astype("float32")
     else:
         n, batch = 640, 128
         x = rng.normal(size=(n, 32, 32, 3)).astype("float32")
     y = rng.integers(0, 10, size=n).astype("int32")
-    tmp = tempfile.mkdtemp(prefix="tf_vrre_cb_")
+    return x, y, batch
+
+
+def build_samplers(build, x, y, every, tmp):
+    """One VR-reSGHMC sampler per configuration and its callbacks (writing under ``tmp``)."""
     samplers, callbacks = {}, {}
     for name in CONFIGS:
         s = tf_vrre.ReplicaExchangeSampler(
             build,
-            data_size=n,
+            data_size=len(x),
             num_chains=2,
             temperatures=[1e-3, 5e-3],
             learning_rates=1e-5,
@@ -95,8 +102,14 @@ def main(argv=None):
         if name in ("swaplog", "both"):
             cbs.append(tf_vrre.SwapLogger(os.path.join(tmp, name, "swaps")))
         if name in ("collect", "both"):
-            cbs.append(tf_vrre.SampleCollector(os.path.join(tmp, name, "samples"), every=args.every))
+            cbs.append(tf_vrre.SampleCollector(os.path.join(tmp, name, "samples"), every=every))
         samplers[name], callbacks[name] = s, cbs
+    return samplers, callbacks
+
+
+def time_rounds(samplers, callbacks, batch, args):
+    """Seconds per step of every configuration in each of ``args.repeats`` interleaved rounds of
+    ``args.steps`` steps, after an untimed warm-up window (tracing) of each."""
     data = {k: s.make_dataset(batch, repeat=True, drop_remainder=True) for k, s in samplers.items()}
 
     def window(name, steps):
@@ -117,6 +130,18 @@ def main(argv=None):
             f"round {r + 1}/{args.repeats}: " + ", ".join(f"{k} {1e3 * times[k][-1]:.2f} ms" for k in CONFIGS),
             file=sys.stderr,
         )
+    return times
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    target = results.check_target(args.results, args.force)
+
+    build = mlp if args.model == "mlp" else resnet8
+    x, y, batch = make_data(args.model)
+    tmp = tempfile.mkdtemp(prefix="tf_vrre_cb_")
+    samplers, callbacks = build_samplers(build, x, y, args.every, tmp)
+    times = time_rounds(samplers, callbacks, batch, args)
     med = {k: float(np.median(v)) for k, v in times.items()}
     out = {
         "model": args.model,

@@ -107,6 +107,117 @@ def dir_mib(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 2**20
 
 
+def export_models(run_dir, root, ks):
+    """Exports the K-member averages of ``run_dir`` (``tf_vrre.export_ensemble``) and one sample's
+    network with Keras' ``model.export`` and loads each serving signature.
+
+    Returns ``(configs, exports, plain, plain_seconds)``: ``configs`` maps a configuration name to
+    (signature, input kind), ``exports`` each K to ``export_ensemble``'s info, ``plain`` is the
+    plain member's SavedModel directory.
+    """
+    import tensorflow as tf
+
+    import tf_vrre
+    from tf_vrre.workflows.image_classification.models import resnet20
+
+    configs = {}  # name -> (signature, input dtype)
+    exports = {}
+    for k in ks:
+        info = tf_vrre.export_ensemble(run_dir, os.path.join(root, "serving"), max_members=k)
+        exports[k] = info
+        configs[f"K={k}"] = (tf.saved_model.load(info["path"]).signatures["serving_default"], "uint8")
+    samples = tf_vrre.load_samples(os.path.join(run_dir, "samples"))
+    net = resnet20()
+    net.set_weights(samples.weights(len(samples) - 1))
+    plain = os.path.join(root, "plain")
+    shutil.rmtree(plain, ignore_errors=True)
+    t0 = time.perf_counter()
+    net.export(plain, format="tf_saved_model", verbose=False)
+    plain_seconds = time.perf_counter() - t0
+    configs["plain"] = (tf.saved_model.load(plain).signatures["serving_default"], "normalized")
+    return configs, exports, plain, plain_seconds
+
+
+def time_calls(configs, preprocessing, batches, rounds):
+    """Seconds per call of every configuration at every batch size: one warm-up call each, then
+    ``rounds`` interleaved rounds on CIFAR-10 test images (uint8, or normalised with
+    ``preprocessing`` for the plain member)."""
+    import numpy as np
+    import tensorflow as tf
+
+    with np.load(TEST) as d:
+        images = d["x"][: max(batches)]
+    pre = preprocessing
+    normalized = (images.astype(np.float32) * np.float32(pre["scale"]) - np.float32(pre["mean"])) / np.float32(
+        pre["std"]
+    )
+    times = {(name, b): [] for name in configs for b in batches}
+
+    def call(name, b):
+        fn, kind = configs[name]
+        x = images[:b] if kind == "uint8" else normalized[:b]
+        t = time.perf_counter()
+        out = fn(tf.constant(x))
+        next(iter(out.values())).numpy()
+        return time.perf_counter() - t
+
+    for name in configs:  # warm-up
+        for b in batches:
+            call(name, b)
+    for r in range(rounds):  # interleaved: every configuration once per round
+        for b in batches:
+            for name in configs:
+                times[(name, b)].append(call(name, b))
+        print(f"  round {r + 1}/{rounds} done", flush=True)
+    return times
+
+
+def print_table(med, ks, batches, exports, plain_cells):
+    """Prints the markdown table of median ms per call; ``plain_cells`` is the plain member's
+    (export seconds, SavedModel MiB)."""
+    plain_seconds, plain_mib = plain_cells
+    head = "| members | export s | SavedModel MiB | " + " | ".join(f"batch {b} ms (ratio)" for b in batches) + " |"
+    print(head)
+    print("|" + "---|" * (3 + len(batches)))
+    row = [f"{med[('plain', b)]:.1f}" for b in batches]
+    print(f"| 1, plain `model.export` | {plain_seconds:.1f} | {plain_mib:.2f} | " + " | ".join(row) + " |")
+    for k in ks:
+        cells = [f"{med[(f'K={k}', b)]:.1f} ({med[(f'K={k}', b)] / med[('plain', b)]:.1f}x)" for b in batches]
+        print(
+            f"| {k} | {exports[k]['export_seconds']:.1f} | {exports[k]['bytes'] / 2**20:.2f} | "
+            + " | ".join(cells)
+            + " |"
+        )
+
+
+def results_table(med, ks, batches, exports, plain_cells):
+    """The results file's table: the printed one, with the ratios to the plain member as numbers."""
+    plain_seconds, plain_mib = plain_cells
+    rows = [
+        [
+            "1, plain `model.export`",
+            plain_seconds,
+            plain_mib,
+            *[{"value": med[("plain", b)], "format": "{:.1f}"} for b in batches],
+        ]
+    ]
+    for k in ks:
+        rows.append(
+            [
+                str(k),
+                exports[k]["export_seconds"],
+                exports[k]["bytes"] / 2**20,
+                *[[med[(f"K={k}", b)], med[(f"K={k}", b)] / med[("plain", b)]] for b in batches],
+            ]
+        )
+    return results.table(
+        ["members", "export s", "SavedModel MiB", *[f"batch {b} ms (ratio)" for b in batches]],
+        ["{}", "{:.1f}", "{:.2f}", *["{:.1f} ({:.1f}x)"] * len(batches)],
+        rows,
+        keys=["plain", *[f"K={k}" for k in ks]],
+    )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ks", default="1,8,32", help="member counts (default 1,8,32)")
@@ -124,9 +235,6 @@ def main():
     import numpy as np
     import tensorflow as tf
 
-    import tf_vrre
-    from tf_vrre.workflows.image_classification.models import resnet20
-
     root = args.out or tempfile.mkdtemp(prefix="export_latency-")
     run_dir = os.path.join(root, "run")
     os.makedirs(run_dir, exist_ok=True)
@@ -135,85 +243,13 @@ def main():
         f"{os.cpu_count()} CPUs; work dir {root}"
     )
     run = make_run(run_dir, max(ks), args.train_size, 64)
-
-    configs = {}  # name -> (signature, input dtype)
-    exports = {}
-    for k in ks:
-        info = tf_vrre.export_ensemble(run_dir, os.path.join(root, "serving"), max_members=k)
-        exports[k] = info
-        configs[f"K={k}"] = (tf.saved_model.load(info["path"]).signatures["serving_default"], "uint8")
-    samples = tf_vrre.load_samples(os.path.join(run_dir, "samples"))
-    net = resnet20()
-    net.set_weights(samples.weights(len(samples) - 1))
-    plain = os.path.join(root, "plain")
-    shutil.rmtree(plain, ignore_errors=True)
-    t0 = time.perf_counter()
-    net.export(plain, format="tf_saved_model", verbose=False)
-    plain_seconds = time.perf_counter() - t0
-    configs["plain"] = (tf.saved_model.load(plain).signatures["serving_default"], "normalized")
-
-    with np.load(TEST) as d:
-        images = d["x"][: max(batches)]
-    pre = run["preprocessing"]
-    normalized = (images.astype(np.float32) * np.float32(pre["scale"]) - np.float32(pre["mean"])) / np.float32(
-        pre["std"]
-    )
-    times = {(name, b): [] for name in configs for b in batches}
-
-    def call(name, b):
-        fn, kind = configs[name]
-        x = images[:b] if kind == "uint8" else normalized[:b]
-        t = time.perf_counter()
-        out = fn(tf.constant(x))
-        next(iter(out.values())).numpy()
-        return time.perf_counter() - t
-
-    for name in configs:  # warm-up
-        for b in batches:
-            call(name, b)
-    for r in range(args.rounds):  # interleaved: every configuration once per round
-        for b in batches:
-            for name in configs:
-                times[(name, b)].append(call(name, b))
-        print(f"  round {r + 1}/{args.rounds} done", flush=True)
+    configs, exports, plain, plain_seconds = export_models(run_dir, root, ks)
+    times = time_calls(configs, run["preprocessing"], batches, args.rounds)
 
     med = {key: float(np.median(v)) * 1e3 for key, v in times.items()}
     print(f"\nmedian ms per call over {args.rounds} interleaved rounds (ratio: / plain member)")
-    head = "| members | export s | SavedModel MiB | " + " | ".join(f"batch {b} ms (ratio)" for b in batches) + " |"
-    print(head)
-    print("|" + "---|" * (3 + len(batches)))
-    row = [f"{med[('plain', b)]:.1f}" for b in batches]
-    print(f"| 1, plain `model.export` | {plain_seconds:.1f} | {dir_mib(plain):.2f} | " + " | ".join(row) + " |")
-    for k in ks:
-        cells = [f"{med[(f'K={k}', b)]:.1f} ({med[(f'K={k}', b)] / med[('plain', b)]:.1f}x)" for b in batches]
-        print(
-            f"| {k} | {exports[k]['export_seconds']:.1f} | {exports[k]['bytes'] / 2**20:.2f} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    rows = [
-        [
-            "1, plain `model.export`",
-            plain_seconds,
-            dir_mib(plain),
-            *[{"value": med[("plain", b)], "format": "{:.1f}"} for b in batches],
-        ]
-    ]
-    for k in ks:
-        rows.append(
-            [
-                str(k),
-                exports[k]["export_seconds"],
-                exports[k]["bytes"] / 2**20,
-                *[[med[(f"K={k}", b)], med[(f"K={k}", b)] / med[("plain", b)]] for b in batches],
-            ]
-        )
-    table = results.table(
-        ["members", "export s", "SavedModel MiB", *[f"batch {b} ms (ratio)" for b in batches]],
-        ["{}", "{:.1f}", "{:.2f}", *["{:.1f} ({:.1f}x)"] * len(batches)],
-        rows,
-        keys=["plain", *[f"K={k}" for k in ks]],
-    )
+    print_table(med, ks, batches, exports, (plain_seconds, dir_mib(plain)))
+    table = results_table(med, ks, batches, exports, (plain_seconds, dir_mib(plain)))
     results.write(
         target, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("out", "results", "force")}
     )

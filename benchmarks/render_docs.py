@@ -317,9 +317,9 @@ def source_line(name, res):
 
 
 def _posterior_fidelity_table(res, part):
-    import posterior_fidelity
+    import posterior_fidelity_report
 
-    return posterior_fidelity.format_table(
+    return posterior_fidelity_report.format_table(
         res["problems"][part]["kind"], res["tables"][part], res["settings"]["budget"]
     )
 

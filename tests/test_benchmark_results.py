@@ -61,7 +61,13 @@ def test_every_results_file_says_how_when_and_where_it_was_measured():
 
 
 def test_every_benchmark_script_writes_its_results_file():
-    helpers = {"results.py", "render_docs.py", "posterior_fidelity_methods.py"}
+    helpers = {
+        "results.py",
+        "render_docs.py",
+        "posterior_fidelity_methods.py",
+        "posterior_fidelity_report.py",
+        "step_cost_report.py",
+    }
     for name in sorted(os.listdir(BENCHMARKS)):
         if name.endswith(".py") and name not in helpers:
             text = _text(os.path.join("benchmarks", name))
