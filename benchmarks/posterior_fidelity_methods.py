@@ -14,7 +14,6 @@ one unit too.  A step of K chains on a batch of n costs ``K n``; a snapshot refr
 """
 
 import dataclasses
-import functools
 import hashlib
 import math
 from collections.abc import Callable
