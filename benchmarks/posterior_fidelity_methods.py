@@ -14,7 +14,6 @@ one unit too.  A step of K chains on a batch of n costs ``K n``; a snapshot refr
 """
 
 import dataclasses
-import functools
 import hashlib
 import math
 from collections.abc import Callable
@@ -24,6 +23,22 @@ import numpy as np
 import tensorflow as tf
 
 import tf_vrre
+
+
+@keras.saving.register_keras_serializable(package="posterior_fidelity")
+class GaussianNLL:
+    """``tf_vrre.gaussian_nll`` at a fixed noise ``scale``, with a ``get_config``: a sampler built
+    with it has a recordable run identity (which ``LadderTuner`` needs; a ``functools.partial``
+    has none)."""
+
+    def __init__(self, scale):
+        self.scale = float(scale)
+
+    def __call__(self, x, y, y_pred):
+        return tf_vrre.gaussian_nll(x, y, y_pred, scale=self.scale)
+
+    def get_config(self):
+        return {"scale": self.scale}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +72,7 @@ class Problem:
         """The per-example NLL of the sampler and of the reference (``nll(x, y, y_pred)``)."""
         if self.kind == "classification":
             return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        return functools.partial(tf_vrre.gaussian_nll, scale=self.noise_scale)
+        return GaussianNLL(self.noise_scale)
 
     def ladder(self, chains):
         """The hand-set ladder: geometric from tau = 1 with ratio ``pair_ratio`` per pair."""
@@ -143,8 +158,8 @@ class Method:
     ``chains`` K run together in one ``ReplicaExchangeSampler`` on the problem's hand ladder
     (``K = 1``: tau = ``temperature``); ``members`` > 1 runs that many independent samplers, each
     with ``1/members`` of the budget (an ensemble); ``cycles`` > 0 uses a cyclical cosine learning
-    rate and collects in each cycle's sampling phase; ``callbacks(problem, steps)`` returns extra
-    Keras callbacks (e.g. a ladder tuner).
+    rate and collects in each cycle's sampling phase; ``callbacks(method, problem, steps)`` returns
+    extra Keras callbacks of a run of ``steps`` steps (e.g. :func:`ladder_tuner`).
     """
 
     label: str
@@ -156,7 +171,59 @@ class Method:
     lr_factor: float = 1.0  # times the problem's learning rate of these dynamics
     temperature: float = 1.0  # of the cold chain (1 = the posterior; others are deliberately wrong)
     swap: bool = True  # with K >= 2: the corrected swap (False: independent chains)
-    callbacks: Callable = lambda problem, steps: []
+    callbacks: Callable = lambda method, problem, steps: []
+
+
+TUNING_FRACTION = 0.2
+"""The tuned ladders' tuning phase: the steps whose cost is within this fraction of the run's, so it
+ends inside the burn-in that ``run`` discards at its default ``--burn-in 0.2``."""
+
+LADDER_BOUNDS = (1.0, 1.25)
+"""Where a tuned ladder's hottest temperature may move.  The cold end stays at 1 (the posterior).
+1.25 is a guard, not a target: with exact energies four chains at half rejection per pair span
+``ln tau_K = 2 / sqrt(D / 2 pi)``, tau_K ~ 1.10 (digits) and 1.09 (diabetes); mini-batch noise adds
+rejection and so asks for less.  Up to 1.25 the equilibrium spread grows by at most
+sqrt(1.25) = 1.12, within the range where every chain can keep the cold chain's step."""
+
+
+def tuning_steps(method, problem, steps):
+    """The largest number of steps costing at most :data:`TUNING_FRACTION` of ``steps`` steps: every
+    record kept after the burn-in was taken after the tuning phase."""
+    share = TUNING_FRACTION * cost(method, problem, steps)
+    t = int(TUNING_FRACTION * steps)
+    while t > 1 and cost(method, problem, t) > share:
+        t -= 1
+    return t
+
+
+def ladder_tuner(method, problem, steps):
+    """A :class:`tf_vrre.LadderTuner` whose tuning phase is the burn-in (:func:`tuning_steps`), in
+    four rounds of doubling length, from the hand ladder; the hottest temperature moves within
+    :data:`LADDER_BOUNDS`, every chain keeps the cold chain's learning rate (``learning_rates=0``,
+    as on the hand ladder: only the ladder differs)."""
+    t = tuning_steps(method, problem, steps)
+    return [tf_vrre.LadderTuner(t, first_round_steps=max(1, t // 15), learning_rates=0.0, bounds=LADDER_BOUNDS)]
+
+
+def _ladder_info(callbacks):
+    """What the ladder tuners of a run found: the ladder it started and ended with, the last
+    round's rejection rates, barrier Lambda and recommended number of chains."""
+    out = []
+    for cb in callbacks:
+        if isinstance(cb, tf_vrre.LadderTuner) and cb.record["rounds"]:
+            last = cb.record["rounds"][-1]
+            out.append(
+                {
+                    "tuning_steps": cb.tuning_steps,
+                    "rounds": len(cb.record["rounds"]),
+                    "initial": [float(t) for t in cb.record["initial"]["temperatures"]],
+                    "final": [float(t) for t in last["new_temperatures"]],
+                    "rejection": [float(r) for r in last["rejection"]],
+                    "barrier": float(last["barrier"]),
+                    "recommended_chains": int(last["recommended_chains"]),
+                }
+            )
+    return out
 
 
 METHODS = {
@@ -166,11 +233,15 @@ METHODS = {
     "vr-resghmc": Method("VR-reSGHMC, K=2", chains=2, vr=True),
     "resghmc-k4": Method("reSGHMC, K=4", chains=4),
     "vr-resghmc-k4": Method("VR-reSGHMC, K=4", chains=4, vr=True),
+    "resghmc-k4-tuned": Method("reSGHMC, K=4, tuned ladder", chains=4, callbacks=ladder_tuner),
+    "vr-resghmc-k4-tuned": Method("VR-reSGHMC, K=4, tuned ladder", chains=4, vr=True, callbacks=ladder_tuner),
     "cycsghmc": Method("cycSGHMC, 4 cycles", cycles=4, lr_factor=2.0),
     "ensemble": Method("ensemble, 5 x M-SGD", dynamics="msgd", members=5),
 }
 """The contenders by name (``--methods``); cycSGHMC's cosine starts at twice SGHMC's ``eta`` (the
-same mean step).  Adding a row is adding an entry."""
+same mean step); the tuned rows start from the hand ladder and tune it during the burn-in
+(:func:`ladder_tuner`; K = 2 has nothing to tune: the tuner needs K >= 3, as the ends stay put or
+move only within bounds, and two chains are only ends).  Adding a row is adding an entry."""
 
 VR_PERIOD_EPOCHS = 2
 """Snapshot refresh every two epochs of the cold chain's batches (the paper's m = 392 at n = 256)."""
@@ -269,16 +340,20 @@ def run_method(method, problem, budget, seed, records=200):
     every = max(1, steps // records)
     steps -= steps % every
     outputs, info = [], {"steps": steps, "every": every, "members": method.members, "swaps": 0, "attempts": 0}
+    ladders = []
     for member in range(method.members):
         sampler, cycle, nll, batches = _sampler(method, problem, steps, seed * 1000 + member)
         sampler.compile(
             loss=nll if isinstance(nll, keras.losses.Loss) else None, steps_per_execution=every, jit_compile=False
         )
         recorder = _Recorder(problem.x_test, every, cycle)
-        callbacks = [recorder] + list(method.callbacks(problem, steps))
-        history = sampler.fit(batches, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=callbacks)
+        extra = list(method.callbacks(method, problem, steps))
+        history = sampler.fit(batches, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[recorder, *extra])
+        ladders += _ladder_info(extra)
         for key in ("swaps", "swap_attempts"):
             info[key.replace("swap_", "")] += float(history.history.get(key, [0.0])[-1])
         outputs.append(np.stack(recorder.outputs))
+    if ladders:
+        info["ladder"] = ladders
     budget_at = cost(method, problem, np.array(recorder.steps)) * method.members
     return Trace(budget_at, np.stack(outputs, 1), np.array(recorder.collect), info)

@@ -194,6 +194,15 @@ def test_hot_temperature_rule_bounds_and_cap():
     assert new[0] == 1.0 and new[-1] == hot
 
 
+def test_hot_temperature_when_the_hottest_pair_never_rejected():
+    # a hottest pair with no rejection has a nudged, tiny barrier: the extrapolation beyond the
+    # hottest chain underflows to b = 0; the hot end then moves out by the cap, within the bounds
+    never = ladder.Barrier([1.0, 1.02, 1.04, 1.06], [0.3, 0.3, 0.0])
+    assert never.beta_at(never.total - 2.0) == 0.0
+    assert ladder.hot_temperature(never, (1.0, 100.0)) == pytest.approx(2.12)
+    assert ladder.hot_temperature(never, (1.0, 1.25)) == 1.25
+
+
 @pytest.mark.parametrize(
     "bounds,match",
     [

@@ -270,7 +270,8 @@ def hot_temperature(barrier: Barrier, bounds: Sequence[float], max_factor: float
     cold, hot, K = float(t[0]), float(t[-1]), t.size
     low, high = bounds
     level = float(barrier._knots[-1]) - K / 2.0  # B(b_new) = Lambda - K / 2
-    new = 1.0 / barrier.beta_at(level)
+    beta = barrier.beta_at(level)  # 0 when the extrapolation underflows (a hottest pair that never rejected)
+    new = 1.0 / beta if beta > 0 else math.inf
     new = min(max(new, hot / max_factor), hot * max_factor)
     lower = max(float(low), cold * (1.0 + 1e-3))
     return float(min(max(new, lower), float(high)))
