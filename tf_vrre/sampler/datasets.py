@@ -5,7 +5,7 @@ Data epoch ``e`` is the stateless permutation ``shuffle(fold(key, e))`` of ``0..
 starts at the sampler's step counter (read when the iterator yields its first batch), so a run
 resumed from a checkpoint sees exactly the batches the uninterrupted run would have seen.
 :func:`reference` and :func:`from_reference` are the bodies of the sampler's
-``set_reference_data`` and ``make_dataset``.
+``set_reference_data`` and ``make_dataset`` (:class:`ReferenceData`).
 """
 
 from __future__ import annotations
@@ -127,3 +127,53 @@ def from_reference(
     return indexed_dataset(
         parts, sampler.state.step, batch_size, key, shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder
     )
+
+
+class ReferenceData:
+    """Mixin of :class:`tf_vrre.ReplicaExchangeSampler`: its reference data (the full pass of the
+    control variates) and the indexed training batches drawn from it."""
+
+    def set_reference_data(self, data: Any, batch_size: int | None = None) -> None:
+        """Sets the full training data used for the snapshot energies ``U_hat`` (VR only).
+
+        Args:
+          data: ``(x, y)`` arrays, ``x`` alone (unlabeled models), or a ``tf.data.Dataset``
+            yielding batches with the same structure as the training batches.  It must hold
+            exactly ``data_size`` examples with the preprocessing of the mini-batch energies
+            (normally: no augmentation).
+          batch_size: full-pass batch size (default ``variance_reduction.batch_size``).
+        """
+        self._reference = reference(self, data, batch_size)
+        self._reference_checked = input_checks.loss_key(self)  # its labels were checked against this loss
+        self.train_function = None  # retrace with the new dataset
+
+    def make_dataset(
+        self,
+        batch_size: int,
+        shuffle: bool = True,
+        seed: int | None = None,
+        repeat: bool = False,
+        drop_remainder: bool = False,
+    ) -> tf.data.Dataset:
+        """Training batches drawn from the reference data, each carrying its example indices.
+
+        Elements are ``(x, y, {"example_index": i})`` (``y`` is zeros for unlabeled data; a
+        sample weight in the reference data is carried as ``"sample_weight"``).  With
+        ``ControlVariates(cache=True)`` the snapshot energies of these batches are read from the
+        per-example table of the last full pass, so VR costs no snapshot forward per step.
+        Do not add random augmentation to these batches (the cache would no longer match).
+
+        The order is a pure function of the seed and the step counter
+        (:func:`tf_vrre.sampler.datasets.indexed_dataset`): a resumed run sees exactly the batches of
+        the uninterrupted one, and a second ``fit`` continues the stream instead of restarting it.
+
+        Args:
+          batch_size: mini-batch size ``n``.
+          shuffle: a new permutation every data epoch (seeded by ``seed``, default the
+            sampler's seed); ``False``: the reference order.
+          repeat: an endless stream (then pass ``steps_per_epoch`` to ``fit``), starting at
+            batch ``state.step``; otherwise each iterator yields one whole data epoch, number
+            ``ceil(state.step / batches_per_epoch)``.
+          drop_remainder: drop the last partial batch of every data epoch.
+        """
+        return from_reference(self, batch_size, shuffle, seed, repeat, drop_remainder)

@@ -7,6 +7,7 @@ setters and :class:`tf_vrre.callbacks.HyperparameterScheduler`).  The values in 
 the sampler's ladder variables (:class:`tf_vrre.sgmcmc.state.Ladder`): a scheduled entry
 overwrites its slot every step (:func:`current`), a number stays until a setter or a callback
 assigns another.
+:class:`LadderSetters` holds the sampler's setters of the values in force.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_vrre.sgmcmc import schedules
@@ -54,3 +56,45 @@ def current(values: Sequence[Any], variable: keras.Variable, step: tf.Tensor) ->
     vec = tf.stack([tf.cast(v(step), tf.float32) if schedules.is_schedule(v) else cur[h] for h, v in enumerate(values)])
     variable.assign(vec)
     return vec
+
+
+class LadderSetters:
+    """Mixin of :class:`tf_vrre.ReplicaExchangeSampler`: the user-facing setters of the values in
+    force (``state.ladder`` and ``state.swap.correction``), each checked as the constructor's
+    argument of the same name."""
+
+    def set_temperatures(self, temperatures: Any) -> None:
+        """Assigns new per-chain temperatures in force (``state.ladder.temperature``).
+
+        Args:
+          temperatures: a number or a list of K (a schedule counts with its value at step 0):
+            finite, ``> 0`` with swaps (``>= 0`` without), strictly increasing in float32.
+        """
+        values = schedules.validated("temperatures", temperatures, self.num_chains, swaps=self.swap_rule is not None)
+        self.state.ladder.temperature.assign(np.asarray([schedules.value_at(v) for v in values], np.float32))
+
+    def set_learning_rates(self, learning_rates: Any) -> None:
+        """Assigns new per-chain learning rates in force (``state.ladder.learning_rate``).
+
+        Args:
+          learning_rates: a number or a list of K, each finite and ``> 0`` in float32.
+        """
+        values = schedules.validated("learning_rates", learning_rates, self.num_chains)
+        self.state.ladder.learning_rate.assign(np.asarray([schedules.value_at(v) for v in values], np.float32))
+
+    def set_correction(self, correction: float) -> None:
+        """Assigns a new correction factor ``F`` in force (``state.swap.correction``).
+
+        Args:
+          correction: a finite number ``> 0``; not for a swap rule whose ``F`` is a schedule.
+        """
+        if self.swap_rule is None:
+            raise ValueError("set_correction: the sampler has no swap rule")
+        if self.swap_rule.scheduled_correction:
+            raise ValueError(
+                "set_correction: F follows the swap rule's schedule; build the "
+                "CorrectedSwap with a number to set F from a callback"
+            )
+        if schedules.is_schedule(correction):
+            raise TypeError(f"correction (F) must be a finite number > 0 here, got the schedule {correction!r}")
+        self.state.swap.correction.assign(schedules.validated("correction", correction))

@@ -22,6 +22,13 @@ coldest temperature: **``sampler.cold_model`` is the sampled chain** (states are
 temperatures stay with their slots).  Velocities that move to a slot with another ``(lr, tau)``
 are rescaled by ``sqrt(lr_new tau_new / (lr_old tau_old))``, which maps the stationary velocity
 law ``N(0, lr tau)`` of one slot onto the other's.
+
+Besides the recipe the model inherits its other parts from mixins, each beside the code it calls:
+the setters of the values in force (:class:`tf_vrre.sampler.hyperparameters.LadderSetters`), the
+reference data and indexed batches (:class:`tf_vrre.sampler.datasets.ReferenceData`), Keras' save
+and load hooks (:class:`tf_vrre.sampler.saving.SavingHooks`), the placement of the chains on devices
+(:class:`tf_vrre.sampler.placements.ChainPlacement`) and the per-chain metrics
+(:class:`tf_vrre.sampler.chain_metrics.ChainMetrics`).
 """
 
 from __future__ import annotations
@@ -32,7 +39,6 @@ from collections.abc import Callable
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat
@@ -45,12 +51,14 @@ from tf_vrre.sampler import (
     invariants,
     placements,
     replica_step,
-    saving,
     xla,
 )
 from tf_vrre.sampler.chain_metrics import ChainMetrics
+from tf_vrre.sampler.datasets import ReferenceData
+from tf_vrre.sampler.hyperparameters import LadderSetters
 from tf_vrre.sampler.listeners import SamplerListeners
 from tf_vrre.sampler.placements import ChainPlacement
+from tf_vrre.sampler.saving import SavingHooks
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
 from tf_vrre.sgmcmc.dynamics import Diffusion
 from tf_vrre.sgmcmc.state import (
@@ -75,7 +83,7 @@ def require_sampler(model: Any, who: str) -> ReplicaExchangeSampler:
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
-class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
+class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, ReferenceData, SavingHooks, keras.Model):
     """K chains of SGLD / SGHMC with (variance-reduced) replica exchange, trained by ``fit``.
 
     Each chain ``h`` (temperature ``tau_h``, lr ``eta_h``) follows, for SGHMC::
@@ -208,19 +216,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
         self._host = None if strategy is None else placements.HostCopy(self, strategy)  # chain per replica
         local = self.state.replica or self.state  # chain per replica: this replica's chain's swap energies
-        self._swap_energy = (
-            None
-            if swap_rule is None
-            else SwapEnergyEstimator(
-                local.chains.models,
-                local.control_variates,
-                self._per_example_nll,
-                self.energy_mode,
-                self._cache_exact,
-                self.data_size,
-                num_chains,
-            )
-        )
+        self._swap_energy = None if swap_rule is None else self._swap_energy_estimator(local)
         self._faults = self._fault_register()  # the first runtime fault of a step (not saved)
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
@@ -252,6 +248,19 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         replica = None if self._strategy is None else placements.build_replica(self)
         return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
 
+    def _swap_energy_estimator(self, local: SamplerState) -> SwapEnergyEstimator:
+        """Step 3's estimator of the swap energies of the chains in ``local`` (the sampler's state,
+        or with ``placement="chain_per_replica"`` this replica's chain's)."""
+        return SwapEnergyEstimator(
+            local.chains.models,
+            local.control_variates,
+            self._per_example_nll,
+            self.energy_mode,
+            self._cache_exact,
+            self.data_size,
+            self.num_chains,
+        )
+
     @property
     def swap_penalty(self) -> str | None:
         """The swap penalty in force (``CorrectedSwap(penalty="auto")`` resolved), or ``None``."""
@@ -267,88 +276,6 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
     def call(self, inputs: Any, training: bool = False) -> Any:
         """Prediction of the cold chain."""
         return self.chains[0](inputs, training=training)
-
-    # ---- user-facing setters (checked as the constructor's arguments) --------------------
-    def set_temperatures(self, temperatures: Any) -> None:
-        """Assigns new per-chain temperatures in force (``state.ladder.temperature``).
-
-        Args:
-          temperatures: a number or a list of K (a schedule counts with its value at step 0):
-            finite, ``> 0`` with swaps (``>= 0`` without), strictly increasing in float32.
-        """
-        values = schedules.validated("temperatures", temperatures, self.num_chains, swaps=self.swap_rule is not None)
-        self.state.ladder.temperature.assign(np.asarray([schedules.value_at(v) for v in values], np.float32))
-
-    def set_learning_rates(self, learning_rates: Any) -> None:
-        """Assigns new per-chain learning rates in force (``state.ladder.learning_rate``).
-
-        Args:
-          learning_rates: a number or a list of K, each finite and ``> 0`` in float32.
-        """
-        values = schedules.validated("learning_rates", learning_rates, self.num_chains)
-        self.state.ladder.learning_rate.assign(np.asarray([schedules.value_at(v) for v in values], np.float32))
-
-    def set_correction(self, correction: float) -> None:
-        """Assigns a new correction factor ``F`` in force (``state.swap.correction``).
-
-        Args:
-          correction: a finite number ``> 0``; not for a swap rule whose ``F`` is a schedule.
-        """
-        if self.swap_rule is None:
-            raise ValueError("set_correction: the sampler has no swap rule")
-        if self.swap_rule.scheduled_correction:
-            raise ValueError(
-                "set_correction: F follows the swap rule's schedule; build the "
-                "CorrectedSwap with a number to set F from a callback"
-            )
-        if schedules.is_schedule(correction):
-            raise TypeError(f"correction (F) must be a finite number > 0 here, got the schedule {correction!r}")
-        self.state.swap.correction.assign(schedules.validated("correction", correction))
-
-    def set_reference_data(self, data: Any, batch_size: int | None = None) -> None:
-        """Sets the full training data used for the snapshot energies ``U_hat`` (VR only).
-
-        Args:
-          data: ``(x, y)`` arrays, ``x`` alone (unlabeled models), or a ``tf.data.Dataset``
-            yielding batches with the same structure as the training batches.  It must hold
-            exactly ``data_size`` examples with the preprocessing of the mini-batch energies
-            (normally: no augmentation).
-          batch_size: full-pass batch size (default ``variance_reduction.batch_size``).
-        """
-        self._reference = datasets.reference(self, data, batch_size)
-        self._reference_checked = input_checks.loss_key(self)  # its labels were checked against this loss
-        self.train_function = None  # retrace with the new dataset
-
-    def make_dataset(
-        self,
-        batch_size: int,
-        shuffle: bool = True,
-        seed: int | None = None,
-        repeat: bool = False,
-        drop_remainder: bool = False,
-    ) -> tf.data.Dataset:
-        """Training batches drawn from the reference data, each carrying its example indices.
-
-        Elements are ``(x, y, {"example_index": i})`` (``y`` is zeros for unlabeled data; a
-        sample weight in the reference data is carried as ``"sample_weight"``).  With
-        ``ControlVariates(cache=True)`` the snapshot energies of these batches are read from the
-        per-example table of the last full pass, so VR costs no snapshot forward per step.
-        Do not add random augmentation to these batches (the cache would no longer match).
-
-        The order is a pure function of the seed and the step counter
-        (:func:`tf_vrre.sampler.datasets.indexed_dataset`): a resumed run sees exactly the batches of
-        the uninterrupted one, and a second ``fit`` continues the stream instead of restarting it.
-
-        Args:
-          batch_size: mini-batch size ``n``.
-          shuffle: a new permutation every data epoch (seeded by ``seed``, default the
-            sampler's seed); ``False``: the reference order.
-          repeat: an endless stream (then pass ``steps_per_epoch`` to ``fit``), starting at
-            batch ``state.step``; otherwise each iterator yields one whole data epoch, number
-            ``ceil(state.step / batches_per_epoch)``.
-          drop_remainder: drop the last partial batch of every data epoch.
-        """
-        return datasets.from_reference(self, batch_size, shuffle, seed, repeat, drop_remainder)
 
     def fit(self, *args: Any, **kwargs: Any) -> keras.callbacks.History:
         """``keras.Model.fit`` after host-side checks of array inputs and the reference data
@@ -426,17 +353,6 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         self._compile_chain_metrics(metrics, weighted_metrics)
         self.train_function = None
 
-    def get_compile_config(self) -> dict:
-        """Serialized ``compile`` arguments (loss, metrics, steps_per_execution, jit_compile)."""
-        if not getattr(self, "_compile_args", None):
-            return {}
-        return {k: keras.saving.serialize_keras_object(v) for k, v in self._compile_args.items()}
-
-    def compile_from_config(self, config: dict) -> None:
-        """Re-compiles from :meth:`get_compile_config` output (used by ``keras.saving``)."""
-        if config:
-            self.compile(**{k: keras.saving.deserialize_keras_object(v) for k, v in config.items()})
-
     # ---- energy helpers -----------------------------------------------------------------
     def _per_example_nll(self, x, y, y_pred, sample_weight):
         return energy.weighted_nll(self._nll_fn, x, y, y_pred, sample_weight)
@@ -471,6 +387,24 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
             ),
         )
 
+    def _refresh(self, step: tf.Tensor) -> tf.Tensor:
+        """Step 1 (VR only): the snapshots and ``U_hat`` refreshed when ``step % m == 0``; whether they were."""
+        if self.variance_reduction is None:
+            return tf.constant(False)
+        if self._reference is None:
+            raise ValueError(
+                "variance_reduction needs the full training data: call "
+                "sampler.set_reference_data((x_train, y_train)) before fit"
+            )
+        return control_variates.refresh(
+            self.state.control_variates,
+            self.chains,
+            self._reference,
+            self._energy_fn,
+            step,
+            self.variance_reduction.period,
+        )
+
     def train_step(self, data: Any) -> dict:
         """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""
         if self._host is not None:  # this replica's chain (tf_vrre.sampler.replica_step)
@@ -482,21 +416,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         key = seeds.step_key(seeds.base_key(self.seed), step)
         lrs = hyperparameters.current(self.learning_rates, state.ladder.learning_rate, step)
         temps = hyperparameters.current(self.temperatures, state.ladder.temperature, step)
-        refreshed = tf.constant(False)
-        if self.variance_reduction is not None:  # 1. refresh
-            if self._reference is None:
-                raise ValueError(
-                    "variance_reduction needs the full training data: call "
-                    "sampler.set_reference_data((x_train, y_train)) before fit"
-                )
-            refreshed = control_variates.refresh(
-                state.control_variates,
-                self.chains,
-                self._reference,
-                self._energy_fn,
-                step,
-                self.variance_reduction.period,
-            )
+        refreshed = self._refresh(step)  # 1. refresh
         scale = None if state.loss_scale is None else tf.convert_to_tensor(state.loss_scale.scale)
         forward = gradients.forward_and_gradients(
             self.chains,
@@ -569,38 +489,3 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, keras.Model):
         if self._host is not None:
             self.train_function = placements.synced(self, self.train_function)
         return self.train_function
-
-    # ---- config ----------------------------------------------------------------------
-    def get_config(self) -> dict:
-        """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
-        ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
-        fails now instead of a later load."""
-        config = {**self._config(), "placement": self.placement}  # not part of the run's identity
-        saving.check_restorable(self, config)
-        return config
-
-    def _config(self) -> dict:
-        """The serialized constructor arguments, unchecked: what a run's identity records
-        (:func:`tf_vrre.runs.ownership.run_identity`), also for a sampler that would not load."""
-        return saving.constructor_config(self)
-
-    def save(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
-        """``keras.Model.save`` after checking that the config can be restored (nothing is written
-        otherwise; see :func:`tf_vrre.sampler.saving.check_restorable`)."""
-        self.get_config()
-        return super().save(filepath, *args, **kwargs)
-
-    def load_own_variables(self, store: Any) -> None:
-        saving.check_own_variables(self, store)  # names another num_chains / architecture
-        super().load_own_variables(store)
-        self.chains_restored()  # chain per replica: the replicas take the loaded state at the next step
-
-    def load_weights(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
-        """``keras.Model.load_weights`` after checking that the file's chains match this sampler
-        (``ValueError`` naming another ``num_chains`` or architecture)."""
-        saving.check_weights_file(self, filepath)
-        return super().load_weights(filepath, *args, **kwargs)
-
-    @classmethod
-    def from_config(cls, config: dict) -> ReplicaExchangeSampler:
-        return cls(**placements.for_loading(saving.constructor_arguments(config)))

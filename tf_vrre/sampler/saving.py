@@ -12,6 +12,7 @@
 - :func:`check_own_variables`: when Keras loads the sampler's own state variables (also inside
   ``keras.saving.load_model``), names another ``num_chains`` or chain architecture instead of
   Keras' "expected 24 variables, but received 20".
+- :class:`SavingHooks`: the sampler's Keras hooks of saving and loading, each behind these checks.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import keras
 
 from tf_vrre import _keras_compat
+from tf_vrre.sampler import placements
 from tf_vrre.sgmcmc import schedules
 
 _FIX = (
@@ -203,3 +205,54 @@ def check_own_variables(sampler, store):
         "array): did model_fn, or the function registered under its name, change since the file was "
         "saved?"
     )
+
+
+class SavingHooks:
+    """Mixin of :class:`tf_vrre.ReplicaExchangeSampler`: Keras' hooks of saving and loading (config,
+    compile config, ``save``, ``load_weights``, the sampler's own variables), each after the check
+    of this module that makes a mismatch fail before anything is written or read."""
+
+    def get_compile_config(self) -> dict:
+        """Serialized ``compile`` arguments (loss, metrics, steps_per_execution, jit_compile)."""
+        if not getattr(self, "_compile_args", None):
+            return {}
+        return {k: keras.saving.serialize_keras_object(v) for k, v in self._compile_args.items()}
+
+    def compile_from_config(self, config: dict) -> None:
+        """Re-compiles from :meth:`get_compile_config` output (used by ``keras.saving``)."""
+        if config:
+            self.compile(**{k: keras.saving.deserialize_keras_object(v) for k, v in config.items()})
+
+    def get_config(self) -> dict:
+        """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
+        ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
+        fails now instead of a later load."""
+        config = {**self._config(), "placement": self.placement}  # not part of the run's identity
+        check_restorable(self, config)
+        return config
+
+    def _config(self) -> dict:
+        """The serialized constructor arguments, unchecked: what a run's identity records
+        (:func:`tf_vrre.runs.ownership.run_identity`), also for a sampler that would not load."""
+        return constructor_config(self)
+
+    def save(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
+        """``keras.Model.save`` after checking that the config can be restored (nothing is written
+        otherwise; see :func:`tf_vrre.sampler.saving.check_restorable`)."""
+        self.get_config()
+        return super().save(filepath, *args, **kwargs)
+
+    def load_own_variables(self, store: Any) -> None:
+        check_own_variables(self, store)  # names another num_chains / architecture
+        super().load_own_variables(store)
+        self.chains_restored()  # chain per replica: the replicas take the loaded state at the next step
+
+    def load_weights(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
+        """``keras.Model.load_weights`` after checking that the file's chains match this sampler
+        (``ValueError`` naming another ``num_chains`` or architecture)."""
+        check_weights_file(self, filepath)
+        return super().load_weights(filepath, *args, **kwargs)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Any:
+        return cls(**placements.for_loading(constructor_arguments(config)))
