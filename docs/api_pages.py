@@ -251,3 +251,17 @@ def fields_before_examples(app, what, name, obj, options, lines):
             rest.pop(rubric - 1)
             rubric -= 1
         lines[:] = rest[:rubric] + ([""] if rubric else []) + moved + [""] + rest[rubric:]
+
+
+def library_members_only(app, what, name, obj, skip, options):
+    """``autodoc-skip-member``: on a class page (which lists inherited members too), skip the
+    methods and properties defined outside tf_vrre (Keras' ``fit``, ``quantize``, ...; a tuple's
+    ``count``), so a class shows what tf_vrre defines for it, including what its tf_vrre mixins
+    give it (the sampler's ``set_temperatures``, ``make_dataset``, ...)."""
+    if what != "class" or skip:
+        return None
+    target = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj
+    if not (callable(target) or isinstance(obj, property)):
+        return None  # attributes: the class's own (autodoc lists no inherited plain values from Keras)
+    module = getattr(target, "__module__", None)
+    return None if isinstance(module, str) and module.startswith("tf_vrre") else True

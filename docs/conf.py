@@ -52,7 +52,8 @@ nb_execution_mode = "off"
 nb_merge_streams = True
 
 # API reference: autodoc + napoleon (Google style "Args:"), pages written by api_pages.py. A class
-# page shows the class's own members (_templates/autosummary/class.rst); what it inherits from Keras
+# page shows the members tf_vrre defines for it, its own and its tf_vrre mixins'
+# (_templates/autosummary/class.rst, api_pages.library_members_only); what it inherits from Keras
 # is behind the "Bases:" line, as on Keras' own pages.
 templates_path = ["_templates"]
 autosummary_generate = True
@@ -109,3 +110,4 @@ def setup(app):
     # Keras' Model.__new__(*args, **kwargs) would be the header of every Keras class: show __init__'s
     app.connect("autodoc-process-signature", api_pages.class_signature, priority=400)
     app.connect("autodoc-process-docstring", api_pages.fields_before_examples, priority=900)
+    app.connect("autodoc-skip-member", api_pages.library_members_only)
