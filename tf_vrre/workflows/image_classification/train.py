@@ -35,11 +35,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -350,27 +352,26 @@ def train(
       >>> open("runs/demo/.lock").read()       # the run lock stays, without a pid once released
       ''
     """
-    options = (data_dir, source, download, overwrite, jit_compile, steps_per_execution)
-    return run(_preflight(cfg, out, strategy, placement, options), strategy, verbose, prepared)
+    with _train_checks(out, strategy, placement):
+        pre = planning.preflight(
+            cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, strategy
+        )
+    return run(dataclasses.replace(pre, placement=placement), strategy, verbose, prepared)
 
 
-def _preflight(
-    cfg: config.Config, out: str | os.PathLike, strategy: Any, placement: str, options: tuple
-) -> planning.Preflight:
-    """:func:`train`'s checks: the ``placement`` name, then the preflight
-    (:func:`tf_vrre.workflows.image_classification.planning.preflight` with ``options = (data_dir,
-    source, download, overwrite, jit_compile, steps_per_execution)``); returns the
-    :class:`tf_vrre.workflows.image_classification.planning.Preflight` with the placement."""
+@contextlib.contextmanager
+def _train_checks(out: str | os.PathLike, strategy: Any, placement: str) -> Iterator[None]:
+    """:func:`train`'s checks around its preflight: the ``placement`` name first; a refused run
+    directory is shown to every worker of a multi-worker run (or the others would wait forever).
+    The preflight runs in :func:`train`'s own frame, so its warnings point at train's caller."""
     if placement not in placements.PLACEMENTS:
         raise ValueError(f"placement must be one of {placements.PLACEMENTS}, got {placement!r}")
     try:
-        pre = planning.preflight(cfg, out, *options, strategy)
-        pre = dataclasses.replace(pre, placement=placement)
+        yield
     except run_json.RunDirError:
-        if workers.is_multi_worker(strategy):  # every worker must see the refusal, or the others would wait forever
+        if workers.is_multi_worker(strategy):
             workers.agree(make_strategy(strategy) if isinstance(strategy, str) else strategy, os.fspath(out), -2)
         raise
-    return pre
 
 
 def check_placement(strategy: Any, pre: planning.Preflight) -> None:
