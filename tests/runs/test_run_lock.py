@@ -185,17 +185,17 @@ def test_readers_share_the_lock_touch_nothing_and_keep_writers_out(tmp_path):
 
 
 def test_library_train_refuses_a_run_another_process_writes(holder):
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import run_directory
 
     with pytest.raises(locks.RunLockedError, match="being written by another process"):
         locks.lock_run(holder)
     with pytest.raises(locks.RunLockedError, match="being written by another process"):
-        planning.clear(str(holder))  # --overwrite's clear never runs without the lock ...
+        run_directory.clear(str(holder))  # --overwrite's clear never runs without the lock ...
     assert (holder / "samples" / "keep.txt").exists()
 
 
 def test_overwrite_never_removes_a_directory_another_process_writes(tmp_path):
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import run_directory
 
     run = tmp_path / "run"
     _fake_run(run)
@@ -203,7 +203,7 @@ def test_overwrite_never_removes_a_directory_another_process_writes(tmp_path):
     collector = _hold(run / "samples" / run_json.LOCK, "acquire")  # a SampleCollector of another process
     try:
         with pytest.raises(locks.RunLockedError, match=r"cannot replace .*samples: .*being written by another process"):
-            planning.clear(str(run))
+            run_directory.clear(str(run))
         assert (run / "samples" / "keep.txt").exists()
     finally:
         collector.kill()
@@ -215,26 +215,26 @@ def test_a_process_whose_lock_was_deleted_by_hand_removes_nothing(tmp_path):
     """After ``RUN/.lock`` is deleted by hand, another process can lock a new file of that name; the
     first process then no longer owns the directory: its clean-up (a directory it made for a run
     that wrote nothing) and its ``--overwrite`` clear leave the second one's files alone."""
-    from tf_vrre.workflows.image_classification import config, planning
+    from tf_vrre.workflows.image_classification import config, planning, run_directory
 
     out = tmp_path / "new"
     cfg = config.resolve(config.load("msgd"))
-    pre = planning.take_run(planning.Preflight(cfg, str(out)))
+    pre = run_directory.take_run(planning.Preflight(cfg, str(out)))
     assert pre.created is not None and os.listdir(out) == [run_json.LOCK]
     os.remove(out / run_json.LOCK)  # by hand
     second = _hold(out)
     try:
         with pytest.raises(locks.RunLockedError, match="was deleted or replaced while this process held it"):
-            planning.clear(str(out))
+            run_directory.clear(str(out))
         with pytest.raises(locks.RunLockedError, match="was deleted or replaced"):
             locks.lock_run(out)
-        planning.give_back(pre)
+        run_directory.give_back(pre)
         assert os.listdir(out) == [run_json.LOCK] and (out / run_json.LOCK).read_text() == str(second.pid)
     finally:
         second.kill()
         second.wait()
-    pre = planning.take_run(planning.Preflight(cfg, str(tmp_path / "empty")))
-    planning.give_back(pre)  # still its own: the directory it made is removed again
+    pre = run_directory.take_run(planning.Preflight(cfg, str(tmp_path / "empty")))
+    run_directory.give_back(pre)  # still its own: the directory it made is removed again
     assert not os.path.exists(tmp_path / "empty")
 
 
@@ -276,7 +276,7 @@ def test_a_directory_or_fifo_at_a_lock_name_is_refused_by_name_without_blocking(
 
 
 def test_overwrite_clears_derived_outputs_but_keeps_the_lock(tmp_path):
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import run_directory
 
     run = tmp_path / "run"
     _fake_run(run)
@@ -284,7 +284,7 @@ def test_overwrite_clears_derived_outputs_but_keeps_the_lock(tmp_path):
         (run / name).write_text("old")
     locks.lock_run(run)
     try:
-        planning.clear(str(run))
+        run_directory.clear(str(run))
     finally:
         locks.unlock_run(run)
     assert sorted(os.listdir(run)) == [".lock"]

@@ -152,7 +152,7 @@ def add_arguments(p):
 
 def resolved_config(args):
     """The checked config of the parsed flags (``ConfigError`` naming a bad key; no TensorFlow)."""
-    from tf_vrre.workflows.image_classification import config
+    from tf_vrre.workflows.image_classification import config, config_schedule
 
     raw = config.load(args.config)
     overrides = {key: getattr(args, dest) for dest, key in OVERRIDES.items() if getattr(args, dest) is not None}
@@ -161,7 +161,7 @@ def resolved_config(args):
     overrides.update(dict(args.set))
     raw = config.apply_overrides(raw, overrides)
     if args.schedule == "keep-rates":
-        raw = config.keep_rates(raw)
+        raw = config_schedule.keep_rates(raw)
     return config.resolve(raw)
 
 
@@ -244,7 +244,7 @@ def check(args):
     command has changed nothing.  Sets ``args.preflight``.
     """
     from tf_vrre.runs import run_json
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import planning, run_directory
 
     _check_augment_flags(args)
     _check_schedule_flags(args)
@@ -286,24 +286,24 @@ def check(args):
         _warn_schedule(args, caught)
         return
     try:
-        args.preflight = planning.take_run(args.preflight)
+        args.preflight = run_directory.take_run(args.preflight)
     except run_json.RunDirError as err:  # RunLockedError too
         _args.die(f"--out: {err}")
     except OSError as err:
         _args.die(f"--out: cannot lock {args.out!r}: {err}")
-    atexit.register(planning.give_back, args.preflight)
+    atexit.register(run_directory.give_back, args.preflight)
     _warn_schedule(args, caught)
 
 
 def run(args):
     """Creates the strategy, loads the data, checks the run's numbers if not done yet, then trains
     (after :func:`check`); releases the run lock; returns the exit status."""
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import run_directory
 
     try:
         return _run(args)
     finally:
-        planning.give_back(args.preflight)
+        run_directory.give_back(args.preflight)
 
 
 def _run(args):

@@ -9,7 +9,7 @@ import pytest
 from _paths import FIXTURES
 
 from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import config_values, sampler_numbers
+from tf_vrre.workflows.image_classification import config_schedule, config_values, sampler_numbers
 
 
 def test_shipped_configs_resolve_with_the_papers_numbers():
@@ -18,7 +18,7 @@ def test_shipped_configs_resolve_with_the_papers_numbers():
     for method in C.METHODS:
         cfg = C.resolve(C.load(method))
         assert cfg.method == method and cfg.data.batch_size == 256
-        v = C.schedule_values(cfg, data_size=50000, steps_per_epoch=195)
+        v = config_schedule.schedule_values(cfg, data_size=50000, steps_per_epoch=195)
         expect_eta = 1e-5 if method in C.CYCLICAL else 2e-6  # paper: eta = 2e-6; cyclical eta_0 = 1e-5
         assert v["eta"] == pytest.approx(expect_eta, rel=1e-12)
         assert v["weight_decay"] == pytest.approx(25.0)  # the paper's prior precision at N = 50,000
@@ -27,7 +27,7 @@ def test_shipped_configs_resolve_with_the_papers_numbers():
     vr = C.resolve(C.load("vr-resghmc"))
     assert vr.training.epochs == 500 and vr.variance_reduction.period == 392
     assert vr.swap.correction == 1.5e5 and vr.sampler.hot_temperature_multiplier == 5.0
-    v = C.schedule_values(vr, 50000, 196)
+    v = config_schedule.schedule_values(vr, 50000, 196)
     assert v["lr_constant_epochs"] == 200 and v["burn_in_epochs"] == 300 and v["lr_decay"] == pytest.approx(0.984)
     assert C.resolve(C.load("cycsghmc")).training.epochs == 1000
     assert C.resolve(C.load("cycsghmc")).sampler.cycles == 5
@@ -36,7 +36,7 @@ def test_shipped_configs_resolve_with_the_papers_numbers():
 
 def test_epochs_stretch_the_schedule():
     cfg = C.resolve(C.apply_overrides(C.load("vr-resghmc"), {"training.epochs": 50}))
-    v = C.schedule_values(cfg, data_size=5000, steps_per_epoch=19)
+    v = config_schedule.schedule_values(cfg, data_size=5000, steps_per_epoch=19)
     assert v["scale"] == 0.1 and v["lr_constant_epochs"] == 20 and v["burn_in_epochs"] == 30
     assert v["lr_decay"] == pytest.approx(0.984**10) and v["temperature_annealing"] == pytest.approx(1.02**10)
     # the same total decay / annealing over the run as the 500-epoch recipe

@@ -16,11 +16,7 @@ size ``N``: the sampler's learning rate is ``eta = lr / N`` and its prior precis
 ``lr = 0.1``, ``weight_decay = 5e-4``).
 
 Epoch numbers in ``[sampler]`` and ``[samples]`` refer to a run of ``training.schedule_epochs``
-epochs.  A run of ``E`` epochs stretches the schedule by ``s = E / schedule_epochs``: epoch
-counts are multiplied by ``s`` (rounded) and per-epoch factors raised to ``1 / s``, so the
-learning-rate, temperature and ``F`` curves are the same functions of the fraction of training
-(e.g. ``--epochs 10`` of the 500-epoch recipe decays the lr by ``0.984^50`` per epoch after
-epoch 4).
+epochs; how a run of other length uses them: :mod:`tf_vrre.workflows.image_classification.config_schedule`.
 
 Example:
   >>> cfg = resolve(apply_overrides(load("vr-resghmc"), {"training.epochs": 10, "model.name": "cnn"}))
@@ -40,7 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tf_vrre import errors
-from tf_vrre.workflows.image_classification import config_values, sampler_numbers
+from tf_vrre.workflows.image_classification import config_rules, config_values, sampler_numbers
 
 try:
     import tomllib
@@ -78,11 +74,8 @@ __all__ = [
     "apply_overrides",
     "resolve",
     "applies",
-    "schedule_values",
     "available",
     "config_path",
-    "keep_rates",
-    "SCHEDULE_EPOCH_KEYS",
 ]
 
 
@@ -499,99 +492,9 @@ def _check(name: str, value: Any, check: config_values.Check, where: str) -> Any
 
 
 def _check_consistency(cfg: Config, at: Any, overridden: set[str]) -> None:
-    """Rules between keys: cycles within the epochs, a crop padding smaller than the image, and the
-    sampler's numbers that do not depend on the data size
-    (:mod:`tf_vrre.workflows.image_classification.sampler_numbers`)."""
-    if cfg.cyclical and cfg.sampler.cycles > cfg.training.epochs:
-        raise ConfigError(
-            f"config key sampler.cycles must be <= training.epochs ({cfg.training.epochs}), "
-            f"got {cfg.sampler.cycles}{at('sampler.cycles')}"
-        )
-    from tf_vrre.workflows.image_classification.data.sources import image_shape
-
-    side = min(image_shape(cfg.data.dataset)[:2])
-    if cfg.data.crop_padding >= side:
-        raise ConfigError(
-            f"config key data.crop_padding must be an integer in [0, {side - 1}] (less than the "
-            f"{side}-pixel side of {cfg.data.dataset} images: a larger padding crops padding alone), "
-            f"got {cfg.data.crop_padding}{at('data.crop_padding')}"
-        )
+    """The rules between keys (:func:`tf_vrre.workflows.image_classification.config_rules.check`) as
+    a :class:`ConfigError` naming the file or ``(override)``."""
     try:
-        sampler_numbers.check_config(cfg, prefer=overridden)
+        config_rules.check(cfg, prefer=overridden)
     except sampler_numbers.BoundError as err:
         raise ConfigError(f"{err}{at(err.key)}") from None
-
-
-SCHEDULE_EPOCH_KEYS = ("sampler.lr_constant_epochs", "sampler.burn_in_epochs", "samples.burn_in_epochs")
-"""The epoch counts of a config's schedule (numbers of epochs of a ``training.schedule_epochs`` run)."""
-
-
-def keep_rates(raw: Mapping) -> RawConfig:
-    """``raw`` with its schedule's per-epoch rates kept over the run's ``training.epochs``: the
-    schedule is written for the run's length (``training.schedule_epochs = training.epochs``) and
-    its epoch counts (:data:`SCHEDULE_EPOCH_KEYS`) scaled to it, so the run keeps the config's
-    phases (the learning rate constant for the same fraction of the run, the same burn-in
-    fraction) and its per-epoch factors (x0.984, x1.02 per epoch), with gentler total changes
-    than the stretched schedule's (:func:`schedule_values`).  For short runs: 4 epochs of the
-    paper's 500-epoch recipe stretched grow ``F`` x11.9 per epoch; kept, x1.02.
-    (``tf-vrre train --schedule keep-rates``.)
-
-    Raises:
-      ConfigError: as :func:`resolve`.
-
-    Example:
-      >>> raw = keep_rates(apply_overrides(load("vr-resghmc"), {"training.epochs": 10}))
-      >>> cfg = resolve(raw)
-      >>> cfg.training.schedule_epochs, cfg.sampler.lr_constant_epochs, cfg.sampler.burn_in_epochs, cfg.sampler.lr_decay
-      (10, 4, 6, 0.984)
-    """
-    cfg = resolve(raw)
-    stretch = sampler_numbers.Stretch(cfg)
-    over: dict[str, Any] = {"training.schedule_epochs": cfg.training.epochs}
-    for key in SCHEDULE_EPOCH_KEYS:
-        section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
-        if value is not None:
-            over[key] = stretch.epochs(value)
-    return apply_overrides(raw, over)
-
-
-def schedule_values(cfg: Config, data_size: int, steps_per_epoch: int) -> dict:
-    """The sampler's numbers for a run: ``eta``, prior precision and the time-stretched schedule.
-
-    Returns a dict: ``eta`` (= lr / N), ``weight_decay`` (= weight_decay * N), ``scale``
-    (``epochs / schedule_epochs``) and, as applicable, ``lr_constant_epochs``, ``lr_decay``,
-    ``burn_in_epochs``, ``temperature_annealing``, ``correction_growth``,
-    ``sample_burn_in_epochs``, ``total_steps``, ``sample_burn_in_steps``, ``cooling_steps``
-    (all per epoch of this run).
-
-    Example:
-      >>> v = schedule_values(resolve(load("vr-resghmc")), data_size=50000, steps_per_epoch=195)
-      >>> v["eta"]
-      2e-06
-    """
-    s, sm, stretch = cfg.sampler, cfg.samples, sampler_numbers.Stretch(cfg)
-    epochs = cfg.training.epochs
-    out = {
-        "eta": s.lr / data_size,
-        "weight_decay": s.weight_decay * data_size,
-        "scale": stretch.scale,
-        "epochs": epochs,
-        "steps_per_epoch": steps_per_epoch,
-        "total_steps": epochs * steps_per_epoch,
-    }
-    if s.lr_constant_epochs is not None:
-        out["lr_constant_epochs"] = stretch.epochs(s.lr_constant_epochs)
-        out["lr_decay"] = stretch.factor(s.lr_decay)
-    if s.temperature is not None:
-        out["burn_in_epochs"] = stretch.epochs(s.burn_in_epochs)
-        out["temperature_annealing"] = stretch.factor(s.temperature_annealing)
-    if cfg.swap is not None:
-        out["correction_growth"] = stretch.factor(cfg.swap.correction_growth)
-        out["cooling_steps"] = steps_per_epoch if cfg.swap.cooling else 0
-    if sm.burn_in_epochs is not None:
-        out["sample_burn_in_epochs"] = stretch.epochs(sm.burn_in_epochs)
-        out["sample_burn_in_steps"] = out["sample_burn_in_epochs"] * steps_per_epoch
-    else:
-        out["sample_burn_in_steps"] = 0
-    return out

@@ -209,17 +209,7 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
     import tensorflow_probability as tfp
 
     tf = _tf()
-    lo, hi = (float(b) for b in bounds)
-    if not (0 < lo < float(initial) < hi and np.isfinite(hi)):
-        raise ValueError(f"bounds must be 0 < lo < initial < hi (finite), got bounds {bounds}, initial {initial}")
-    z = np.asarray(logits, np.float64)
-    if z.ndim == 2:
-        z = z[None]
-    if z.ndim != 3:
-        raise ValueError(f"logits must be [S, n, C] or [n, C], got shape {np.shape(logits)}")
-    if not np.all(np.isfinite(z)):
-        raise ValueError("logits must be finite")
-    _check(np.ones(z.shape[1:]), labels)
+    z, lo, hi = _temperature_fit_inputs(logits, labels, initial, bounds)
     zt = tf.constant(z)
     onehot = tf.one_hot(np.asarray(labels).reshape(-1).astype(np.int64), z.shape[-1], dtype=tf.float64)
 
@@ -258,6 +248,23 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
             value,
         )
     return t, value
+
+
+def _temperature_fit_inputs(logits, labels, initial, bounds):
+    """``(z, lo, hi)``: :func:`fit_temperature`'s logits as float64 ``[S, n, C]`` and its bounds,
+    checked (``ValueError`` naming the argument)."""
+    lo, hi = (float(b) for b in bounds)
+    if not (0 < lo < float(initial) < hi and np.isfinite(hi)):
+        raise ValueError(f"bounds must be 0 < lo < initial < hi (finite), got bounds {bounds}, initial {initial}")
+    z = np.asarray(logits, np.float64)
+    if z.ndim == 2:
+        z = z[None]
+    if z.ndim != 3:
+        raise ValueError(f"logits must be [S, n, C] or [n, C], got shape {np.shape(logits)}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("logits must be finite")
+    _check(np.ones(z.shape[1:]), labels)
+    return z, lo, hi
 
 
 def reliability_bins(probs, labels, num_bins=15):

@@ -7,26 +7,21 @@ location, and, when the training-set size is known without reading images (``dat
 the labels of ``.npz`` files), the run's numbers (batch, control-variate refreshes, samples, and
 the sampler's step sizes, temperatures and ``F`` in float32:
 :mod:`tf_vrre.workflows.image_classification.sampler_numbers`).  The config itself was checked
-once, by :func:`tf_vrre.workflows.image_classification.config.resolve`.
-:func:`take_run` then takes the run lock (:mod:`tf_vrre.runs.locks`) and checks the directory
-again under it; :func:`give_back` releases it, removing a directory made for a run that wrote
-nothing, and only if it is still this process's.  (What ``tf-vrre evaluate`` checks:
-:mod:`tf_vrre.workflows.image_classification.evaluation_checks`.)
+once, by :func:`tf_vrre.workflows.image_classification.config.resolve`.  Taking the run
+directory after the preflight (under the run lock): :mod:`tf_vrre.workflows.image_classification.run_directory`.
+(What ``tf-vrre evaluate`` checks: :mod:`tf_vrre.workflows.image_classification.evaluation_checks`.)
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import os
-import re
-import shutil
 import warnings
 from typing import Any
 
 from tf_vrre.runs import locks, run_json
-from tf_vrre.workflows.image_classification import config, sampler_numbers, strategies
+from tf_vrre.workflows.image_classification import config, config_schedule, sampler_numbers, strategies
 from tf_vrre.workflows.image_classification.data import sources
 
 __all__ = [
@@ -34,10 +29,6 @@ __all__ = [
     "ScheduleWarning",
     "preflight",
     "writes_run",
-    "take_run",
-    "give_back",
-    "clear",
-    "backup_epoch",
     "check_numbers",
     "check_execution",
     "expected_samples",
@@ -69,7 +60,7 @@ class ScheduleWarning(UserWarning):
             f"training.epochs = {epochs} squeezes the {schedule_epochs}-epoch schedule "
             f"(training.schedule_epochs) into {epochs} epochs: {changes}, more than x10 per epoch, "
             "faster than the chains can follow; for a short run keep the schedule's per-epoch rates "
-            "(config.keep_rates; tf-vrre train --schedule keep-rates) or train for at least "
+            "(config_schedule.keep_rates; tf-vrre train --schedule keep-rates) or train for at least "
             f"{fewest_epochs} epochs"
         )
 
@@ -87,9 +78,10 @@ class Preflight:
       existing: ``run.json`` of the run already in ``out`` with the same config (``None``: none,
         or ``overwrite``).
       train_size: the training-set size ``N`` when known without reading images, else ``None``.
-      values: :func:`tf_vrre.workflows.image_classification.config.schedule_values` for ``N`` (or ``None``).
+      values: :func:`tf_vrre.workflows.image_classification.config_schedule.schedule_values` for ``N`` (or ``None``).
       samples: the number of samples the run collects for ``N`` (or ``None``).
-      created: ``(device, inode)`` of ``out`` if :func:`take_run` created it.
+      created: ``(device, inode)`` of ``out`` if
+        :func:`tf_vrre.workflows.image_classification.run_directory.take_run` created it.
       placement: where the chains live under the strategy (``"replicated"`` or
         ``"chain_per_replica"``, :mod:`tf_vrre.sampler.placements`; checked against the strategy
         when it is made).
@@ -224,52 +216,6 @@ def writes_run(strategy: Any) -> bool:
     )
 
 
-def take_run(pre: Preflight) -> Preflight:
-    """Takes the run lock of ``pre.out`` (creating the directory) and checks the directory again
-    under it; returns ``pre`` with what was found then.  A complete run with nothing left to
-    clean is not locked (nothing will be written).  The pid goes into the lock file when the run
-    starts writing (:func:`tf_vrre.runs.locks.lock_run` again): a run refused after this (its data
-    differ, say) leaves the lock file as it was.
-
-    Raises:
-      tf_vrre.runs.locks.RunLockedError: another process writes or reads ``out``.
-      tf_vrre.runs.run_json.RunDirError: ``out`` changed since the preflight and is refused now.
-    """
-    if pre.complete and not os.path.isdir(os.path.join(pre.out, run_json.BACKUP)):
-        return pre
-    created = None
-    if not os.path.isdir(pre.out):
-        os.makedirs(pre.out, exist_ok=True)
-        st = os.stat(pre.out)
-        created = (st.st_dev, st.st_ino)
-    pre = dataclasses.replace(pre, created=created)
-    try:
-        locks.lock_run(pre.out, mark=False)  # its pid is written when it starts writing (train.run)
-        return dataclasses.replace(pre, existing=check_run_dir(pre.out, pre.config, pre.overwrite))
-    except BaseException:
-        give_back(pre)
-        raise
-
-
-def give_back(pre: Preflight) -> None:
-    """Releases this process's lock of ``pre.out``; a directory :func:`take_run` created that holds
-    nothing but the lock file is removed, if the lock file is still this process's and the
-    directory still the one created (never a directory another process now owns)."""
-    lock = locks.run_lock(pre.out)
-    if lock is None:
-        return
-    try:
-        st = os.lstat(pre.out)
-        same_dir = pre.created is not None and (st.st_dev, st.st_ino) == pre.created
-        empty = same_dir and lock.owned() and os.listdir(pre.out) == [locks.LOCK]
-    except OSError:
-        empty = False
-    locks.unlock_run(pre.out, remove=empty)
-    if empty:
-        with contextlib.suppress(OSError):  # something appeared meanwhile: keep it
-            os.rmdir(pre.out)
-
-
 def _floor_sum(n: int, m: int, a: int, b: int) -> int:
     """``sum(floor((a * i + b) / m) for i in range(n))`` in O(log) steps (``a, b >= 0``, ``m > 0``)."""
     total = 0
@@ -308,7 +254,7 @@ def expected_samples(cfg: config.Config, values: dict) -> int:
 
     Example:
       >>> cfg = config.resolve(config.load("msgd"))
-      >>> expected_samples(cfg, config.schedule_values(cfg, 50000, 195))   # 200 epochs x 195 steps / 256
+      >>> expected_samples(cfg, config_schedule.schedule_values(cfg, 50000, 195))   # 200 epochs x 195 steps / 256
       152
     """
     every, total = cfg.samples.thinning, values["total_steps"]
@@ -342,7 +288,7 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
     if d.batch_size > train_size:
         raise ValueError(f"data.batch_size ({d.batch_size}) must be <= the {train_size} training examples")
     sampler_numbers.check_data_size(cfg, train_size)
-    values = config.schedule_values(cfg, train_size, train_size // d.batch_size)
+    values = config_schedule.schedule_values(cfg, train_size, train_size // d.batch_size)
     vr = cfg.variance_reduction
     if vr is not None and vr.period > values["total_steps"]:
         raise ValueError(
@@ -454,60 +400,3 @@ def check_same_data(out: str, existing: dict, prepared: dict) -> None:
                 f"there, {now!r} now); resume with the run's data ({old.get('source')} "
                 f"{old.get('data_dir')!r}), or use --overwrite / another --out"
             )
-
-
-def clear(out: str) -> None:
-    """Removes a run's training and derived outputs for ``--overwrite`` (never ``RUN/.lock``), under
-    the run lock (taken for the call unless this process holds it).  A directory another process
-    writes (its callback's lock held) is refused, not removed.
-
-    Raises:
-      tf_vrre.runs.locks.RunLockedError: another process writes or reads ``out`` or one of its
-        directories, or this process no longer owns ``out`` (its lock file was deleted or replaced
-        by hand: another process may write the run now).
-    """
-    taken = not locks.holds_run_lock(out)
-    locks.lock_run(out)  # raises unless this process owns the run
-    try:
-        for name in run_json.TRAIN_OUTPUTS + run_json.DERIVED_OUTPUTS:
-            path = os.path.join(out, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                _remove_tree(out, path)
-            elif os.path.lexists(path):
-                os.remove(path)
-    finally:
-        if taken:
-            locks.unlock_run(out)
-
-
-def _remove_tree(out: str, path: str) -> None:
-    """Removes directory ``path`` while holding its writer lock (refused if a writer holds it)."""
-    try:
-        held = (
-            locks.acquire(os.path.join(path, locks.LOCK)) if os.path.lexists(os.path.join(path, locks.LOCK)) else None
-        )
-    except locks.Busy as busy:
-        if busy.pid != str(os.getpid()):  # this process's own earlier fit, interrupted: its files go too
-            raise locks.RunLockedError(f"{out!r}: cannot replace {path}: " + locks.busy_message(path, busy)) from None
-        held = None
-    try:
-        shutil.rmtree(path)
-    finally:
-        if held is not None:
-            held.release()
-
-
-def backup_epoch(root: str) -> int:
-    """The epoch the :class:`tf_vrre.callbacks.checkpoint.Checkpoint` in ``root/backup`` resumes from
-    (0 without one): read from its ``checkpoint`` index file (``ckpt-<epoch>``), without TensorFlow;
-    -3 for an unreadable one."""
-    path = os.path.join(root, run_json.BACKUP, "checkpoint")
-    try:
-        with open(path) as f:
-            text = f.read(1 << 16)
-    except FileNotFoundError:
-        return 0
-    except (OSError, UnicodeDecodeError):
-        return -3  # unreadable: the workers must still agree
-    found = re.search(r'^model_checkpoint_path:\s*"(?:.*/)?ckpt-(\d+)"', text, re.M)
-    return int(found.group(1)) if found else -3

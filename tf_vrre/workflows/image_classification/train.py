@@ -35,28 +35,35 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
 import sys
-import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import keras
-import tensorflow as tf
 
-from tf_vrre._version import __version__
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
-from tf_vrre.runs import atomic, locks, run_json
+from tf_vrre.runs import locks, run_json
 from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
-from tf_vrre.workflows.image_classification import config, models, planning, strategies
+from tf_vrre.workflows.image_classification import (
+    config,
+    models,
+    planning,
+    run_directory,
+    run_record,
+    strategies,
+    workers,
+)
 from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
 from tf_vrre.workflows.image_classification.strategies import make_strategy
 
@@ -166,7 +173,7 @@ def plan(
     Returns:
       dict with ``train`` (:class:`tf_vrre.workflows.image_classification.data.pipeline.TrainingData`),
       ``holdout`` (uint8 ``(x, y)``), ``data`` (the ``run.json`` entry), ``values``
-      (:func:`tf_vrre.workflows.image_classification.config.schedule_values`), ``model`` (the
+      (:func:`tf_vrre.workflows.image_classification.config_schedule.schedule_values`), ``model`` (the
       ``run.json`` entry) and ``samples`` (expected count).
 
     Raises:
@@ -188,10 +195,6 @@ def plan(
         "input_shape": list(sources.image_shape(d.dataset)),
     }
     return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
-
-
-def _versions() -> dict:
-    return {"tf_vrre": __version__, "tensorflow": tf.__version__, "keras": keras.__version__}
 
 
 def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any, mirror: Any) -> list:
@@ -229,61 +232,6 @@ def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any
     cbs.append(keras.callbacks.TensorBoard(os.path.join(out, run_json.TENSORBOARD), write_graph=False))
     cbs.append(Checkpoint(os.path.join(out, run_json.BACKUP)))  # atomic: exact resume after a kill at any instant
     return cbs
-
-
-def _write_run(out: str, cfg: config.Config, p: dict, sampler: Any, strategy: Any, execution: dict) -> dict:
-    """Writes ``run.json`` (status running) and ``samples/model.json`` atomically; returns the run."""
-    run = {
-        "format": run_json.FORMAT,
-        "method": cfg.method,
-        "config": cfg.to_dict(),
-        "model": p["model"],
-        "data": p["data"],
-        "preprocessing": p["train"].preprocessing.to_dict(),
-        "seed": cfg.training.seed,
-        "schedule": p["values"],
-        "expected_samples": p["samples"],
-        "replicas": int(strategy.num_replicas_in_sync),
-        "execution": execution,
-        "versions": _versions(),
-        "status": "running",
-    }
-    run_json.write_json(os.path.join(out, run_json.RUN_JSON), run)
-    os.makedirs(os.path.join(out, run_json.SAMPLES), exist_ok=True)
-    model_json = os.path.join(out, run_json.SAMPLES, run_json.MODEL_JSON)
-    atomic.write_text(model_json, sampler.cold_model.to_json())
-    return run
-
-
-def _agree(strat: Any, out: str, state: int) -> None:
-    """Multi-worker: every worker must see the same run state (``state``: -2 refused, -1 complete,
-    else the backup epoch to resume from) before any collective step, or a worker would wait forever."""
-    views = strategies.gather_ints(strat, [state])
-    if len({v[0] for v in views}) > 1:
-        names = {-3: "an unreadable backup", -2: "a refused run directory", -1: "a complete run", 0: "a new run"}
-        seen = "; ".join(f"worker {i}: {names.get(v[0], f'a backup at epoch {v[0]}')}" for i, v in enumerate(views))
-        raise run_json.RunDirError(
-            f"the workers see different states of {out!r} ({seen}); put --out on storage "
-            "every worker reads (a shared file system or a bucket) and run all workers again"
-        )
-
-
-def _worker_root(strat: Any, pre: planning.Preflight) -> tuple[str, bool]:
-    """``(directory this process writes, is chief)``: ``out`` on the chief (its lock held: an
-    ``overwrite`` clears it now), a temporary directory on the other workers of a multi-worker run,
-    seeded with the chief's backup so they resume alike."""
-    out = pre.out
-    if strategies.is_chief(strat):
-        locks.lock_run(out)  # held already (take_run); checks this process still owns it
-        if pre.overwrite:
-            planning.clear(out)
-        os.makedirs(out, exist_ok=True)
-        return out, True
-    root = tempfile.mkdtemp(prefix=f"tf_vrre-{strategies.worker_name(strat).replace(' ', '')}-")
-    backup = os.path.join(out, run_json.BACKUP)
-    if not pre.overwrite and os.path.isdir(backup):
-        shutil.copytree(backup, os.path.join(root, run_json.BACKUP))
-    return root, False
 
 
 def _compile(
@@ -329,10 +277,6 @@ def _compile(
 def _say(verbose: Any, text: str) -> None:
     if verbose:
         sys.stderr.write(text + "\n")
-
-
-def _is_multi_worker(strategy: Any) -> bool:
-    return strategy == "multiworker" if isinstance(strategy, str) else strategies.is_multi_worker(strategy)
 
 
 def train(
@@ -408,18 +352,26 @@ def train(
       >>> open("runs/demo/.lock").read()       # the run lock stays, without a pid once released
       ''
     """
-    if placement not in placements.PLACEMENTS:
-        raise ValueError(f"placement must be one of {placements.PLACEMENTS}, got {placement!r}")
-    try:
+    with _train_checks(out, strategy, placement):
         pre = planning.preflight(
             cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, strategy
         )
-        pre = dataclasses.replace(pre, placement=placement)
+    return run(dataclasses.replace(pre, placement=placement), strategy, verbose, prepared)
+
+
+@contextlib.contextmanager
+def _train_checks(out: str | os.PathLike, strategy: Any, placement: str) -> Iterator[None]:
+    """:func:`train`'s checks around its preflight: the ``placement`` name first; a refused run
+    directory is shown to every worker of a multi-worker run (or the others would wait forever).
+    The preflight runs in :func:`train`'s own frame, so its warnings point at train's caller."""
+    if placement not in placements.PLACEMENTS:
+        raise ValueError(f"placement must be one of {placements.PLACEMENTS}, got {placement!r}")
+    try:
+        yield
     except run_json.RunDirError:
-        if _is_multi_worker(strategy):  # every worker must see the refusal, or the others would wait forever
-            _agree(make_strategy(strategy) if isinstance(strategy, str) else strategy, os.fspath(out), -2)
+        if workers.is_multi_worker(strategy):
+            workers.agree(make_strategy(strategy) if isinstance(strategy, str) else strategy, os.fspath(out), -2)
         raise
-    return run(pre, strategy, verbose, prepared)
 
 
 def check_placement(strategy: Any, pre: planning.Preflight) -> None:
@@ -430,16 +382,11 @@ def check_placement(strategy: Any, pre: planning.Preflight) -> None:
             placements.check(pre.placement, 2 if pre.config.replica else 1)
 
 
-def _state(pre: planning.Preflight) -> int:
-    """The run state workers compare: -1 complete, else the backup epoch (0: new or overwritten)."""
-    return -1 if pre.complete else 0 if pre.overwrite or pre.existing is None else planning.backup_epoch(pre.out)
-
-
 def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepared: dict | None = None) -> dict:
     """Trains the run ``pre`` describes (a :func:`tf_vrre.workflows.image_classification.planning.preflight`
     that passed); what :func:`train` and ``tf-vrre train`` run after their checks.
 
-    The chief takes the run lock unless this process holds it (:func:`planning.take_run`) and
+    The chief takes the run lock unless this process holds it (:func:`tf_vrre.workflows.image_classification.run_directory.take_run`) and
     releases it at the end; a complete run is left as it is (a leftover checkpoint removed).
     Arguments and result as :func:`train`.
     """
@@ -449,14 +396,14 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
     check_placement(strat, pre)
     chief = strategies.is_chief(strat)
     if strategies.is_multi_worker(strat):
-        _agree(strat, out, _state(pre))
+        workers.agree(strat, out, workers.run_state(pre))
     if pre.complete:
         if chief and os.path.isdir(os.path.join(out, run_json.BACKUP)):  # a kill after the completion record
             taken = not locks.holds_run_lock(out)
-            pre = planning.take_run(pre) if taken else pre
+            pre = run_directory.take_run(pre) if taken else pre
             shutil.rmtree(os.path.join(out, run_json.BACKUP), ignore_errors=True)
             if taken:
-                planning.give_back(pre)
+                run_directory.give_back(pre)
         return {
             "status": "complete",
             "resumed": False,
@@ -472,9 +419,9 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
         planning.check_same_data(out, pre.existing, p)
     taken = chief and not locks.holds_run_lock(out)
     if taken:
-        pre = planning.take_run(pre)
+        pre = run_directory.take_run(pre)
     try:
-        root, chief = _worker_root(strat, pre)
+        root, chief = workers.worker_root(strat, pre)
         try:
             return _fit(
                 pre.config,
@@ -489,7 +436,7 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
                 shutil.rmtree(root, ignore_errors=True)
     finally:
         if taken:
-            planning.give_back(pre)
+            run_directory.give_back(pre)
 
 
 def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple, verbose: Any) -> dict:
@@ -503,12 +450,12 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
         )
         verbose = 0
     sampler, record = _compile(cfg, p, strat, *execution, verbose)
-    run = _write_run(root, cfg, p, sampler, strat, record)
+    run = run_record.write_run(root, cfg, p, sampler, strat, record)
     d = cfg.data
     aug = Augmentation(d.crop_padding, d.flip, d.erasing) if d.augment else None
     mirror = HostStepCounter()  # the pipeline reads the step on the host (a TPU / GPU variable is not readable there)
     ds = p["train"].dataset(d.batch_size, cfg.training.seed, mirror.counter, aug)
-    resumed = planning.backup_epoch(root) > 0
+    resumed = run_directory.backup_epoch(root) > 0
     _say(
         verbose,
         f"{'resuming' if resumed else 'training'} {cfg.method} ({cfg.model.name}, {d.dataset} "
