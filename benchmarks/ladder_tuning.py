@@ -36,17 +36,17 @@ control variates, ``ControlVariates(period=4)``).
     python benchmarks/ladder_tuning.py --targets gaussian --chains 8 --energies exact --ladders tuned --seeds 1 \
         --figure docs/ladder-barrier.png --out /tmp/ladder-figure.json      # the figure of the guide
 
-Writes ``benchmarks/results/ladder_tuning.json`` (``--out``): the command, git commit, date,
-hardware and every number (per seed too).
+Writes ``benchmarks/results/ladder_tuning.json`` (``--out``; ``--force`` to replace it) through
+``benchmarks/results.py``: the command, git commit, date, hardware, the table of the guide
+(``tables`` -> ``main``) and every number (per seed too); ``python benchmarks/render_docs.py``
+renders the table in ``docs/guides/ladder.md``.  ``--tables-only`` recomputes the tables of an
+existing ``--out`` file from its stored runs (no sampling).
 """
 
 import argparse
-import datetime
 import json
 import math
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,12 +54,13 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
 import _ladder_targets as lt
 import keras
 import numpy as np
-import tensorflow as tf
+import results
 
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
@@ -200,46 +201,67 @@ def summarise(runs, target):
     }
 
 
-def _row(key, s):
-    target, energies, K, kind = key
-    lam = f"{s['barrier'][0]:.2f}" + (f" ({s['tuner_barrier'][0]:.2f})" if s["tuner_barrier"] else "")
-    z = "" if s["z"] is None else f" ({s['z']:+.1f} SE)"
-    return (
-        f"| {target} | {energies} | {K} | {kind} | {lam} | {' '.join(f'{v:.2f}' for v in s['rejection'])} | "
-        f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['theory_per_1000'][0]:.1f} | "
-        f"{s['error']:+.3f} +- {s['cold_se']:.3f}{z} |"
+def _pair_cell(values, fmt="{:.2f}"):
+    """A cell of one number per pair of chains (its own format: as many fields as values)."""
+    return {"value": list(values), "format": " ".join([fmt] * len(values))}
+
+
+def table(rows):
+    """The guide's table of the stored ``results`` rows (target, energies, num_chains, ladder,
+    summary): Lambda (the tuner's), rejection per pair, round trips and NRPT's theory per 1,000
+    steps, the cold chain's error +- its standard error."""
+    out, keys = [], []
+    for r in rows:
+        s = r["summary"]
+        lam = (
+            [s["barrier"][0], s["tuner_barrier"][0]]
+            if s["tuner_barrier"]
+            else {"value": s["barrier"][0], "format": "{:.2f}"}
+        )
+        out.append(
+            [
+                r["target"],
+                r["energies"],
+                r["num_chains"],
+                r["ladder"],
+                lam,
+                _pair_cell(s["rejection"]),
+                s["trips_per_1000"],
+                s["theory_per_1000"][0],
+                [s["error"], s["cold_se"]],
+            ]
+        )
+        keys.append(f"{r['target']}-{r['energies']}-k{r['num_chains']}-{r['ladder']}")
+    return results.table(
+        [
+            "target",
+            "energies",
+            "K",
+            "ladder",
+            "Lambda (tuner's)",
+            "rejection per pair",
+            "round trips / 1000 steps",
+            "NRPT theory",
+            "cold chain error",
+        ],
+        ["{}", "{}", "{}", "{}", "{:.2f} ({:.2f})", "{}", "{:.1f} +- {:.1f}", "{:.1f}", "{:+.3f} +- {:.3f}"],
+        out,
+        keys,
     )
 
 
-HEADER = (
-    "| target | energies | K | ladder | Lambda (tuner's) | rejection per pair | round trips / 1000 steps "
-    "| NRPT theory | cold chain error |\n|---|---|---|---|---|---|---|---|---|"
-)
-
-
-def _provenance(argv):
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        dirty = bool(
-            subprocess.run(["git", "status", "--porcelain"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        )
-    except OSError:
-        commit, dirty = None, None
-    return {
-        "command": "python benchmarks/ladder_tuning.py " + " ".join(argv),
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "hardware": {
-            "machine": platform.machine(),
-            "processor": platform.processor() or None,
-            "cpu_count": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "tensorflow": tf.__version__,
-            "devices": [d.device_type for d in tf.config.list_physical_devices()],
-        },
-    }
+def tables_only(path, table_of=None):
+    """Adds the ``tables`` of the stored runs to the results file ``path`` (no sampling; the
+    command, commit and date of the measurement are kept); ``table_of``: the function making the
+    table of the stored ``results`` rows (default :func:`table`)."""
+    doc = json.loads(open(path).read())
+    doc["tables"] = {"main": (table_of or table)(doc["results"])}
+    doc["command"] = doc["command"].strip()
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)
+    print(results.markdown(doc["tables"]["main"]))
+    print(f"\nwrote the tables of {path}")
 
 
 def main(argv=None):
@@ -255,7 +277,12 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="--seeds 2 --tune 4000 --fixed 8000")
     p.add_argument("--out", default=os.path.join(HERE, "results", "ladder_tuning.json"))
     p.add_argument("--figure", help="draw the tuning record of the first tuned run (seed 0) to this PNG")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+    p.add_argument("--tables-only", action="store_true", help="recompute the tables of --out from its stored runs")
     args = p.parse_args(argv)
+    if args.tables_only:
+        return tables_only(args.out)
+    results.check_target(args.out, args.force)
     if args.quick:
         args.seeds, args.tune, args.fixed = 2, 4000, 8000
     configs = [
@@ -265,7 +292,7 @@ def main(argv=None):
         for k in args.chains.split(",")
         for kind in args.ladders.split(",")
     ]
-    results, start, figure_done = {}, time.time(), False
+    measured, start, figure_done = {}, time.time(), False
     for i, key in enumerate(configs):
         runs = []
         for seed in range(args.seeds):
@@ -281,7 +308,7 @@ def main(argv=None):
                     f"{args.tune} tuning steps from a linear ladder",
                 )
                 figure_done = True
-        results[key] = {"summary": summarise(runs, key[0]), "runs": runs}
+        measured[key] = {"summary": summarise(runs, key[0]), "runs": runs}
         print(
             f"[{i + 1}/{len(configs)}] {' '.join(map(str, key))}: {time.time() - start:.0f} s",
             file=sys.stderr,
@@ -292,9 +319,8 @@ def main(argv=None):
         "rejections (tuner's last-round estimate); cold chain error: Gaussian E[w_1^2] - 1, mixture left-mode "
         "weight - exact\n"
     )
-    print(HEADER)
-    for key, res in results.items():
-        print(_row(key, res["summary"]))
+    rows = [{"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v} for k, v in measured.items()]
+    print(results.markdown(table(rows)))
     exact_lambda = ladder.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
     print(
         f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
@@ -302,18 +328,15 @@ def main(argv=None):
         f"{_exact('mixture'):.4f}"
     )
     settings = dict(vars(args), out=os.path.relpath(os.path.abspath(args.out), os.path.dirname(HERE)))
-    doc = {
-        **_provenance(argv),
-        "settings": settings,
-        "exact": {"gaussian_barrier": exact_lambda, "mixture_left_weight": _exact("mixture")},
-        "results": [
-            {"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v} for k, v in results.items()
-        ],
-    }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"\nwrote {args.out} ({time.time() - start:.0f} s)")
+    results.write(
+        args.out,
+        {"main": table(rows)},
+        command=" ".join(["python benchmarks/ladder_tuning.py", *argv]),
+        settings=settings,
+        exact={"gaussian_barrier": exact_lambda, "mixture_left_weight": _exact("mixture")},
+        results=rows,
+    )
+    print(f"({time.time() - start:.0f} s)")
 
 
 if __name__ == "__main__":

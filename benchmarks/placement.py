@@ -20,6 +20,9 @@ hardware.  ``--figure`` draws where the weights live and what crosses devices, w
 measured for K = 2.
 
     python benchmarks/placement.py --figure docs/placement.png     # ~3 minutes on 2 cores
+
+The tables are written to ``benchmarks/results/placement.json`` (``--results``; ``--force`` to
+replace it); ``python benchmarks/render_docs.py`` renders them in ``docs/benchmarks/placement.md``.
 """
 
 import argparse
@@ -32,6 +35,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tensorflow as tf
 
@@ -42,6 +46,7 @@ tf.config.set_logical_device_configuration(
 
 import keras
 import numpy as np
+import results
 
 import tf_vrre
 from tf_vrre.sampler import traffic
@@ -182,16 +187,50 @@ def measure(chains, steps, repeats):
     return out
 
 
+def main_table(measured):
+    """Per (K, placement): median ms/step, bytes per step, the largest tensor crossing, by kind."""
+    rows, keys = [], []
+    for chains in (2, 4):
+        for placement in PLACEMENTS:
+            t = measured[chains][placement]
+            kinds = "; ".join(f"{k} {v:,}" for k, v in sorted(t["kinds"].items()))
+            rows.append([chains, placement, 1e3 * statistics.median(t["times"]), t["bytes"], t["largest"], kinds])
+            keys.append(f"k{chains}_{placement}")
+    return results.table(
+        ["K", "placement", "ms/step", "bytes / step", "largest tensor crossing (elements)", "what crosses"],
+        ["{}", "{}", "{:.1f}", "{:,}", "{:,}", "{}"],
+        rows,
+        keys,
+    )
+
+
+def ratio_table(measured):
+    """Per K: how many times fewer bytes chain_per_replica moves, and its step time over replicated's."""
+    rows = []
+    for chains in (2, 4):
+        a, b = (measured[chains][p] for p in PLACEMENTS)
+        ratio = statistics.median(b["times"]) / statistics.median(a["times"])
+        rows.append([chains, a["bytes"] / b["bytes"], ratio])
+    return results.table(
+        ["K", "bytes: replicated / chain_per_replica", "step time: chain_per_replica / replicated"],
+        ["{}", "{:,.0f}x", "{:.2f}"],
+        rows,
+        [f"k{chains}" for chains in (2, 4)],
+    )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=30, help="steps per timed fit")
     p.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
     p.add_argument("--figure", help="write the placement figure (PNG) here")
     p.add_argument("--chains", type=int, choices=(2, 4), help=argparse.SUPPRESS)  # one K, JSON out (child)
+    results.add_arguments(p, "placement")
     args = p.parse_args()
     if args.chains:
         print(json.dumps(measure(args.chains, args.steps, args.repeats)))
         return
+    results.check_target(args.results, args.force)
     measured = {}
     for chains in (2, 4):  # one process per K (see measure)
         child = subprocess.run(
@@ -217,22 +256,16 @@ def main():
         f"MLP 64-256-256-10 ({params:,} parameters per chain), batch {BATCH}, VR-reSGHMC; "
         f"{DEVICES} logical CPU devices on {os.cpu_count()} cores; medians of {args.repeats} rounds"
     )
-    print(f"{'K':>2} | {'placement':<18} | {'ms/step':>8} | {'bytes/step':>11} | {'largest (elements)':>18} | by kind")
-    for chains in (2, 4):
-        for placement in PLACEMENTS:
-            t = measured[chains][placement]
-            kinds = ", ".join(f"{k} {v:,}" for k, v in sorted(t["kinds"].items()))
-            print(
-                f"{chains:>2} | {placement:<18} | {1e3 * statistics.median(t['times']):>8.2f} | {t['bytes']:>11,} | "
-                f"{t['largest']:>18,} | {kinds}"
-            )
-    for chains in (2, 4):
-        a, b = (measured[chains][p] for p in PLACEMENTS)
-        ratio = statistics.median(b["times"]) / statistics.median(a["times"])
-        print(
-            f"K={chains}: chain_per_replica moves {a['bytes'] / b['bytes']:.0f}x fewer bytes per step; "
-            f"step time chain_per_replica / replicated = {ratio:.2f}"
-        )
+    tables = {"main": main_table(measured), "ratios": ratio_table(measured)}
+    for tab in tables.values():
+        print(results.markdown(tab))
+    results.write(
+        args.results,
+        tables,
+        settings={"steps": args.steps, "repeats": args.repeats, "batch": BATCH, "n": N, "devices": DEVICES},
+        params=params,
+        measured={str(k): v for k, v in measured.items()},
+    )
     if args.figure:
         figure(args.figure, measured[2], params)
         print("figure:", args.figure)

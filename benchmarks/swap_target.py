@@ -14,11 +14,14 @@ the across-seed and the pooled within-run batch-means standard errors).
     python benchmarks/swap_target.py                           # the table of docs/guides/ladder.md
     python benchmarks/swap_target.py --seeds 2 --tune 2000 --fixed 4000 --targets 0.5
 
-Writes ``benchmarks/results/swap_target.json`` (``--out``) with the command, commit, date and hardware.
+Writes ``benchmarks/results/swap_target.json`` (``--out``; ``--force`` to replace it) through
+``benchmarks/results.py``: the command, commit, date, hardware, the table of the guide (``tables``
+-> ``main``) and every run; ``python benchmarks/render_docs.py`` renders the table in
+``docs/guides/ladder.md``.  ``--tables-only`` recomputes the tables of an existing ``--out`` file
+from its stored runs (no sampling).
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,6 +31,24 @@ sys.path.insert(0, HERE)
 
 import ladder_tuning as lt
 import numpy as np
+import results
+
+
+def table(rows):
+    """The guide's table of the stored ``results`` rows: the ``F`` reached per seed, the swap
+    acceptance over all pairs, round trips per 1,000 steps, the cold chain's error +- its
+    standard error."""
+    out = []
+    for r in rows:
+        s = r["summary"]
+        reached = {"value": r["final_correction"], "format": " ".join(["{:.3g}"] * len(r["final_correction"]))}
+        out.append([r["config"], reached, r["acceptance"], s["trips_per_1000"], [s["error"], s["cold_se"]]])
+    return results.table(
+        ["F", "F reached (per seed)", "acceptance", "round trips / 1000 steps", "cold chain error"],
+        ["{}", "{}", "{:.3f}", "{:.1f} +- {:.1f}", "{:+.3f} +- {:.3f}"],
+        out,
+        [r["config"] for r in rows],
+    )
 
 
 def main(argv=None):
@@ -39,7 +60,12 @@ def main(argv=None):
     p.add_argument("--tune", type=int, default=3000, help="tuning steps (F adapts during them)")
     p.add_argument("--fixed", type=int, default=9000, help="steps measured after the tuning phase")
     p.add_argument("--out", default=os.path.join(HERE, "results", "swap_target.json"))
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
+    p.add_argument("--tables-only", action="store_true", help="recompute the tables of --out from its stored runs")
     args = p.parse_args(argv)
+    if args.tables_only:
+        return lt.tables_only(args.out, table)
+    results.check_target(args.out, args.force)
     configs = [("F = 2", 2.0, None)] + [(f"target {float(r):g}", "auto", float(r)) for r in args.targets.split(",")]
     start, rows = time.time(), []
     for name, correction, target in configs:
@@ -76,23 +102,17 @@ def main(argv=None):
         f"\nthe paper's mixture, VR energies, K = {args.chains} tuned, {args.seeds} seeds x {args.tune} tuning + "
         f"{args.fixed} measured steps; exact left-mode weight {rows[0]['summary']['exact']:.4f}\n"
     )
-    print(
-        "| F | F reached (per seed) | acceptance | round trips / 1000 steps | cold chain error |\n|---|---|---|---|---|"
-    )
-    for r in rows:
-        s = r["summary"]
-        z = "" if s["z"] is None else f" ({s['z']:+.1f} SE)"
-        print(
-            f"| {r['config']} | {' '.join(f'{v:.3g}' for v in r['final_correction'])} | {r['acceptance']:.3f} | "
-            f"{s['trips_per_1000'][0]:.1f} +- {s['trips_per_1000'][1]:.1f} | {s['error']:+.3f} +- {s['cold_se']:.3f}{z} |"
-        )
+    print(results.markdown(table(rows)))
     settings = dict(vars(args), out=os.path.relpath(os.path.abspath(args.out), os.path.dirname(HERE)))
-    doc = {**lt._provenance(argv), "script": "benchmarks/swap_target.py", "settings": settings, "results": rows}
-    doc["command"] = "python benchmarks/swap_target.py " + " ".join(argv)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"\nwrote {args.out} ({time.time() - start:.0f} s)")
+    results.write(
+        args.out,
+        {"main": table(rows)},
+        command=" ".join(["python benchmarks/swap_target.py", *argv]),
+        script="benchmarks/swap_target.py",
+        settings=settings,
+        results=rows,
+    )
+    print(f"({time.time() - start:.0f} s)")
 
 
 if __name__ == "__main__":
