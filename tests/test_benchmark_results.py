@@ -64,6 +64,7 @@ def test_every_benchmark_script_writes_its_results_file():
     helpers = {
         "results.py",
         "render_docs.py",
+        "docs_values.py",
         "posterior_fidelity_methods.py",
         "posterior_fidelity_report.py",
         "step_cost_report.py",
