@@ -49,7 +49,6 @@ FIELD = re.compile(r"\{(?P<name>[\w-]+)\.(?P<key>\w+)(?::(?P<fmt>[^{}]*))?\}")
 NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 
 
-from docs_values import VALUES  # the numbers quoted in prose, one function per results file
 
 # ---------------------------------------------------------------------------------------------
 # quoted numbers: (file, sentence template)
