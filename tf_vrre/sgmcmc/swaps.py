@@ -27,9 +27,8 @@ from typing import TYPE_CHECKING
 import keras
 import tensorflow as tf
 
-import tf_vrre.sgmcmc.estimators as stats
 import tf_vrre.sgmcmc.seeds as seeds
-from tf_vrre.sgmcmc import schedules
+from tf_vrre.sgmcmc import estimators, schedules
 
 if TYPE_CHECKING:
     from tf_vrre.sgmcmc.state import SwapState
@@ -342,8 +341,10 @@ class CorrectedSwap:
         """
         steps = state.window_steps + weight
         total = state.window_variance + weight * variance
-        reset = stats.window_ends(step, period)
-        sigma2, ended = stats.windowed_estimate(state.sigma2, total, steps, self.smoothing, reset, state.sigma2_ready)
+        reset = estimators.window_ends(step, period)
+        sigma2, ended = estimators.windowed_estimate(
+            state.sigma2, total, steps, self.smoothing, reset, state.sigma2_ready
+        )
         state.sigma2.assign(sigma2)
         state.sigma2_ready.assign(tf.logical_or(state.sigma2_ready, ended))
         state.window_steps.assign(tf.where(reset, tf.zeros_like(steps), steps))
@@ -358,7 +359,7 @@ class CorrectedSwap:
         use = tf.logical_and(onehot, weight > 0)
         ready = tf.convert_to_tensor(state.offset_ready)
         old = tf.convert_to_tensor(state.sigma2_offset)
-        new = stats.stochastic_approximation(old, variance[:, None], self.smoothing, ready[None, :])
+        new = estimators.stochastic_approximation(old, variance[:, None], self.smoothing, ready[None, :])
         state.sigma2_offset.assign(tf.where(use[None, :], new, old))
         state.offset_ready.assign(tf.logical_or(ready, use))
 
