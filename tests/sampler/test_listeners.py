@@ -26,13 +26,14 @@ def test_listeners_are_keyed_replaced_and_cleared():
 
 def test_fault_codes_are_an_int_enum_in_check_order():
     assert issubclass(invariants.Fault, enum.IntEnum)
-    assert sorted(int(f) for f in invariants.Fault) == list(range(1, 9))
+    assert sorted(int(f) for f in invariants.Fault) == list(range(1, 10))
     assert set(invariants.KINDS) == set(invariants.Fault)
     assert [f.name for f in invariants.Fault] == [
         "LEARNING_RATE",
         "TEMPERATURE",
         "TEMPERATURE_ORDER",
         "NLL_LENGTH",
+        "INPUT",
         "ENERGY",
         "GRADIENT",
         "CORRECTION",

@@ -7,6 +7,9 @@ import glob
 import math
 import os
 
+import numpy as np
+
+from tf_vrre import numerics
 from tf_vrre.cli import _args
 from tf_vrre.runs import ladder_file
 
@@ -19,8 +22,10 @@ def _open_unit(text: str) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
+    if not numerics.F32_TINY <= value < 1 or not float(np.float32(value)) < 1:  # a rate the sampler can hold
+        raise argparse.ArgumentTypeError(
+            f"must be a number in (0, 1), got {text} (at least {numerics.F32_TINY:.4g} and below 1 in float32)"
+        )
     return value
 
 
