@@ -41,12 +41,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import numpy as np
-import results as results_file
+import results
 
-from tf_vrre.runs import run_json as rundir
-from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import evaluate as evaluation
-from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.runs import run_json
+from tf_vrre.workflows.image_classification import config, evaluate, train
 
 DATA_DIR = next(
     (str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
@@ -76,7 +74,7 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default=DATA_DIR)
     p.add_argument("--set", action="append", default=[], help="extra section.key=value for every method")
     p.add_argument("--figure", default="docs/cifar10-cpu-entropy.png", help="entropy CDF of every method")
-    results_file.add_arguments(p, "cifar10-cpu")
+    results.add_arguments(p, "cifar10-cpu")
     return p.parse_args(argv)
 
 
@@ -93,32 +91,32 @@ def method_config(method, seed, args):
         "samples.thinning": args.thinning or spe,
     }
     window = args.vr_period or 2 * spe
-    if method in C.VARIANCE_REDUCED:
+    if method in config.VARIANCE_REDUCED:
         over["variance_reduction.period"] = window
-    if method in C.REPLICA:  # one sigma^2 window for every replica method: swaps start at the same step
+    if method in config.REPLICA:  # one sigma^2 window for every replica method: swaps start at the same step
         over["swap.period"] = window
     for item in args.set:  # only where the key applies to the method (unknown keys still fail)
         key, value = item.split("=", 1)
-        if C.applies(key, method):
+        if config.applies(key, method):
             over[key] = value
-    return C.resolve(C.apply_overrides(C.load(method), over))
+    return config.resolve(config.apply_overrides(config.load(method), over))
 
 
 def run_one(method, seed, args):
     out = os.path.join(args.out, f"{method}-seed{seed}")
     cfg = method_config(method, seed, args)
-    result = training.train(cfg, out, data_dir=args.data_dir, source="npz", verbose=1)
-    run = rundir.read_run(out)
+    result = train.train(cfg, out, data_dir=args.data_dir, source="npz", verbose=1)
+    run = run_json.read_run(out)
     if not result["already_complete"]:
         run["benchmark_seconds"] = result["seconds"]
-        rundir.write_json(os.path.join(out, rundir.RUN_JSON), run)
-    report_path = os.path.join(out, rundir.REPORT)
+        run_json.write_json(os.path.join(out, run_json.RUN_JSON), run)
+    report_path = os.path.join(out, run_json.REPORT)
     if os.path.exists(report_path) and json.load(open(report_path)).get("test", {}).get("size") == args.test_size:
         report = json.load(open(report_path))
     else:
-        report = evaluation.evaluate(out, ood="cifar100", test_size=args.test_size, verbose=0)
+        report = evaluate.evaluate(out, ood="cifar100", test_size=args.test_size, verbose=0)
     epochs = run["config"]["training"]["epochs"]
-    with open(os.path.join(out, rundir.LOG), newline="") as f:
+    with open(os.path.join(out, run_json.LOG), newline="") as f:
         times = [float(r["epoch_seconds"]) for r in csv.DictReader(f) if r.get("epoch_seconds")]
     return {
         "method": method,
@@ -148,9 +146,9 @@ def _mean_spread(values):
     return float(v.mean()), (float(v.max() - v.min()) / 2 if v.size > 1 else None)
 
 
-def table(results, methods, seeds):
+def table(run_results, methods, seeds):
     """Rows of the results table: mean +- half-range over seeds."""
-    by = {(r["method"], r["seed"]): r for r in results}
+    by = {(r["method"], r["seed"]): r for r in run_results}
     rows = []
     for m in methods:
         rs = [by[(m, s)] for s in seeds if (m, s) in by]
@@ -258,7 +256,7 @@ def results_table(rows):
         "{:.2f} +- {:.2f}",
         "{:.2f} +- {:.2f}",
     ]
-    return results_file.table(HEAD, formats, cells, keys=[r["method"] for r in rows])
+    return results.table(HEAD, formats, cells, keys=[r["method"] for r in rows])
 
 
 def print_table(rows):
@@ -291,20 +289,20 @@ def print_table(rows):
         )
 
 
-def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
+def entropy_figure(run_results, methods, seeds, path, key="ood_T_2"):
     """The paper's Figure 4 at CPU scale: CDF of the BMA entropy on CIFAR-100 per method (first seed)."""
-    from tf_vrre.workflows.image_classification import plots as image_plots
+    from tf_vrre.workflows.image_classification import plots
 
     curves = []
     for i, m in enumerate(methods):
-        r = next((r for r in results if r["method"] == m and r["seed"] == seeds[0]), None)
-        f = os.path.join(r["dir"], rundir.ENTROPIES) if r else None
+        r = next((r for r in run_results if r["method"] == m and r["seed"] == seeds[0]), None)
+        f = os.path.join(r["dir"], run_json.ENTROPIES) if r else None
         if f and os.path.exists(f):
             with np.load(f) as z:
                 curves.append((m, z[key], {"color": f"C{i}"}))
     if curves:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        image_plots.entropy_cdf(
+        plots.entropy_cdf(
             path,
             curves,
             1.5,
@@ -313,7 +311,7 @@ def entropy_figure(results, methods, seeds, path, key="ood_T_2"):
         )
 
 
-def sigma2_figure(results, seeds, path):
+def sigma2_figure(run_results, seeds, path):
     """sigma^2 of reSGHMC and VR-reSGHMC over training (the paper's Figure 2 at CPU scale), every seed."""
     from tf_vrre import _figures
 
@@ -322,8 +320,8 @@ def sigma2_figure(results, seeds, path):
     drawn = False
     for i, method in enumerate(("resghmc", "vr-resghmc", "cvr-resghmc")):
         for j, seed in enumerate(seeds):
-            r = next((r for r in results if r["method"] == method and r["seed"] == seed), None)
-            f = os.path.join(r["dir"], rundir.SWAPS, "refresh.csv") if r else None
+            r = next((r for r in run_results if r["method"] == method and r["seed"] == seed), None)
+            f = os.path.join(r["dir"], run_json.SWAPS, "refresh.csv") if r else None
             if not f or not os.path.exists(f):
                 continue
             with open(f, newline="") as fh:
@@ -354,10 +352,10 @@ def main(argv=None):
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise SystemExit(f"--methods: unknown {bad}; choose from {', '.join(METHODS)}")
-    target = results_file.check_target(args.results, args.force)
+    target = results.check_target(args.results, args.force)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "results.json")
-    results = json.load(open(path))["results"] if os.path.exists(path) else []
+    run_results = json.load(open(path))["results"] if os.path.exists(path) else []
     print(
         f"cifar10_cpu: {args.model}, N={args.subset}, {args.epochs} epochs (cycSGHMC "
         f"{args.cyc_epochs or 2 * args.epochs}), batch {args.batch_size}, seeds {seeds}, test/OOD size "
@@ -368,25 +366,25 @@ def main(argv=None):
     for i, seed in enumerate(seeds):
         order = methods[i % len(methods) :] + methods[: i % len(methods)]
         for method in order:
-            if any(r["method"] == method and r["seed"] == seed for r in results):
+            if any(r["method"] == method and r["seed"] == seed for r in run_results):
                 continue
             t0 = time.time()
             res = run_one(method, seed, args)
-            results.append(res)
-            _write(path, {"settings": vars(args), "results": results})
+            run_results.append(res)
+            _write(path, {"settings": vars(args), "results": run_results})
             print(
                 f"[{time.time() - start:6.0f} s] {method} seed {seed}: BMA acc {res['test']['T=1']['accuracy']:.4f}, "
                 f"NLL {res['test']['T=1']['nll']:.3f}, samples {res['samples']}, swaps {res['swaps']}, "
                 f"{time.time() - t0:.0f} s",
                 flush=True,
             )
-    rows = table(results, methods, seeds)
-    _write(path, {"settings": vars(args), "results": results, "table": rows})
-    entropy_figure(results, methods, seeds, args.figure)
-    sigma2_figure(results, seeds, args.figure.replace("entropy", "sigma2"))
+    rows = table(run_results, methods, seeds)
+    _write(path, {"settings": vars(args), "results": run_results, "table": rows})
+    entropy_figure(run_results, methods, seeds, args.figure)
+    sigma2_figure(run_results, seeds, args.figure.replace("entropy", "sigma2"))
     print_table(rows)
     settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "data_dir")}
-    results_file.write(target, {"main": results_table(rows)}, settings=settings, rows=rows)
+    results.write(target, {"main": results_table(rows)}, settings=settings, rows=rows)
     return rows
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import results
 
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
 
 def main(argv=None):
@@ -39,16 +39,16 @@ def main(argv=None):
     results.add_arguments(p, "ladder-exact")
     args = p.parse_args(argv)
     out = results.check_target(args.results, args.force)
-    data = mx.make_data(args.data_size, seed=0)
-    temps = mx.ladder(10.0, 3000.0, 3)
-    exact = mx.mode_weights(data, 10.0)[0]
+    data = target.make_data(args.data_size, seed=0)
+    temps = target.ladder(10.0, 3000.0, 3)
+    exact = target.mode_weights(data, 10.0)[0]
     print(f"tau {np.round(temps, 1).tolist()}, N = n = {args.data_size}, exact left weight {exact:.4f}", flush=True)
     rows = []
     for lr in (float(v) for v in args.lrs.split(",")):
         weights, t0 = [], time.time()
         for seed in range(args.seeds):
             for init in (30.0, -5.0):  # one start in each mode
-                r = mx.run(
+                r = target.run(
                     "resgld",
                     data,
                     steps=args.steps,
@@ -62,7 +62,7 @@ def main(argv=None):
                     record_every=500,
                 )
                 beta = r["beta"][len(r["beta"]) // 10 :]
-                weights.append(np.mean(beta < mx.PHI / 2))
+                weights.append(np.mean(beta < target.PHI / 2))
         w = np.array(weights)
         se = w.std(ddof=1) / np.sqrt(len(w))
         print(

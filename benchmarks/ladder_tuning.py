@@ -57,7 +57,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
-import _ladder_targets as lt
+import _ladder_targets
 import keras
 import numpy as np
 import results
@@ -67,7 +67,7 @@ from tf_vrre.diagnostics import ladder_report
 from tf_vrre.diagnostics.replicas import round_trips, slot_paths
 from tf_vrre.sgmcmc import ladder
 from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
 GAUSS = {"dim": 4, "offset": 0.0, "weight": 0.5, "noise": 0.02, "data_size": 100}
 GAUSS_LR, MIX_LR, SPE = 0.03, 1e-4, 50
@@ -101,24 +101,24 @@ def _ladder(kind, lo, hi, K):
     return np.geomspace(lo, hi, K).tolist() if kind == "geometric" else np.linspace(lo, hi, K).tolist()
 
 
-def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None, correction=2.0, swap_options=None):
+def run_one(target_name, energies, K, kind, seed, tune, fixed, record_dir=None, correction=2.0, swap_options=None):
     """One run; returns the post-tuning measurements (a tuned run's record goes to ``record_dir``).
     ``correction`` / ``swap_options``: the mixture's ``CorrectedSwap`` arguments besides ``pairs``."""
-    lo, hi = RANGES[target]
+    lo, hi = RANGES[target_name]
     temps = _ladder(kind, lo, hi, K)
     steps = tune + fixed
     tuner = LadderTuner(tune, learning_rates=0.0, directory=record_dir, overwrite=True) if kind == "tuned" else None
-    if target == "gaussian":
+    if target_name == "gaussian":
         drain = SwapDrain(lambda w: float(w[0] ** 2))
         batch = GAUSS["data_size"] if energies == "exact" else 20
-        s, ds, _ = lt.mixture_sampler(
+        s, ds, _ = _ladder_targets.mixture_sampler(
             temps, GAUSS_LR, seed, batch_size=batch, vr=energies == "vr", steps_per_execution=SPE, target=GAUSS
         )
         s.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[c for c in (tuner, drain) if c])
     else:
         drain = SwapDrain(lambda w: float(w[0]))
-        data = mx.make_data(1000, seed=0)
-        mx.run(
+        data = target.make_data(1000, seed=0)
+        target.run(
             "resgld" if energies == "exact" else "vr-resgld",
             data,
             steps,
@@ -133,10 +133,10 @@ def run_one(target, energies, K, kind, seed, tune, fixed, record_dir=None, corre
             swap_options={"pairs": "deo", **(swap_options or {})},
             initial=30.0 if seed % 2 == 0 else -5.0,
         )
-    return _measure(drain, tuner, K, tune, steps, target)
+    return _measure(drain, tuner, K, tune, steps, target_name)
 
 
-def _measure(drain, tuner, K, tune, steps, target):
+def _measure(drain, tuner, K, tune, steps, target_name):
     rows = np.array(drain.rows, dtype=np.int64).reshape(-1, 3)
     post = rows[rows[:, 0] >= tune]
     attempts = np.bincount(post[:, 1], minlength=K - 1)
@@ -149,7 +149,7 @@ def _measure(drain, tuner, K, tune, steps, target):
     attempt_steps = np.unique(post[:, 0]).size
     theory = 1000.0 * ladder.round_trip_rate(r) * attempt_steps / (steps - tune)
     cold = np.array([v for st, v in drain.cold if st > tune])
-    values = (cold < mx.PHI / 2).astype(float) if target == "mixture" else cold
+    values = (cold < target.PHI / 2).astype(float) if target_name == "mixture" else cold
     blocks = values[: values.size - values.size % 20].reshape(20, -1).mean(1)
     return {
         "temperatures": temps,
@@ -170,17 +170,17 @@ def _mean_se(values):
     return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan"))
 
 
-def _exact(target):
-    if target == "gaussian":
+def _exact(target_name):
+    if target_name == "gaussian":
         return 1.0
-    return float(mx.mode_weights(mx.make_data(1000, seed=0), RANGES["mixture"][0])[0])
+    return float(target.mode_weights(target.make_data(1000, seed=0), RANGES["mixture"][0])[0])
 
 
-def summarise(runs, target):
+def summarise(runs, target_name):
     """Means over seeds.  The cold chain's standard error is the larger of the spread across seeds
     (few seeds: a rough estimate) and the pooled within-run batch-means error (20 blocks; too
     small when the chain's mode changes are rarer than a block), so the z-value is conservative."""
-    exact = _exact(target)
+    exact = _exact(target_name)
     cold, across = _mean_se([r["cold"] for r in runs])
     pooled = math.sqrt(sum(r["cold_se"] ** 2 for r in runs)) / len(runs)
     se = max(pooled, across) if np.isfinite(across) else pooled

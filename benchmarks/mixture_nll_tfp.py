@@ -22,7 +22,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 import tf_vrre
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results
@@ -35,20 +35,20 @@ def tfp_nll(x, y, y_pred):
     del y
     x = tf.reshape(tf.cast(x, tf.float32), [-1])
     beta = tf.reshape(y_pred, [-1])
-    locs = tf.stack([beta, mx.PHI - beta], axis=-1)  # [n, 2]
-    dist = tfd.MixtureSameFamily(tfd.Categorical(probs=[0.5, 0.5]), tfd.Normal(locs, mx.SIGMA))
+    locs = tf.stack([beta, target.PHI - beta], axis=-1)  # [n, 2]
+    dist = tfd.MixtureSameFamily(tfd.Categorical(probs=[0.5, 0.5]), tfd.Normal(locs, target.SIGMA))
     return -dist.log_prob(x)
 
 
 def fit_seconds(nll, data, steps, seed=0):
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model,
+        target.build_default_model,
         data_size=len(data),
         num_chains=2,
         temperatures=[10.0, 3000.0],
         learning_rates=3e-4,
         dynamics="sgld",
-        weight_decay=mx.weight_decay(),
+        weight_decay=target.weight_decay(),
         nll=nll,
         seed=seed,
         swap=tf_vrre.CorrectedSwap(correction=2.0, period=4),
@@ -69,18 +69,18 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     results.add_arguments(p, "mixture-nll-tfp")
     args = p.parse_args()
-    target = results.check_target(args.results, args.force)
-    data = mx.make_data(1000, seed=0)
+    results_path = results.check_target(args.results, args.force)
+    data = target.make_data(1000, seed=0)
     largest = 0.0
     for beta in (-5.0, 10.0, 25.0, 30.0):
         pred = tf.fill([len(data), 1], beta)
-        d = np.max(np.abs(mx.nll(data, None, pred).numpy() - tfp_nll(data, None, pred).numpy()))
+        d = np.max(np.abs(target.nll(data, None, pred).numpy() - tfp_nll(data, None, pred).numpy()))
         largest = max(largest, float(d))
         print(f"beta={beta:6.1f}: max |hand - tfp| over the data = {d:.2e}")
     times = {"hand": [], "tfp": []}
     final = {}
     for _ in range(args.repeats):
-        for name, fn in (("hand", mx.nll), ("tfp", tfp_nll)):
+        for name, fn in (("hand", target.nll), ("tfp", tfp_nll)):
             secs, b = fit_seconds(fn, data, args.steps)
             times[name].append(secs)
             final[name] = b
@@ -105,7 +105,7 @@ def main():
         ],
         keys=["hand", "tfp"],
     )
-    results.write(target, {"main": table}, settings={"steps": args.steps, "repeats": args.repeats})
+    results.write(results_path, {"main": table}, settings={"steps": args.steps, "repeats": args.repeats})
 
 
 if __name__ == "__main__":

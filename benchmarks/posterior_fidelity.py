@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import numpy as np
-import posterior_fidelity_methods as pfm
+import posterior_fidelity_methods
 from posterior_fidelity_report import HEADLINE, figure, format_table, table_rows
 
 REFERENCE_DIR = HERE / "reference"
@@ -109,7 +109,7 @@ def reference_predictive(problem, outputs):
 def convergence(problem, outputs):
     """R-hat and ESS over the chains of the predictive at each test point: the probability of the
     reference's top class (classification) or f(x) (regression)."""
-    from tf_vrre import diagnostics as dg
+    from tf_vrre import diagnostics
     from tf_vrre.runs.samples import softmax
 
     if problem.kind == "classification":
@@ -118,8 +118,8 @@ def convergence(problem, outputs):
         summary = p[..., np.arange(len(top)), top]  # [chains, draws, n]
     else:
         summary = outputs[..., 0]
-    rhat = dg.potential_scale_reduction(summary, split=True)
-    ess = dg.effective_sample_size(summary, split=True)
+    rhat = diagnostics.potential_scale_reduction(summary, split=True)
+    ess = diagnostics.effective_sample_size(summary, split=True)
     return {"rhat": rhat, "ess": ess}, {
         "summary": ("p(top class | x)" if problem.kind == "classification" else "f(x)") + " at each test point",
         "rhat_max": float(rhat.max()),
@@ -231,30 +231,30 @@ def method_predictive(problem, trace, budget, burn_in):
 
 def score(problem, predictive, reference):
     """The fidelity metrics of a predictive against the stored reference."""
-    from tf_vrre import diagnostics as dg
+    from tf_vrre import diagnostics
 
     if problem.kind == "classification":
-        return dg.classification_fidelity(predictive, reference["probs_by_chain"].mean(0), problem.y_test)
+        return diagnostics.classification_fidelity(predictive, reference["probs_by_chain"].mean(0), problem.y_test)
     ref = reference["draws"].reshape(-1, reference["draws"].shape[-1])
-    return dg.regression_fidelity(predictive, ref, problem.y_test, problem.noise_scale)
+    return diagnostics.regression_fidelity(predictive, ref, problem.y_test, problem.noise_scale)
 
 
 def reference_floor(problem, reference):
     """The reference against itself (its first half of the chains against the second half: the
     Monte Carlo floor of the distances) and the NLL of the whole reference."""
-    from tf_vrre import diagnostics as dg
+    from tf_vrre import diagnostics
 
     if problem.kind == "classification":
         p = reference["probs_by_chain"]
         half = len(p) // 2
-        out = dg.classification_fidelity(p[:half].mean(0), p[half:].mean(0))
-        return out | {"reference_nll_all": dg.classification_nll(p.mean(0), problem.y_test)}
+        out = diagnostics.classification_fidelity(p[:half].mean(0), p[half:].mean(0))
+        return out | {"reference_nll_all": diagnostics.classification_nll(p.mean(0), problem.y_test)}
     d = reference["draws"]
     half = len(d) // 2
     a, b = d[:half].reshape(-1, d.shape[-1]), d[half:].reshape(-1, d.shape[-1])
-    out = dg.regression_fidelity(a, b)
+    out = diagnostics.regression_fidelity(a, b)
     return out | {
-        "reference_nll_all": dg.regression_nll(d.reshape(-1, d.shape[-1]), problem.y_test, problem.noise_scale)
+        "reference_nll_all": diagnostics.regression_nll(d.reshape(-1, d.shape[-1]), problem.y_test, problem.noise_scale)
     }
 
 
@@ -277,7 +277,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     ref = sub.add_parser("reference", help="build and store the NUTS reference of every problem (once)")
-    ref.add_argument("--problems", default=",".join(pfm.PROBLEMS))
+    ref.add_argument("--problems", default=",".join(posterior_fidelity_methods.PROBLEMS))
     ref.add_argument(
         "--out",
         default=None,
@@ -287,8 +287,8 @@ def parse_args(argv=None):
     ref.add_argument("--force", action="store_true", help="replace an existing reference")
     ref.add_argument("--quick", action="store_true", help="a short, unconverged reference for trying the pipeline")
     run = sub.add_parser("run", help="run the contenders against the stored reference")
-    run.add_argument("--problems", default=",".join(pfm.PROBLEMS))
-    run.add_argument("--methods", default=",".join(pfm.METHODS))
+    run.add_argument("--problems", default=",".join(posterior_fidelity_methods.PROBLEMS))
+    run.add_argument("--methods", default=",".join(posterior_fidelity_methods.METHODS))
     run.add_argument("--seeds", default="1,2,3,4,5", help="seed 0 was used to choose the learning rates")
     run.add_argument(
         "--budget", type=float, default=BUDGET_EPOCHS, help="gradient evaluations per method and seed, in units of N"
@@ -338,7 +338,7 @@ def _names(text, known, flag):
 
 
 def main_reference(args):
-    problems = _names(args.problems, pfm.PROBLEMS, "--problems")
+    problems = _names(args.problems, posterior_fidelity_methods.PROBLEMS, "--problems")
     settings = QUICK_REFERENCE if args.quick else REFERENCE_SETTINGS
     out = Path(args.out or ("runs/posterior-fidelity-reference-quick" if args.quick else REFERENCE_DIR))
     for name in problems:
@@ -346,12 +346,12 @@ def main_reference(args):
             raise SystemExit(f"reference: {out / name}.npz exists; pass --force to replace it")
     out.mkdir(parents=True, exist_ok=True)
     for name in problems:
-        build_reference(pfm.PROBLEMS[name](), settings, out, args.force)
+        build_reference(posterior_fidelity_methods.PROBLEMS[name](), settings, out, args.force)
 
 
 def _checked_run_args(args):
-    problems = _names(args.problems, pfm.PROBLEMS, "--problems")
-    methods = _names(args.methods, pfm.METHODS, "--methods")
+    problems = _names(args.problems, posterior_fidelity_methods.PROBLEMS, "--problems")
+    methods = _names(args.methods, posterior_fidelity_methods.METHODS, "--methods")
     try:
         seeds = [int(s) for s in args.seeds.split(",")]
     except ValueError:
@@ -372,7 +372,7 @@ def _checked_run_args(args):
 
 def main_run(args):
     problems, methods, seeds = _checked_run_args(args)
-    loaded = {name: (pfm.PROBLEMS[name](),) for name in problems}
+    loaded = {name: (posterior_fidelity_methods.PROBLEMS[name](),) for name in problems}
     loaded = {name: (p, *load_reference(p, args.reference)) for name, (p,) in loaded.items()}  # all before any run
     start, cpu_start, runs, tables, floors = time.time(), time.process_time(), [], {}, {}
     print(
@@ -386,9 +386,13 @@ def main_run(args):
         for seed in seeds:
             for method in methods:
                 t0 = time.time()
-                trace = pfm.run_method(pfm.METHODS[method], problem, budget, seed, args.records)
+                trace = posterior_fidelity_methods.run_method(
+                    posterior_fidelity_methods.METHODS[method], problem, budget, seed, args.records
+                )
                 seconds = time.time() - t0
-                ev = evaluate_run(problem, pfm.METHODS[method], trace, reference, budget, args.burn_in, CURVE)
+                ev = evaluate_run(
+                    problem, posterior_fidelity_methods.METHODS[method], trace, reference, budget, args.burn_in, CURVE
+                )
                 runs.append(
                     {"problem": name, "method": method, "seed": seed, "seconds": seconds, "info": trace.info, **ev}
                 )
@@ -456,7 +460,7 @@ def report(results, figure_path):
         figure_path,
         problems,
         results["runs"],
-        _names(results["settings"]["methods"], pfm.METHODS, "methods"),
+        _names(results["settings"]["methods"], posterior_fidelity_methods.METHODS, "methods"),
         results["floors"],
         budget,
     )

@@ -8,7 +8,7 @@ draws the headline distance against gradient evaluations, one panel per problem.
 from pathlib import Path
 
 import numpy as np
-import posterior_fidelity_methods as pfm
+import posterior_fidelity_methods
 
 METRICS = {
     "classification": (("agreement", "agreement", ".3f"), ("total_variation", "TV", ".3f"), ("nll", "NLL", ".3f")),
@@ -33,7 +33,7 @@ def table_rows(problem, runs, methods, floor, reference_info):
             continue
         row = {
             "method": name,
-            "label": pfm.METHODS[name].label,
+            "label": posterior_fidelity_methods.METHODS[name].label,
             "seeds": len(rs),
             "samples": _mean_sd([r["final"]["samples"] for r in rs]),
             "swap_rate": _mean_sd([r["info"]["swaps"] / r["info"]["attempts"] for r in rs if r["info"]["attempts"]]),
@@ -124,8 +124,8 @@ def figure(path, problems, runs, methods, floors, budget_epochs):
                 marker="o",
                 ms=3,
                 color=color,
-                ls="--" if pfm.METHODS[name].vr else "-",
-                label=pfm.METHODS[name].label,
+                ls="--" if posterior_fidelity_methods.METHODS[name].vr else "-",
+                label=posterior_fidelity_methods.METHODS[name].label,
             )
             ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
         ax.axhline(floors[problem][key], color="0.3", ls=":", label="NUTS: chains 1-2 vs 3-4")

@@ -21,25 +21,25 @@ import numpy as np
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre import diagnostics as dg
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre import diagnostics
+from tf_vrre.workflows.gaussian_mixture import target
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results
 
 
 def run(out, pairs, seed, steps, chains, record_every=10):
-    data = mx.make_data(1000, seed=0)
-    temps = mx.ladder(10.0, 3000.0, chains)
+    data = target.make_data(1000, seed=0)
+    temps = target.ladder(10.0, 3000.0, chains)
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model,
+        target.build_default_model,
         data_size=len(data),
         num_chains=chains,
         temperatures=temps,
         learning_rates=3e-4,
         dynamics="sgld",
-        weight_decay=mx.weight_decay(),
-        nll=mx.nll,
+        weight_decay=target.weight_decay(),
+        nll=target.nll,
         seed=seed,
         swap=tf_vrre.CorrectedSwap(correction=2.0, smoothing=0.3, period=4, pairs=pairs),
         variance_reduction=tf_vrre.ControlVariates(period=4, batch_size=len(data)),
@@ -74,13 +74,13 @@ def main():
     p.add_argument("--out", default="runs/replica-flow")
     results.add_arguments(p, "replica-flow")
     args = p.parse_args()
-    target = results.check_target(args.results, args.force)
+    results_path = results.check_target(args.results, args.force)
     runs = {}
     for pairs in ("random", "deo"):
         for seed in range(args.seeds):  # interleaved would not change the per-step numbers; none are timings
             d = os.path.join(args.out, f"{pairs}-seed{seed}")
             beta, secs = run(d, pairs, seed, args.steps, args.chains)
-            flow = dg.replica_flow(dg.read_swap_log(os.path.join(d, "swaps")))
+            flow = diagnostics.replica_flow(diagnostics.read_swap_log(os.path.join(d, "swaps")))
             runs.setdefault(pairs, []).append((beta, flow, secs))
             print(f"{pairs} seed {seed}: {secs:.0f}s", flush=True)
     print(f"\nK={args.chains}, tau 10..3000 geometric, {args.steps} steps, seeds 0..{args.seeds - 1}; mean over seeds")
@@ -94,7 +94,7 @@ def main():
         trips = [f["round_trips_per_1000_steps"] for _, f, _ in rs]
         fp = [f["mean_first_passage_cold_to_hot"] for _, f, _ in rs if f["mean_first_passage_cold_to_hot"]]
         betas = [b[len(b) // 10 :] for b, _, _ in rs]
-        s = dg.chain_summary(np.stack(betas))
+        s = diagnostics.chain_summary(np.stack(betas))
         left = [float(np.mean(b < 10)) for b in betas]
         print(
             f"{pairs:<8}{' / '.join(f'{a:.3f}' for a in acc):>24}{np.mean(trips):>12.2f}"
@@ -113,7 +113,7 @@ def main():
                 [float(np.mean(left)), *left],
             ]
         )
-    exact = mx.mode_weights(mx.make_data(1000, seed=0), 10.0)[0]
+    exact = target.mode_weights(target.make_data(1000, seed=0), 10.0)[0]
     print(f"exact left-mode weight at tau = 10: {exact:.3f}")
     per_seed = ", ".join(["{:.1f}"] * args.seeds)
     rows.append(["exact", None, None, None, None, None, {"value": float(exact), "format": "{:.3f}"}])
@@ -140,7 +140,7 @@ def main():
         keys=["random", "deo", "exact"],
     )
     results.write(
-        target, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")}
+        results_path, {"main": table}, settings={k: v for k, v in vars(args).items() if k not in ("results", "force")}
     )
 
 

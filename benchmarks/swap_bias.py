@@ -80,12 +80,12 @@ def _args(argv):
     return args
 
 
-def _one(args, target, data, name, seed):
-    from tf_vrre.workflows.gaussian_mixture import target as mx
+def _one(args, mixture, data, name, seed):
+    from tf_vrre.workflows.gaussian_mixture import target
 
     method, swap_options, batch = CONFIGS[name]
-    initial = 30.0 if seed % 2 == 0 else target.true_beta  # half the chains start in each mode
-    r = mx.run(
+    initial = 30.0 if seed % 2 == 0 else mixture.true_beta  # half the chains start in each mode
+    r = target.run(
         method,
         data,
         steps=args.steps,
@@ -97,7 +97,7 @@ def _one(args, target, data, name, seed):
         initial=initial,
         seed=seed,
         record_every=500,
-        target=target,
+        target=mixture,
         swap_options=swap_options,
         jit_compile=True,
     )
@@ -106,8 +106,8 @@ def _one(args, target, data, name, seed):
         "config": name,
         "seed": seed,
         "initial": initial,
-        "left": float(np.mean(b < target.split)),
-        "mode_changes": mx.mode_changes(r["beta"], target.split),
+        "left": float(np.mean(b < mixture.split)),
+        "mode_changes": target.mode_changes(r["beta"], mixture.split),
         "swaps": r["swaps"],
         "attempts": r["attempts"],
         "seconds": r["seconds"],
@@ -152,11 +152,11 @@ def _table(path, exact):
 
 def main(argv=None):
     args = _args(argv)
-    from tf_vrre.workflows.gaussian_mixture import target as mx
+    from tf_vrre.workflows.gaussian_mixture import target
 
-    target = mx.Mixture(args.phi, args.sigma, args.prior_sd).check()
-    data = mx.make_data(args.data_size, seed=0, target=target)
-    exact = mx.mode_weights(data, args.tau[0], target=target)[0]
+    mixture = target.Mixture(args.phi, args.sigma, args.prior_sd).check()
+    data = target.make_data(args.data_size, seed=0, target=mixture)
+    exact = target.mode_weights(data, args.tau[0], target=mixture)[0]
     out = results.check_target(args.results, args.force)
     if not args.table:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
@@ -168,7 +168,7 @@ def main(argv=None):
                 if (name, seed, args.steps) in done:
                     continue
                 t0 = time.perf_counter()
-                row = _one(args, target, data, name, seed)
+                row = _one(args, mixture, data, name, seed)
                 with open(args.out, "a") as f:
                     f.write(json.dumps(row) + "\n")
                 print(

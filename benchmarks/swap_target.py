@@ -29,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import ladder_tuning as lt
+import ladder_tuning
 import numpy as np
 import results
 
@@ -64,13 +64,13 @@ def main(argv=None):
     p.add_argument("--tables-only", action="store_true", help="recompute the tables of --out from its stored runs")
     args = p.parse_args(argv)
     if args.tables_only:
-        return lt.tables_only(args.out, table)
+        return ladder_tuning.tables_only(args.out, table)
     results.check_target(args.out, args.force)
     configs = [("F = 2", 2.0, None)] + [(f"target {float(r):g}", "auto", float(r)) for r in args.targets.split(",")]
     start, rows = time.time(), []
     for name, correction, target in configs:
         runs = [
-            lt.run_one(
+            ladder_tuning.run_one(
                 "mixture",
                 "vr",
                 args.chains,
@@ -83,7 +83,7 @@ def main(argv=None):
             )
             for seed in range(args.seeds)
         ]
-        summary = lt.summarise(runs, "mixture")
+        summary = ladder_tuning.summarise(runs, "mixture")
         attempts = np.sum([r["attempts"] for r in runs], 0)
         accepted = np.sum([np.multiply(r["attempts"], np.subtract(1.0, r["rejection"])) for r in runs], 0)
         rows.append(

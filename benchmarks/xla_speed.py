@@ -28,7 +28,7 @@ import results
 
 import tf_vrre
 from tf_vrre.sampler import xla
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 from tf_vrre.workflows.image_classification.models import resnet
 
 DATA = os.path.join(
@@ -44,7 +44,7 @@ def mlp():
 def _problems(data_path):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(512, 8)).astype("float32")
-    mix = mx.make_data(1000, seed=0)
+    mix = target.make_data(1000, seed=0)
     if os.path.exists(data_path):
         d = np.load(data_path)
         xi, yi = d["x"][:640], d["y"][:640]
@@ -54,13 +54,13 @@ def _problems(data_path):
     xi = ((xi / 255.0 - 0.47) / 0.25).astype("float32")
     return {
         "1-parameter mixture (`tf_vrre.workflows.gaussian_mixture.target`, batch 100)": (
-            mx.build_default_model,
+            target.build_default_model,
             (mix,),
             100,
             500,
             dict(
-                nll=mx.nll,
-                weight_decay=mx.weight_decay(),
+                nll=target.nll,
+                weight_decay=target.weight_decay(),
                 dynamics="sgld",
                 temperatures=[10.0, 3000.0],
                 learning_rates=3e-4,
@@ -96,7 +96,7 @@ def main(argv=None):
     p.add_argument("--data", default=DATA)
     results.add_arguments(p, "xla-speed")
     args = p.parse_args(argv)
-    target = results.check_target(args.results, args.force)
+    results_path = results.check_target(args.results, args.force)
     rows = []
     for name, (model_fn, data, batch, spe, kw) in _problems(args.data).items():
         samplers, times = {}, {False: [], True: []}
@@ -124,7 +124,7 @@ def main(argv=None):
         [[name, float(graph), [float(fused), float(ratio)], auto] for name, graph, fused, ratio, auto in rows],
         keys=["mixture", "mlp", "resnet8"][: len(rows)],
     )
-    results.write(target, {"main": table}, settings={"repeats": args.repeats})
+    results.write(results_path, {"main": table}, settings={"repeats": args.repeats})
 
 
 if __name__ == "__main__":

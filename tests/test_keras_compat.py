@@ -6,7 +6,7 @@ import tensorflow as tf
 from _small_sampler import make_sampler
 
 import tf_vrre
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
 
 
 def _net():
@@ -15,41 +15,43 @@ def _net():
 
 
 def test_every_private_api_exists():
-    assert kc.missing() == []
+    assert _keras_compat.missing() == []
     major, minor = (int(v) for v in keras.__version__.split(".")[:2])
-    lo, hi = (tuple(int(v) for v in s.split(".")) for s in kc.KERAS_CHECKED)
-    assert lo <= (major, minor) <= hi, f"keras {keras.__version__} outside the checked range {kc.KERAS_CHECKED}"
+    lo, hi = (tuple(int(v) for v in s.split(".")) for s in _keras_compat.KERAS_CHECKED)
+    assert lo <= (major, minor) <= hi, (
+        f"keras {keras.__version__} outside the checked range {_keras_compat.KERAS_CHECKED}"
+    )
 
 
 def test_wrappers_read_what_keras_uses():
     net = _net()
-    assert [type(layer).__name__ for layer in kc.flatten_layers(net)][-2:] == ["BatchNormalization", "Dense"]
+    assert [type(layer).__name__ for layer in _keras_compat.flatten_layers(net)][-2:] == ["BatchNormalization", "Dense"]
     bn = net.layers[1]
-    assert [v.name for v in kc.own_variables(bn)] == ["gamma", "beta", "moving_mean", "moving_variance"]
-    assert kc.input_signature(net)[0].shape == (None, 3)
+    assert [v.name for v in _keras_compat.own_variables(bn)] == ["gamma", "beta", "moving_mean", "moving_variance"]
+    assert _keras_compat.input_signature(net)[0].shape == (None, 3)
     net.compile(loss="mse", metrics=["mae"])
-    assert kc.loss_tracker(net) is not None and kc.compiled_metrics(net) is not None
-    assert kc.has_distribute_strategy(net) is False
-    extra = kc.compile_metrics(["mae"], None, "extra")
-    kc.tracked_metrics(net).append(extra)
-    assert extra in net.metrics or extra in kc.tracked_metrics(net)
-    kc.tracked_metrics(net).remove(extra)
+    assert _keras_compat.loss_tracker(net) is not None and _keras_compat.compiled_metrics(net) is not None
+    assert _keras_compat.has_distribute_strategy(net) is False
+    extra = _keras_compat.compile_metrics(["mae"], None, "extra")
+    _keras_compat.tracked_metrics(net).append(extra)
+    assert extra in net.metrics or extra in _keras_compat.tracked_metrics(net)
+    _keras_compat.tracked_metrics(net).remove(extra)
 
 
 def test_initial_epoch_is_what_fit_starts_from():
     s, x, y = make_sampler(vr=False)
-    kc.set_initial_epoch(s, 2)
+    _keras_compat.set_initial_epoch(s, 2)
     hist = s.fit(x, y, batch_size=16, epochs=3, verbose=0)
     assert len(hist.history["loss"]) == 1  # epoch 2 only
-    kc.set_initial_epoch(s, None)
-    assert kc.initial_epoch(s) is None
+    _keras_compat.set_initial_epoch(s, None)
+    assert _keras_compat.initial_epoch(s) is None
 
 
 def test_first_batch_iterator_takes_the_last_item():
     it = iter(tf.data.Dataset.range(3))
-    assert kc.first_batch_iterator([(0, it)]) is it  # Keras 3.9-3.10
-    assert kc.first_batch_iterator([(0, 1, it)]) is it  # Keras 3.11+
-    assert kc.first_batch_iterator([]) is None
+    assert _keras_compat.first_batch_iterator([(0, it)]) is it  # Keras 3.9-3.10
+    assert _keras_compat.first_batch_iterator([(0, 1, it)]) is it  # Keras 3.11+
+    assert _keras_compat.first_batch_iterator([]) is None
     assert tf_vrre.ReplicaExchangeSampler._maybe_symbolic_build is not keras.Model._maybe_symbolic_build
 
 
@@ -57,11 +59,13 @@ def test_fit_under_a_strategy_builds_from_the_first_batch(monkeypatch):
     """The sampler's ``_maybe_symbolic_build`` override runs under a strategy and reads the epoch
     iterator of the installed Keras (2- or 3-tuples)."""
     built = []
-    build = kc.symbolic_build
-    monkeypatch.setattr(kc, "symbolic_build", lambda model, batch: built.append(batch) or build(model, batch))
+    build = _keras_compat.symbolic_build
+    monkeypatch.setattr(
+        _keras_compat, "symbolic_build", lambda model, batch: built.append(batch) or build(model, batch)
+    )
     with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
         s, x, y = make_sampler(vr=False)
-    assert kc.has_distribute_strategy(s)
+    assert _keras_compat.has_distribute_strategy(s)
     s.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
     assert len(built) == 1 and built[0][0].shape[0] == 16
     assert int(s.state.step.numpy()) == -(-len(x) // 16)

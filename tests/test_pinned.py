@@ -17,7 +17,7 @@ checkpoint) exactly as from that state.
 import os
 import shutil
 
-import _pinned_runs as pr
+import _pinned_runs
 import keras
 import numpy as np
 import pytest
@@ -25,7 +25,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def pinned():
-    with np.load(os.path.join(pr.FIXTURES, "pinned_state.npz")) as z:
+    with np.load(os.path.join(_pinned_runs.FIXTURES, "pinned_state.npz")) as z:
         return {k: z[k] for k in z.files}
 
 
@@ -44,9 +44,9 @@ def _compare(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7, err_msg=key)
 
 
-@pytest.mark.parametrize("name", pr.CONFIGS)
+@pytest.mark.parametrize("name", _pinned_runs.CONFIGS)
 def test_run_reproduces_pinned_state(pinned, name):
-    _compare(pr.state(pr.run(name)), _expected(pinned, name))
+    _compare(_pinned_runs.state(_pinned_runs.run(name)), _expected(pinned, name))
 
 
 def _swap_decisions(state):
@@ -54,10 +54,10 @@ def _swap_decisions(state):
     return log[log[:, 0] >= 0]
 
 
-@pytest.mark.parametrize("name", [c for c in pr.CONFIGS if c != "msgd_single"])
+@pytest.mark.parametrize("name", [c for c in _pinned_runs.CONFIGS if c != "msgd_single"])
 def test_swap_decisions_are_exactly_the_pinned_ones(pinned, name):
     want = _swap_decisions(_expected(pinned, name))
-    got = _swap_decisions(pr.state(pr.run(name)))
+    got = _swap_decisions(_pinned_runs.state(_pinned_runs.run(name)))
     pairs = (want.shape[1] - 5) // 8  # columns: 3 + 7 per pair + K coefficients + F, K = pairs + 1
     flags = [0, 1, 2] + [3 + 7 * p + j for p in range(pairs) for j in (0, 1)]  # step, updated, refreshed,
     # then proposed / accepted per pair
@@ -66,33 +66,33 @@ def test_swap_decisions_are_exactly_the_pinned_ones(pinned, name):
 
 def _continued_from(state, epochs=1):
     """A fresh sampler of the cached VR configuration set to ``state``, trained ``epochs`` more."""
-    s, _ = pr.build("vr_sghmc_cached")
-    pr.assign_state(s, state)
-    return pr.run("vr_sghmc_cached", epochs=epochs, sampler=s)
+    s, _ = _pinned_runs.build("vr_sghmc_cached")
+    _pinned_runs.assign_state(s, state)
+    return _pinned_runs.run("vr_sghmc_cached", epochs=epochs, sampler=s)
 
 
 @pytest.fixture(scope="module")
 def old_state():
     """Every variable of the 2-epoch ``.keras`` fixture as the code that wrote it loads it."""
-    with np.load(os.path.join(pr.FIXTURES, "vr_sghmc_cached_2epochs_state.npz")) as z:
+    with np.load(os.path.join(_pinned_runs.FIXTURES, "vr_sghmc_cached_2epochs_state.npz")) as z:
         return {k: z[k] for k in z.files}
 
 
 def test_keras_file_written_before_the_reshape_loads_and_continues(old_state):
-    s = keras.saving.load_model(os.path.join(pr.FIXTURES, "vr_sghmc_cached_2epochs.keras"))
+    s = keras.saving.load_model(os.path.join(_pinned_runs.FIXTURES, "vr_sghmc_cached_2epochs.keras"))
     assert int(s.state.step.numpy()) == 8 and s.swap_penalty == "window"  # the rule it was trained with
-    loaded = pr.state(s)
+    loaded = _pinned_runs.state(s)
     assert sorted(loaded) == sorted(old_state)
     for key, value in old_state.items():
         np.testing.assert_array_equal(loaded[key], value, err_msg=key)
-    s.set_reference_data(pr.data())
-    pr.run("vr_sghmc_cached", epochs=1, sampler=s)
-    _compare(pr.state(s), pr.state(_continued_from(old_state)))
+    s.set_reference_data(_pinned_runs.data())
+    _pinned_runs.run("vr_sghmc_cached", epochs=1, sampler=s)
+    _compare(_pinned_runs.state(s), _pinned_runs.state(_continued_from(old_state)))
 
 
 def test_backup_written_before_the_reshape_resumes(old_state, tmp_path):
     backup = tmp_path / "backup"
-    shutil.copytree(os.path.join(pr.FIXTURES, "vr_sghmc_cached_backup"), backup)
-    s = pr.run("vr_sghmc_cached", callbacks=[keras.callbacks.BackupAndRestore(str(backup))])
+    shutil.copytree(os.path.join(_pinned_runs.FIXTURES, "vr_sghmc_cached_backup"), backup)
+    s = _pinned_runs.run("vr_sghmc_cached", callbacks=[keras.callbacks.BackupAndRestore(str(backup))])
     assert int(s.state.step.numpy()) == 12
-    _compare(pr.state(s), pr.state(_continued_from(old_state)))
+    _compare(_pinned_runs.state(s), _pinned_runs.state(_continued_from(old_state)))

@@ -22,7 +22,7 @@ from _paths import HELPERS
 from _small_sampler import make_sampler, small_net
 
 import tf_vrre
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
 from tf_vrre.callbacks.checkpoint import Checkpoint, CheckpointError
 
 JOB = [sys.executable, os.path.join(HELPERS, "_ckpt_job.py")]
@@ -128,7 +128,7 @@ def test_restores_state_and_epoch_and_keeps_newest(tmp_path):
         np.testing.assert_array_equal(a, b)
     # A second fit of the same sampler in the same process continues the epochs too.
     _, hist = _fit(fresh, tmp_path, epochs=6)
-    assert len(hist.history["loss"]) == 1 and kc.initial_epoch(fresh) is None
+    assert len(hist.history["loss"]) == 1 and _keras_compat.initial_epoch(fresh) is None
 
 
 def test_every_epochs_and_final_checkpoint(tmp_path):

@@ -7,7 +7,7 @@ import math
 import os
 import warnings
 
-import _ladder_targets as lt
+import _ladder_targets
 import keras
 import numpy as np
 import pytest
@@ -173,7 +173,7 @@ def test_never_attempted_pairs_count_as_neutral():
 
 
 def test_bounds_move_the_hot_end_inside_them():
-    s, ds = lt.gaussian_sampler(2, [1.0, 1.2, 1.4, 1.6], 0.05, seed=0, steps_per_execution=20)
+    s, ds = _ladder_targets.gaussian_sampler(2, [1.0, 1.2, 1.4, 1.6], 0.05, seed=0, steps_per_execution=20)
     tuner = LadderTuner(600, first_round_steps=100, learning_rates=None, bounds=(1.0, 5.0))
     s.fit(ds, steps_per_epoch=200, epochs=3, verbose=0, callbacks=[tuner])
     hots = [r["new_temperatures"][-1] for r in tuner.record["rounds"]]
@@ -184,10 +184,10 @@ def test_bounds_move_the_hot_end_inside_them():
 
 def test_warns_when_far_fewer_chains_than_the_barrier_needs():
     """d = 50, tau 1 .. 100: Lambda = 13, about 27 chains; with 4 every pair rejects nearly all swaps."""
-    s, ds = lt.gaussian_sampler(50, [1.0, 4.64, 21.5, 100.0], 0.05, seed=0, steps_per_execution=20)
+    s, ds = _ladder_targets.gaussian_sampler(50, [1.0, 4.64, 21.5, 100.0], 0.05, seed=0, steps_per_execution=20)
     with pytest.warns(UserWarning, match=r"needs about \d+ chains \(2 Lambda\); with num_chains=4 each pair rejects"):
         s.fit(ds, steps_per_epoch=200, epochs=1, verbose=0, callbacks=[LadderTuner(200, first_round_steps=60)])
-    s, ds = lt.gaussian_sampler(2, [1.0, 1.5, 2.0, 3.0], 0.05, seed=0, steps_per_execution=20)
+    s, ds = _ladder_targets.gaussian_sampler(2, [1.0, 1.5, 2.0, 3.0], 0.05, seed=0, steps_per_execution=20)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", message=".*shuffle=True")

@@ -17,7 +17,7 @@ include the autocorrelation of swap decisions and of the cold chain's mode); a r
 
 import math
 
-import _ladder_targets as lt
+import _ladder_targets
 import keras
 import numpy as np
 import pytest
@@ -60,7 +60,7 @@ def _rates_and_errors(rows, blocks=20):
 
 @pytest.fixture(scope="module")
 def gaussian_run():
-    s, ds = lt.gaussian_sampler(DIM, np.linspace(1.0, 100.0, K), LR, seed=0, steps_per_execution=100)
+    s, ds = _ladder_targets.gaussian_sampler(DIM, np.linspace(1.0, 100.0, K), LR, seed=0, steps_per_execution=100)
     tuner = LadderTuner(TUNE, first_round_steps=250, learning_rates=None)
     counts = Counts(TUNE)
     s.fit(ds, steps_per_epoch=1000, epochs=(TUNE + FIXED) // 1000, verbose=0, callbacks=[tuner, counts])
@@ -102,12 +102,12 @@ def test_gaussian_barrier_estimate(gaussian_run):
 
 def test_tuning_does_not_bias_the_cold_chain_of_an_unequal_mixture():
     tune, fixed = 3000, 15000
-    s, ds, exact = lt.mixture_sampler([1.0, 3.33, 5.67, 8.0], 0.1, seed=0, steps_per_execution=25)
-    trace = lt.ColdTrace()
+    s, ds, exact = _ladder_targets.mixture_sampler([1.0, 3.33, 5.67, 8.0], 0.1, seed=0, steps_per_execution=25)
+    trace = _ladder_targets.ColdTrace()
     tuner = LadderTuner(tune, first_round_steps=100, learning_rates=0.0)
     s.fit(ds, steps_per_epoch=1000, epochs=(tune + fixed) // 1000, verbose=0, callbacks=[tuner, trace])
     assert s.state.ladder.temperature.numpy()[0] == 1.0
     post = np.asarray(trace.values)[np.asarray(trace.steps) > tune]
-    left, se = lt.batch_means(post < 0)
+    left, se = _ladder_targets.batch_means(post < 0)
     assert abs(left - exact) < 3 * se, (left, se, exact)
     assert np.sum(np.diff(post < 0) != 0) >= 50  # the error is an honest one: the cold chain switched modes

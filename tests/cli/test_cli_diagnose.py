@@ -8,8 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tf_vrre import cli
-from tf_vrre import diagnostics as dg
+from tf_vrre import cli, diagnostics
 
 
 def _read_csv(path):
@@ -126,13 +125,13 @@ def test_help_answers(capsys):
 
 
 def test_diagnose_function_matches_replica_flow(diag_runs):
-    d = dg.diagnose(diag_runs[0])
-    flow = dg.replica_flow(dg.read_swap_log(os.path.join(diag_runs[0], "swaps")))
-    assert {k: v for k, v in flow.items() if k != "_paths"} == dg.to_json(d)["replica_flow"][0]
+    d = diagnostics.diagnose(diag_runs[0])
+    flow = diagnostics.replica_flow(diagnostics.read_swap_log(os.path.join(diag_runs[0], "swaps")))
+    assert {k: v for k, v in flow.items() if k != "_paths"} == diagnostics.to_json(d)["replica_flow"][0]
     with pytest.raises(ValueError, match="burn_in"):
-        dg.diagnose(diag_runs[0], burn_in=1.0)
+        diagnostics.diagnose(diag_runs[0], burn_in=1.0)
     with pytest.raises(ValueError, match="at least one run"):
-        dg.diagnose([])
+        diagnostics.diagnose([])
 
 
 def test_a_manifest_without_energies_is_diagnosed_without_that_summary(diag_runs, tmp_path, capsys):
@@ -154,7 +153,7 @@ def test_a_manifest_without_energies_is_diagnosed_without_that_summary(diag_runs
     d = json.load(open(run / "diagnostics.json"))
     assert "sample_energy" not in d["summaries"] and d["energy_not_recorded"] == [str(run)]
     assert d["summaries"]["weight_norm"]["draws"] > 8 and "cold_energy" in d["summaries"]
-    idata = dg.to_inference_data(str(run))
+    idata = diagnostics.to_inference_data(str(run))
     assert "energy" not in idata.posterior and "lp" not in idata.sample_stats and "weight_norm" in idata.posterior
 
     manifest["entries"][3]["energy"] = "12.5"

@@ -120,11 +120,11 @@ def test_run_json_and_version_checked_before_tensorflow(run_dir, tmp_path):
     import subprocess
     import sys
 
-    from _paths import ROOT as root
+    from _paths import ROOT
 
     script = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
     command = [script] if os.path.exists(script) else [sys.executable, "-m", "tf_vrre.cli"]
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
     bad = str(tmp_path / "bad_run")
     shutil.copytree(run_dir, bad)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from _paths import ROOT
 
-from tf_vrre.cli import mixture as mixture_cli
+from tf_vrre.cli import mixture
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
@@ -459,6 +459,6 @@ def test_help_answers_without_tensorflow_lines():
 
 
 def test_methods_list_matches_the_library():
-    from tf_vrre.workflows.gaussian_mixture import target as mx
+    from tf_vrre.workflows.gaussian_mixture import target
 
-    assert mixture_cli.METHODS == mx.ALL_METHODS
+    assert mixture.METHODS == target.ALL_METHODS

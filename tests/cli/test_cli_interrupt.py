@@ -14,7 +14,7 @@ import numpy as np
 from _paths import ROOT
 
 from tf_vrre import cli
-from tf_vrre.cli import mixture as mixture_cli
+from tf_vrre.cli import mixture
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "tf_vrre.cli"]
@@ -26,7 +26,7 @@ def test_ctrl_c_in_process_returns_130(monkeypatch, capsys, tmp_path):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mixture_cli, "run", interrupted)
+    monkeypatch.setattr(mixture, "run", interrupted)
     assert cli.main(["mixture", "--out", str(tmp_path / "o")]) == 130
     assert (
         capsys.readouterr().err.strip().splitlines()[-1]

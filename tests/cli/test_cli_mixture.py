@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tf_vrre import cli
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
 SHORT = [
     "--iterations",
@@ -92,23 +92,23 @@ def test_sensitivity_grid_follows_the_bound(short_run):
 
 
 def test_ks_distance_and_cdf():
-    data = mx.make_data(1000, seed=0)
-    grid, cdf = mx.exact_cdf(data, 10.0)
+    data = target.make_data(1000, seed=0)
+    grid, cdf = target.exact_cdf(data, 10.0)
     assert cdf[0] == 0 and cdf[-1] == pytest.approx(1) and np.all(np.diff(cdf) >= 0)
     rng = np.random.default_rng(0)
     exact = np.interp(rng.random(4000), cdf, grid)  # inverse-CDF draws from the exact posterior
-    assert mx.ks_distance(exact, grid, cdf) < 0.03
+    assert target.ks_distance(exact, grid, cdf) < 0.03
     one_mode = exact[exact > 10]
-    left, _ = mx.mode_weights(data, 10.0)
-    assert mx.ks_distance(one_mode, grid, cdf) == pytest.approx(left, abs=0.03)
-    assert mx.mode_changes([25, 24, -5, -4, 9, 11, 25, 26]) == 2
-    frac, se = mx.left_fraction(np.r_[np.full(500, -5.0), np.full(500, 25.0)])
+    left, _ = target.mode_weights(data, 10.0)
+    assert target.ks_distance(one_mode, grid, cdf) == pytest.approx(left, abs=0.03)
+    assert target.mode_changes([25, 24, -5, -4, 9, 11, 25, 26]) == 2
+    frac, se = target.left_fraction(np.r_[np.full(500, -5.0), np.full(500, 25.0)])
     assert frac == 0.5 and se > 0
 
 
 def test_ladder_method_runs_k_chains():
-    data = mx.make_data(300, seed=0)
-    r = mx.run(
+    data = target.make_data(300, seed=0)
+    r = target.run(
         "vr-resgld-ladder", data, steps=200, batch_size=50, temperatures=(10.0, 1000.0), num_chains=3, record_every=10
     )
     assert r["temperatures"] == pytest.approx([10.0, 100.0, 1000.0], rel=1e-5)
@@ -151,10 +151,12 @@ def test_unwritable_out_exits_2(tmp_path, capsys):
 
 
 def test_refined_grid_for_large_n_matches_uniform_grid():
-    data = mx.make_data(3000, seed=0)
-    grid = mx.default_grid(data, 10.0)
+    data = target.make_data(3000, seed=0)
+    grid = target.default_grid(data, 10.0)
     assert grid.size < 24001 and np.all(np.diff(grid) > 0)  # coarse + refined pieces
-    left, _ = mx.mode_weights(data, 10.0, grid=grid)
-    uniform, _ = mx.mode_weights(data, 10.0, grid=np.linspace(-20, 40, 24001))
+    left, _ = target.mode_weights(data, 10.0, grid=grid)
+    uniform, _ = target.mode_weights(data, 10.0, grid=np.linspace(-20, 40, 24001))
     assert left == pytest.approx(uniform, abs=1e-3)
-    assert mx.barrier(data, grid=grid) == pytest.approx(mx.barrier(data, grid=np.linspace(-20, 40, 24001)), rel=1e-3)
+    assert target.barrier(data, grid=grid) == pytest.approx(
+        target.barrier(data, grid=np.linspace(-20, 40, 24001)), rel=1e-3
+    )

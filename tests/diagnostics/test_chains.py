@@ -5,7 +5,7 @@ spread of the estimator over replicate chains."""
 import numpy as np
 import pytest
 
-from tf_vrre import diagnostics as dg
+from tf_vrre import diagnostics
 
 REPLICATES = 48
 
@@ -31,7 +31,7 @@ def exact_ess(rho, n):
 def test_single_chain_ess_of_ar1(rho):
     n = 3000
     x = ar1(np.random.default_rng(1), rho, REPLICATES, n)
-    est = np.array([dg.effective_sample_size(xi, split=False) for xi in x])
+    est = np.array([diagnostics.effective_sample_size(xi, split=False) for xi in x])
     mean, se = est.mean(), est.std(ddof=1) / np.sqrt(REPLICATES)
     exact = exact_ess(rho, n)
     assert abs(exact - n * (1 - rho) / (1 + rho)) < 0.01 * exact
@@ -42,7 +42,7 @@ def test_single_chain_ess_of_ar1(rho):
 def test_cross_chain_ess_sums_over_split_chains():
     rho, n, chains = 0.8, 2000, 4
     x = ar1(np.random.default_rng(2), rho, REPLICATES * chains, n).reshape(REPLICATES, chains, n)
-    est = np.array([dg.effective_sample_size(g) for g in x])  # 4 chains split in halves: 8 x 1000 draws
+    est = np.array([diagnostics.effective_sample_size(g) for g in x])  # 4 chains split in halves: 8 x 1000 draws
     mean, se = est.mean(), est.std(ddof=1) / np.sqrt(REPLICATES)
     exact = 2 * chains * exact_ess(rho, n // 2)
     assert abs(mean - exact) <= 4 * se, (mean, exact, se)
@@ -58,12 +58,15 @@ def test_rhat_of_shifted_iid_chains():
     half = n // 2
     expected = np.sqrt((m + 1) / m * ((half - 1) / half + s2 + 1 / half) - (half - 1) / (m * half))
     est = np.array(
-        [dg.potential_scale_reduction(mus[:, None] + rng.normal(size=(mus.size, n))) for _ in range(REPLICATES)]
+        [
+            diagnostics.potential_scale_reduction(mus[:, None] + rng.normal(size=(mus.size, n)))
+            for _ in range(REPLICATES)
+        ]
     )
     mean, se = est.mean(), est.std(ddof=1) / np.sqrt(REPLICATES)
     assert abs(mean - expected) <= 4 * se, (mean, expected, se)
     assert expected > 1.05
-    same = np.array([dg.potential_scale_reduction(rng.normal(size=(4, n))) for _ in range(REPLICATES)])
+    same = np.array([diagnostics.potential_scale_reduction(rng.normal(size=(4, n))) for _ in range(REPLICATES)])
     assert abs(same.mean() - 1.0) < 0.01
 
 
@@ -71,28 +74,28 @@ def test_one_chain_uses_split_halves_and_sees_drift():
     rng = np.random.default_rng(4)
     flat = rng.normal(size=2000)
     drift = flat + np.linspace(0, 3, 2000)
-    assert dg.potential_scale_reduction(flat) < 1.01
-    assert dg.potential_scale_reduction(drift) > 1.2
+    assert diagnostics.potential_scale_reduction(flat) < 1.01
+    assert diagnostics.potential_scale_reduction(drift) > 1.2
     with pytest.raises(ValueError, match="R-hat needs >= 2 chains"):
-        dg.potential_scale_reduction(flat, split=False)
+        diagnostics.potential_scale_reduction(flat, split=False)
 
 
 def test_two_stuck_chains_have_tiny_ess_and_huge_rhat():
     rng = np.random.default_rng(5)
     x = np.stack([-5 + 0.1 * rng.normal(size=1000), 25 + 0.1 * rng.normal(size=1000)])
-    s = dg.chain_summary(x)
+    s = diagnostics.chain_summary(x)
     assert s["rhat"] > 10 and s["ess"] < 10 and s["chains"] == 2 and s["draws"] == 1000
 
 
 def test_chain_summary_fields_and_degenerate_cases():
     rng = np.random.default_rng(6)
-    s = dg.chain_summary(rng.normal(size=(2, 400)))
+    s = diagnostics.chain_summary(rng.normal(size=(2, 400)))
     assert s["mcse"] == pytest.approx(s["sd"] / np.sqrt(s["ess"]))
     assert not s["constant"] and abs(s["mean"]) < 0.2
-    assert dg.chain_summary(np.ones(50)) | {} == dg.chain_summary(np.ones(50))
-    const = dg.chain_summary(np.ones((2, 50)))
+    assert diagnostics.chain_summary(np.ones(50)) | {} == diagnostics.chain_summary(np.ones(50))
+    const = diagnostics.chain_summary(np.ones((2, 50)))
     assert const["constant"] and const["ess"] is None and const["rhat"] is None
-    stuck = dg.chain_summary(np.stack([np.zeros(50), np.ones(50)]))  # each chain constant: R-hat infinite
+    stuck = diagnostics.chain_summary(np.stack([np.zeros(50), np.ones(50)]))  # each chain constant: R-hat infinite
     assert stuck["rhat"] is None and not stuck["constant"]
 
 
@@ -106,10 +109,10 @@ def test_chain_summary_fields_and_degenerate_cases():
 )
 def test_bad_input_raises(values, match):
     with pytest.raises(ValueError, match=match):
-        dg.effective_sample_size(values)
+        diagnostics.effective_sample_size(values)
 
 
 def test_split_chains_layout():
     x = np.arange(7.0)[None]
-    np.testing.assert_array_equal(dg.split_chains(x), [[1, 2, 3], [4, 5, 6]])
-    assert dg.split_chains(x, split=False).shape == (1, 7)
+    np.testing.assert_array_equal(diagnostics.split_chains(x), [[1, 2, 3], [4, 5, 6]])
+    assert diagnostics.split_chains(x, split=False).shape == (1, 7)

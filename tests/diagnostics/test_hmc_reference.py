@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 import tf_vrre
-from tf_vrre import diagnostics as dg
+from tf_vrre import diagnostics
 from tf_vrre.diagnostics import hmc
 
 N, NOISE, WD = 48, 0.4, 4.0
@@ -155,13 +155,13 @@ def _sghmc_draws(temperature, seed, grid):
 def _ranking_distances(seed):
     grid, reference, _ = _reference()
     ref = reference.reshape(-1, reference.shape[-1])
-    return tuple(dg.wasserstein_1(_sghmc_draws(t, seed, grid), ref) for t in (1.0, 3.0))
+    return tuple(diagnostics.wasserstein_1(_sghmc_draws(t, seed, grid), ref) for t in (1.0, 3.0))
 
 
 def test_a_sampler_at_the_wrong_temperature_is_farther_from_nuts():
     _, reference, run = _reference()
     assert run.divergences == 0
-    assert np.max(dg.potential_scale_reduction(reference)) < 1.05  # the reference's predictive has converged
+    assert np.max(diagnostics.potential_scale_reduction(reference)) < 1.05  # the reference's predictive has converged
     correct, tempered = _ranking_distances(seed=1)
     assert correct < THRESHOLD < tempered, (correct, tempered)
 

@@ -8,11 +8,11 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from _swap_logs import write_log as _write_log
+from _swap_logs import write_log
 
 import tf_vrre
-from tf_vrre import diagnostics as dg
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre import diagnostics
+from tf_vrre.workflows.gaussian_mixture import target
 
 DELTA_U = 2.4  # U(beta) = DELTA_U * beta^2 (N = 100 examples of nll DELTA_U / 100 * beta^2)
 
@@ -20,11 +20,11 @@ DELTA_U = 2.4  # U(beta) = DELTA_U * beta^2 (N = 100 examples of nll DELTA_U / 1
 # ---- pure functions -------------------------------------------------------------------------
 def test_slot_paths_follow_accepted_swaps_only():
     # K = 3: step 2 swaps (0,1); step 3 rejected; step 5 swaps (1,2); step 7 swaps (0,1) and nothing else.
-    times, slots = dg.slot_paths([2, 3, 5, 7], [0, 1, 1, 0], [1, 0, 1, 1], 3)
+    times, slots = diagnostics.slot_paths([2, 3, 5, 7], [0, 1, 1, 0], [1, 0, 1, 1], 3)
     np.testing.assert_array_equal(times, [0, 2, 5, 7])
     np.testing.assert_array_equal(slots, [[0, 1, 2], [1, 0, 2], [2, 0, 1], [2, 1, 0]])
     # DEO: two disjoint pairs at one step
-    times, slots = dg.slot_paths([4, 4], [2, 0], [1, 1], 4, start_step=1)
+    times, slots = diagnostics.slot_paths([4, 4], [2, 0], [1, 1], 4, start_step=1)
     np.testing.assert_array_equal(times, [1, 4])
     np.testing.assert_array_equal(slots[1], [1, 0, 3, 2])
 
@@ -32,8 +32,8 @@ def test_slot_paths_follow_accepted_swaps_only():
 def test_round_trips_and_passages_by_hand():
     # K = 3.  state 0: slot 0 -> 1 (t=2) -> 2 (t=5): up-passage 5; -> 1 (t=9) -> 0 (t=12): trip of 12.
     events = [(2, 0), (5, 1), (9, 1), (12, 0)]
-    times, slots = dg.slot_paths([t for t, _ in events], [p for _, p in events], [1] * 4, 3)
-    rt = dg.round_trips(times, slots)
+    times, slots = diagnostics.slot_paths([t for t, _ in events], [p for _, p in events], [1] * 4, 3)
+    rt = diagnostics.round_trips(times, slots)
     assert list(rt["per_state"]) == [1, 0, 0]
     # state 1 reaches slot 0 at t=2 (starts going up), moves to 1 at t=12, never the top: no passage.
     # state 2 starts at the top, is at slot 1 at t=5, 2 at t=9: never at 0, no trip.
@@ -42,8 +42,8 @@ def test_round_trips_and_passages_by_hand():
 
 def test_k2_every_second_swap_completes_a_trip():
     steps = np.arange(1, 41, 3)  # 14 accepted swaps of the only pair
-    times, slots = dg.slot_paths(steps, np.zeros_like(steps), np.ones_like(steps), 2)
-    rt = dg.round_trips(times, slots)
+    times, slots = diagnostics.slot_paths(steps, np.zeros_like(steps), np.ones_like(steps), 2)
+    rt = diagnostics.round_trips(times, slots)
     # state 0 starts cold: trips end at swaps 2, 4, ..., 14 (7); state 1 first reaches cold at swap 1,
     # then trips end at swaps 3, 5, ..., 13 (6).
     assert list(rt["per_state"]) == [7, 6]
@@ -61,26 +61,26 @@ def test_k2_every_second_swap_completes_a_trip():
 )
 def test_slot_paths_errors(args, match):
     with pytest.raises(ValueError, match=match):
-        dg.slot_paths(*args)
+        diagnostics.slot_paths(*args)
 
 
 def test_read_swap_log_layouts_cut_rows_and_errors(tmp_path):
     rows = [f"{s},0,0,1.0,2.0,1.5,1.0,-0.25,0.7788,{a},3.0,2.0" for s, a in [(3, 1), (4, 0), (5, 1), (6, 0)]]
     rows.append("7,0,0,1.0,2.0,1.5")  # cut short by a kill: dropped
-    _write_log(
+    write_log(
         tmp_path / "run" / "swaps",
         rows,
         refresh=["3,0,1,0,2.0,0,0,2.0", "7,0,1,0,4.0,0,0,2.0"],
         epochs=["0,8,4,2,0.5,4,2"],
     )
     for where in (tmp_path / "run", tmp_path / "run" / "swaps"):  # run dir or bare SwapLogger dir
-        swaps_dir, samples_dir = dg.locate(where)
+        swaps_dir, samples_dir = diagnostics.locate(where)
         assert samples_dir is None and os.path.samefile(swaps_dir, tmp_path / "run" / "swaps")
-    log = dg.read_swap_log(tmp_path / "run" / "swaps")
+    log = diagnostics.read_swap_log(tmp_path / "run" / "swaps")
     assert log.num_chains == 2 and log.swaps["step"].tolist() == [3, 4, 5, 6]
     assert (log.start_step, log.end_step) == (0, 8)  # epochs.csv counts 8 steps ending at step 7
     assert log.temperatures().tolist() == [1.0, 2.0]
-    flow = dg.replica_flow(log, blocks=2)
+    flow = diagnostics.replica_flow(log, blocks=2)
     assert flow["swaps"] == 2 and flow["round_trips"] == 1 and flow["round_trips_per_1000_steps"] == 125.0
     p = flow["pairs"][0]
     assert p["acceptance"] == 0.5 and p["mean_accept_prob"] == pytest.approx(0.7788)
@@ -88,23 +88,23 @@ def test_read_swap_log_layouts_cut_rows_and_errors(tmp_path):
     assert p["acceptance_se"] == pytest.approx(np.sqrt(0.25) / 2)
     assert flow["sigma2_trend"][0]["first"] == 2.0 and flow["sigma2_trend"][0]["ratio"] == 2.0
     with pytest.raises(ValueError, match="not a directory"):
-        dg.locate(tmp_path / "missing")
+        diagnostics.locate(tmp_path / "missing")
     with pytest.raises(ValueError, match="no swap log"):
-        dg.locate(tmp_path)
+        diagnostics.locate(tmp_path)
     with pytest.raises(ValueError, match="swaps.csv is missing"):
-        dg.read_swap_log(tmp_path)
+        diagnostics.read_swap_log(tmp_path)
     with pytest.raises(ValueError, match="blocks"):
-        dg.pair_acceptance(log, blocks=1)
+        diagnostics.pair_acceptance(log, blocks=1)
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "swaps.csv").write_text("step,pair\n1,0\n")
     with pytest.raises(ValueError, match="missing columns"):
-        dg.read_swap_log(tmp_path / "bad")
+        diagnostics.read_swap_log(tmp_path / "bad")
 
 
 def test_log_without_attempts(tmp_path):
     """A run stopped before sigma2 was ready: header-only swaps.csv, nothing to divide by."""
-    _write_log(tmp_path, [], refresh=["3,0,1,0,2.0,0,0,2.0"])
-    flow = dg.replica_flow(dg.read_swap_log(tmp_path))
+    write_log(tmp_path, [], refresh=["3,0,1,0,2.0,0,0,2.0"])
+    flow = diagnostics.replica_flow(diagnostics.read_swap_log(tmp_path))
     assert flow["swaps"] == flow["attempts"] == flow["round_trips"] == 0
     assert flow["pairs"][0]["acceptance"] is None and flow["mean_first_passage_cold_to_hot"] is None
     assert flow["round_trips_per_1000_steps"] == 0.0 and flow["steps"] == 1
@@ -174,7 +174,7 @@ def _nll(x, y, y_pred):
 def _frozen_run(directory, values, temperatures, pairs, steps, seed=3):
     """Frozen states (lr 1e-12, full batch: exact energies, sigma2 = 0) with a SwapLogger."""
     s = tf_vrre.ReplicaExchangeSampler(
-        lambda: mx.build_model(0.0),
+        lambda: target.build_model(0.0),
         data_size=100,
         num_chains=len(values),
         temperatures=list(temperatures),
@@ -196,7 +196,7 @@ def _frozen_run(directory, values, temperatures, pairs, steps, seed=3):
         verbose=0,
         callbacks=[tf_vrre.SwapLogger(directory)],
     )
-    return dg.read_swap_log(directory)
+    return diagnostics.read_swap_log(directory)
 
 
 LADDERS = {
@@ -214,7 +214,7 @@ def frozen(tmp_path_factory):
     for name, (values, temps, pairs) in LADDERS.items():
         log = _frozen_run(str(tmp_path_factory.mktemp(name)), values, temps, pairs, STEPS)
         exact = exact_flow([DELTA_U * b * b for b in values], temps, pairs)
-        out[name] = (dg.replica_flow(log, blocks=BLOCKS), log, exact)
+        out[name] = (diagnostics.replica_flow(log, blocks=BLOCKS), log, exact)
     return out
 
 
@@ -230,8 +230,8 @@ def test_pair_acceptance_matches_exact_expectation(frozen, name):
 
 def _trip_rate(log):
     """Round trips per step and its batch-means standard error over BLOCKS blocks of steps."""
-    times, slots = dg.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains)
-    ends = np.asarray(dg.round_trips(times, slots)["trip_ends"])
+    times, slots = diagnostics.slot_paths(log.swaps["step"], log.swaps["pair"], log.swaps["accepted"], log.num_chains)
+    ends = np.asarray(diagnostics.round_trips(times, slots)["trip_ends"])
     per_block = np.bincount((ends * BLOCKS // log.end_step).astype(int), minlength=BLOCKS)[:BLOCKS]
     rates = per_block / (log.end_step / BLOCKS)
     return rates.mean(), rates.std(ddof=1) / np.sqrt(BLOCKS)

@@ -28,7 +28,7 @@ import numpy as np
 from _small_sampler import make_sampler
 
 import tf_vrre
-from tf_vrre.runs import fault_points as _faults
+from tf_vrre.runs import fault_points
 
 EPOCHS = 8
 
@@ -77,7 +77,7 @@ class Killer(keras.callbacks.Callback):
 
 def main(out, spec=None):
     counter = Counter(spec)
-    _faults.hook = counter.hit
+    fault_points.hook = counter.hit
     s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
     callbacks = [
         tf_vrre.HyperparameterScheduler(learning_rates=lambda e: 3e-3 / (1 + 0.1 * e)),

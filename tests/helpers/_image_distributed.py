@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _image_runs import tiny_config
 
 from tf_vrre.callbacks.sample_collector import load_samples
-from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.workflows.image_classification import train
 
 
 def run(strategy, out):
@@ -38,7 +38,7 @@ def run(strategy, out):
         data__erasing=0.5,
         training__epochs=3,
     )
-    res = training.train(cfg, out, data_dir=sys.argv[1], source="npz", strategy=strategy, verbose=0)
+    res = train.train(cfg, out, data_dir=sys.argv[1], source="npz", strategy=strategy, verbose=0)
     return res["sampler"], load_samples(os.path.join(out, "samples")), res["history"]
 
 

@@ -1,6 +1,6 @@
 """Tiny image-workflow runs shared by the training / evaluation / CLI tests."""
 
-from tf_vrre.workflows.image_classification import config as C
+from tf_vrre.workflows.image_classification import config
 
 TINY = {
     "data.subset": 64,
@@ -17,16 +17,16 @@ TINY = {
 def tiny_config(method, **overrides):
     """The shipped config of ``method`` at toy scale (4 steps on 64 real images)."""
     over = dict(TINY)
-    if method in C.VARIANCE_REDUCED:
+    if method in config.VARIANCE_REDUCED:
         over.update({"variance_reduction.period": 2, "variance_reduction.batch_size": 64})
-    if method in C.REPLICA:
+    if method in config.REPLICA:
         over.update({"swap.period": 1, "swap.correction": 1e6})
-    if method in C.CYCLICAL:
+    if method in config.CYCLICAL:
         over["sampler.cycles"] = 1
     else:
         over["samples.burn_in_epochs"] = 0
     over.update({k.replace("__", "."): v for k, v in overrides.items()})
-    return C.resolve(C.apply_overrides(C.load(method), over))
+    return config.resolve(config.apply_overrides(config.load(method), over))
 
 
 def cli_flags(method, out, data_dir, epochs=2, subset=64):
@@ -59,10 +59,10 @@ def cli_flags(method, out, data_dir, epochs=2, subset=64):
         str(out),
         "--quiet",
     ]
-    if method in C.VARIANCE_REDUCED:
+    if method in config.VARIANCE_REDUCED:
         flags += ["--set", "variance_reduction.period=4", "--set", "variance_reduction.batch_size=64"]
-    if method in C.REPLICA:
+    if method in config.REPLICA:
         flags += ["--set", "swap.period=2", "--set", "swap.correction=1e6"]
-    if method not in C.CYCLICAL:
+    if method not in config.CYCLICAL:
         flags += ["--set", "samples.burn_in_epochs=0"]
     return flags

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 
 import tf_vrre
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 N = 64
@@ -109,16 +109,16 @@ def build(name):
         s.compile(loss=_loss(), metrics=["accuracy"], jit_compile=False)
         return s, lambda smp: dict(x=x, y=y, batch_size=16, shuffle=False)
     if name == "sgld_deo_cooling":
-        d = mx.make_data(N, seed=2)
+        d = target.make_data(N, seed=2)
         s = tf_vrre.ReplicaExchangeSampler(
-            mx.build_default_model,
+            target.build_default_model,
             data_size=N,
             num_chains=3,
             temperatures=[10.0, 100.0, 1000.0],
             learning_rates=tf_vrre.EpochExponential(1e-3, 0.5, spe),
             dynamics="sgld",
-            weight_decay=mx.weight_decay(),
-            nll=mx.nll,
+            weight_decay=target.weight_decay(),
+            nll=target.nll,
             seed=6,
             swap=tf_vrre.CorrectedSwap(correction=2.0, pairs="deo", cooling_steps=2, penalty="window"),
         )

@@ -14,10 +14,8 @@ import pytest
 from _small_sampler import make_sampler
 
 from tf_vrre.callbacks import Checkpoint, CSVLogger, EpochCSVLogger, SampleCollector, SwapLogger
-from tf_vrre.runs import atomic
-from tf_vrre.runs import fault_points as _faults
-from tf_vrre.runs import run_json as rundir
-from tf_vrre.workflows.image_classification import evaluate as evaluation
+from tf_vrre.runs import atomic, fault_points, run_json
+from tf_vrre.workflows.image_classification import evaluate
 
 OUTSIDE = b"precious data outside the run directory\n"
 
@@ -95,15 +93,15 @@ def test_run_level_writers_never_write_through_a_planted_link(tmp_path, name):
 
     run = tmp_path / "run"
     target, link = _plant(run, name, tmp_path)
-    base = rundir.ENTROPIES if name.startswith("entropies") else name.split(".tmp")[0]
-    if base == rundir.ENTROPIES:
-        evaluation.atomic.savez(str(run / rundir.ENTROPIES), test_T_1=np.zeros(3, np.float32))
+    base = run_json.ENTROPIES if name.startswith("entropies") else name.split(".tmp")[0]
+    if base == run_json.ENTROPIES:
+        evaluate.atomic.savez(str(run / run_json.ENTROPIES), test_T_1=np.zeros(3, np.float32))
     elif base.endswith(".png"):
         _figures.save(_figures.new(), str(run / "swaps.png"))
     elif base.startswith("diagnostics"):
         diagnose._write_json(str(run / "diagnostics.json"), {"a": 1})
     else:
-        rundir.write_json(str(run / base), {"format": rundir.FORMAT})
+        run_json.write_json(str(run / base), {"format": run_json.FORMAT})
     assert target.read_bytes() == OUTSIDE
     assert os.path.isfile(run / base) and not os.path.islink(run / base)
     assert not [n for n in os.listdir(run) if n.startswith(".") and n.endswith(".tmp")]  # no leftover
@@ -129,9 +127,9 @@ def test_a_full_disk_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch)
         if name == "atomic.write":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(_faults, "hook", full)
+    monkeypatch.setattr(fault_points, "hook", full)
     with pytest.raises(OSError) as exc:
-        rundir.write_json(str(path), {"new": 1})
+        run_json.write_json(str(path), {"new": 1})
     assert exc.value.errno == errno.ENOSPC and exc.value.filename == str(path)
     assert path.read_text() == "old" and os.listdir(tmp_path) == ["run.json"]
 
@@ -162,7 +160,7 @@ def test_a_garbage_checkpoint_index_is_refused_not_restarted(tmp_path):
     message = str(exc.value)
     assert f"{tmp_path / 'backup' / 'checkpoint'} is not a readable checkpoint index" in message
     assert "ckpt-1, ckpt-2" in message and f"remove {tmp_path / 'backup'} to restart" in message
-    assert isinstance(exc.value, rundir.RunDirError)  # tf-vrre train: one line, exit 2
+    assert isinstance(exc.value, run_json.RunDirError)  # tf-vrre train: one line, exit 2
 
 
 def test_a_damaged_newest_checkpoint_falls_back_and_none_readable_is_refused(tmp_path):

@@ -14,9 +14,8 @@ import shutil
 import pytest
 
 from tf_vrre import cli
-from tf_vrre.diagnostics import runs as diag_runs_module
-from tf_vrre.runs import run_json
-from tf_vrre.runs import samples as run_files
+from tf_vrre.diagnostics import runs
+from tf_vrre.runs import run_json, samples
 
 
 def _diagnose(run, out, capsys):
@@ -82,7 +81,7 @@ def test_only_a_torn_last_row_is_dropped(diag_runs, tmp_path, capsys):
     text = _swaps(run).read_text()
     rows = len(text.splitlines()) - 1
     _swaps(run).write_text(text[:-20])  # a kill in the middle of the last row
-    log = diag_runs_module.read_swap_log(run / "swaps")
+    log = runs.read_swap_log(run / "swaps")
     assert log.swaps["step"].size == rows - 1
     assert cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "out"), "--no-figures"]) == 0
 
@@ -100,7 +99,7 @@ def test_unreadable_run_json_is_one_line(tmp_path, content, message):
     with pytest.raises(run_json.RunDirError, match=f"{tmp_path / 'run.json'}.*"):
         run_json.read_run(str(tmp_path))
     with pytest.raises(ValueError, match=message):
-        diag_runs_module.read_run_json(str(tmp_path))
+        runs.read_run_json(str(tmp_path))
 
 
 @pytest.mark.parametrize("status", [[1], "done", None])
@@ -126,13 +125,13 @@ def test_a_run_json_with_a_wrongly_typed_status_is_refused(tmp_path, status):
 def test_unreadable_manifest_is_one_error_naming_it(tmp_path, content):
     (tmp_path / "manifest.json").write_bytes(content)
     with pytest.raises(ValueError, match=f"sample manifest {tmp_path / 'manifest.json'}"):
-        run_files.read_manifest(str(tmp_path))
+        samples.read_manifest(str(tmp_path))
 
 
 def test_a_sample_that_is_not_a_zip_is_named(tmp_path):
     (tmp_path / "sample-000000002.npz").write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(ValueError, match="sample-000000002.npz is not a readable .npz file"):
-        run_files.array_shapes(str(tmp_path / "sample-000000002.npz"))
+        samples.array_shapes(str(tmp_path / "sample-000000002.npz"))
 
 
 def test_resume_readers_name_a_damaged_log(tmp_path):
@@ -142,11 +141,11 @@ def test_resume_readers_name_a_damaged_log(tmp_path):
     log = tmp_path / "log.csv"
     log.write_bytes(b"epoch,loss\n0,1.0\n\xff\xfe\x00garbage\n")
     logger = EpochCSVLogger(str(log))
-    with pytest.raises(run_files.RunFileError, match=f"{log}, line 3: not UTF-8 text"):
+    with pytest.raises(samples.RunFileError, match=f"{log}, line 3: not UTF-8 text"):
         logger.on_epoch_begin(1)
     swaps = tmp_path / "swaps.csv"
     swaps.write_text("step,epoch\n1,0\n2\n3,0\n")
-    with pytest.raises(run_files.RunFileError, match=f"{swaps}, line 3: 1 fields, the header has 2"):
+    with pytest.raises(samples.RunFileError, match=f"{swaps}, line 3: 1 fields, the header has 2"):
         _truncate_csv(str(swaps), ["step", "epoch"], lambda r: True)
     swaps.write_text("step,epoch\n1,0\n2,0\n3")  # torn last row: dropped, the rest kept
     _truncate_csv(str(swaps), ["step", "epoch"], lambda r: True)
@@ -156,20 +155,20 @@ def test_resume_readers_name_a_damaged_log(tmp_path):
 def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsys, tmp_path):
     import argparse
 
-    from tf_vrre.cli import train as train_cli
-    from tf_vrre.workflows.image_classification import config, planning, strategies, train
+    from tf_vrre.cli import train
+    from tf_vrre.workflows.image_classification import config, planning, strategies
 
     def damaged(*a, **k):
-        raise run_files.RunFileError(f"sample manifest {tmp_path}/samples/manifest.json points at a missing file")
+        raise samples.RunFileError(f"sample manifest {tmp_path}/samples/manifest.json points at a missing file")
 
-    monkeypatch.setattr(train, "run", damaged)
-    monkeypatch.setattr(train, "make_strategy", lambda name: None)
-    monkeypatch.setattr(train, "plan", lambda *a, **k: None)
+    monkeypatch.setattr("tf_vrre.workflows.image_classification.train.run", damaged)
+    monkeypatch.setattr("tf_vrre.workflows.image_classification.train.make_strategy", lambda name: None)
+    monkeypatch.setattr("tf_vrre.workflows.image_classification.train.plan", lambda *a, **k: None)
     monkeypatch.setattr(strategies, "check_options", lambda *a: None)
     pre = planning.Preflight(config.resolve(config.load("sghmc")), str(tmp_path), source="npz", download=False)
     args = argparse.Namespace(preflight=pre, out=str(tmp_path), strategy="default", quiet=True)
     with pytest.raises(SystemExit) as exc:
-        train_cli.run(args)
+        train.run(args)
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
     assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]
@@ -187,7 +186,7 @@ def test_evaluate_swap_summary_refuses_an_impossible_swap(tmp_path):
 
     (tmp_path / "swaps").mkdir()
     (tmp_path / "swaps" / "swaps.csv").write_text(_HEADER + _row(1) + _row(2, accepted=7))
-    with pytest.raises(run_files.RunFileError, match="swaps.csv, line 3: accepted = 7.0, must be 0 or 1"):
+    with pytest.raises(samples.RunFileError, match="swaps.csv, line 3: accepted = 7.0, must be 0 or 1"):
         evaluate.swap_summary(str(tmp_path))
     (tmp_path / "swaps" / "swaps.csv").write_text(_HEADER + _row(1) + _row(2, accepted=0) + "3,0")
     assert evaluate.swap_summary(str(tmp_path))["swaps"] == 1
@@ -222,12 +221,12 @@ def test_a_swap_row_beyond_the_run_is_refused_by_diagnose_and_evaluate(where, tm
         rows.insert(0, _row(10**12))
         message = "swaps.csv, line 3: step 0 after step 1000000000000 on line 2; the steps of a log never decrease"
     (swaps / "swaps.csv").write_text(_HEADER + "".join(rows))
-    with pytest.raises(run_files.RunFileError, match=re.escape(message)):
-        diag_runs_module.read_swap_log(swaps, diag_runs_module.run_steps(diag_runs_module.read_run_json(tmp_path)))
-    with pytest.raises(run_files.RunFileError, match=re.escape(message)):
+    with pytest.raises(samples.RunFileError, match=re.escape(message)):
+        runs.read_swap_log(swaps, runs.run_steps(runs.read_run_json(tmp_path)))
+    with pytest.raises(samples.RunFileError, match=re.escape(message)):
         evaluate.swap_summary(str(tmp_path))
     rows = [r for r in rows if not r.startswith(str(10**12))]
     (swaps / "swaps.csv").write_text(_HEADER + "".join(rows))
     assert evaluate.swap_summary(str(tmp_path))["attempts"] == 4
-    log = diag_runs_module.read_swap_log(swaps, diag_runs_module.run_steps(diag_runs_module.read_run_json(tmp_path)))
+    log = runs.read_swap_log(swaps, runs.run_steps(runs.read_run_json(tmp_path)))
     assert (log.start_step, log.end_step) == (0, 4)

@@ -22,9 +22,9 @@ from _small_sampler import (
 )
 
 import tf_vrre
-from tf_vrre import _keras_compat as kc
+from tf_vrre import _keras_compat
 from tf_vrre.callbacks import CSVLogger, SampleCollector, SwapLogger
-from tf_vrre.runs import samples as run_files
+from tf_vrre.runs import samples
 
 
 def writers(run, **kwargs):
@@ -176,7 +176,7 @@ def test_load_samples_checks_manifest_structure_and_shapes(finished_run, tmp_pat
     _manifest(
         d,
         entries=[
-            dict(e, bytes=os.path.getsize(victim), sha256=run_files.sha256(victim))
+            dict(e, bytes=os.path.getsize(victim), sha256=samples.sha256(victim))
             if e["file"] == entries[2]["file"]
             else e
             for e in entries
@@ -221,7 +221,7 @@ def test_csv_logger_resumes_drops_torn_rows_and_keeps_full_precision(tmp_path):
     with open(log, "a") as f:
         f.write("2,0.5,0.")  # a row cut by a kill
     assert [r[0] for r in csv.reader(open(log))] == ["epoch", "0", "1", "2"]
-    kc.set_initial_epoch(s, 1)  # a restore of epoch 1's end (what tf_vrre.Checkpoint does)
+    _keras_compat.set_initial_epoch(s, 1)  # a restore of epoch 1's end (what tf_vrre.Checkpoint does)
     hist = s.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False, callbacks=[CSVLogger(str(log))]).history
     rows = list(csv.reader(open(log)))
     assert rows[0][0] == "epoch" and [r[0] for r in rows[1:]] == ["0", "1", "2"]
@@ -229,7 +229,7 @@ def test_csv_logger_resumes_drops_torn_rows_and_keeps_full_precision(tmp_path):
     loss = rows[0].index("loss")
     assert [float(r[loss]) for r in rows[2:]] == hist["loss"]  # written with every digit
     log.write_text("epoch,accept_ra")  # killed while writing the header: nothing was logged
-    kc.set_initial_epoch(s, None)
+    _keras_compat.set_initial_epoch(s, None)
     s.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[CSVLogger(str(log))])
     rows = list(csv.reader(open(log)))
     assert rows[0][0] == "epoch" and "loss" in rows[0] and [r[0] for r in rows[1:]] == ["0"]

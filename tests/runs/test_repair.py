@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from _paths import ROOT
 
-from tf_vrre.runs import locks, repair, run_json
-from tf_vrre.runs import samples as run_files
+from tf_vrre.runs import locks, repair, run_json, samples
 from tf_vrre.workflows.image_classification import evaluation_checks
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "tf-vrre")
@@ -25,11 +24,11 @@ def cli(*args):
 
 def make_run(run, steps=(2, 4, 6, 8)):
     """A run directory with ``steps`` samples as ``tf-vrre train`` writes them."""
-    samples = run / "samples"
-    samples.mkdir(parents=True)
+    sample_dir = run / "samples"
+    sample_dir.mkdir(parents=True)
     entries = []
     for s in steps:
-        path = samples / f"sample-{s:09d}.npz"
+        path = sample_dir / f"sample-{s:09d}.npz"
         np.savez(path, w0000=np.full((3, 2), s, np.float32), w0001=np.arange(2, dtype=np.float32))
         data = path.read_bytes()
         entries.append(
@@ -43,8 +42,8 @@ def make_run(run, steps=(2, 4, 6, 8)):
                 "energy": 1.5,
             }
         )
-    manifest = {"format": run_files.FORMAT, "entries": entries, "events": list(steps), "run": {"fingerprint": "ab"}}
-    (samples / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    manifest = {"format": samples.FORMAT, "entries": entries, "events": list(steps), "run": {"fingerprint": "ab"}}
+    (sample_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (run / "run.json").write_text(
         json.dumps(
             {
@@ -59,26 +58,26 @@ def make_run(run, steps=(2, 4, 6, 8)):
             }
         )
     )
-    return samples
+    return sample_dir
 
 
 def test_a_deleted_sample_is_dropped_and_the_rest_kept(tmp_path):
-    samples = make_run(tmp_path / "run")
-    os.remove(samples / "sample-000000004.npz")
+    sample_dir = make_run(tmp_path / "run")
+    os.remove(sample_dir / "sample-000000004.npz")
     with pytest.raises(run_json.RunDirError, match=r"points at a missing file.*'tf-vrre repair .*run' keeps the"):
         evaluation_checks.check_run(str(tmp_path / "run"))
-    before = (samples / "manifest.json").read_bytes()
+    before = (sample_dir / "manifest.json").read_bytes()
     dry = cli("repair", str(tmp_path / "run"), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "drop sample-000000004.npz: missing" in dry.stdout and "keep 3 sample(s)" in dry.stdout
-    assert (samples / "manifest.json").read_bytes() == before
+    assert (sample_dir / "manifest.json").read_bytes() == before
     done = cli("repair", str(tmp_path / "run"))
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert "rewrote" in done.stdout
-    loaded = run_files.load_samples(str(samples))
+    loaded = samples.load_samples(str(sample_dir))
     assert loaded.steps == [2, 6, 8]
     assert loaded.entries[1]["energy"] == 1.5  # metadata and identity kept
-    manifest = json.loads((samples / "manifest.json").read_text())
+    manifest = json.loads((sample_dir / "manifest.json").read_text())
     assert manifest["run"] == {"fingerprint": "ab"} and manifest["events"] == [2, 4, 6, 8]
     assert manifest["repairs"] == [{"dropped": ["sample-000000004.npz"], "manifest_rebuilt": False}]
     np.testing.assert_array_equal(loaded.weights(1)[0], np.full((3, 2), 6, np.float32))
@@ -87,36 +86,36 @@ def test_a_deleted_sample_is_dropped_and_the_rest_kept(tmp_path):
 
 
 def test_truncated_and_foreign_samples_are_renamed_damaged(tmp_path):
-    samples = make_run(tmp_path / "run", steps=(2, 4, 6))
-    with open(samples / "sample-000000002.npz", "r+b") as f:
+    sample_dir = make_run(tmp_path / "run", steps=(2, 4, 6))
+    with open(sample_dir / "sample-000000002.npz", "r+b") as f:
         f.truncate(40)
-    result = repair.repair(str(samples))
+    result = repair.repair(str(sample_dir))
     assert [f for f, _ in result["dropped"]] == ["sample-000000002.npz"]
-    assert os.path.exists(samples / "damaged-sample-000000002.npz")
-    assert run_files.load_samples(str(samples)).steps == [4, 6]
+    assert os.path.exists(sample_dir / "damaged-sample-000000002.npz")
+    assert samples.load_samples(str(sample_dir)).steps == [4, 6]
 
 
 def test_an_unreadable_manifest_is_rebuilt_from_the_sample_files(tmp_path):
-    samples = make_run(tmp_path / "run", steps=(2, 4, 6))
-    text = (samples / "manifest.json").read_text()
-    (samples / "manifest.json").write_text(text[: len(text) // 2])  # torn
-    np.savez(samples / "sample-000000008.npz", w0000=np.zeros(5, np.float32))  # another model's arrays
-    with open(samples / "sample-000000006.npz", "r+b") as f:  # a flipped byte inside the data
+    sample_dir = make_run(tmp_path / "run", steps=(2, 4, 6))
+    text = (sample_dir / "manifest.json").read_text()
+    (sample_dir / "manifest.json").write_text(text[: len(text) // 2])  # torn
+    np.savez(sample_dir / "sample-000000008.npz", w0000=np.zeros(5, np.float32))  # another model's arrays
+    with open(sample_dir / "sample-000000006.npz", "r+b") as f:  # a flipped byte inside the data
         f.seek(60)
         byte = f.read(1)
         f.seek(60)
         f.write(bytes([byte[0] ^ 0xFF]))
-    result = repair.repair(str(samples))
+    result = repair.repair(str(sample_dir))
     assert "is corrupt" in result["manifest_problem"]
     assert sorted(f for f, _ in result["dropped"]) == ["sample-000000006.npz", "sample-000000008.npz"]
-    loaded = run_files.load_samples(str(samples))
+    loaded = samples.load_samples(str(sample_dir))
     assert loaded.steps == [2, 4]
-    assert json.loads((samples / "manifest.json").read_text())["repairs"][0]["manifest_rebuilt"] is True
+    assert json.loads((sample_dir / "manifest.json").read_text())["repairs"][0]["manifest_rebuilt"] is True
 
 
 def test_export_names_repair_and_a_run_being_trained_is_refused(tmp_path):
-    samples = make_run(tmp_path / "run")
-    os.remove(samples / "sample-000000006.npz")
+    sample_dir = make_run(tmp_path / "run")
+    os.remove(sample_dir / "sample-000000006.npz")
     result = cli("export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "export"))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert f"'tf-vrre repair {tmp_path / 'run'}' keeps the readable samples" in result.stderr
@@ -126,8 +125,8 @@ def test_export_names_repair_and_a_run_being_trained_is_refused(tmp_path):
     finally:
         locks.unlock_run(tmp_path / "run")
     assert held.returncode == 2 and "being written by another process" in held.stderr
-    assert not os.path.exists(samples / "sample-000000006.npz")  # nothing renamed meanwhile
-    assert "points at a missing file" in str(pytest.raises(ValueError, run_files.load_samples, str(samples)).value)
+    assert not os.path.exists(sample_dir / "sample-000000006.npz")  # nothing renamed meanwhile
+    assert "points at a missing file" in str(pytest.raises(ValueError, samples.load_samples, str(sample_dir)).value)
 
 
 HOLD = (
@@ -166,9 +165,9 @@ def test_repair_is_refused_while_the_run_or_its_samples_are_written(tmp_path, ta
     """``tf-vrre repair RUN/samples`` took no lock: while training ran, its rewrite was undone by the
     collector.  Now the run's lock and the sample directory's are taken (refused while held), and
     nothing changes."""
-    samples = make_run(tmp_path / "run")
-    os.remove(samples / "sample-000000006.npz")
-    (samples / ".lock").write_text("")
+    sample_dir = make_run(tmp_path / "run")
+    os.remove(sample_dir / "sample-000000006.npz")
+    (sample_dir / ".lock").write_text("")
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(tmp_path / lock), how],
         stdout=subprocess.PIPE,
@@ -189,8 +188,8 @@ def test_repair_is_refused_while_the_run_or_its_samples_are_written(tmp_path, ta
         holder.kill()
         holder.wait()
     assert cli("repair", str(tmp_path / target)).returncode == 0  # once the writer has gone
-    assert run_files.load_samples(str(samples)).steps == [2, 4, 8]
-    assert (samples / ".lock").read_text() == "" and (tmp_path / "run" / ".lock").read_text() == ""  # no stale pid
+    assert samples.load_samples(str(sample_dir)).steps == [2, 4, 8]
+    assert (sample_dir / ".lock").read_text() == "" and (tmp_path / "run" / ".lock").read_text() == ""  # no stale pid
 
 
 def test_a_sound_run_is_only_read(tmp_path):
@@ -215,10 +214,10 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     from tf_vrre import cli
     from tf_vrre.runs import fault_points
 
-    samples = make_run(tmp_path / "run")
-    with open(samples / "sample-000000004.npz", "r+b") as f:
+    sample_dir = make_run(tmp_path / "run")
+    with open(sample_dir / "sample-000000004.npz", "r+b") as f:
         f.truncate(50)
-    before = (samples / "manifest.json").read_bytes()
+    before = (sample_dir / "manifest.json").read_bytes()
 
     def full(name):
         if name == "atomic.write":
@@ -228,12 +227,12 @@ def test_a_full_disk_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     assert cli.main(["repair", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"tf-vrre: error: repair: cannot write {samples / 'manifest.json'}: No space left on device; "
+        f"tf-vrre: error: repair: cannot write {sample_dir / 'manifest.json'}: No space left on device; "
         "free space or fix permissions and run the same command again"
     ]
-    assert (samples / "manifest.json").read_bytes() == before  # unchanged, nothing renamed
-    assert os.path.exists(samples / "sample-000000004.npz")
-    assert not [n for n in os.listdir(samples) if n.endswith(".tmp")]
+    assert (sample_dir / "manifest.json").read_bytes() == before  # unchanged, nothing renamed
+    assert os.path.exists(sample_dir / "sample-000000004.npz")
+    assert not [n for n in os.listdir(sample_dir) if n.endswith(".tmp")]
 
 
 def test_tensorflow_full_disk_errors_are_recognised():
@@ -252,21 +251,21 @@ def test_a_rebuilt_manifest_adopts_no_stray_copy(tmp_path):
     a byte-for-byte copy of a lower step's sample) are dropped, not adopted as extra samples."""
     import shutil
 
-    samples = make_run(tmp_path / "run", steps=(2, 4, 6))
+    sample_dir = make_run(tmp_path / "run", steps=(2, 4, 6))
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     run["schedule"] = {"total_steps": 8}
     (tmp_path / "run" / "run.json").write_text(json.dumps(run))
-    (samples / "manifest.json").write_text("{")  # torn: rebuilt from the files
-    shutil.copy(samples / "sample-000000004.npz", samples / "sample-000000099.npz")
-    shutil.copy(samples / "sample-000000002.npz", samples / "sample-000000007.npz")
-    result = repair.repair(str(samples))
+    (sample_dir / "manifest.json").write_text("{")  # torn: rebuilt from the files
+    shutil.copy(sample_dir / "sample-000000004.npz", sample_dir / "sample-000000099.npz")
+    shutil.copy(sample_dir / "sample-000000002.npz", sample_dir / "sample-000000007.npz")
+    result = repair.repair(str(sample_dir))
     reasons = dict(result["dropped"])
     assert reasons == {
         "sample-000000007.npz": "a copy of sample-000000002.npz (same SHA-256): a stray file",
         "sample-000000099.npz": "step 99 is outside the run's steps 1..8 (run.json): a stray file",
     }
-    assert run_files.load_samples(str(samples)).steps == [2, 4, 6]
-    assert os.path.exists(samples / "damaged-sample-000000099.npz")
+    assert samples.load_samples(str(sample_dir)).steps == [2, 4, 6]
+    assert os.path.exists(sample_dir / "damaged-sample-000000099.npz")
 
 
 def test_repair_runs_without_importing_tensorflow(tmp_path):

@@ -5,7 +5,7 @@ trajectory is the graph one up to float rounding, noise and swap uniforms includ
 sampling itself is checked against an exact posterior under XLA in ``tests/sampler/test_posterior.py``.
 """
 
-import _pinned_runs as pr
+import _pinned_runs
 import keras
 import numpy as np
 import pytest
@@ -17,17 +17,17 @@ from tf_vrre.sgmcmc import dynamics, seeds, swaps
 from tf_vrre.workflows.image_classification.models import resnet
 
 
-@pytest.mark.parametrize("name", pr.CONFIGS)
+@pytest.mark.parametrize("name", _pinned_runs.CONFIGS)
 def test_every_pinned_configuration_compiles_and_runs_under_xla(name):
     """SGLD / SGHMC / M-SGD, K = 1 / 2 / 3, random / DEO pairs, cooling, scheduled F and lr,
     cached / forward / train-mode snapshot energies, adaptive c: all under XLA."""
-    s, fit_kwargs = pr.build(name)
+    s, fit_kwargs = _pinned_runs.build(name)
     s.compile(
         **{**s._compile_args, "loss": None if s.nll is not None else s._compile_args["loss"], "jit_compile": True}
     )
     assert s.jit_compile is True
     s.fit(**fit_kwargs(s), epochs=2, verbose=0)
-    state = pr.state(s)
+    state = _pinned_runs.state(s)
     assert int(s.state.step.numpy()) == 8
     assert all(np.isfinite(v).all() for k, v in state.items() if v.dtype.kind == "f" and "swap_log" not in k)
     if s.swap_rule is not None:
@@ -42,10 +42,10 @@ def _net():
 
 def _cold_run(jit, temperatures=(1e-13, 2e-13)):
     """Default: noise ~ 1e-8 and swaps decided by sign(U_lo - U_hi) at refresh steps (sigma2 = 0 there)."""
-    x, y = pr.data()
+    x, y = _pinned_runs.data()
     s = tf_vrre.ReplicaExchangeSampler(
         _net,
-        data_size=pr.N,
+        data_size=_pinned_runs.N,
         num_chains=2,
         temperatures=list(temperatures),
         learning_rates=[2e-3, 3e-3],
@@ -59,7 +59,7 @@ def _cold_run(jit, temperatures=(1e-13, 2e-13)):
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     s.fit(s.make_dataset(16), epochs=4, verbose=0)
     log = s.state.swap.log.numpy()
-    return pr.state(s), log[log[:, 0] >= 0]
+    return _pinned_runs.state(s), log[log[:, 0] >= 0]
 
 
 def test_xla_and_graph_trajectories_agree_without_noise():
@@ -152,10 +152,10 @@ def test_one_compilation_serves_every_step():
         seed=0,
     )
     assert _hlo_is_step_independent(sgld, tf.constant(x[:50]))
-    xs, ys = pr.data()
+    xs, ys = _pinned_runs.data()
     vr = tf_vrre.ReplicaExchangeSampler(
         _net,
-        data_size=pr.N,
+        data_size=_pinned_runs.N,
         num_chains=2,
         temperatures=[1.0, 2.0],
         learning_rates=1e-3,

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import swaps as sw
+from tf_vrre.sgmcmc import swaps
 from tf_vrre.sgmcmc.swap_record import swap_log_columns
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
 
 
 def _parities(num_chains, attempts, window):
-    rows = [sw.even_odd_pairs(num_chains, tf.constant(a, tf.int64), None, window).numpy() for a in attempts]
+    rows = [swaps.even_odd_pairs(num_chains, tf.constant(a, tf.int64), None, window).numpy() for a in attempts]
     return np.array(rows)
 
 
@@ -27,7 +27,7 @@ def test_window_keeps_parity_for_w_attempts():
 
 def test_window_one_is_the_plain_schedule():
     a = _parities(6, range(9), 1)
-    b = np.array([sw.even_odd_pairs(6, tf.constant(i, tf.int64), None).numpy() for i in range(9)])
+    b = np.array([swaps.even_odd_pairs(6, tf.constant(i, tf.int64), None).numpy() for i in range(9)])
     assert (a == b).all()
     assert [r[0] for r in a] == [i % 2 == 0 for i in range(9)]
 
@@ -35,7 +35,7 @@ def test_window_one_is_the_plain_schedule():
 def test_window_rule_matches_formula_and_bound():
     for chains in (2, 3, 4, 8, 16):
         for rate in (0.01, 0.05, 0.2, 0.5, 0.9):
-            w = sw.deo_window_rule(chains, rate)
+            w = swaps.deo_window_rule(chains, rate)
             exact = (math.log(chains) + math.log(math.log(chains))) / -math.log(1 - rate)
             assert w == max(1, math.ceil(exact))
             if w > 1:  # the smallest window with (1 - r)^W <= 1 / (P log P)
@@ -57,7 +57,7 @@ def test_window_rule_matches_formula_and_bound():
 )
 def test_window_rule_refuses_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
-        sw.deo_window_rule(*args)
+        swaps.deo_window_rule(*args)
 
 
 @pytest.mark.parametrize(
@@ -87,18 +87,18 @@ def test_sampler_follows_the_window_schedule():
     """Four chains, exact energies, W = 3: the pairs proposed at attempt a are those of parity
     floor(a / 3) mod 2, read from the sampler's own swap record."""
     import tf_vrre
-    from tf_vrre.workflows.gaussian_mixture import target as mx
+    from tf_vrre.workflows.gaussian_mixture import target
 
-    data = mx.make_data(40, seed=0)
+    data = target.make_data(40, seed=0)
     s = tf_vrre.ReplicaExchangeSampler(
-        mx.build_default_model,
+        target.build_default_model,
         data_size=40,
         num_chains=4,
         temperatures=[10.0, 50.0, 200.0, 1000.0],
         learning_rates=1e-4,
         dynamics="sgld",
-        weight_decay=mx.weight_decay(),
-        nll=mx.nll,
+        weight_decay=target.weight_decay(),
+        nll=target.nll,
         seed=0,
         swap=CorrectedSwap(pairs="deo", deo_window=3),
     )

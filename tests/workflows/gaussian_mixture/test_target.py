@@ -7,14 +7,14 @@ steps); the CLI (`tf-vrre mixture`) runs the full one."""
 import numpy as np
 import pytest
 
-from tf_vrre.workflows.gaussian_mixture import target as mx
+from tf_vrre.workflows.gaussian_mixture import target
 
 STEPS = 20000
 
 
 @pytest.fixture(scope="module")
 def runs():
-    data = mx.make_data(1000, seed=0)
+    data = target.make_data(1000, seed=0)
     kw = dict(
         steps=STEPS,
         learning_rate=1e-4,
@@ -25,14 +25,14 @@ def runs():
         seed=3,
         record_every=20,
     )
-    return data, {m: mx.run(m, data, **kw) for m in mx.METHODS}
+    return data, {m: target.run(m, data, **kw) for m in target.METHODS}
 
 
 def test_exact_mode_weights():
-    data = mx.make_data(1000, seed=0)
-    left, right = mx.mode_weights(data, 10.0)
+    data = target.make_data(1000, seed=0)
+    left, right = target.mode_weights(data, 10.0)
     assert left / right == pytest.approx(np.exp(3.0 / 10.0), rel=0.02)
-    u = mx.energy(np.linspace(-20, 40, 6001), data)
+    u = target.energy(np.linspace(-20, 40, 6001), data)
     barrier = u[np.argmin(np.abs(np.linspace(-20, 40, 6001) - 10))] - u.min()
     assert 3000 < barrier < 4500  # ~3.8e3 nats at N = 1e3
 
@@ -45,7 +45,7 @@ def test_sgld_stays_in_its_mode(runs):
 def test_vr_cold_chain_visits_both_modes(runs):
     _, r = runs
     left = np.mean(r["vr-resgld"]["beta"] < 10.0)
-    changes = mx.mode_changes(r["vr-resgld"]["beta"], 10.0)
+    changes = target.mode_changes(r["vr-resgld"]["beta"], 10.0)
     assert changes >= 4 and 0.02 < left < 0.98, (changes, left)
 
 
@@ -68,7 +68,7 @@ def test_variance_reduction_shrinks_when_chains_move_far_between_refreshes(runs)
 
     base = mean_sigma2(r["resgld"]) / mean_sigma2(r["vr-resgld"])
     far = {
-        m: mx.run(
+        m: target.run(
             m,
             data,
             steps=5000,

@@ -8,34 +8,33 @@ import os
 import pytest
 from _paths import FIXTURES
 
-from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import config_schedule, config_values, sampler_numbers
+from tf_vrre.workflows.image_classification import config, config_schedule, config_values, sampler_numbers
 
 
 def test_shipped_configs_resolve_with_the_papers_numbers():
-    assert set(C.available()) == set(C.METHODS)
-    assert sorted(os.listdir(C.CONFIG_DIR)) == sorted(f"{m}.toml" for m in C.METHODS)
-    for method in C.METHODS:
-        cfg = C.resolve(C.load(method))
+    assert set(config.available()) == set(config.METHODS)
+    assert sorted(os.listdir(config.CONFIG_DIR)) == sorted(f"{m}.toml" for m in config.METHODS)
+    for method in config.METHODS:
+        cfg = config.resolve(config.load(method))
         assert cfg.method == method and cfg.data.batch_size == 256
         v = config_schedule.schedule_values(cfg, data_size=50000, steps_per_epoch=195)
-        expect_eta = 1e-5 if method in C.CYCLICAL else 2e-6  # paper: eta = 2e-6; cyclical eta_0 = 1e-5
+        expect_eta = 1e-5 if method in config.CYCLICAL else 2e-6  # paper: eta = 2e-6; cyclical eta_0 = 1e-5
         assert v["eta"] == pytest.approx(expect_eta, rel=1e-12)
         assert v["weight_decay"] == pytest.approx(25.0)  # the paper's prior precision at N = 50,000
-        assert (cfg.swap is not None) == (method in C.REPLICA) == ("swap" in cfg.to_dict())
-        assert (cfg.variance_reduction is not None) == (method in C.VARIANCE_REDUCED)
-    vr = C.resolve(C.load("vr-resghmc"))
+        assert (cfg.swap is not None) == (method in config.REPLICA) == ("swap" in cfg.to_dict())
+        assert (cfg.variance_reduction is not None) == (method in config.VARIANCE_REDUCED)
+    vr = config.resolve(config.load("vr-resghmc"))
     assert vr.training.epochs == 500 and vr.variance_reduction.period == 392
     assert vr.swap.correction == 1.5e5 and vr.sampler.hot_temperature_multiplier == 5.0
     v = config_schedule.schedule_values(vr, 50000, 196)
     assert v["lr_constant_epochs"] == 200 and v["burn_in_epochs"] == 300 and v["lr_decay"] == pytest.approx(0.984)
-    assert C.resolve(C.load("cycsghmc")).training.epochs == 1000
-    assert C.resolve(C.load("cycsghmc")).sampler.cycles == 5
-    assert C.resolve(C.load(os.path.join(C.CONFIG_DIR, "msgd.toml"))).method == "msgd"  # by path
+    assert config.resolve(config.load("cycsghmc")).training.epochs == 1000
+    assert config.resolve(config.load("cycsghmc")).sampler.cycles == 5
+    assert config.resolve(config.load(os.path.join(config.CONFIG_DIR, "msgd.toml"))).method == "msgd"  # by path
 
 
 def test_epochs_stretch_the_schedule():
-    cfg = C.resolve(C.apply_overrides(C.load("vr-resghmc"), {"training.epochs": 50}))
+    cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {"training.epochs": 50}))
     v = config_schedule.schedule_values(cfg, data_size=5000, steps_per_epoch=19)
     assert v["scale"] == 0.1 and v["lr_constant_epochs"] == 20 and v["burn_in_epochs"] == 30
     assert v["lr_decay"] == pytest.approx(0.984**10) and v["temperature_annealing"] == pytest.approx(1.02**10)
@@ -72,34 +71,34 @@ def test_epochs_stretch_the_schedule():
     ],
 )
 def test_bad_keys_and_values_are_named(overrides, message):
-    with pytest.raises(C.ConfigError) as err:
-        C.resolve(C.apply_overrides(C.load("vr-resghmc"), overrides))
+    with pytest.raises(config.ConfigError) as err:
+        config.resolve(config.apply_overrides(config.load("vr-resghmc"), overrides))
     assert message in str(err.value)
 
 
 def test_file_errors(tmp_path):
-    with pytest.raises(C.ConfigError, match="shipped configs are cvr-resghmc, cycsghmc, msgd, resghmc"):
-        C.load("nope")
+    with pytest.raises(config.ConfigError, match="shipped configs are cvr-resghmc, cycsghmc, msgd, resghmc"):
+        config.load("nope")
     bad = tmp_path / "bad.toml"
     bad.write_text('method = "msgd"\n[data]\nbatch_size = \n')
-    with pytest.raises(C.ConfigError, match="TOML syntax error"):
-        C.load(str(bad))
+    with pytest.raises(config.ConfigError, match="TOML syntax error"):
+        config.load(str(bad))
     bad.write_text('method = "msgd"\ndata = 3\n')
-    with pytest.raises(C.ConfigError, match=r"data must be a table \[data\]"):
-        C.resolve(C.load(str(bad)))
+    with pytest.raises(config.ConfigError, match=r"data must be a table \[data\]"):
+        config.resolve(config.load(str(bad)))
     bad.write_text("[data]\nbatch_size = 2\n")
-    with pytest.raises(C.ConfigError, match="method is required"):
-        C.resolve(C.load(str(bad)))
+    with pytest.raises(config.ConfigError, match="method is required"):
+        config.resolve(config.load(str(bad)))
     bad.write_text('method = "msgd"\n[swap]\ncorrection = 2.0\n')
-    with pytest.raises(C.ConfigError, match=r"swap.correction does not apply to method 'msgd'.*bad.toml"):
-        C.resolve(C.load(str(bad)))
-    with pytest.raises(C.ConfigError, match="unknown section 'optimizer'"):
-        C.apply_overrides({}, {"optimizer.lr": 1})
+    with pytest.raises(config.ConfigError, match=r"swap.correction does not apply to method 'msgd'.*bad.toml"):
+        config.resolve(config.load(str(bad)))
+    with pytest.raises(config.ConfigError, match="unknown section 'optimizer'"):
+        config.apply_overrides({}, {"optimizer.lr": 1})
 
 
 def test_overrides_parse_toml_values_and_defaults_fill_in():
-    raw = C.apply_overrides(
-        C.parse('method = "cvr-resghmc"'),
+    raw = config.apply_overrides(
+        config.parse('method = "cvr-resghmc"'),
         {
             "variance_reduction.coefficient": "-1.0",
             "data.augment": "false",
@@ -107,7 +106,7 @@ def test_overrides_parse_toml_values_and_defaults_fill_in():
             "samples.keep": "reservoir",
         },
     )
-    cfg = C.resolve(raw)
+    cfg = config.resolve(raw)
     assert cfg.variance_reduction.coefficient == -1.0 and cfg.data.augment is False
     assert cfg.model.kwargs == {"width": 8} and cfg.samples.keep == "reservoir"
     assert cfg.swap.correction == 1.5e5  # the field's default
@@ -123,9 +122,9 @@ def test_model_names_match_the_registry():
 
 
 def test_configs_are_frozen_dataclasses_one_per_table():
-    cfg = C.resolve(C.load("vr-resghmc"))
-    assert [f.name for f in dataclasses.fields(cfg)][2:] == list(C.SECTIONS)
-    for name, cls in C.SECTIONS.items():
+    cfg = config.resolve(config.load("vr-resghmc"))
+    assert [f.name for f in dataclasses.fields(cfg)][2:] == list(config.SECTIONS)
+    for name, cls in config.SECTIONS.items():
         assert type(getattr(cfg, name)) is cls and dataclasses.is_dataclass(cls)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.training.epochs = 3
@@ -137,7 +136,7 @@ def test_run_json_records_the_config_byte_for_byte_as_before():
     """The config recorded by a run directory written earlier resolves to the same JSON text, so a
     rerun compares equal and run directories written before keep working."""
     recorded = json.load(open(os.path.join(FIXTURES, "vr_resghmc_cnn_run", "run.json")))["config"]
-    cfg = C.resolve(recorded)
+    cfg = config.resolve(recorded)
     assert json.dumps(cfg.to_dict(), indent=2) == json.dumps(recorded, indent=2)
     assert list(cfg.to_dict()) == list(recorded) and list(cfg.to_dict()["sampler"]) == list(recorded["sampler"])
 
@@ -158,9 +157,9 @@ def test_internal_top_level_keys_are_unknown_keys(text, message, tmp_path):
     ``AttributeError`` with an override)."""
     path = tmp_path / "my.toml"
     path.write_text(text)
-    for raw in (C.load(str(path)), C.apply_overrides(C.load(str(path)), {"training.epochs": 3})):
-        with pytest.raises(C.ConfigError) as err:
-            C.resolve(raw)
+    for raw in (config.load(str(path)), config.apply_overrides(config.load(str(path)), {"training.epochs": 3})):
+        with pytest.raises(config.ConfigError) as err:
+            config.resolve(raw)
         assert message in str(err.value) and str(path) in str(err.value)
 
 
@@ -172,24 +171,26 @@ def test_deeply_nested_values_are_one_config_error(value, tmp_path):
     deepest key (``model.kwargs.<name>``) is refused, naming the file or the override."""
     path = tmp_path / "deep.toml"
     path.write_text(f'method = "sghmc"\n[sampler]\nlr = {value}\n')
-    with pytest.raises(C.ConfigError, match="nested") as err:
-        C.resolve(C.load(str(path)))
+    with pytest.raises(config.ConfigError, match="nested") as err:
+        config.resolve(config.load(str(path)))
     assert str(path) in str(err.value)
-    with pytest.raises(C.ConfigError, match="nested") as err:
-        C.resolve(C.apply_overrides(C.load("sghmc"), {"sampler.lr": value}))
+    with pytest.raises(config.ConfigError, match="nested") as err:
+        config.resolve(config.apply_overrides(config.load("sghmc"), {"sampler.lr": value}))
     assert "override" in str(err.value)
 
 
 def test_crop_padding_is_bounded_by_the_image():
     """``data.crop_padding = 100000`` ran out of memory padding the images; a padding must leave
     every crop part of the image."""
-    assert C.resolve(C.apply_overrides(C.load("sghmc"), {"data.crop_padding": 31})).data.crop_padding == 31
+    assert (
+        config.resolve(config.apply_overrides(config.load("sghmc"), {"data.crop_padding": 31})).data.crop_padding == 31
+    )
     with pytest.raises(
-        C.ConfigError,
+        config.ConfigError,
         match=r"config key data.crop_padding must be an integer in \[0, 31\] \(less "
         r"than the 32-pixel side of cifar10 images.*got 100000 \(override\)",
     ):
-        C.resolve(C.apply_overrides(C.load("sghmc"), {"data.crop_padding": 100000}))
+        config.resolve(config.apply_overrides(config.load("sghmc"), {"data.crop_padding": 100000}))
 
 
 TINY = {"training.epochs": 2, "data.batch_size": 32, "samples.thinning": 2, "samples.burn_in_epochs": 0}
@@ -234,14 +235,14 @@ TINY = {"training.epochs": 2, "data.batch_size": 32, "samples.thinning": 2, "sam
 def test_the_samplers_numbers_are_checked_in_float32_without_the_data_size(override, message):
     """Each key is fine alone; what the sampler computes from them is not (inf, 0 or a diverging
     step once TensorFlow runs): refused by ``resolve``, naming the key and its interval."""
-    with pytest.raises(C.ConfigError, match=message):
-        C.resolve(C.apply_overrides(C.load("vr-resghmc"), {**TINY, **override}))
+    with pytest.raises(config.ConfigError, match=message):
+        config.resolve(config.apply_overrides(config.load("vr-resghmc"), {**TINY, **override}))
 
 
 def test_the_samplers_numbers_for_the_data_size():
     """``lr / N`` (1.875e-40 for ``--lr 1.2e-38`` on 64 images: 0 in float32) is checked once ``N`` is
     known, naming the interval for that ``N``."""
-    cfg = C.resolve(C.apply_overrides(C.load("vr-resghmc"), {**TINY, "sampler.lr": 1.2e-38}))
+    cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {**TINY, "sampler.lr": 1.2e-38}))
     with pytest.raises(
         sampler_numbers.BoundError,
         match=r"config key sampler.lr must be in \[7.53e-37, 3.4e\+38\] "
@@ -252,14 +253,16 @@ def test_the_samplers_numbers_for_the_data_size():
 
 
 def test_the_shipped_configs_pass_the_samplers_checks_at_every_scale():
-    for method in C.METHODS:
+    for method in config.METHODS:
         for epochs in (5, 10, 500, 5000):  # cycsghmc has 5 cycles: at least 5 epochs
-            cfg = C.resolve(C.apply_overrides(C.load(method), {"training.epochs": epochs}))
+            cfg = config.resolve(config.apply_overrides(config.load(method), {"training.epochs": epochs}))
             for n in (64, 50000, 10**7):
                 sampler_numbers.check_data_size(cfg, n)
 
 
 def test_applies_names_the_keys_of_a_method():
-    assert C.applies("swap.correction", "resghmc") and not C.applies("swap.correction", "msgd")
-    assert C.applies("sampler.cycles", "cycsghmc") and not C.applies("sampler.cycles", "sghmc")
-    assert C.applies("data.batch_size", "msgd") and C.applies("bogus.key", "msgd")  # unknown: resolve names it
+    assert config.applies("swap.correction", "resghmc") and not config.applies("swap.correction", "msgd")
+    assert config.applies("sampler.cycles", "cycsghmc") and not config.applies("sampler.cycles", "sghmc")
+    assert config.applies("data.batch_size", "msgd") and config.applies(
+        "bogus.key", "msgd"
+    )  # unknown: resolve names it

@@ -7,67 +7,67 @@ import pytest
 import tensorflow as tf
 from conftest import SHARED_DATA
 
-from tf_vrre.workflows.image_classification import data as D
+from tf_vrre.workflows.image_classification import data
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)  # published training-set statistics
 
 
 # ---- sources ------------------------------------------------------------------------------
 def test_npz_parts_are_concatenated_in_order(image_data_dir):
-    x, y, src = D.load_split("cifar10", "train", "npz", image_data_dir)
+    x, y, src = data.load_split("cifar10", "train", "npz", image_data_dir)
     assert src == "npz" and x.shape == (400, 32, 32, 3) and x.dtype == np.uint8 and y.dtype == np.int64
     with np.load(os.path.join(image_data_dir, "cifar10", "cifar10_train_part2of2.npz")) as z:
         np.testing.assert_array_equal(x[200:], z["x"])
-    x100, y100, _ = D.load_split("cifar100", "test", "auto", image_data_dir)
+    x100, y100, _ = data.load_split("cifar100", "test", "auto", image_data_dir)
     assert x100.shape[0] == 200 and y100.max() < 100
-    assert D.resolve_source("auto", "cifar10", "test", image_data_dir) == "npz"
-    assert D.resolve_source("auto", "svhn", "test", image_data_dir) == "tfds"  # no svhn files there
+    assert data.resolve_source("auto", "cifar10", "test", image_data_dir) == "npz"
+    assert data.resolve_source("auto", "svhn", "test", image_data_dir) == "tfds"  # no svhn files there
 
 
 def test_source_errors_name_the_problem(image_data_dir, tmp_path):
     with pytest.raises(ValueError, match="dataset must be one of cifar10, cifar100, svhn_cropped"):
-        D.load_split("mnist", "train", "npz", image_data_dir)
+        data.load_split("mnist", "train", "npz", image_data_dir)
     with pytest.raises(ValueError, match="split of cifar10 must be one of train, test"):
-        D.load_split("cifar10", "extra", "npz", image_data_dir)
+        data.load_split("cifar10", "extra", "npz", image_data_dir)
     with pytest.raises(ValueError, match="source must be one of auto, npz, tfds"):
-        D.load_split("cifar10", "test", "web", image_data_dir)
+        data.load_split("cifar10", "test", "web", image_data_dir)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        D.load_split("cifar10", "test", "npz", str(tmp_path / "missing"))
+        data.load_split("cifar10", "test", "npz", str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError, match="svhn_cropped_test.npz"):
-        D.load_split("svhn", "test", "npz", image_data_dir)
+        data.load_split("svhn", "test", "npz", image_data_dir)
     bad = tmp_path / "cifar10"
     bad.mkdir()
     np.savez(bad / "cifar10_test.npz", x=np.zeros((3, 28, 28, 1), np.uint8), y=np.zeros(3, np.int64))
     with pytest.raises(ValueError, match=r"uint8 images of shape \[n, 32, 32, 3\]"):
-        D.load_split("cifar10", "test", "npz", str(tmp_path))
+        data.load_split("cifar10", "test", "npz", str(tmp_path))
     np.savez(bad / "cifar10_test.npz", x=np.zeros((3, 32, 32, 3), np.uint8), y=np.array([0, 1, 10]))
     with pytest.raises(ValueError, match=r"labels must be integers in \[0, 9\]"):
-        D.load_split("cifar10", "test", "npz", str(tmp_path))
+        data.load_split("cifar10", "test", "npz", str(tmp_path))
 
 
 def test_tfds_source_with_mock_data():
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=48):
-        x, y, src = D.load_split("cifar10", "train", "tfds", download=False)
+        x, y, src = data.load_split("cifar10", "train", "tfds", download=False)
         assert src == "tfds" and x.shape == (48, 32, 32, 3) and x.dtype == np.uint8
         assert y.dtype == np.int64 and y.min() >= 0 and y.max() <= 9
-        xs, ys, _ = D.load_split("svhn", "test", "tfds", download=False)
+        xs, ys, _ = data.load_split("svhn", "test", "tfds", download=False)
         assert xs.shape == (48, 32, 32, 3) and ys.max() <= 9
-        train, (xh, yh), info = D.load_training_data("cifar100", "tfds", subset=32, holdout=8, download=False)
+        train, (xh, yh), info = data.load_training_data("cifar100", "tfds", subset=32, holdout=8, download=False)
         assert train.size == 32 and len(xh) == 8 and info["source"] == "tfds" and train.num_classes == 100
 
 
 # ---- normalisation and splits ---------------------------------------------------------------
 def test_preprocessing_statistics_and_round_trip(image_data_dir):
-    x, _, _ = D.load_split("cifar10", "train", "npz", image_data_dir)
-    prep = D.Preprocessing.from_images(x)
+    x, _, _ = data.load_split("cifar10", "train", "npz", image_data_dir)
+    prep = data.Preprocessing.from_images(x)
     f = x.astype(np.float64) / 255.0
     np.testing.assert_allclose(prep.mean, f.mean(axis=(0, 1, 2)), rtol=1e-12)
     np.testing.assert_allclose(prep.std, f.std(axis=(0, 1, 2)), rtol=1e-9)
     if os.path.exists(os.path.join(SHARED_DATA, "cifar10")):
         np.testing.assert_allclose(prep.mean, CIFAR10_MEAN, atol=0.02)  # 400 real images
-    again = D.Preprocessing.from_dict(prep.to_dict())
+    again = data.Preprocessing.from_dict(prep.to_dict())
     assert again.to_dict() == prep.to_dict() and prep.to_dict()["kind"] == "normalize"
     z = prep.apply(x[:5])
     assert z.dtype == np.float32
@@ -76,21 +76,21 @@ def test_preprocessing_statistics_and_round_trip(image_data_dir):
     np.testing.assert_allclose(all_z.mean(0), 0, atol=1e-5)  # the training images, normalised
     np.testing.assert_allclose(all_z.std(0), 1, atol=1e-5)
     with pytest.raises(ValueError, match="std > 0"):
-        D.Preprocessing([0.5], [0.0])
+        data.Preprocessing([0.5], [0.0])
 
 
 def test_preprocessing_errors_name_the_source_the_key_and_the_channels(image_data_dir, tmp_path, capsys):
     """Each used to be a raw error (KeyError 'std', a NumPy broadcast error) or a line that did not
     say which file (std = 0 in run.json, images with a constant channel)."""
-    prep = D.Preprocessing([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])
+    prep = data.Preprocessing([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])
     with pytest.raises(ValueError, match=r"^preprocessing: 'std' is missing; expected \{'kind': 'normalize'"):
-        D.Preprocessing.from_dict({"kind": "normalize", "scale": 1 / 255, "mean": [0.5]})
+        data.Preprocessing.from_dict({"kind": "normalize", "scale": 1 / 255, "mean": [0.5]})
     with pytest.raises(
         ValueError,
         match=r"^runs/a/run.json: preprocessing: mean must be finite and std > 0 in every "
         r"channel, got mean \[0.5, 0.5\] and std \[0.2, 0.0\] \(channel 1\)",
     ):
-        D.Preprocessing.from_dict(
+        data.Preprocessing.from_dict(
             {"kind": "normalize", "scale": 1, "mean": [0.5, 0.5], "std": [0.2, 0]},
             where="runs/a/run.json: preprocessing",
         )
@@ -110,55 +110,55 @@ def test_preprocessing_errors_name_the_source_the_key_and_the_channels(image_dat
         match=r"^my images: channel 2 has the same value \(7\) in every pixel of all 10 "
         r"images, so there is no variance to normalise by \(std = 0\)",
     ):
-        D.Preprocessing.from_images(flat, where="my images")
+        data.Preprocessing.from_images(flat, where="my images")
     # the training data of a run: the files are named
-    data = tmp_path / "data"
-    (data / "cifar10").mkdir(parents=True)
-    x, y, _ = D.load_split("cifar10", "train", "npz", image_data_dir)
+    data_dir = tmp_path / "data"
+    (data_dir / "cifar10").mkdir(parents=True)
+    x, y, _ = data.load_split("cifar10", "train", "npz", image_data_dir)
     x = x.copy()
     x[..., 1] = 200
-    np.savez(data / "cifar10" / "cifar10_train.npz", x=x, y=y)
+    np.savez(data_dir / "cifar10" / "cifar10_train.npz", x=x, y=y)
     with pytest.raises(
         ValueError,
-        match=rf"^the cifar10 training images in {data}/cifar10 \(cifar10_train\*.npz\): "
+        match=rf"^the cifar10 training images in {data_dir}/cifar10 \(cifar10_train\*.npz\): "
         r"channel 1 has the same value \(200\)",
     ):
-        D.load_training_data("cifar10", "npz", str(data))
+        data.load_training_data("cifar10", "npz", str(data_dir))
 
 
 def test_split_indices_are_balanced_disjoint_and_seeded():
     y = np.repeat(np.arange(10), 50)
-    train, held = D.split_indices(y, subset=200, holdout=0.1, seed=3)
+    train, held = data.split_indices(y, subset=200, holdout=0.1, seed=3)
     assert len(train) == 200 and len(held) == 20 and not set(train) & set(held)
     assert np.all(np.bincount(y[train], minlength=10) == 20) and np.all(np.bincount(y[held], minlength=10) == 2)
-    again, _ = D.split_indices(y, subset=200, holdout=0.1, seed=3)
-    other, _ = D.split_indices(y, subset=200, holdout=0.1, seed=4)
+    again, _ = data.split_indices(y, subset=200, holdout=0.1, seed=3)
+    other, _ = data.split_indices(y, subset=200, holdout=0.1, seed=4)
     np.testing.assert_array_equal(train, again)
     assert not np.array_equal(train, other)
-    rest, held = D.split_indices(y, holdout=25)
+    rest, held = data.split_indices(y, holdout=25)
     assert len(rest) == 475 and len(held) == 25
     with pytest.raises(ValueError, match="subset"):
-        D.split_indices(y, subset=490, holdout=20)
+        data.split_indices(y, subset=490, holdout=20)
     with pytest.raises(ValueError, match="holdout"):
-        D.split_indices(y, holdout=1.5)
+        data.split_indices(y, holdout=1.5)
 
 
 # ---- augmentation ------------------------------------------------------------------------
 def _prep():
-    return D.Preprocessing([0.5, 0.5, 0.5], [0.25, 0.25, 0.25])
+    return data.Preprocessing([0.5, 0.5, 0.5], [0.25, 0.25, 0.25])
 
 
 def test_augmentation_is_a_shifted_flipped_window_and_deterministic():
     rng = np.random.default_rng(0)
     img = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
-    prep, aug = _prep(), D.Augmentation(crop_padding=4, flip=True)
+    prep, aug = _prep(), data.Augmentation(crop_padding=4, flip=True)
     padded = np.pad(prep.apply(img[None])[0], ((4, 4), (4, 4), (0, 0)), constant_values=(0 - 0.5) / 0.25)
     flips = 0
     for index in range(20):
-        key = D.example_key(7, 2, index)
-        out = D.augment(img, key, prep, aug).numpy()
+        key = data.example_key(7, 2, index)
+        out = data.augment(img, key, prep, aug).numpy()
         assert out.shape == (32, 32, 3) and out.dtype == np.float32
-        np.testing.assert_array_equal(out, D.augment(img, key, prep, aug).numpy())  # a pure function of the key
+        np.testing.assert_array_equal(out, data.augment(img, key, prep, aug).numpy())  # a pure function of the key
         matches = [
             (dy, dx, f)
             for dy in range(9)
@@ -173,7 +173,10 @@ def test_augmentation_is_a_shifted_flipped_window_and_deterministic():
         assert matches, "the view is not a 32x32 window of the padded image (possibly flipped)"
         flips += matches[0][2]
     assert 2 <= flips <= 18  # p = 1/2 over 20 draws
-    a, b = D.augment(img, D.example_key(7, 2, 1), prep, aug), D.augment(img, D.example_key(7, 3, 1), prep, aug)
+    a, b = (
+        data.augment(img, data.example_key(7, 2, 1), prep, aug),
+        data.augment(img, data.example_key(7, 3, 1), prep, aug),
+    )
     assert not np.array_equal(a.numpy(), b.numpy())  # another data epoch, another view
 
 
@@ -182,7 +185,7 @@ def test_random_erasing_rate_and_rectangle():
     erased, areas = 0, []
     trials = 400
     for i in range(trials):
-        out = D.random_erasing(img, D.example_key(1, 0, i), probability=0.5).numpy()
+        out = data.random_erasing(img, data.example_key(1, 0, i), probability=0.5).numpy()
         zero = np.all(out == 0.0, axis=-1)
         if zero.any():
             erased += 1
@@ -193,9 +196,9 @@ def test_random_erasing_rate_and_rectangle():
     assert abs(erased - trials / 2) < 4 * np.sqrt(trials / 4)
     assert min(areas) >= 0.015 and max(areas) <= 0.41
     with pytest.raises(ValueError, match="erasing must be a probability"):
-        D.Augmentation(erasing=1.5)
-    aug = D.Augmentation(crop_padding=2, flip=False, erasing=0.25)
-    assert D.Augmentation(**aug.get_config()).get_config() == aug.get_config()
+        data.Augmentation(erasing=1.5)
+    aug = data.Augmentation(crop_padding=2, flip=False, erasing=0.25)
+    assert data.Augmentation(**aug.get_config()).get_config() == aug.get_config()
 
 
 # ---- the training pipeline ------------------------------------------------------------------
@@ -203,7 +206,7 @@ def _training_data(n=40):
     rng = np.random.default_rng(1)
     x = rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8)
     y = rng.integers(0, 10, n).astype(np.int64)
-    return D.TrainingData(x, y, D.Preprocessing.from_images(x), 10)
+    return data.TrainingData(x, y, data.Preprocessing.from_images(x), 10)
 
 
 def _epoch(ds):
@@ -211,35 +214,35 @@ def _epoch(ds):
 
 
 def test_pipeline_order_is_a_function_of_seed_and_step():
-    data = _training_data()
+    train_set = _training_data()
     counter = tf.Variable(0, dtype=tf.int64)
-    ds = data.dataset(8, seed=5, counter=counter)
+    ds = train_set.dataset(8, seed=5, counter=counter)
     first = _epoch(ds)
     assert len(first) == 5 and ds.cardinality().numpy() == 5
     idx = np.concatenate([b[2]["example_index"] for b in first])
     assert sorted(idx) == list(range(40))  # one data epoch: every example once
     for x, y, extra in first:
-        np.testing.assert_array_equal(x, data.reference[0].numpy()[extra["example_index"]])
-        np.testing.assert_array_equal(y, data.y[extra["example_index"]])
+        np.testing.assert_array_equal(x, train_set.reference[0].numpy()[extra["example_index"]])
+        np.testing.assert_array_equal(y, train_set.y[extra["example_index"]])
     counter.assign(5)  # after 5 steps the next iterator yields data epoch 1 ...
     second = _epoch(ds)
     assert not np.array_equal(idx, np.concatenate([b[2]["example_index"] for b in second]))
-    fresh = data.dataset(8, seed=5, counter=tf.Variable(5, dtype=tf.int64))  # ... in any new run resumed there
+    fresh = train_set.dataset(8, seed=5, counter=tf.Variable(5, dtype=tf.int64))  # ... in any new run resumed there
     for a, b in zip(second, _epoch(fresh)):
         np.testing.assert_array_equal(a[2]["example_index"], b[2]["example_index"])
 
 
 def test_augmented_batches_carry_the_clean_view():
-    data = _training_data()
+    train_set = _training_data()
     counter = tf.Variable(0, dtype=tf.int64)
-    aug = D.Augmentation(crop_padding=4, flip=True, erasing=0.5)
-    batches = _epoch(data.dataset(8, seed=2, counter=counter, augmentation=aug))
+    aug = data.Augmentation(crop_padding=4, flip=True, erasing=0.5)
+    batches = _epoch(train_set.dataset(8, seed=2, counter=counter, augmentation=aug))
     x_aug, y, extra = batches[0]
     assert x_aug.shape == (8, 32, 32, 3) and set(extra) == {"example_index", "energy_inputs"}
-    clean = data.reference[0].numpy()[extra["example_index"]]
+    clean = train_set.reference[0].numpy()[extra["example_index"]]
     np.testing.assert_array_equal(extra["energy_inputs"], clean)
     assert not np.array_equal(x_aug, clean)
-    again = _epoch(data.dataset(8, seed=2, counter=tf.Variable(0, dtype=tf.int64), augmentation=aug))
+    again = _epoch(train_set.dataset(8, seed=2, counter=tf.Variable(0, dtype=tf.int64), augmentation=aug))
     np.testing.assert_array_equal(again[0][0], x_aug)  # same (seed, epoch, index): same views
     with pytest.raises(ValueError, match="batch_size must be <= the 40"):
-        data.dataset(64, seed=0, counter=counter)
+        train_set.dataset(64, seed=0, counter=counter)

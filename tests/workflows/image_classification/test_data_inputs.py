@@ -11,8 +11,7 @@ import pytest
 from _paths import ROOT
 
 from tf_vrre.runs import run_json
-from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import config_values
+from tf_vrre.workflows.image_classification import config, config_values
 from tf_vrre.workflows.image_classification.data import sources
 
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -172,8 +171,8 @@ def test_unreadable_folder_through_the_cli(tmp_path):
 def test_config_and_run_json_with_bad_bytes_name_the_file(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_bytes(b'method = "sghmc"\ndescription = "\xff\xfe"\n')
-    with pytest.raises(C.ConfigError, match=r"config .*bad.toml: not UTF-8 text"):
-        C.load(str(bad))
+    with pytest.raises(config.ConfigError, match=r"config .*bad.toml: not UTF-8 text"):
+        config.load(str(bad))
     line = one_line_error(tf_vrre_cli("train", "--config", bad, "--out", tmp_path / "run"))
     assert str(bad) in line and "not UTF-8" in line
     run = tmp_path / "run_bytes"
@@ -231,17 +230,19 @@ def test_train_flags_refused_in_one_line_before_tensorflow(flags, message, data,
 
 
 def test_unknown_override_says_override_and_file_keys_name_the_file(tmp_path):
-    with pytest.raises(C.ConfigError, match=r"config key swap.bogus is unknown; .* \(override\)$"):
-        C.resolve(C.apply_overrides(C.load("vr-resghmc"), {"swap.bogus": 1}))
-    with pytest.raises(C.ConfigError, match=r"config key swap.period does not apply to method 'sghmc' .*\(override\)$"):
-        C.resolve(C.apply_overrides(C.load("sghmc"), {"swap.period": 1}))
+    with pytest.raises(config.ConfigError, match=r"config key swap.bogus is unknown; .* \(override\)$"):
+        config.resolve(config.apply_overrides(config.load("vr-resghmc"), {"swap.bogus": 1}))
+    with pytest.raises(
+        config.ConfigError, match=r"config key swap.period does not apply to method 'sghmc' .*\(override\)$"
+    ):
+        config.resolve(config.apply_overrides(config.load("sghmc"), {"swap.period": 1}))
     path = tmp_path / "c.toml"
     path.write_text('method = "sghmc"\n[data]\nbogus = 1\n[model]\nkwargs = {depth = 2}\nname = "cnn"\n')
-    with pytest.raises(C.ConfigError, match=r"config key data.bogus is unknown; .*\(in .*c.toml\)$"):
-        C.resolve(C.load(str(path)))
+    with pytest.raises(config.ConfigError, match=r"config key data.bogus is unknown; .*\(in .*c.toml\)$"):
+        config.resolve(config.load(str(path)))
     path.write_text('method = "sghmc"\n[model]\nkwargs = {depth = 2}\nname = "cnn"\n')
-    with pytest.raises(C.ConfigError, match=r"model.kwargs.depth is unknown for model cnn.*\(in .*c.toml\)$"):
-        C.resolve(C.load(str(path)))
+    with pytest.raises(config.ConfigError, match=r"model.kwargs.depth is unknown for model cnn.*\(in .*c.toml\)$"):
+        config.resolve(config.load(str(path)))
 
 
 def test_model_kwargs_match_the_builders():
@@ -254,7 +255,9 @@ def test_model_kwargs_match_the_builders():
         fn = models.resnet if name.startswith("resnet") else builder
         params = set(inspect.signature(fn).parameters) - {"depth", "num_classes", "input_shape"}
         assert set(config_values.MODEL_KWARGS[name]) == params, name
-    cfg = C.resolve(C.apply_overrides(C.load("sghmc"), {"model.name": "resnet8", "model.kwargs.width": 4}))
+    cfg = config.resolve(
+        config.apply_overrides(config.load("sghmc"), {"model.name": "resnet8", "model.kwargs.width": 4})
+    )
     assert cfg.model.kwargs == {"width": 4}
 
 
@@ -309,9 +312,8 @@ def test_evaluate_refuses_the_training_set_as_ood(data, tmp_path):
 def test_evaluate_checks_that_it_can_write_the_run_before_starting(data, tmp_path, monkeypatch, capsys):
     """A run directory evaluate cannot write is refused by the flag checks, not after the whole
     evaluation (simulated: this suite may run as root, who can write anywhere)."""
-    import tf_vrre.cli.evaluate as ev
     from tf_vrre import cli
-    from tf_vrre.cli import _args
+    from tf_vrre.cli import _args, evaluate
 
     run = _fake_run(tmp_path / "run", data)
 
@@ -320,7 +322,7 @@ def test_evaluate_checks_that_it_can_write_the_run_before_starting(data, tmp_pat
 
     started = []
     monkeypatch.setattr(_args.tempfile, "mkdtemp", read_only)
-    monkeypatch.setattr(ev, "run", lambda args: started.append(args) or 0)
+    monkeypatch.setattr(evaluate, "run", lambda args: started.append(args) or 0)
     with pytest.raises(SystemExit) as exc:
         cli.main(["evaluate", "--run", str(run), "--ood", "none", "--fit-size", "0"])
     assert exc.value.code == 2 and not started

@@ -17,8 +17,7 @@ from _image_runs import cli_flags, tiny_config
 from _paths import ROOT
 
 from tf_vrre.callbacks.sample_collector import load_samples
-from tf_vrre.workflows.image_classification import strategies
-from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.workflows.image_classification import strategies, train
 
 
 # ---- TF_CONFIG and TPU detection (no TensorFlow) ----------------------------------------------
@@ -71,9 +70,9 @@ def test_well_formed_tf_config_and_names(monkeypatch):
         ValueError, match="strategy must be one of auto, default, mirrored, multiworker, tpu; got 'gpu'"
     ):
         strategies.check("gpu")
-    from tf_vrre.sgmcmc import swap_record as record  # the CLI bound, kept TF-free, is the swap record's capacity
+    from tf_vrre.sgmcmc import swap_record  # the CLI bound, kept TF-free, is the swap record's capacity
 
-    assert strategies.MAX_STEPS_PER_EXECUTION == record.CAPACITY
+    assert strategies.MAX_STEPS_PER_EXECUTION == swap_record.CAPACITY
 
 
 def _closed_port():
@@ -258,7 +257,7 @@ def test_make_strategy_names(monkeypatch):
     assert isinstance(mirrored, tf.distribute.MirroredStrategy) and not strategies.is_multi_worker(mirrored)
     assert strategies.is_chief(mirrored) and strategies.worker_name(mirrored) == "single"
     assert [strategies.name_of(s) for s in (default, mirrored)] == ["default", "mirrored"]
-    assert training.make_strategy is strategies.make_strategy
+    assert train.make_strategy is strategies.make_strategy
 
 
 def test_options_that_cannot_run_under_a_strategy_are_refused():
@@ -325,14 +324,14 @@ def test_execution_options_are_checked_before_anything_is_written(image_data_dir
         ({"strategy": "gpu"}, "strategy must be one of auto, default, mirrored, multiworker, tpu"),
     ):
         with pytest.raises(ValueError, match=message):
-            training.train(cfg, tmp_path / "run", data_dir=image_data_dir, source="npz", verbose=0, **kwargs)
+            train.train(cfg, tmp_path / "run", data_dir=image_data_dir, source="npz", verbose=0, **kwargs)
         assert not os.path.exists(tmp_path / "run")
 
 
 def test_train_with_xla_and_steps_per_execution_records_both(image_data_dir, tmp_path, capsys):
     cfg = tiny_config("vr-resghmc", samples__thinning=2)
     out = tmp_path / "run"
-    result = training.train(
+    result = train.train(
         cfg, out, data_dir=image_data_dir, source="npz", verbose=1, jit_compile=True, steps_per_execution=2
     )
     assert "XLA on, 2 step(s) per execution" in capsys.readouterr().err

@@ -28,15 +28,15 @@ def _cifar_binary(folder, x, y):
 
 def prepare_tiny_cifar10(data_dir, raw_dir, train=200, test=60):
     """Prepares CIFAR-10 with tfds' builder into ``data_dir`` from local files; returns the images."""
-    import _synthetic_images as S
+    import _synthetic_images
     import tensorflow_datasets as tfds
 
     bins = os.path.join(raw_dir, "cifar-10-batches-bin")
     os.makedirs(bins)
-    parts = [S.images(train // 5, 10, seed=10 + k) for k in range(5)]
+    parts = [_synthetic_images.images(train // 5, 10, seed=10 + k) for k in range(5)]
     for k, (x, y) in enumerate(parts):
         _cifar_binary(os.path.join(bins, f"data_batch_{k + 1}.bin"), x, y)
-    x_test, y_test = S.images(test, 10, seed=20)
+    x_test, y_test = _synthetic_images.images(test, 10, seed=20)
     _cifar_binary(os.path.join(bins, "test_batch.bin"), x_test, y_test)
     with open(os.path.join(bins, "batches.meta.txt"), "w") as f:
         f.write("\n".join(["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]))
@@ -201,12 +201,14 @@ def test_download_hosts_are_the_builders():
     from urllib.parse import urlsplit
 
     import tensorflow_datasets as tfds
-    from tensorflow_datasets.datasets.svhn_cropped import svhn_cropped_dataset_builder as svhn
+    from tensorflow_datasets.datasets.svhn_cropped import svhn_cropped_dataset_builder
 
     for name in ("cifar10", "cifar100"):
         builder = tfds.builder(name, data_dir=os.devnull)
         assert builder._cifar_info.url == tfds_source.DOWNLOAD_URLS[name]
-    assert urlsplit(svhn.URL).netloc == urlsplit(tfds_source.DOWNLOAD_URLS["svhn_cropped"]).netloc
+    assert (
+        urlsplit(svhn_cropped_dataset_builder.URL).netloc == urlsplit(tfds_source.DOWNLOAD_URLS["svhn_cropped"]).netloc
+    )
 
 
 def test_probe_uses_the_proxy_of_the_environment(monkeypatch):

@@ -15,15 +15,14 @@ from _paths import HELPERS, ROOT
 
 from tf_vrre.callbacks.sample_collector import load_samples
 from tf_vrre.runs import run_json
-from tf_vrre.workflows.image_classification import config as C
-from tf_vrre.workflows.image_classification import train as training
+from tf_vrre.workflows.image_classification import config, train
 
 
-@pytest.mark.parametrize("method", C.METHODS)
+@pytest.mark.parametrize("method", config.METHODS)
 def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir, tmp_path):
     cfg = tiny_config(method, data__erasing=0.5 if method == "vr-resghmc" else 0.0)
     out = tmp_path / "run"
-    result = training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
+    result = train.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     run = json.load(open(out / "run.json"))
     assert run["format"] == "tf_vrre.run/1" and run["method"] == method and run["status"] == "complete"
     assert (
@@ -44,8 +43,8 @@ def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir,
     net = keras.models.model_from_json(open(out / "samples" / "model.json").read())
     net.set_weights(samples.weights(0))
     assert os.path.isfile(out / "log.csv") and os.path.isdir(out / "tensorboard")
-    assert os.path.isdir(out / "swaps") == (method in C.REPLICA)
-    if method in C.REPLICA:
+    assert os.path.isdir(out / "swaps") == (method in config.REPLICA)
+    if method in config.REPLICA:
         rows = list(csv.DictReader(open(out / "swaps" / "swaps.csv")))
         assert len(rows) >= 1  # sigma2 exists after the first window: swaps are attempted
     assert not os.path.exists(out / "backup")  # removed when training completes
@@ -55,7 +54,7 @@ def test_each_config_trains_and_writes_the_run_directory(method, image_data_dir,
 def test_run_directory_refuses_another_config(image_data_dir, tmp_path):
     cfg = tiny_config("msgd")
     out = tmp_path / "run"
-    training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
+    train.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     before = open(out / "run.json").read()
     other = tiny_config("msgd", training__seed=1)
     with pytest.raises(
@@ -63,17 +62,17 @@ def test_run_directory_refuses_another_config(image_data_dir, tmp_path):
         match=r"holds a different run \(msgd\): config key training.seed is 0 "
         r"there, 1 now; use --overwrite",
     ):
-        training.train(other, out, data_dir=image_data_dir, source="npz", verbose=0)
+        train.train(other, out, data_dir=image_data_dir, source="npz", verbose=0)
     assert open(out / "run.json").read() == before  # nothing touched
-    again = training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
+    again = train.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     assert again["already_complete"]
-    training.train(other, out, data_dir=image_data_dir, source="npz", verbose=0, overwrite=True)
+    train.train(other, out, data_dir=image_data_dir, source="npz", verbose=0, overwrite=True)
     assert json.load(open(out / "run.json"))["seed"] == 1
     os.remove(out / "run.json")
     with pytest.raises(run_json.RunDirError, match="but no run.json"):
-        training.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
+        train.train(cfg, out, data_dir=image_data_dir, source="npz", verbose=0)
     with pytest.raises(ValueError, match=r"samples.thinning \(1000\) collects no sample"):
-        training.plan(tiny_config("msgd", samples__thinning=1000), image_data_dir, "npz")
+        train.plan(tiny_config("msgd", samples__thinning=1000), image_data_dir, "npz")
 
 
 def _manifest(out):
