@@ -313,20 +313,25 @@ def test_a_stale_pid_is_never_reported(tmp_path):
 def test_library_evaluate_reads_the_run_under_a_shared_lock(tmp_path, monkeypatch):
     """``tf_vrre.evaluate`` (the library call, not only the CLI) holds a reader's lock while it
     reads: a writer is refused meanwhile and can take the run afterwards."""
-    from tf_vrre.workflows.image_classification import evaluate
+    from tf_vrre.workflows.image_classification import evaluate, evaluation_checks
 
     run = tmp_path / "run"
     run.mkdir()
     (run / run_json.LOCK).write_text("")
     seen = []
 
-    def probe(run_dir, *args):
+    class Stop(Exception):
+        pass
+
+    def probe(run_dir):  # the first read of the run, under the lock
         with pytest.raises(locks.RunLockedError, match="is being read by another process"):
             locks.lock_run(run_dir)
-        seen.append(args)
-        return {"read": True}
+        seen.append(run_dir)
+        raise Stop
 
-    monkeypatch.setattr(evaluate, "_evaluate", probe)
-    assert evaluate.evaluate(str(run), ood="none", fit_size=0) == {"read": True} and len(seen) == 1
+    monkeypatch.setattr(evaluation_checks, "check_run", probe)
+    with pytest.raises(Stop):
+        evaluate.evaluate(str(run), ood="none", fit_size=0)
+    assert len(seen) == 1
     locks.lock_run(run)  # released when evaluate returned
     locks.unlock_run(run)

@@ -35,8 +35,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from typing import IO, Literal, overload
 
 import tf_vrre.runs.atomic as atomic
@@ -60,6 +62,7 @@ __all__ = [
     "lock_run",
     "check_run_free",
     "share_run",
+    "reading",
     "unlock_run",
     "holds_run_lock",
     "run_lock",
@@ -354,3 +357,14 @@ def share_run(run_dir: str | os.PathLike) -> Lock | None:
         return acquire(os.path.join(os.fspath(run_dir), LOCK), shared=True)
     except (Busy, atomic.SymlinkError, atomic.SpecialFileError):
         return None
+
+
+@contextlib.contextmanager
+def reading(run_dir: str | os.PathLike) -> Iterator[Lock | None]:
+    """:func:`share_run` for the duration of a ``with`` block (released at its end)."""
+    reader = share_run(run_dir)
+    try:
+        yield reader
+    finally:
+        if reader is not None:
+            reader.release()

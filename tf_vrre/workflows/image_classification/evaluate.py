@@ -206,42 +206,40 @@ def evaluate(
     """
     if ood not in evaluation_checks.OOD_CHOICES:
         raise ValueError(f"ood must be one of {', '.join(evaluation_checks.OOD_CHOICES)}; got {ood!r}")
-    reader = locks.share_run(run_dir)  # a reader's shared lock: no train / repair starts writing the run meanwhile
-    try:
-        return _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, verbose)
-    finally:
-        if reader is not None:
-            reader.release()
+    with locks.reading(run_dir):  # a reader's shared lock: no train / repair starts writing the run meanwhile
+        run, samples = evaluation_checks.check_run(run_dir)
+        data_dir, source, ood_name = evaluation_checks.data_sources(run, ood, data_dir, source)
+        run_path = os.path.join(str(run_dir), run_json.RUN_JSON)
+        prep = Preprocessing.from_dict(run["preprocessing"], where=f"{run_path}: preprocessing")
+        dataset = run["data"]["dataset"]
+        x_test, y_test = _load(dataset, "test", source, data_dir, test_size)
+        ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None
+        held = _heldout(run, source, data_dir, fit_size) if fit_size else None
+        m = run["model"]
+        model = models.build(
+            m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"]
+        )
+        say = (lambda s: print(s, file=sys.stderr, flush=True)) if verbose else (lambda s: None)
+        fitted = _fit(model, samples, held, prep, batch_size, say)
+        temps = {"T=1": 1.0, "T=2": 2.0}
+        if fitted and fitted["T"] is not None:
+            temps["T=fitted"] = fitted["T"]
+        bar = progress.StepProgress(len(samples), unit="sample") if verbose and samples else None
+        sums, last = _stream(model, samples, temps, (x_test, ood_data), prep, batch_size, bar)
+        report = _report_head(run_dir, run, len(samples), fitted, len(y_test), ood_name, ood_data)
+        entropies, bins = _score(report, sums, last, y_test, num_classes(dataset))
+        report["warnings"] = _warnings(report, num_classes(dataset))
+        for text in report["warnings"]:
+            warnings.warn(text, EvaluationWarning, stacklevel=2)
+        _write_outputs(run_dir, run, report, entropies, bins)
+        return report
 
 
-def _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, verbose):
-    """:func:`evaluate` under the run's shared lock."""
-    run, samples = evaluation_checks.check_run(run_dir)
-    data = run["data"]
-    data_dir, source, ood_name = evaluation_checks.data_sources(run, ood, data_dir, source)
+def _report_head(run_dir, run, num_samples, fitted, test_size, ood_name, ood_data):
+    """The report's description of the run, its samples, the fitted temperature and the data."""
+    data, m = run["data"], run["model"]
     run_path = os.path.join(str(run_dir), run_json.RUN_JSON)
-    prep = Preprocessing.from_dict(run["preprocessing"], where=f"{run_path}: preprocessing")
-    x_test, y_test = _load(data["dataset"], "test", source, data_dir, test_size)
-    ood_data = _load(ood_name, "test", source, data_dir, test_size) if ood_name else None
-    held = _heldout(run, source, data_dir, fit_size) if fit_size else None
-
-    m = run["model"]
-    model = models.build(m["name"], num_classes=m["num_classes"], input_shape=tuple(m["input_shape"]), **m["kwargs"])
-    say = (lambda s: print(s, file=sys.stderr, flush=True)) if verbose else (lambda s: None)
-    fitted = _fit(model, samples, held, prep, batch_size, say)
-    temps = {"T=1": 1.0, "T=2": 2.0}
-    if fitted and fitted["T"] is not None:
-        temps["T=fitted"] = fitted["T"]
-    sums, last = _stream(
-        model,
-        samples,
-        temps,
-        (x_test, ood_data),
-        prep,
-        batch_size,
-        progress.StepProgress(len(samples), unit="sample") if verbose and samples else None,
-    )
-    report = {
+    return {
         "run": {
             "dir": os.path.abspath(str(run_dir)),
             "method": run["method"],
@@ -251,17 +249,17 @@ def _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, v
             "status": run.get("status"),
             "epochs": run_json.field(run, "config.training.epochs", int, run_path),
         },
-        "samples": len(samples),
+        "samples": num_samples,
         "temperature": fitted,
-        "test": {"dataset": data["dataset"], "size": len(y_test)},
+        "test": {"dataset": data["dataset"], "size": test_size},
         "ood": {"dataset": ood_name, "size": len(ood_data[1])} if ood_data else None,
         "swaps": swap_summary(run_dir),
     }
-    entropies, bins = _score(report, sums, last, y_test, num_classes(data["dataset"]))
-    report["warnings"] = _warnings(report, num_classes(data["dataset"]))
-    for text in report["warnings"]:
-        warnings.warn(text, EvaluationWarning, stacklevel=2)
-    _figures(run_dir, run, report, entropies, bins, num_classes(data["dataset"]), plots)
+
+
+def _write_outputs(run_dir, run, report, entropies, bins):
+    """The figures, the entropies (``.npz``) and ``report.json``, into the run directory."""
+    _figures(run_dir, run, report, entropies, bins, num_classes(run["data"]["dataset"]), plots)
     arrays = {
         f"{where}_{k}".replace("=", "_"): h.astype(np.float32)
         for k, pair in entropies.items()
@@ -270,7 +268,6 @@ def _evaluate(run_dir, ood, data_dir, source, test_size, fit_size, batch_size, v
     }
     atomic.savez(os.path.join(str(run_dir), run_json.ENTROPIES), **arrays)
     run_json.write_json(os.path.join(str(run_dir), run_json.REPORT), report)
-    return report
 
 
 def _fit(model, samples, held, prep, batch_size, say):
