@@ -26,7 +26,9 @@ from typing import Any
 import keras
 import numpy as np
 
-from tf_vrre.callbacks import running_bma, sample_identity, sample_reservoir
+import tf_vrre.callbacks.running_bma as running_bma
+import tf_vrre.callbacks.sample_identity as sample_identity
+import tf_vrre.callbacks.sample_reservoir as sample_reservoir
 from tf_vrre.callbacks.sample_reservoir import KEEP, exploding, reservoir_slot
 from tf_vrre.runs import fault_points, ownership
 from tf_vrre.runs.samples import (

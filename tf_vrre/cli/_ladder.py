@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 
+import tf_vrre.cli._args as _args
 from tf_vrre import numerics
-from tf_vrre.cli import _args
 from tf_vrre.runs import ladder_file
 
 MIXTURE_LADDER = "vr-resgld-ladder"

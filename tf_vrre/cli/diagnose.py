@@ -6,7 +6,8 @@ tf-vrre diagnose --run runs/s0 --run runs/s1 --out runs/diag   # seeds as chains
 
 import os
 
-from tf_vrre.cli import _args, _ladder
+import tf_vrre.cli._args as _args
+import tf_vrre.cli._ladder as _ladder
 
 HELP = "replica flow, per-pair acceptance, ESS / R-hat of a run (swap log and/or samples)"
 DESCRIPTION = (

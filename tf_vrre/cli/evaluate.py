@@ -6,7 +6,7 @@ tf-vrre evaluate --run runs/c10-vr --ood svhn --data-dir ~/tensorflow_datasets
 
 import warnings
 
-from tf_vrre.cli import _args
+import tf_vrre.cli._args as _args
 
 HELP = "Bayesian model average of a run's samples: accuracy, NLL, Brier, ECE, OOD entropy / AUROC, figures"
 DESCRIPTION = (

@@ -7,7 +7,7 @@ tf-vrre export --samples runs/toy/samples --out serving/toy --temperature 2
 
 import os
 
-from tf_vrre.cli import _args
+import tf_vrre.cli._args as _args
 
 HELP = "export the samples' model average as one SavedModel for TF Serving"
 DESCRIPTION = (

@@ -9,7 +9,8 @@ tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta
 import os
 import time
 
-from tf_vrre.cli import _args, _ladder
+import tf_vrre.cli._args as _args
+import tf_vrre.cli._ladder as _ladder
 
 METHODS = (
     "sgld",

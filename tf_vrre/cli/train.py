@@ -15,7 +15,7 @@ import os
 import re
 import warnings
 
-from tf_vrre.cli import _args
+import tf_vrre.cli._args as _args
 from tf_vrre.workflows.image_classification.strategies import MAX_STEPS_PER_EXECUTION, STRATEGIES
 
 HELP = "train a method config (M-SGD, SGHMC, reSGHMC, VR-reSGHMC, cyclical) into a run directory"

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tf_vrre.diagnostics import replicas, report
+import tf_vrre.diagnostics.replicas as replicas
+import tf_vrre.diagnostics.report as report
 
 
 def _import_arviz():

@@ -28,7 +28,8 @@ import os
 
 import numpy as np
 
-from tf_vrre.diagnostics import chains, replicas
+import tf_vrre.diagnostics.chains as chains
+import tf_vrre.diagnostics.replicas as replicas
 from tf_vrre.diagnostics.runs import locate, read_run_json, read_samples, read_swap_log, run_steps
 
 FORMAT = "tf_vrre.diagnostics/1"

@@ -31,8 +31,8 @@ import tempfile
 from collections.abc import Callable
 from typing import IO, Any, TextIO
 
+import tf_vrre.runs.fault_points as fault_points
 from tf_vrre import errors
-from tf_vrre.runs import fault_points
 
 __all__ = [
     "write",

@@ -42,8 +42,8 @@ from collections.abc import Iterator
 from typing import IO, Literal, overload
 
 import tf_vrre.runs.atomic as atomic
+import tf_vrre.runs.run_json as run_json
 from tf_vrre import errors
-from tf_vrre.runs import run_json
 
 try:
     import fcntl

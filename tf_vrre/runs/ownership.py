@@ -23,8 +23,8 @@ import os
 import warnings
 from typing import Any
 
+import tf_vrre.runs.locks as locks
 from tf_vrre import errors
-from tf_vrre.runs import locks
 
 LOCK = locks.LOCK
 
@@ -175,7 +175,7 @@ def stored_run(path: str, who: str) -> dict | None:
     if the file is corrupt."""
     if not os.path.exists(path):
         return None
-    from tf_vrre.runs import samples
+    import tf_vrre.runs.samples as samples
 
     try:
         return samples.read_json(path).get("run")

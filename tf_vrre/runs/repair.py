@@ -34,7 +34,9 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from tf_vrre.runs import atomic, locks, run_json
+import tf_vrre.runs.atomic as atomic
+import tf_vrre.runs.locks as locks
+import tf_vrre.runs.run_json as run_json
 from tf_vrre.runs.samples import FORMAT, MANIFEST, SAMPLE_FILE, array_shapes, check_entry, read_manifest, sha256
 
 DAMAGED_PREFIX = "damaged-"

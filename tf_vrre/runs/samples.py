@@ -25,8 +25,8 @@ from typing import IO, Any
 
 import numpy as np
 
+import tf_vrre.runs.atomic as atomic
 from tf_vrre import errors
-from tf_vrre.runs import atomic
 
 MANIFEST = "manifest.json"
 MODEL_JSON = "model.json"

@@ -7,8 +7,8 @@ under ``loss_h``, ``accuracy_h``.  ``loss`` is the mean per-example NLL of the b
 
 import tensorflow as tf
 
+import tf_vrre.sampler.batch as batch
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import batch
 
 
 class ChainMetrics:

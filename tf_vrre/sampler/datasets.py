@@ -15,7 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from tf_vrre.sampler import input_checks
+import tf_vrre.sampler.input_checks as input_checks
 from tf_vrre.sampler.batch import INDEX_KEY
 from tf_vrre.sgmcmc import control_variates, seeds
 

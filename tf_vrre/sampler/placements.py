@@ -33,8 +33,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import tf_vrre.sampler.construction as construction
+import tf_vrre.sampler.invariants as invariants
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import construction, invariants
 from tf_vrre.sgmcmc.state import ChainState, ControlVariateState, ReplicaChain
 
 PLACEMENTS = ("replicated", "chain_per_replica")

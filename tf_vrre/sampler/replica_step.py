@@ -22,7 +22,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from tf_vrre.sampler import batch, hyperparameters, invariants
+import tf_vrre.sampler.batch as batch
+import tf_vrre.sampler.hyperparameters as hyperparameters
+import tf_vrre.sampler.invariants as invariants
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, seeds
 from tf_vrre.sgmcmc.state import exchange_labels
 

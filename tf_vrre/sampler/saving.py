@@ -25,8 +25,8 @@ from typing import Any
 
 import keras
 
+import tf_vrre.sampler.placements as placements
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import placements
 from tf_vrre.sgmcmc import schedules
 
 _FIX = (

@@ -160,7 +160,7 @@ def step_traffic(sampler: Any, dataset: tf.data.Dataset) -> Traffic:
     """The :class:`Traffic` of one train step of ``sampler`` (built in its strategy's scope) on
     batches of ``dataset`` (give static batch shapes, e.g. ``drop_remainder=True``).  Traces the
     step; runs nothing."""
-    from tf_vrre.sampler import placements
+    import tf_vrre.sampler.placements as placements
 
     strategy = sampler.distribute_strategy
     with strategy.scope():  # as fit: the compiled metrics' variables exist before the step is traced

@@ -31,12 +31,12 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+import tf_vrre.serving.checks as checks
 from tf_vrre import _keras_compat
 from tf_vrre._version import __version__
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import RUN_JSON
 from tf_vrre.runs.samples import MANIFEST, MODEL_JSON, load_samples, read_manifest
-from tf_vrre.serving import checks
 
 EXPORT_JSON = "export.json"
 EXPORT_FORMAT = "tf_vrre.export/1"

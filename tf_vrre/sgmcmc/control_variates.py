@@ -22,7 +22,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute, estimators
+import tf_vrre.sgmcmc.distribute as distribute
+import tf_vrre.sgmcmc.estimators as estimators
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import seeds
+import tf_vrre.sgmcmc.seeds as seeds
 
 DYNAMICS = ("sgld", "sghmc", "msgd")
 

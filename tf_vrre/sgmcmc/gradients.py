@@ -15,7 +15,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute, energy
+import tf_vrre.sgmcmc.distribute as distribute
+import tf_vrre.sgmcmc.energy as energy
 
 
 class Forward(collections.namedtuple("Forward", ["nlls", "preds", "grads", "priors"])):

@@ -45,7 +45,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import dynamics
+import tf_vrre.sgmcmc.dynamics as dynamics
 
 NEVER = -(2**62)  # last_swap_step before any swap
 

@@ -17,7 +17,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from tf_vrre.sgmcmc import distribute, energy, estimators
+import tf_vrre.sgmcmc.distribute as distribute
+import tf_vrre.sgmcmc.energy as energy
+import tf_vrre.sgmcmc.estimators as estimators
 
 
 class SwapEnergies(collections.namedtuple("SwapEnergies", ["energy", "pair_moments", "cross_moments", "variance"])):

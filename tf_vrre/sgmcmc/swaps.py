@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 import keras
 import tensorflow as tf
 
+import tf_vrre.sgmcmc.estimators as estimators
+import tf_vrre.sgmcmc.schedules as schedules
 import tf_vrre.sgmcmc.seeds as seeds
-from tf_vrre.sgmcmc import estimators, schedules
 
 if TYPE_CHECKING:
     from tf_vrre.sgmcmc.state import SwapState

@@ -10,11 +10,13 @@ import sys
 import keras
 import numpy as np
 
+import tf_vrre.workflows.gaussian_mixture.plots as plots
+import tf_vrre.workflows.gaussian_mixture.target as target
+import tf_vrre.workflows.gaussian_mixture.tuning as tuning
 from tf_vrre.callbacks import progress
 from tf_vrre.diagnostics import chain_summary
 from tf_vrre.runs import atomic
 from tf_vrre.runs.run_json import write_json
-from tf_vrre.workflows.gaussian_mixture import plots, target, tuning
 
 
 class Progress:

@@ -6,8 +6,8 @@ is adapted to ``r`` during the same tuning phase (``CorrectedSwap(correction="au
 import argparse
 import os
 
+import tf_vrre.workflows.gaussian_mixture.target as target
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
-from tf_vrre.workflows.gaussian_mixture import target
 
 RECORDS = "ladder"
 """Directory of the tuning records inside the study's output directory."""

@@ -35,8 +35,10 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+import tf_vrre.workflows.image_classification.config_rules as config_rules
+import tf_vrre.workflows.image_classification.config_values as config_values
+import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 from tf_vrre import errors
-from tf_vrre.workflows.image_classification import config_rules, config_values, sampler_numbers
 
 try:
     import tomllib

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tf_vrre.workflows.image_classification import sampler_numbers
+import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 
 __all__ = ["check"]
 

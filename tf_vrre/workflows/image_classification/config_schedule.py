@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tf_vrre.workflows.image_classification import config, sampler_numbers
+import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 
 __all__ = ["SCHEDULE_EPOCH_KEYS", "keep_rates", "schedule_values"]
 

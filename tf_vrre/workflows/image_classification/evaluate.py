@@ -32,11 +32,14 @@ from typing import Any
 
 import numpy as np
 
+import tf_vrre.workflows.image_classification.evaluation_checks as evaluation_checks
+import tf_vrre.workflows.image_classification.metrics as metrics
+import tf_vrre.workflows.image_classification.models as models
+import tf_vrre.workflows.image_classification.plots as plots
 from tf_vrre.callbacks import progress
 from tf_vrre.diagnostics import runs
 from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.runs.samples import read_log
-from tf_vrre.workflows.image_classification import evaluation_checks, metrics, models, plots
 from tf_vrre.workflows.image_classification.data import (
     Preprocessing,
     eval_dataset,

@@ -20,8 +20,11 @@ import os
 import warnings
 from typing import Any
 
+import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.config_schedule as config_schedule
+import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
+import tf_vrre.workflows.image_classification.strategies as strategies
 from tf_vrre.runs import locks, run_json
-from tf_vrre.workflows.image_classification import config, config_schedule, sampler_numbers, strategies
 from tf_vrre.workflows.image_classification.data import sources
 
 __all__ = [

@@ -25,8 +25,8 @@ import os
 import re
 import shutil
 
+import tf_vrre.workflows.image_classification.planning as planning
 from tf_vrre.runs import locks, run_json
-from tf_vrre.workflows.image_classification import planning
 
 __all__ = ["take_run", "give_back", "clear", "backup_epoch"]
 

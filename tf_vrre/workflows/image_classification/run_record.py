@@ -15,9 +15,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+import tf_vrre.workflows.image_classification.config as config
 from tf_vrre._version import __version__
 from tf_vrre.runs import atomic, run_json
-from tf_vrre.workflows.image_classification import config
 
 __all__ = ["versions", "write_run"]
 

@@ -19,8 +19,10 @@ import shutil
 import tempfile
 from typing import Any
 
+import tf_vrre.workflows.image_classification.planning as planning
+import tf_vrre.workflows.image_classification.run_directory as run_directory
+import tf_vrre.workflows.image_classification.strategies as strategies
 from tf_vrre.runs import locks, run_json
-from tf_vrre.workflows.image_classification import planning, run_directory, strategies
 
 __all__ = ["agree", "worker_root", "is_multi_worker", "run_state"]
 

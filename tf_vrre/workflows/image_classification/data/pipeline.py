@@ -24,8 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
+import tf_vrre.workflows.image_classification.data.sources as sources
+import tf_vrre.workflows.image_classification.data.tfds_source as tfds_source
 from tf_vrre.sampler.batch import ENERGY_INPUTS_KEY, INDEX_KEY  # the sampler's batch keys, defined once
-from tf_vrre.workflows.image_classification.data import sources, tfds_source
 from tf_vrre.workflows.image_classification.data.augment import Augmentation, augment, example_key
 
 ORDER_SALT = 0x0D7A

@@ -28,7 +28,7 @@ import zipfile
 
 import numpy as np
 
-from tf_vrre.workflows.image_classification.data import tfds_source
+import tf_vrre.workflows.image_classification.data.tfds_source as tfds_source
 
 DATASETS = {
     # name: (number of classes, image shape, splits)
