@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from _mixture_runs import TINY
 from _paths import ROOT
 
 from tf_vrre import cli
@@ -16,24 +17,7 @@ def test_short_run_writes_summary(tmp_path, capsys):
         cli.main(
             [
                 "mixture",
-                "--steps",
-                "400",
-                "--data-size",
-                "300",
-                "--seeds",
-                "1",
-                "--variance-m",
-                "40",
-                "--variance-steps",
-                "200",
-                "--sens-ratios",
-                "0.5",
-                "--sens-lrs",
-                "1e-4",
-                "--sens-seeds",
-                "1",
-                "--sens-steps",
-                "20",
+                *TINY,
                 "--out",
                 str(tmp_path),
             ]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from _mixture_runs import TINY
 from _paths import ROOT
 
 import tf_vrre
@@ -18,29 +19,7 @@ SHAPE = re.compile(
     r"^tf-vrre: error: (mixture|train|evaluate|export|diagnose|repair): (--[a-z0-9-]+|RUN)"
     r"( / --[a-z0-9-]+)*: [^:]"
 )
-MIXTURE = [
-    "mixture",
-    "--steps",
-    "400",
-    "--data-size",
-    "300",
-    "--seeds",
-    "1",
-    "--variance-m",
-    "40",
-    "--variance-steps",
-    "200",
-    "--sens-ratios",
-    "0.5",
-    "--sens-lrs",
-    "1e-4",
-    "--sens-seeds",
-    "1",
-    "--sens-steps",
-    "20",
-    "--methods",
-    "vr-resgld",
-]
+MIXTURE = ["mixture", *TINY, "--methods", "vr-resgld"]
 
 
 def test_version_prints_the_versions_without_importing_tensorflow():
