@@ -326,11 +326,13 @@ class LadderTuner(keras.callbacks.Callback):
     def _adapt_correction(self, step):
         """``correction="auto"``: one stochastic-approximation step of ``log F`` from this block's swaps."""
         s = self.model
+        if not s.swap_rule.adaptive_correction:  # nothing to adapt: no host read of the counters
+            return
         counts = self._counts()
         attempts = sum(counts[0]) - sum(self._last_counts[0])
         swaps = sum(counts[1]) - sum(self._last_counts[1])
         self._last_counts = counts
-        if not s.swap_rule.adaptive_correction or attempts == 0:
+        if attempts == 0:
             return
         log_f = ladder.correction_step(
             math.log(float(s.state.swap.correction.numpy())), s.swap_rule.target_acceptance, attempts, swaps, step
