@@ -62,6 +62,7 @@ def test_every_results_file_says_how_when_and_where_it_was_measured():
 
 def test_every_benchmark_script_writes_its_results_file():
     helpers = {
+        "arguments.py",
         "results.py",
         "render_docs.py",
         "docs_values.py",
