@@ -65,7 +65,7 @@ import results
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
 from tf_vrre.diagnostics.replicas import round_trips, slot_paths
-from tf_vrre.sgmcmc import ladder
+from tf_vrre.sgmcmc import ladder, tempered_gaussian
 from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns
 from tf_vrre.workflows.gaussian_mixture import target
 
@@ -321,7 +321,7 @@ def main(argv=None):
     )
     rows = [{"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v} for k, v in measured.items()]
     print(results.markdown(table(rows)))
-    exact_lambda = ladder.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
+    exact_lambda = tempered_gaussian.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
     print(
         f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
         f"(SGLD at eta = {GAUSS_LR}: {1 / (1 - GAUSS_LR / 2):.4f}); mixture left-mode weight at tau = 10: "
