@@ -61,7 +61,7 @@ class LadderTuner(keras.callbacks.Callback):
        end: a round ends in one step or not at all;
     5. with ``CorrectedSwap(correction="auto", target_acceptance=r)``: after every executed
        block of the tuning phase, adapts ``log F`` towards the acceptance rate ``r`` over all
-       attempted pairs (:func:`tf_vrre.sgmcmc.ladder.correction_step`) and sets it through
+       attempted pairs (:func:`tf_vrre.sgmcmc.tuning.correction_step`) and sets it through
        ``sampler.set_correction``; each round records the ``F`` it ended with.
 
     After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
