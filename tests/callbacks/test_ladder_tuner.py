@@ -463,18 +463,22 @@ def test_a_second_setter_of_the_ladder_is_refused_before_fit(other, tmp_path):
 
 
 def test_a_damaged_or_edited_record_is_refused_on_resume_in_one_line(tmp_path):
-    """The resume path reads ladder.json as data: a bad field, or a run identity edited by hand
-    (its fingerprint no longer matches), is refused in one line naming the file and the field,
-    before anything runs."""
+    """The resume path reads ladder.json as data: a record of this very run with a bad field, or
+    with its run identity edited by hand (fingerprint kept, so it no longer matches the fields), is
+    refused in one line naming the file and the field, before anything runs."""
+    s, x, y = make_sampler(vr=False, temperatures=TEMPS)
+    probe = LadderTuner(8, first_round_steps=2)
+    probe.set_model(s)
+    probe.on_train_begin()  # the identity this run records, as fit computes it before the first step
+    probe.on_train_end()
     path = tmp_path / "ladder.json"
     for edit, match in (
         (lambda d: d["rounds"][0].update(attempts="many"), r"rounds\[0\]\.attempts: must be a list of 3 integers"),
         (lambda d: d["run"]["sampler"].update(seed=7), r"run: the recorded run identity was edited"),
     ):
-        doc = _ladder_records.record()
+        doc = {**_ladder_records.record(), "run": json.loads(json.dumps(probe.record["run"]))}
         edit(doc)
         path.write_text(json.dumps(doc))
-        s, x, y = make_sampler(vr=False, temperatures=TEMPS)
         with pytest.raises(ValueError, match=rf"^LadderTuner: {tmp_path}/ladder.json: {match}[^\n]*$"):
             _fit(s, x, y, [LadderTuner(8, first_round_steps=2, directory=str(tmp_path))])
         assert int(s.state.step.numpy()) == 0 and json.loads(path.read_text()) == doc
