@@ -336,7 +336,7 @@ def main(argv=None):
     if args.tables_only:
         return tables_only(args.out)
     from tf_vrre.diagnostics import ladder_report
-    from tf_vrre.sgmcmc import ladder
+    from tf_vrre.sgmcmc import tempered_gaussian
 
     if args.quick:
         args.seeds, args.tune, args.fixed = 2, 4000, 8000
@@ -372,7 +372,7 @@ def main(argv=None):
     )
     rows = [{"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v} for k, v in measured.items()]
     print(results.markdown(table(rows)))
-    exact_lambda = ladder.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
+    exact_lambda = tempered_gaussian.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
     print(
         f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
         f"(SGLD at eta = {GAUSS_LR}: {1 / (1 - GAUSS_LR / 2):.4f}); mixture left-mode weight at tau = 10: "

@@ -3,12 +3,13 @@
 import json
 import os
 
+import _ladder_records
 import numpy as np
 import pytest
 
 from tf_vrre.diagnostics import ladder_report
 from tf_vrre.runs import ladder_file
-from tf_vrre.sgmcmc import ladder
+from tf_vrre.sgmcmc import ladder, tempered_gaussian
 
 
 def _record(tmp_path, rounds=3):
@@ -25,7 +26,7 @@ def _record(tmp_path, rounds=3):
     }
     start = 0
     for i, end in enumerate([10, 30, 70][:rounds]):
-        r = ladder.gaussian_rejection(temps[:-1] / temps[1:], 4)
+        r = tempered_gaussian.gaussian_rejection(temps[:-1] / temps[1:], 4)
         b = ladder.Barrier(temps, r, attempts=[100] * 5)
         new = ladder.equal_share_ladder(b)
         doc["rounds"].append(
@@ -84,5 +85,22 @@ def test_unfinished_and_bad_records(tmp_path):
     (bad / "ladder.json").write_text("{")
     with pytest.raises(ValueError, match="unreadable tuning record"):
         ladder_report.read(bad)
-    with pytest.raises(ValueError, match="no ended round"):
+    with pytest.raises(ValueError, match="no round that measured a barrier"):
         ladder_report.plot_barrier(None, {"rounds": [{"start_step": 0}]})
+
+
+def test_rounds_that_kept_their_ladder_report_no_barrier(tmp_path):
+    """A round with too few attempts per pair: in the table with why, no barrier in the summary
+    until a round measured one; the figure leaves it out."""
+    doc = _ladder_records.record()
+    s = ladder_report.summary(doc)
+    assert s["started"] == 3 and not s["finished"] and [r["kept"] is None for r in s["rounds"]] == [False, True]
+    assert s["barrier"] == doc["rounds"][1]["barrier"] and s["rounds"][0]["barrier"] is None
+    table = ladder_report.format_table(doc).splitlines()
+    assert table[1].split()[:4] == ["0", "0-4", "-", "-"] and "kept its ladder: too few swap attempts" in table[1]
+    assert table[2].split()[:4] == ["1", "4-12", "1.620", "4"]
+    assert len(ladder_report.plot_barrier(None, doc).axes[2].lines[0].get_xdata()) == 1  # Lambda of round 1 only
+    doc["rounds"] = doc["rounds"][:1]
+    assert ladder_report.summary(doc)["barrier"] is None
+    with pytest.raises(ValueError, match="no round that measured a barrier"):
+        ladder_report.plot_barrier(None, doc)

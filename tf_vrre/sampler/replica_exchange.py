@@ -291,6 +291,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         bound.apply_defaults()
         self._placement_fit_check(bound.arguments["x"])
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
+        hyperparameters.check_setters(bound.arguments["callbacks"])
         args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
             return super().fit(*args, **kwargs)
