@@ -326,7 +326,8 @@ def _warnings(report, num_classes):
             f"fitted temperature at the {t['bound_hit']} bound T = {t['T']:g}: {t['reason']}; the T=fitted "
             "rows use the bound"
             + (
-                "; a model at chance level has no better temperature than T = infinity"
+                "; the optimum lies beyond it: a model at chance level has no better temperature than T = infinity, "
+                "and over-confident samples (logits far larger than their accuracy warrants) need a T above 100"
                 if t["bound_hit"] == "upper"
                 else "; every held-out image is predicted right with a margin, so sharper is always better there"
             )

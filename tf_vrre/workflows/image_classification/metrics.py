@@ -263,7 +263,7 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
       >>> fit_temperature(-2.0 * np.eye(3)[y], y)           # logits that point away from the labels
       Traceback (most recent call last):
       ...
-      tf_vrre.workflows.image_classification.metrics.TemperatureFitError: fit_temperature: the held-out NLL is lowest at the upper bound T = 100 (NLL 1.1120 there, 3.2395 at T = 1; a uniform prediction has log C = 1.0986): no optimum inside [0.01, 100]
+      tf_vrre.workflows.image_classification.metrics.TemperatureFitError: fit_temperature: the held-out NLL is lowest at the upper bound T = 100 (NLL 1.1120 there, 2.7586 at T = 1; a uniform prediction has log C = 1.0986): no optimum inside [0.01, 100]
     """
     z, lo, hi = _temperature_fit_inputs(logits, labels, initial, bounds)
     y = np.asarray(labels).reshape(-1).astype(np.int64)
