@@ -213,7 +213,7 @@ def check_batched(where, name, dataset, model):
     except (AttributeError, ValueError):  # a subclassed model records no inputs
         inputs = []
     single = None
-    if inputs and len(inputs) == len(xs):
+    if inputs and len(inputs) == len(xs) and (len(xs) == 1 or isinstance(x, (list, tuple))):  # inputs in order
         for s, inp in zip(xs, inputs):
             want = tuple(inp.shape)
             if _rank(s) is not None and _rank(s) == len(want) - 1:
