@@ -6,6 +6,7 @@ for the files it writes, in every directory it writes, and nothing else: another
 import os
 
 import pytest
+import tensorflow as tf
 from _small_sampler import Interrupt, make_sampler
 
 import tf_vrre
@@ -67,21 +68,22 @@ def test_write_makes_temporaries_of_that_form(tmp_path, monkeypatch):
 
 def test_a_resumed_run_removes_its_own_temporaries_and_nothing_else(tmp_path):
     root = tmp_path / "run"
-    s, _, _ = make_sampler(temperatures=(1.0, 2.0, 4.0))
+    s, x, y = make_sampler(vr=False, temperatures=(1.0, 2.0, 4.0))
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
     with pytest.raises(KeyboardInterrupt):  # stopped in epoch 2 (4 steps each), after the epoch-1 checkpoint
-        s.fit(s.make_dataset(16), epochs=2, verbose=0, callbacks=callbacks(root) + [Interrupt(6)])
+        s.fit(batches, epochs=2, verbose=0, callbacks=callbacks(root) + [Interrupt(6)])
     plant(root, OWN)
     plant(root, FOREIGN)
     os.symlink(tmp_path / "outside.txt", root / "swaps" / ".epochs.csv.linklink.tmp")
     (tmp_path / "outside.txt").write_text("not the run's")
 
     # another run's writers are refused in these directories and touch nothing there
-    other, _, _ = make_sampler(temperatures=(1.0, 3.0, 9.0))
+    other, _, _ = make_sampler(vr=False, temperatures=(1.0, 3.0, 9.0))
     with pytest.raises(tf_vrre.RunMismatchError):
-        other.fit(other.make_dataset(16), epochs=2, verbose=0, callbacks=[tf_vrre.SwapLogger(root / "swaps")])
+        other.fit(batches, epochs=2, verbose=0, callbacks=[tf_vrre.SwapLogger(root / "swaps")])
     assert all((root / where / name).exists() for where, names in OWN.items() for name in names if where == "swaps")
 
-    s.fit(s.make_dataset(16), epochs=2, verbose=0, callbacks=callbacks(root))  # resumed from the epoch-1 checkpoint
+    s.fit(batches, epochs=2, verbose=0, callbacks=callbacks(root))  # resumed from the epoch-1 checkpoint
     assert int(s.state.step.numpy()) == 8
     left = [f"{where}/{name}" for where, names in OWN.items() for name in names if (root / where / name).exists()]
     assert left == []
