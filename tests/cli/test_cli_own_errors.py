@@ -19,7 +19,7 @@ from tf_vrre.workflows.image_classification.data import tfds_source
 
 def test_every_error_class_of_the_package_is_a_tf_vrre_error_and_keeps_its_base():
     from tf_vrre.callbacks import checkpoint
-    from tf_vrre.sampler import invariants
+    from tf_vrre.sampler import execution, invariants, placements
     from tf_vrre.workflows import step_bounds
 
     kept = {
@@ -31,6 +31,8 @@ def test_every_error_class_of_the_package_is_a_tf_vrre_error_and_keeps_its_base(
         checkpoint.EpochsError: ValueError,
         config.ConfigError: ValueError,
         step_bounds.BoundError: ValueError,
+        execution.ExecutionError: ValueError,
+        placements.PlacementError: ValueError,
         atomic.SymlinkError: OSError,
         atomic.SpecialFileError: OSError,
         locks.Busy: OSError,

@@ -14,7 +14,7 @@ import numpy as np
 
 import tf_vrre._user_warning as user_warning
 from tf_vrre import _keras_compat, numerics
-from tf_vrre.runs import ladder_file, ownership
+from tf_vrre.runs import atomic, ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc import ladder, schedules, tuning
 
@@ -189,6 +189,7 @@ class LadderTuner(keras.callbacks.Callback):
             ownership.claim(self.directory, self, self.params, "LadderTuner")
             try:
                 self._adopt(run)
+                atomic.remove_temporaries(self.directory, {ladder_file.FILE})  # a killed run's half-written record
             except Exception:
                 ownership.release(self)
                 raise

@@ -30,11 +30,12 @@ import tf_vrre.callbacks.running_bma as running_bma
 import tf_vrre.callbacks.sample_identity as sample_identity
 import tf_vrre.callbacks.sample_reservoir as sample_reservoir
 from tf_vrre.callbacks.sample_reservoir import KEEP, exploding, reservoir_slot
-from tf_vrre.runs import fault_points, ownership
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import (
     FORMAT,
     MANIFEST,
     MODEL_JSON,
+    SAMPLE_FILE,
     SampleSet,
     atomic_write,
     check_entry,
@@ -46,6 +47,11 @@ from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
 __all__ = ["KEEP", "SampleCollector", "SampleSet", "exploding", "load_samples", "reservoir_slot"]
+
+
+def _writes(name: str) -> bool:
+    """Whether a collector writes the file ``name`` in its directory (manifest, model, samples)."""
+    return name in (MANIFEST, MODEL_JSON) or SAMPLE_FILE.fullmatch(name) is not None
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -232,9 +238,10 @@ class SampleCollector(keras.callbacks.Callback):
         write_json(os.path.join(self.directory, MANIFEST), manifest)
         self._write_architecture()
         listed = {e["file"] for e in manifest["entries"]}
-        for name in os.listdir(self.directory):  # replayed, evicted or half-written files
-            if (name.startswith("sample-") or name.endswith(".tmp")) and name not in listed:
+        for name in os.listdir(self.directory):  # replayed or evicted samples
+            if SAMPLE_FILE.fullmatch(name) and name not in listed:
                 os.remove(os.path.join(self.directory, name))
+        atomic.remove_temporaries(self.directory, _writes)  # half-written files: its own temporaries only
         self._state = manifest
         if self._bma is not None:
             self._bma.recompute(self.directory, manifest["entries"])

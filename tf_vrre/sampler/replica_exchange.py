@@ -41,6 +41,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+import tf_vrre.sampler.execution as execution
 from tf_vrre import _keras_compat
 from tf_vrre.sampler import (
     batch,
@@ -320,6 +321,12 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             device for models without convolutions (see :mod:`tf_vrre.sampler.xla`, where the
             measurements behind the rule are); ``None`` (default): ``$TF_VRRE_JIT_COMPILE``, else
             ``"auto"``.  ``self.jit_compile`` holds the choice.
+          steps_per_execution: train steps per compiled call (Keras').
+
+        Under a strategy of several replicas (either placement) ``steps_per_execution > 1``
+        (outside a TPU) and XLA on CPU devices cannot run: they are refused here with an
+        :class:`tf_vrre.sampler.execution.ExecutionError` naming the argument and the values
+        allowed, before any step (:mod:`tf_vrre.sampler.execution`).
         """
         if kwargs.get("optimizer") is not None:
             raise TypeError("compile: ReplicaExchangeSampler updates the weights itself; do not pass an optimizer")
@@ -332,6 +339,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
                 "SparseCategoricalCrossentropy(from_logits=True)) or build the "
                 "sampler with nll=callable"
             )
+        execution.check(self.distribute_strategy, False if run_eagerly else jit_compile, steps_per_execution)
         use_xla = xla.resolve_jit_compile(jit_compile, self.chains[0]) and not run_eagerly
         super().compile(
             optimizer=None,

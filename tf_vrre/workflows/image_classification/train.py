@@ -49,7 +49,7 @@ import keras
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
-from tf_vrre.runs import locks, run_json
+from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
@@ -450,6 +450,7 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
         )
         verbose = 0
     sampler, record = _compile(cfg, p, strat, *execution, verbose)
+    atomic.remove_temporaries(root, {run_json.RUN_JSON, run_json.LOG})  # a killed run's half-written run.json, log.csv
     run = run_record.write_run(root, cfg, p, sampler, strat, record)
     d = cfg.data
     aug = Augmentation(d.crop_padding, d.flip, d.erasing) if d.augment else None
