@@ -53,6 +53,13 @@ NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 # quoted numbers: (file, sentence template)
 
 CLAIMS = [
+    # the main job's time (`tf-vrre mixture`): one measured wall time, wherever a page gives it
+    ("README.md", "[about {mixture.minutes:.0f} minutes on 2 CPU cores](docs/benchmarks/mixture.md)"),
+    ("docs/getting-started.md", "(about {mixture.minutes:.0f} minutes on a 2-core CPU;"),
+    (
+        "docs/benchmarks/mixture.md",
+        "about {mixture.minutes:.0f} minutes ({mixture.wall_min} min {mixture.wall_sec} s of wall time for the table below)",
+    ),
     ("README.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
     (
         "README.md",
