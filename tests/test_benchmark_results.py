@@ -132,3 +132,13 @@ def test_the_main_jobs_time_has_one_source(tmp_path, monkeypatch):
         rendered, problems = render_docs.render(text, page)
         assert not problems and shown in re.sub(r"\s+", " ", rendered) and shown not in re.sub(r"\s+", " ", text)
 
+
+def test_numbers_in_table_cells_stay_whole():
+    # a rendered table keeps `0.022 +- 0.001` on one line (non-breaking spaces); words still wrap
+    rows = render_docs.whole_numbers("| a | b |\n|---|---|\n| target 0.3 | 0.022 +- 0.001 |").splitlines()
+    assert rows[:2] == ["| a | b |", "|---|---|"]
+    assert rows[2] == "| target 0.3 | 0.022\u00a0+-\u00a00.001 |"
+    assert render_docs.whole_numbers("| 1.69e+04 5.05e+05 | 3.31 (3.30) |") == (
+        "| 1.69e+04\u00a05.05e+05 | 3.31\u00a0(3.30) |"
+    )
+    assert "| +0.055\u00a0+-\u00a00.085 |" in _text("docs/guides/ladder.md")
