@@ -28,7 +28,7 @@ EXAMPLE_PAGES = [
 ]
 # the pages a new user reads first, and the guides with long examples: no code line longer than
 # the page is wide (88 characters in the theme's content column; a longer one scrolls sideways
-# in its block, _static/tf_vrre.css)
+# in its block, _static/site.css)
 FIRST_PAGES = [
     "../README.md",
     "index.md",

@@ -438,6 +438,7 @@ NOT_A_PATH = re.compile(r"[\w>/]")
 """After a dotted name: more of a word, ``>`` (a Keras registered name ``tf_vrre.mixture>nll``) or
 ``/`` (a file format ``tf_vrre.run/1``) -- names, not import paths."""
 KERAS_PACKAGE_ARGUMENT = 'package="'  # register_keras_serializable(package="tf_vrre.mixture"): a registered name
+SCRIPT_NAMED_AFTER_THE_PACKAGE = "tf_vrre.py"  # a file that shadows the package (getting-started: troubleshooting)
 FROM_IMPORT = re.compile(r"\bfrom (tf_vrre(?:\.\w+)*) import ([\w ,]+)")
 """``from tf_vrre[.x] import a, b as c``: each imported name is a module or an attribute there."""
 
@@ -476,6 +477,8 @@ def dangling_references():
         for match in DOTTED.finditer(text):
             after = text[match.end() : match.end() + 1]
             if (after and NOT_A_PATH.match(after)) or text[: match.start()].endswith(KERAS_PACKAGE_ARGUMENT):
+                continue
+            if match.group() == SCRIPT_NAMED_AFTER_THE_PACKAGE:
                 continue
             if not _resolves(match.group()):
                 found.setdefault(os.path.relpath(path, ROOT), []).append(match.group())
