@@ -34,7 +34,7 @@ import tensorflow as tf
 
 import tf_vrre.sampler.construction as construction
 import tf_vrre.sampler.invariants as invariants
-from tf_vrre import _caller, _keras_compat
+from tf_vrre import _keras_compat, _user_warning
 from tf_vrre.sgmcmc.state import ChainState, ControlVariateState, ReplicaChain
 
 PLACEMENTS = ("replicated", "chain_per_replica")
@@ -86,7 +86,7 @@ def for_loading(arguments: dict) -> dict:
     try:
         check("chain_per_replica", arguments["num_chains"])
     except ValueError as err:
-        _caller.warn(  # at the user's load_model / from_config, not inside Keras' deserialization
+        _user_warning.warn(  # at the user's load_model / from_config, not inside Keras' deserialization
             f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
             f"cannot apply here: {err})"
         )
