@@ -141,6 +141,29 @@ def test_scale_guide_example_runs_on_two_logical_cpus(tmp_path):
     assert shown is not None and _examples.same_output(shown, proc.stdout), proc.stdout
 
 
+MATH_PAGES = ["guides/tuning.md", "guides/ladder.md"]
+"""Guides whose formulas are MyST math (``$\\tau_1$``, ``$$ ... $$``), rendered by MathJax."""
+FORMULA = re.compile(
+    r"\b(?:tau|eta|Lambda|lambda|sigma|delta|beta)(?:_\w+)?\b|\^|\bsqrt\(|\berfinv\(|\blog [A-Za-z0-9(]|\bsum(?:_\w+)? "
+)
+
+
+def code_formulas(text):
+    """The inline code spans of ``text``'s prose (outside code blocks and results tables) that
+    read as formulas: a Greek letter's name, a power, sqrt, erfinv, log, a sum."""
+    prose = re.sub(r"^ *```.*?^ *```\n|<!-- results: .*?<!-- /results -->", "", text, flags=re.S | re.M)
+    return [span for span in re.findall(r"`([^`\n]+)`", prose) if FORMULA.search(span)]
+
+
+def test_guides_write_their_formulas_as_math():
+    found = {page: code_formulas(open(os.path.join(DOCS, page)).read()) for page in MATH_PAGES}
+    assert not any(found.values()), f"formulas as inline code (write them as $...$ math): {found}"
+    assert code_formulas("the barrier `Lambda` over `tau_1 < ... < tau_K` with `bounds=(low, high)`") == [
+        "Lambda",
+        "tau_1 < ... < tau_K",
+    ]
+
+
 def test_readme_relative_links_resolve():
     # the README links into docs/ by relative paths, so they work on a repository host too
     text = open(os.path.join(ROOT, "README.md")).read()
