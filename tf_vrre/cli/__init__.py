@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from tf_vrre import errors
-from tf_vrre.cli import _args, _startup
+from tf_vrre.cli import _args, _shadowing, _startup
 from tf_vrre.cli._args import die
 
 SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose", "repair")
@@ -93,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             mod.check(args)
     except errors.TfVrreError as err:
         return _own_error(args.command, err, 2)
+    shadowed = _shadowing.current_note()  # a script run here would not import the package
+    if shadowed:
+        sys.stderr.write(f"tf-vrre: note: {shadowed}\n")
     if getattr(mod, "TENSORFLOW", True):
         try:  # TensorFlow's start-up lines dropped, unless $TF_CPP_MIN_LOG_LEVEL is set
             _startup.import_tensorflow()

@@ -1,6 +1,6 @@
 """``tf-vrre mixture``: the paper's Gaussian-mixture study offline (the main job).
 
-tf-vrre mixture                      # default scenario (N = 1e3), ~3-4 minutes on 2 CPU cores
+tf-vrre mixture                      # default scenario (N = 1e3); its time: docs/benchmarks/mixture.md
 tf-vrre mixture --iterations 20000 --seeds 2 --out runs/quick
 tf-vrre mixture --paper              # the paper's Section 5.1 numbers (N = 1e5), reported honestly
 tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta = 1e-5)

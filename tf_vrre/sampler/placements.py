@@ -25,7 +25,6 @@ either placement.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,7 +34,7 @@ import tensorflow as tf
 
 import tf_vrre.sampler.construction as construction
 import tf_vrre.sampler.invariants as invariants
-from tf_vrre import _keras_compat, errors
+from tf_vrre import _keras_compat, _user_warning, errors
 from tf_vrre.sgmcmc.state import ChainState, ControlVariateState, ReplicaChain
 
 PLACEMENTS = ("replicated", "chain_per_replica")
@@ -91,10 +90,9 @@ def for_loading(arguments: dict) -> dict:
     try:
         check("chain_per_replica", arguments["num_chains"])
     except ValueError as err:
-        warnings.warn(
+        _user_warning.warn(  # at the user's load_model / from_config, not inside Keras' deserialization
             f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
-            f"cannot apply here: {err})",
-            stacklevel=3,
+            f"cannot apply here: {err})"
         )
         return {**arguments, "placement": "replicated"}
     return arguments

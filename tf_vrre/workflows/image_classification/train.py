@@ -46,6 +46,13 @@ from typing import Any
 
 import keras
 
+import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.models as models
+import tf_vrre.workflows.image_classification.planning as planning
+import tf_vrre.workflows.image_classification.run_directory as run_directory
+import tf_vrre.workflows.image_classification.run_record as run_record
+import tf_vrre.workflows.image_classification.strategies as strategies
+import tf_vrre.workflows.image_classification.workers as workers
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
@@ -55,15 +62,6 @@ from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
-from tf_vrre.workflows.image_classification import (
-    config,
-    models,
-    planning,
-    run_directory,
-    run_record,
-    strategies,
-    workers,
-)
 from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
 from tf_vrre.workflows.image_classification.strategies import make_strategy
 
