@@ -21,6 +21,7 @@ import warnings
 from typing import Any
 
 import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 import tf_vrre.workflows.image_classification.config_schedule as config_schedule
 import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 import tf_vrre.workflows.image_classification.strategies as strategies
@@ -34,7 +35,11 @@ __all__ = [
     "writes_run",
     "check_numbers",
     "check_execution",
+    "check_placement",
+    "replica_mismatch",
+    "PLACEMENTS",
     "expected_samples",
+    "first_sample_step",
     "train_size_hint",
     "check_run_dir",
     "check_same_data",
@@ -199,6 +204,103 @@ def preflight(
     )
 
 
+PLACEMENTS = ("replicated", "chain_per_replica")
+"""Where the chains live under a strategy (:data:`tf_vrre.sampler.placements.PLACEMENTS`, named here
+without TensorFlow)."""
+
+
+def _words(flags: bool, strategy: Any = None) -> dict:
+    """How a placement error names the inputs: command-line flags, or Python arguments and config keys."""
+    if flags:
+        return {
+            "placement": "chain-per-replica",
+            "chains": "--chains",
+            "strategy": f"--strategy {strategy}",
+            "cpu": "--cpu-devices",
+        }
+    return {
+        "placement": "placement='chain_per_replica'",
+        "chains": "ladder.chains",
+        "strategy": f"strategy={strategy!r}",
+        "cpu": "logical CPU devices",
+    }
+
+
+def check_placement(
+    cfg: config.Config, placement: str, strategy: Any = None, cpu_devices: int | None = None, flags: bool = False
+) -> None:
+    """Checks a placement against the config and the strategy's name, without TensorFlow.
+
+    One chain per replica needs a replica method (K >= 2 chains), BatchNorm that is not
+    synchronized across replicas (it would average the chains' statistics), and a strategy with
+    one replica per chain: ``"mirrored"`` (the GPUs, or ``cpu_devices`` logical CPUs, which must
+    then be K), ``"tpu"`` or ``"multiworker"``; ``"default"`` has one device and ``"auto"`` may
+    pick one.  The number of replicas of the strategy made is checked by :func:`replica_mismatch`.
+
+    Args:
+      cfg: a checked config.
+      placement: ``"replicated"`` or ``"chain_per_replica"``.
+      strategy: a strategy name (checked) or object (not checked here).
+      cpu_devices: the logical CPU devices a ``"mirrored"`` strategy runs over (``None``: the GPUs).
+      flags: name the command line's flags in the message (else Python arguments and config keys).
+
+    Raises:
+      ValueError: naming the input to change.
+
+    Example:
+      >>> cfg = config.resolve(config.apply_overrides(config.load("vr-resghmc"), {"ladder.chains": 4}))
+      >>> check_placement(cfg, "chain_per_replica", "mirrored", cpu_devices=2, flags=True)
+      Traceback (most recent call last):
+      ...
+      ValueError: chain-per-replica runs one chain per device: --chains 4 needs 4 devices, --cpu-devices gives 2; use --cpu-devices 4
+    """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    if placement == "replicated":
+        return
+    w, K = _words(flags, strategy), cfg.num_chains
+    if K < 2:
+        raise ValueError(
+            f"{w['placement']} runs one chain per device; method {cfg.method!r} has one chain (the replica "
+            f"methods: {', '.join(config.REPLICA)})"
+        )
+    if cfg.model.kwargs.get("synchronized_bn"):
+        raise ValueError(
+            f"{w['placement']}: model.kwargs.synchronized_bn = true would average BatchNorm statistics across "
+            "replicas, i.e. across chains here; drop it (every replica sees the whole batch, so its statistics "
+            "are the one-device ones)"
+        )
+    if strategy in ("default", "auto"):
+        raise ValueError(
+            f"{w['placement']} runs one chain per device of the strategy: {w['strategy']} "
+            + ("is one device" if strategy == "default" else "may pick one device")
+            + f"; name a strategy with {K} replicas: mirrored (K GPUs, or {w['cpu']} to try it on a CPU), "
+            "tpu or multiworker"
+        )
+    if cpu_devices is not None and strategy == "mirrored" and cpu_devices != K:
+        raise ValueError(
+            f"{w['placement']} runs one chain per device: {w['chains']} {K} needs {K} devices, {w['cpu']} "
+            f"gives {cpu_devices}; use {w['cpu']} {K}"
+        )
+
+
+def replica_mismatch(
+    cfg: config.Config, replicas: int, strategy: str, devices: str = "", flags: bool = False
+) -> str | None:
+    """Why one chain per replica cannot run with ``replicas`` replicas in sync (the config's K
+    differs), or ``None``; ``strategy``: its name, ``devices``: what it runs on (for the message)."""
+    K = cfg.num_chains
+    if replicas == K:
+        return None
+    w = _words(flags, strategy)
+    fix = [f"{w['chains']} {replicas}"] if replicas >= 2 and cfg.replica else []
+    fix.append(f"a strategy over {K} devices" + (f" ({w['cpu']} {K} to try it on a CPU)" if strategy == "mirrored" else ""))
+    return (
+        f"{w['placement']} runs one chain per replica: {w['chains']} {K} needs {K} replicas, {w['strategy']} has "
+        f"{replicas}{f' ({devices})' if devices else ''}; use {' or '.join(fix)}"
+    )
+
+
 def writes_run(strategy: Any) -> bool:
     """Whether this process writes the run directory: ``False`` only for a non-chief worker of a
     multi-worker run (``$TF_CONFIG`` for the name ``"multiworker"``; no TensorFlow for a name).
@@ -285,7 +387,7 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
     Checks: the batch fits the data, the sampler's numbers for this ``N``
     (:func:`tf_vrre.workflows.image_classification.sampler_numbers.check_data_size`), the control
     variates are refreshed at least once, the schedule collects at least one sample (naming
-    ``samples.thinning`` and the burn-in).
+    ``samples.thinning`` and the burn-in), a tuned ladder's phase ends before the first sample.
     """
     d = cfg.data
     if d.batch_size > train_size:
@@ -299,6 +401,8 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
             f"{values['total_steps']} steps, or the control variates are never refreshed"
         )
     count = expected_samples(cfg, values)
+    if count and config_ladder.tuned(cfg):
+        _check_tuning_steps(cfg, values)
     if count == 0:
         raise ValueError(
             f"samples.thinning ({cfg.samples.thinning}) collects no sample: the run has "
@@ -306,6 +410,43 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
             "lower --thinning or raise --epochs"
         )
     return values, count
+
+
+def first_sample_step(cfg: config.Config, values: dict) -> int | None:
+    """The step of the first sample the run collects (as :func:`expected_samples` counts them), or
+    ``None`` if it collects none.
+
+    Example:
+      >>> cfg = config.resolve(config.load("msgd"))
+      >>> first_sample_step(cfg, config_schedule.schedule_values(cfg, 50000, 195))   # after 300 epochs x 195 steps
+      58624
+    """
+    every, total = cfg.samples.thinning, values["total_steps"]
+    step = every * (values["sample_burn_in_steps"] // every + 1)
+    if cfg.cyclical:  # the first multiple of the thinning in a sampling phase
+        length = math.ceil(total / cfg.sampler.cycles)
+        while step <= total and not ((step - 1) % length) / length > cfg.samples.cycle_threshold:
+            step += every
+    return step if step <= total else None
+
+
+def _check_tuning_steps(cfg: config.Config, values: dict) -> None:
+    """A tuned ladder: its first round within the tuning phase, and the phase over before the
+    first sample (samples drawn while the ladder moves are not from the final ladder's law)."""
+    steps, first = values["tune_steps"], config_ladder.first_round(cfg, values["tune_steps"])
+    if first > steps:
+        raise ValueError(
+            f"ladder.tune_first_round ({first}) must be <= the tuning phase's {steps} steps "
+            f"(ladder.tune_epochs: {values['tune_epochs']} epoch(s) of {values['steps_per_epoch']} steps)"
+        )
+    sample = first_sample_step(cfg, values)
+    if sample is not None and sample <= steps:
+        raise ValueError(
+            f"ladder.tune_epochs ({cfg.ladder.tune_epochs}: {steps} steps of this run) must end before the first "
+            f"sample, at step {sample} (samples.thinning {cfg.samples.thinning}"
+            + (f", cycle position > samples.cycle_threshold {cfg.samples.cycle_threshold}" if cfg.cyclical else "")
+            + "): samples are kept only once the ladder is fixed"
+        )
 
 
 def check_execution(
