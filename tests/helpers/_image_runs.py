@@ -66,3 +66,35 @@ def cli_flags(method, out, data_dir, epochs=2, subset=64):
     if method not in config.CYCLICAL:
         flags += ["--set", "samples.burn_in_epochs=0"]
     return flags
+
+
+# A K = 4 tuned-ladder run at toy scale (vr-resghmc-ladder): 5 epochs of 2 steps on 64 images, the
+# ladder tuned over the first 3 epochs (rounds ending at steps 2 and 6), samples at steps 8 and 10.
+LADDER_RUN = {
+    "data.subset": 64,
+    "data.batch_size": 32,
+    "data.holdout": 32,
+    "data.augment": False,
+    "training.epochs": 5,
+    "training.schedule_epochs": 5,
+    "model.name": "cnn",
+    "model.kwargs.width": 4,
+    "sampler.lr_constant_epochs": 5,
+    "samples.thinning": 2,
+    "samples.validation": 16,
+    "samples.burn_in_epochs": 3,
+    "ladder.tune_epochs": 3,
+    "ladder.tune_first_round": 2,
+    "variance_reduction.period": 2,
+    "variance_reduction.batch_size": 64,
+    "swap.period": 1,
+    "swap.correction": 1e6,
+}
+
+
+def ladder_flags(out, data_dir, *extra):
+    """``tf-vrre train`` flags of the toy K = 4 tuned-ladder run (:data:`LADDER_RUN`)."""
+    flags = ["train", "--config", "vr-resghmc-ladder", "--data-dir", data_dir, "--source", "npz", "--out", str(out)]
+    for key, value in LADDER_RUN.items():
+        flags += ["--set", f"{key}={'false' if value is False else value}"]
+    return flags + ["--quiet", *map(str, extra)]

@@ -10,7 +10,6 @@ from _paths import FIXTURES
 
 from tf_vrre.workflows.image_classification import config, config_schedule, config_values, sampler_numbers
 
-
 SHIPPED = config.METHODS + ("vr-resghmc-ladder",)  # one config per method, and the K-chain tuned ladder
 
 

@@ -133,6 +133,12 @@ class Config:
         return config_ladder.num_chains(self)
 
     @property
+    def rungs(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The chains' (temperature, learning-rate) multiples, cold first
+        (:func:`tf_vrre.workflows.image_classification.config_ladder.rungs`)."""
+        return config_ladder.rungs(self)
+
+    @property
     def cyclical(self) -> bool:
         """The cyclical cosine learning rate."""
         return self.method in CYCLICAL

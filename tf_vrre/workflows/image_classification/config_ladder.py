@@ -42,6 +42,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 from tf_vrre.workflows.step_bounds import BoundError
 
 __all__ = ["complete", "check", "rungs", "num_chains", "tuned", "tune_steps", "first_round"]
@@ -156,8 +157,6 @@ def check(cfg: Any, prefer: Iterable[str] = ()) -> None:
     Raises:
       BoundError: naming the key to change.
     """
-    import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
-
     if not tuned(cfg):
         return
     s, stretch, tune = cfg.sampler, sampler_numbers.Stretch(cfg), cfg.ladder.tune_epochs
@@ -199,8 +198,6 @@ def tuned(cfg: Any) -> bool:
 def tune_steps(cfg: Any, steps_per_epoch: int) -> int:
     """Steps of the tuning phase: ``ladder.tune_epochs`` stretched to the run's epochs, in steps
     (0 for a fixed ladder)."""
-    import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
-
     return sampler_numbers.Stretch(cfg).epochs(cfg.ladder.tune_epochs) * steps_per_epoch if tuned(cfg) else 0
 
 

@@ -294,7 +294,9 @@ def replica_mismatch(
         return None
     w = _words(flags, strategy)
     fix = [f"{w['chains']} {replicas}"] if replicas >= 2 and cfg.replica else []
-    fix.append(f"a strategy over {K} devices" + (f" ({w['cpu']} {K} to try it on a CPU)" if strategy == "mirrored" else ""))
+    fix.append(
+        f"a strategy over {K} devices" + (f" ({w['cpu']} {K} to try it on a CPU)" if strategy == "mirrored" else "")
+    )
     return (
         f"{w['placement']} runs one chain per replica: {w['chains']} {K} needs {K} replicas, {w['strategy']} has "
         f"{replicas}{f' ({devices})' if devices else ''}; use {' or '.join(fix)}"

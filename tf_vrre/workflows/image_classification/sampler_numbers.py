@@ -40,7 +40,6 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 from tf_vrre import numerics
 from tf_vrre.numerics import F32_MAX, F32_TINY
 from tf_vrre.workflows import step_bounds
@@ -99,7 +98,7 @@ def check_config(cfg: Any, prefer: Iterable[str] = ()) -> None:
     if cfg.swap is not None:
         _check_correction(cfg, stretch, tau_end_log)
     _check_rules(cfg)
-    h = max(config_ladder.rungs(cfg)[1])  # the largest step: the hot chain's for the paper's two chains
+    h = max(cfg.rungs[1])  # the largest step: the hot chain's for the paper's two chains
     multiple = "hot_lr_multiplier" if cfg.ladder is None else "max(ladder.learning_rates)"
     limit = step_bounds.prior_stability_limit(h * s.weight_decay, s.momentum)
     if s.lr >= limit:
@@ -218,14 +217,17 @@ def _check_rules(cfg: Any) -> None:
     positive and finite."""
     s = cfg.sampler
     if s.temperature is not None:
-        taus = [s.temperature * r for r in config_ladder.rungs(cfg)[0]]
+        taus = [s.temperature * r for r in cfg.rungs[0]]
         if not cfg.replica:
             key, name = "sampler.temperature", "sampler.temperature"
         elif cfg.ladder is None:
             key = "sampler.hot_temperature_multiplier"
             name = "the chains' temperatures (sampler.temperature, times hot_temperature_multiplier for the hot chain)"
         else:
-            key, name = "ladder.temperatures", "the chains' temperatures (sampler.temperature times ladder.temperatures)"
+            key, name = (
+                "ladder.temperatures",
+                "the chains' temperatures (sampler.temperature times ladder.temperatures)",
+            )
         _rule("temperatures", taus, key, name, cfg.replica)
     if cfg.swap is not None:
         _rule("correction", cfg.swap.correction, "swap.correction", "swap.correction (F)", True)
@@ -239,7 +241,7 @@ def check_data_size(cfg: Any, data_size: int) -> None:
     """
     s, n = cfg.sampler, float(data_size)
     context = f" for the {data_size:.6g} training examples"
-    multiples = config_ladder.rungs(cfg)[1]
+    multiples = cfg.rungs[1]
     h = max(multiples)
     hi = F32_MAX * n / h
     if s.temperature is not None:

@@ -100,7 +100,7 @@ def _schedules(cfg: config.Config, values: dict) -> tuple[Any, Any, Any]:
     temperature_multiples, lr_multiples = config_ladder.rungs(cfg)
     lrs = [lr] + [Scaled(lr, m) for m in lr_multiples[1:]]
     if config_ladder.tuned(cfg):  # numbers: the tuner sets them (a tuned ladder has a fixed temperature)
-        return lrs, [float(tau * m) for m in temperature_multiples], correction
+        return lrs, [float(s.temperature) * m for m in temperature_multiples], correction
     return lrs, [tau] + [Scaled(tau, m) for m in temperature_multiples[1:]], correction
 
 
@@ -488,8 +488,11 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
             run_directory.give_back(pre)
 
 
-def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple, verbose: Any) -> dict:
-    """Compiles, writes ``run.json`` and fits into ``root`` (``where = (out, root, chief)``)."""
+def _fit(
+    cfg: config.Config, p: dict, strat: Any, where: tuple[str, str, bool], execution: tuple[Any, Any, str], verbose: Any
+) -> dict:
+    """Compiles, writes ``run.json`` and fits into ``root`` (``where = (out, root, chief)``;
+    ``execution = (jit_compile, steps_per_execution, placement)``)."""
     out, root, chief = where
     if not chief:
         _say(
@@ -498,7 +501,8 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
             "(removed at the end)",
         )
         verbose = 0
-    sampler, record = _compile(cfg, p, strat, *execution, verbose)
+    jit_compile, steps_per_execution, placement = execution
+    sampler, record = _compile(cfg, p, strat, jit_compile, steps_per_execution, placement, verbose)
     run = run_record.write_run(root, cfg, p, sampler, strat, record)
     d = cfg.data
     aug = Augmentation(d.crop_padding, d.flip, d.erasing) if d.augment else None
