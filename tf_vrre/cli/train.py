@@ -364,7 +364,10 @@ def _run(args):
         print(f"{args.out}: run already complete ({pre.existing['method']}); nothing to do")
         return 0
     try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything
-        strategy = train.make_strategy(args.strategy, cpu_devices=args.cpu_devices)
+        cpus = getattr(args, "cpu_devices", None)
+        strategy = (
+            train.make_strategy(args.strategy) if cpus is None else train.make_strategy(args.strategy, cpu_devices=cpus)
+        )
         strategies.check_options(strategy, pre.jit_compile, pre.steps_per_execution)
     except ValueError as err:
         _args.die(_strategy_error(args, err))

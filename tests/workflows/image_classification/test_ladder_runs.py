@@ -1,7 +1,7 @@
 """K chains in the image workflow, from the command line: a K = 4 tuned-ladder run (``--config
 vr-resghmc-ladder``, the toy scale of ``_image_runs.LADDER_RUN``: a small CNN on 64 real CIFAR-10
 images, 5 epochs of 2 steps, the ladder tuned in rounds ending at steps 2 and 6) trains, resumes bit
-for bit after a SIGKILL during the tuning phase, evaluates, exports and diagnoses; the same run with
+for bit after a SIGKILL during the tuning phase, evaluates, exports, checks (repair) and diagnoses; the same run with
 ``--placement chain-per-replica`` on 4 logical CPUs draws the same samples and swaps."""
 
 import csv
@@ -101,6 +101,7 @@ def test_a_tuned_four_chain_run_from_the_command_line(image_data_dir, tmp_path, 
     assert report["samples"] == 2 and report["swaps"]["attempts"] == int(a.size)
     assert cli.main(["export", "--run", str(full), "--out", str(tmp_path / "serving"), "--quiet"]) == 0
     assert os.path.isfile(tmp_path / "serving" / "1" / "saved_model.pb")
+    assert cli.main(["repair", str(full), "--dry-run"]) == 0  # every sample readable: nothing to drop
     assert cli.main(["diagnose", "--run", str(full), "--no-figures"]) == 0
     text = capsys.readouterr().out
     assert "K=4" in text and "ladder tuning of" in text

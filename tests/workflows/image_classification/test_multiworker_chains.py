@@ -7,9 +7,8 @@ go on with a worker missing: the chief's next collective op fails once its healt
 worker 1's heartbeats, and it stops with one line naming the restart rule (start every worker
 again).  Started again, both workers resume from the chief's ``--out/backup`` and end with the
 samples and swaps of the same run on one device (same seed and global batch), which only the
-chief wrote.  (TensorFlow's coordination service declares a worker dead when its heartbeats stop
-for 10 s; on a machine so loaded that a live worker cannot answer in time, the run stops the same
-way.)
+chief wrote.  (TensorFlow's coordination service declares a worker dead when its heartbeats stop;
+on a machine so loaded that a live worker cannot answer in time, the run stops the same way.)
 """
 
 import json
