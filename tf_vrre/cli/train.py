@@ -257,12 +257,14 @@ def _check_placement(args, cfg):
     """``--placement``, ``--chains``, ``--strategy`` and ``--cpu-devices`` agree, before TensorFlow
     starts; the number of replicas of a strategy that needs TensorFlow to count them (GPUs, TPU
     cores, workers) is checked once it is made."""
-    from tf_vrre.workflows.image_classification import planning
+    from tf_vrre.workflows.image_classification import placement_checks
 
     if args.cpu_devices is not None and args.strategy != "mirrored":
         _args.die(f"--cpu-devices: splits the CPU for --strategy mirrored, got --strategy {args.strategy}")
     try:
-        planning.check_placement(cfg, args.placement.replace("-", "_"), args.strategy, args.cpu_devices, flags=True)
+        placement_checks.check_placement(
+            cfg, args.placement.replace("-", "_"), args.strategy, args.cpu_devices, flags=True
+        )
     except ValueError as err:
         _args.die(f"--placement: {err}")
 

@@ -4,7 +4,7 @@ the config and the strategy's name."""
 
 import pytest
 
-from tf_vrre.workflows.image_classification import config, config_ladder, config_schedule, planning
+from tf_vrre.workflows.image_classification import config, config_ladder, config_schedule, placement_checks, planning
 
 
 def resolve(name, **overrides):
@@ -193,19 +193,19 @@ def test_tuning_is_checked_against_the_runs_steps():
 def test_one_chain_per_replica_is_checked_without_tensorflow(method, overrides, strategy, cpu, message):
     cfg = resolve(method, **{k.replace(".", "__"): v for k, v in overrides.items()})
     with pytest.raises(ValueError) as err:
-        planning.check_placement(cfg, "chain_per_replica", strategy, cpu, flags=True)
+        placement_checks.check_placement(cfg, "chain_per_replica", strategy, cpu, flags=True)
     assert message in str(err.value), str(err.value)
-    planning.check_placement(cfg, "replicated", strategy, cpu, flags=True)  # data parallel: anything goes
+    placement_checks.check_placement(cfg, "replicated", strategy, cpu, flags=True)  # data parallel: anything goes
 
 
 def test_replica_counts_in_the_words_of_each_interface():
     cfg = resolve("vr-resghmc-ladder")
-    assert planning.replica_mismatch(cfg, 4, "mirrored") is None
-    assert planning.replica_mismatch(cfg, 8, "tpu", flags=True) == (
+    assert placement_checks.replica_mismatch(cfg, 4, "mirrored") is None
+    assert placement_checks.replica_mismatch(cfg, 8, "tpu", flags=True) == (
         "chain-per-replica runs one chain per replica: --chains 4 needs 4 replicas, --strategy tpu has 8; use "
         "--chains 8 or a strategy over 4 devices"
     )
-    assert planning.replica_mismatch(cfg, 1, "mirrored", "CPU:0") == (
+    assert placement_checks.replica_mismatch(cfg, 1, "mirrored", "CPU:0") == (
         "placement='chain_per_replica' runs one chain per replica: ladder.chains 4 needs 4 replicas, "
         "strategy='mirrored' has 1 (CPU:0); use a strategy over 4 devices (logical CPU devices 4 to try it on a CPU)"
     )
@@ -214,4 +214,4 @@ def test_replica_counts_in_the_words_of_each_interface():
 def test_placement_names_agree_with_the_sampler():
     from tf_vrre.sampler import placements
 
-    assert planning.PLACEMENTS == placements.PLACEMENTS
+    assert placement_checks.PLACEMENTS == placements.PLACEMENTS

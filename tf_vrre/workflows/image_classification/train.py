@@ -47,10 +47,9 @@ from typing import Any
 import keras
 
 import tf_vrre.workflows.image_classification.config_ladder as config_ladder
-from tf_vrre.callbacks import SampleCollector, SwapLogger
-from tf_vrre.callbacks.checkpoint import Checkpoint
-from tf_vrre.callbacks.ladder_tuner import LadderTuner
-from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
+import tf_vrre.workflows.image_classification.placement_checks as placement_checks
+import tf_vrre.workflows.image_classification.run_callbacks as run_callbacks
+from tf_vrre.callbacks.progress import HostStepCounter
 from tf_vrre.runs import locks, run_json
 from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
@@ -69,7 +68,7 @@ from tf_vrre.workflows.image_classification import (
 from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
 from tf_vrre.workflows.image_classification.strategies import make_strategy
 
-__all__ = ["plan", "build_sampler", "ladder_tuner", "train", "run"]
+__all__ = ["plan", "build_sampler", "train", "run"]
 
 
 def _schedules(cfg: config.Config, values: dict) -> tuple[Any, Any, Any]:
@@ -203,63 +202,6 @@ def plan(
         "input_shape": list(sources.image_shape(d.dataset)),
     }
     return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
-
-
-def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any, mirror: Any) -> list:
-    sm, values = cfg.samples, p["values"]
-    cbs = [EpochTimer(), mirror]  # EpochTimer first: its epoch time includes the other callbacks' work
-    if sampler.swap_rule is not None:
-        cbs.append(
-            SwapLogger(
-                os.path.join(out, run_json.SWAPS), tensorboard_dir=os.path.join(out, run_json.TENSORBOARD, "swaps")
-            )
-        )
-    tuner = ladder_tuner(cfg, values, out)
-    if tuner is not None:  # before the samples (collected once the ladder is fixed) and the logs (its columns)
-        cbs.append(tuner)
-    validation = None
-    xh, yh = p["holdout"]
-    if sm.validation and len(xh):
-        k = min(sm.validation, len(xh))
-        validation = (p["train"].preprocessing.apply(xh[:k]), yh[:k])
-    cycle = None
-    if cfg.cyclical:
-        cycle = CyclicalCosine(values["eta"], values["total_steps"], cfg.sampler.cycles, sm.cycle_threshold)
-    cbs.append(
-        SampleCollector(
-            os.path.join(out, run_json.SAMPLES),
-            every=sm.thinning,
-            burn_in_steps=values["sample_burn_in_steps"],
-            cycle=cycle,
-            max_samples=sm.max_samples or None,
-            keep=sm.keep,
-            validation_data=validation,
-            seed=cfg.training.seed,
-        )
-    )
-    if verbose:
-        cbs.append(EpochProgress(values["epochs"], values["steps_per_epoch"]))
-    cbs.append(EpochCSVLogger(os.path.join(out, run_json.LOG)))
-    cbs.append(keras.callbacks.TensorBoard(os.path.join(out, run_json.TENSORBOARD), write_graph=False))
-    cbs.append(Checkpoint(os.path.join(out, run_json.BACKUP)))  # atomic: exact resume after a kill at any instant
-    return cbs
-
-
-def ladder_tuner(cfg: config.Config, values: dict, out: str) -> LadderTuner | None:
-    """The :class:`tf_vrre.LadderTuner` of a tuned ladder (``None`` for a fixed one): tuning over
-    the first ``values["tune_steps"]`` steps, its record in ``out/ladder/ladder.json``; the
-    learning rates keep their multiples (they follow the config's schedule); the hottest
-    temperature moves within ``ladder.tune_bounds`` (multiples of ``sampler.temperature``) or stays."""
-    if not config_ladder.tuned(cfg):
-        return None
-    steps, bounds = values["tune_steps"], cfg.ladder.tune_bounds
-    return LadderTuner(
-        steps,
-        first_round_steps=config_ladder.first_round(cfg, steps),
-        learning_rates=None,
-        bounds=None if bounds is None else [b * cfg.sampler.temperature for b in bounds],
-        directory=os.path.join(out, run_json.LADDER),
-    )
 
 
 def _compile(
@@ -396,9 +338,9 @@ def _train_checks(cfg: config.Config, out: str | os.PathLike, strategy: Any, pla
     directory is shown to every worker of a multi-worker run (or the others would wait forever).
     The preflight runs in :func:`train`'s own frame, so its warnings point at train's caller."""
     if isinstance(cfg, config.Config):  # else the preflight names it
-        planning.check_placement(cfg, placement, strategy)
-    elif placement not in planning.PLACEMENTS:
-        raise ValueError(f"placement must be one of {planning.PLACEMENTS}, got {placement!r}")
+        placement_checks.check_placement(cfg, placement, strategy)
+    elif placement not in placement_checks.PLACEMENTS:
+        raise ValueError(f"placement must be one of {placement_checks.PLACEMENTS}, got {placement!r}")
     try:
         yield
     except run_json.RunDirError:
@@ -414,7 +356,7 @@ def check_placement(strategy: Any, pre: planning.Preflight, flags: bool = False)
     if pre.placement == "replicated":
         return
     where = ", ".join(_short_device(d) for d in run_record.devices(strategy))
-    why = planning.replica_mismatch(
+    why = placement_checks.replica_mismatch(
         pre.config, strategy.num_replicas_in_sync, strategies.name_of(strategy), where, flags=flags
     )
     if why is not None:
@@ -523,7 +465,7 @@ def _fit(
         epochs=p["values"]["epochs"],
         verbose=0,
         shuffle=False,
-        callbacks=_callbacks(cfg, p, sampler, root, verbose, mirror),
+        callbacks=run_callbacks.callbacks(cfg, p, sampler, root, verbose, mirror),
     )
     seconds = time.perf_counter() - start
     if chief:
