@@ -290,9 +290,7 @@ def test_cifar10_notebook_runs(tmp_path, data_dir):
     assert "**This run:** cnn on 128 cifar10 training images, 2 epochs of 4 steps" in summary, summary
     assert "The ladder run (3 chains) ended 1 tuning rounds at step 4" in summary, summary
     figures = [runs / f for f in ("data.png", "training_curves.png", "entropy_cdf_ood.png", "ladder.png")]
-    figures += [
-        runs / m / f for m in methods for f in ("entropy_cdf.png", "reliability.png", "swaps.png")
-    ]
+    figures += [runs / m / f for m in methods for f in ("entropy_cdf.png", "reliability.png", "swaps.png")]
     _check_figures(nb, figures, 6)
 
 
