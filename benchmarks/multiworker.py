@@ -17,7 +17,7 @@ data parallelism (``--placement replicated``).
    so the times measure what the collectives and the workers' lock step cost, not what a second
    machine would gain.
 
-    nice python benchmarks/multiworker.py          # ~15 minutes on 2 cores
+    nice python benchmarks/multiworker.py --data-dir DATA    # ~15 minutes on 2 cores
 
 Each measurement runs in its own process (one strategy per process).  The tables go to
 ``benchmarks/results/multiworker.json`` (``--results``; ``--force`` to replace it);
@@ -41,8 +41,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
+import arguments
 import results
 
+# the CIFAR-10 .npz files: $TF_VRRE_DATA_DIR, else ../shared/data beside the repository
+DATA_DIR = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(os.path.dirname(ROOT), "shared", "data")
 DEVICES = 8
 N, BATCH = 512, 256
 CASES = [("cnn", k, p) for k in (2, 4, 8) for p in ("replicated", "chain_per_replica")] + [
@@ -187,33 +190,45 @@ def time_table(times):
     )
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data-dir", default="data", help="npz root holding cifar10 (the image workflow's layout)")
-    p.add_argument("--epochs", type=int, default=4, help="epochs of each timed run (the first is not timed)")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the timed runs (median of all epochs)")
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.split("\n\n")[0])
+    p.add_argument("--data-dir", default=DATA_DIR, help="npz root holding cifar10 (the image workflow's layout)")
+    p.add_argument(
+        "--epochs", type=arguments.at_least(2, 1000), default=4, help="epochs of each timed run (the first is not timed)"
+    )
+    p.add_argument(
+        "--rounds", type=arguments.positive(int, 100), default=3, help="interleaved rounds of the timed runs (median)"
+    )
     p.add_argument(
         "--traffic-from",
         metavar="RESULTS",
+        type=arguments.input_file,
         help="take the bytes from this results file of an earlier run instead of measuring them again (they are "
         "a function of the code: the same in every run)",
     )
     p.add_argument("--case", nargs=3, help=argparse.SUPPRESS)  # child: MODEL K PLACEMENT, JSON out
     results.add_arguments(p, "multiworker")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    if args.case:
+        return args
+    results.check_target(args.results, args.force)
+    folder = os.path.join(args.data_dir, "cifar10")
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in ("cifar10_train.npz", "cifar10_train_part1of2.npz")):
+        arguments.die(f"--data-dir: {args.data_dir!r} has no cifar10/ folder of training .npz files")
+    args.measured = {}
+    if args.traffic_from:
+        args.measured = arguments.read_json(args.traffic_from, "--traffic-from", ("measured",))["measured"]
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.case:
         model, chains, placement = args.case
         print(json.dumps(measure_traffic(model, int(chains), placement)))
         return
-    results.check_target(args.results, args.force)
-    if not os.path.isfile(os.path.join(args.data_dir, "cifar10", "cifar10_train.npz")) and not os.path.isfile(
-        os.path.join(args.data_dir, "cifar10", "cifar10_train_part1of2.npz")
-    ):
-        sys.exit(f"--data-dir: no cifar10 training .npz files in {args.data_dir!r}")
-    measured = {}
-    if args.traffic_from:
-        with open(args.traffic_from) as f:
-            measured = json.load(f)["measured"]
+    measured = dict(args.measured)
     for model, chains, placement in [] if measured else CASES:
         child = subprocess.run(
             [sys.executable, __file__, "--case", model, str(chains), placement],
