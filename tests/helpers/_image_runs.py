@@ -70,24 +70,25 @@ def cli_flags(method, out, data_dir, epochs=2, subset=64):
     return flags
 
 
-# A K = 4 tuned-ladder run at toy scale (vr-resghmc-ladder): 5 epochs of 2 steps on 64 images, the
-# ladder tuned over the first 3 epochs (rounds ending at steps 2 and 6), samples at steps 8 and 10.
+# A K = 4 tuned-ladder run at toy scale (vr-resghmc-ladder): 7 epochs of 8 steps on 64 images, the
+# ladder tuned over the first 5 epochs in rounds ending at steps 12 and 40 (DEO pairs: at least 6
+# attempts per pair and round, what the tuner needs to measure a pair), samples at steps 48 and 56.
 LADDER_RUN = {
     "data.subset": 64,
-    "data.batch_size": 32,
+    "data.batch_size": 8,
     "data.holdout": 32,
     "data.augment": False,
-    "training.epochs": 5,
-    "training.schedule_epochs": 5,
+    "training.epochs": 7,
+    "training.schedule_epochs": 7,
     "model.name": "cnn",
     "model.kwargs.width": 4,
-    "sampler.lr_constant_epochs": 5,
-    "samples.thinning": 2,
+    "sampler.lr_constant_epochs": 7,
+    "samples.thinning": 8,
     "samples.validation": 16,
-    "samples.burn_in_epochs": 3,
-    "ladder.tune_epochs": 3,
-    "ladder.tune_first_round": 2,
-    "variance_reduction.period": 2,
+    "samples.burn_in_epochs": 5,
+    "ladder.tune_epochs": 5,
+    "ladder.tune_first_round": 12,
+    "variance_reduction.period": 8,
     "variance_reduction.batch_size": 64,
     "swap.period": 1,
     "swap.correction": 1e6,

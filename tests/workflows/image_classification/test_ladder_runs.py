@@ -1,6 +1,6 @@
 """K chains in the image workflow, from the command line: a K = 4 tuned-ladder run (``--config
 vr-resghmc-ladder``, the toy scale of ``_image_runs.LADDER_RUN``: a small CNN on 64 real CIFAR-10
-images, 5 epochs of 2 steps, the ladder tuned in rounds ending at steps 2 and 6) trains, resumes bit
+images, 7 epochs of 8 steps, the ladder tuned in rounds ending at steps 12 and 40) trains, resumes bit
 for bit after a SIGKILL during the tuning phase, evaluates, exports, checks (repair) and diagnoses; the same run with
 ``--placement chain-per-replica`` on 4 logical CPUs draws the same samples and swaps."""
 
@@ -45,9 +45,9 @@ def _swaps(run):
 
 def test_a_tuned_four_chain_run_from_the_command_line(image_data_dir, tmp_path, capsys):
     full, killed, devices = tmp_path / "full", tmp_path / "killed", tmp_path / "devices"
-    # killed when the third checkpoint's files are written (epoch 3 ends at step 6): the second tuning
-    # round has just ended in ladder.json, the last committed checkpoint is at step 4, inside that round
-    kill = _job(ladder_flags(killed, image_data_dir), TF_VRRE_TEST_KILL="checkpoint.data:3")
+    # killed when the fifth checkpoint's files are written (epoch 5 ends at step 40): the first tuning
+    # round ended at step 12, the second is open in ladder.json, the last committed checkpoint is at step 32
+    kill = _job(ladder_flags(killed, image_data_dir), TF_VRRE_TEST_KILL="checkpoint.data:5")
     cpus = _job(
         ladder_flags(
             devices, image_data_dir, "--strategy", "mirrored", "--cpu-devices", 4, "--placement", "chain-per-replica"
@@ -58,9 +58,9 @@ def test_a_tuned_four_chain_run_from_the_command_line(image_data_dir, tmp_path, 
     _, err = kill.communicate(timeout=600)
     assert kill.returncode == -9, err[-3000:]
     assert json.load(open(killed / "run.json"))["status"] == "running"
-    assert [r.get("end_step") for r in json.load(open(killed / "ladder" / "ladder.json"))["rounds"]] == [2, 6]
-    assert cli.main(ladder_flags(killed, image_data_dir)) == 0  # the same command resumes at step 4
-    assert _manifest(killed) == _manifest(full) and [s for s, _ in _manifest(full)] == [8, 10]
+    assert [r.get("end_step") for r in json.load(open(killed / "ladder" / "ladder.json"))["rounds"]] == [12, None]
+    assert cli.main(ladder_flags(killed, image_data_dir)) == 0  # the same command resumes at step 32
+    assert _manifest(killed) == _manifest(full) and [s for s, _ in _manifest(full)] == [48, 56]
     for name in ("swaps/swaps.csv", "swaps/refresh.csv", "swaps/epochs.csv", "ladder/ladder.json"):
         assert (killed / name).read_text() == (full / name).read_text(), name
     assert _log(killed) == _log(full)
@@ -86,7 +86,7 @@ def test_a_tuned_four_chain_run_from_the_command_line(image_data_dir, tmp_path, 
         np.testing.assert_array_equal(a[column], b[column])
     np.testing.assert_allclose(a["energy_lo"], b["energy_lo"], rtol=1e-5)
     ours, theirs = load_samples(full / "samples"), load_samples(devices / "samples")
-    assert ours.steps == theirs.steps == [8, 10]
+    assert ours.steps == theirs.steps == [48, 56]
     for i in range(len(ours)):
         for x, y in zip(ours.weights(i), theirs.weights(i)):
             np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
