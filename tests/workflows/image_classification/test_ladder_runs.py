@@ -45,8 +45,8 @@ def _swaps(run):
 
 def test_a_tuned_four_chain_run_from_the_command_line(image_data_dir, tmp_path, capsys):
     full, killed, devices = tmp_path / "full", tmp_path / "killed", tmp_path / "devices"
-    # killed when the fifth checkpoint's files are written (epoch 5 ends at step 40): the first tuning
-    # round ended at step 12, the second is open in ladder.json, the last committed checkpoint is at step 32
+    # killed when the fifth checkpoint's files are written (epoch 5 ends at step 40): the second tuning
+    # round has just ended in ladder.json, the last committed checkpoint is at step 32, inside that round
     kill = _job(ladder_flags(killed, image_data_dir), TF_VRRE_TEST_KILL="checkpoint.data:5")
     cpus = _job(
         ladder_flags(
@@ -58,7 +58,7 @@ def test_a_tuned_four_chain_run_from_the_command_line(image_data_dir, tmp_path, 
     _, err = kill.communicate(timeout=600)
     assert kill.returncode == -9, err[-3000:]
     assert json.load(open(killed / "run.json"))["status"] == "running"
-    assert [r.get("end_step") for r in json.load(open(killed / "ladder" / "ladder.json"))["rounds"]] == [12, None]
+    assert [r.get("end_step") for r in json.load(open(killed / "ladder" / "ladder.json"))["rounds"]] == [12, 40]
     assert cli.main(ladder_flags(killed, image_data_dir)) == 0  # the same command resumes at step 32
     assert _manifest(killed) == _manifest(full) and [s for s, _ in _manifest(full)] == [48, 56]
     for name in ("swaps/swaps.csv", "swaps/refresh.csv", "swaps/epochs.csv", "ladder/ladder.json"):
