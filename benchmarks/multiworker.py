@@ -195,7 +195,10 @@ def parse_args(argv=None):
     p = arguments.parser(__file__, __doc__.split("\n\n")[0])
     p.add_argument("--data-dir", default=DATA_DIR, help="npz root holding cifar10 (the image workflow's layout)")
     p.add_argument(
-        "--epochs", type=arguments.at_least(2, 1000), default=4, help="epochs of each timed run (the first is not timed)"
+        "--epochs",
+        type=arguments.at_least(2, 1000),
+        default=4,
+        help="epochs of each timed run (the first is not timed)",
     )
     p.add_argument(
         "--rounds", type=arguments.positive(int, 100), default=3, help="interleaved rounds of the timed runs (median)"
