@@ -77,8 +77,9 @@ def too_cold_to_cross(record: dict, num_chains: int, affordable: float, floor: f
     ``floor``, the coldest hot end at which the chains changed modes (round ``seen``)."""
     return (
         f"LadderTuner: {_round(record)}: with num_chains={num_chains} the swaps reach equal rejection with "
-        f"the hottest temperature at {affordable:.4g}, but the chains changed modes ({max(seen['mode_changes'])} "
-        f"times in round {seen['round']}) with it at {floor:.4g}; a range that narrow may be too cold to cross "
+        f"the hottest temperature at {affordable:.4g}, but the chains changed modes with it at {floor:.4g} "
+        f"(by round {seen['round']}: {sum(seen['mode_changes'])} moves of states between two levels of a weight); "
+        "a range that narrow may be too cold to cross "
         f"the posterior's barriers, so the hottest temperature stays at {floor:.4g} rather than shrink. "
         f"Each pair rejects {sum(record['rejection']) / len(record['rejection']):.0%} of its swaps on average; "
         f"about {record['recommended_chains']} chains (2 Lambda) would exchange states over this range"

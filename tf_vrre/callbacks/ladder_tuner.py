@@ -75,12 +75,18 @@ class LadderTuner(keras.callbacks.Callback):
 
     **Mode changes.**  Equal rejection says how well the chains exchange states, not whether the
     hottest one crosses the posterior's barriers.  During each round the tuner traces up to 128
-    weights of every chain (:mod:`tf_vrre.callbacks.chain_tracks`) and counts each slot's moves
-    between two well-separated levels of a weight (:mod:`tf_vrre.sgmcmc.mode_changes`; the
-    record's ``mode_changes``, per slot, slot ``K - 1`` the hottest).  Once a round saw the
-    chains change modes (some slot there and back), the hottest temperature never moves below
-    that round's (``hot_floor``): when the swaps of ``K`` chains would need a colder one, the
-    range stays and a warning says how many chains it needs.
+    weights of every chain's state, following the states through their swaps
+    (:mod:`tf_vrre.callbacks.chain_tracks`), and counts each state's moves between two
+    well-separated levels of a weight (:mod:`tf_vrre.sgmcmc.mode_changes`; the record's
+    ``mode_changes``, per state).  Once a round saw the chains change modes (two states moved
+    between the levels of a weight while the energy no longer fell), the hottest temperature
+    never moves below that round's, or below the initial one if that is colder
+    (``hot_floor``; a range widened during burn-in may come back to where it started): when the swaps of ``K`` chains would need a colder one,
+    the range stays and a warning says how many chains it needs.  The traces of all the rounds
+    since the hot end was last set count together, and a colder hot end waits for the last two
+    rounds, the longest, about three quarters of the tuning phase
+    (:func:`tf_vrre.sgmcmc.tuning.next_hot_temperature`), unless every pair rejects nearly all
+    swaps: mode changes of the range it started with have that long to show.
 
     After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
     sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
@@ -351,15 +357,16 @@ class LadderTuner(keras.callbacks.Callback):
         self._round = None
         if last is not None and "end_step" not in last:
             self._round = last["round"]  # a resume inside this round
-            if self.directory is None or not self._tracks.load(
-                self.directory, last["round"], last["start_step"], step0
-            ):
-                self._tracks.reset(last["start_step"])
-            if step0 > last["start_step"]:  # the restored state: recorded as the uninterrupted run did
+            segment = _segment_start(rounds)
+            if self.directory is None or not self._tracks.load(self.directory, segment, step0):
+                self._tracks.reset(segment)
+            if step0 > segment:  # the restored state: recorded as the uninterrupted run did
                 self._tracks.record(step0)
         elif last is not None and last["end_step"] < self.tuning_steps:
+            self._tracks.reset(step0)
             self._restart(last["round"] + 1, last["end_step"], step0)  # its successor's start is lost
         elif last is None and step0 < self.tuning_steps:
+            self._tracks.reset(step0)
             ends = tuning.round_ends(self.tuning_steps, self.first_round_steps)
             index = next(i for i, e in enumerate(ends) if step0 < e)
             self._restart(index, ends[index - 1] if index else 0, step0)
@@ -378,7 +385,6 @@ class LadderTuner(keras.callbacks.Callback):
         self._open(index, step0)
 
     def _open(self, index, step):
-        self._tracks.reset(step)
         attempts, swaps = self._counts()
         temps, lrs = self._ladder()
         if self._doc.get("initial") is None:
@@ -427,7 +433,7 @@ class LadderTuner(keras.callbacks.Callback):
         """A checkpoint was committed: the traces of the round in progress up to its step go to
         ``directory`` (so a resume from it counts the same mode changes)."""
         if self._round is not None and self._tracks is not None:
-            self._tracks.save(self.directory, self._round, int(self.model.listeners.committed_step))
+            self._tracks.save(self.directory, int(self.model.listeners.committed_step))
 
     def _adapt_correction(self, step):
         """``correction="auto"``: one stochastic-approximation step of ``log F`` from this block's swaps."""
@@ -453,12 +459,14 @@ class LadderTuner(keras.callbacks.Callback):
         attempts, swaps = self._counts()
         n = np.subtract(attempts, record["start_attempts"])
         k = np.subtract(swaps, record["start_swaps"])
-        counts = mode_changes.mode_changes(self._tracks.traces())
-        if mode_changes.changes_modes(counts):  # this round's hot end crosses: never go colder
-            hot = float(record["temperatures"][-1])
+        counts = mode_changes.mode_changes(self._tracks.traces())  # since the hot end was last set
+        hot = float(record["temperatures"][-1])
+        if mode_changes.changes_modes(counts, self._tracks.energy()):  # this hot end crosses: never go colder
+            hot = min(hot, float(self._doc["initial"]["temperatures"][-1]))  # than it, or the initial one
             self._floor = hot if self._floor is None else min(self._floor, hot)
-        last_round = self._due(record) >= self.tuning_steps
-        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, last_round)
+        planned = len(tuning.round_ends(self.tuning_steps, self.first_round_steps))
+        narrow = record["round"] >= planned - 2 or self._due(record) >= self.tuning_steps
+        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, narrow)
         new_lr = None
         if new_t is not None and self.learning_rates is not None:
             try:
@@ -474,6 +482,8 @@ class LadderTuner(keras.callbacks.Callback):
             s.set_temperatures([float(v) for v in new_t])
             if new_lr is not None:
                 s.set_learning_rates([float(v) for v in new_lr])
+            if np.float32(new_t[-1]) != np.float32(record["temperatures"][-1]):
+                self._tracks.reset(step)  # a new hot end: its mode changes are counted afresh
         temps_now, lrs_now = self._ladder()
         record.update(
             {
@@ -497,7 +507,7 @@ class LadderTuner(keras.callbacks.Callback):
             found = "no barrier" if record["barrier"] is None else f"Lambda = {record['barrier']:.3g}"
             found += "" if record["rejection"] is None else f", rejection {np.round(record['rejection'], 3).tolist()}"
             kept = "" if record["kept"] is None else " (kept)"
-            moves = "" if record["mode_changes"] is None else f", mode changes per slot {record['mode_changes']}"
+            moves = "" if record["mode_changes"] is None else f", mode changes per state {record['mode_changes']}"
             print(
                 f"LadderTuner {steps}: {found}{moves}, temperatures "
                 f"{[float(f'{t:.4g}') for t in record['new_temperatures']]}{kept}"
@@ -509,7 +519,7 @@ class LadderTuner(keras.callbacks.Callback):
         if record["end_step"] >= self.tuning_steps:
             self._warn_at_the_end()
 
-    def _measure(self, temps, attempts, swaps, last_round):
+    def _measure(self, temps, attempts, swaps, narrow):
         """What one round's counts say: the record's measured fields and ``kept``, and the new
         ladder (``None``: the ladder is kept; no round moves it on fewer than
         :data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS` attempts of some pair)."""
@@ -535,7 +545,7 @@ class LadderTuner(keras.callbacks.Callback):
             hot = None
             if self._bounds is not None:
                 hot, self._affordable = tuning.next_hot_temperature(
-                    barrier, self._bounds, self._target, self._floor, last_round
+                    barrier, self._bounds, self._target, self._floor, narrow
                 )
             new_t = ladder.equal_share_ladder(barrier, hot)
             numerics.check_hyperparameter("temperatures", new_t.tolist(), num_chains=temps.size)  # as the setter does
@@ -557,8 +567,7 @@ class LadderTuner(keras.callbacks.Callback):
         if (
             self._affordable is not None and self._affordable < self._floor / CROSSING_MARGIN
         ):  # the round that set the floor: the coldest hot end with mode changes
-            crossed = [r for r in ladder_file.completed(self._doc) if mode_changes.changes_modes(r.get("mode_changes"))]
-            seen = min(crossed, key=lambda r: r["temperatures"][-1])
+            seen = next(r for r in ladder_file.completed(self._doc) if r.get("hot_floor") == self._floor)
             self._warn_once(
                 "cross", ladder_advice.too_cold_to_cross(record, K, self._affordable, self._floor, seen), record
             )
@@ -629,3 +638,12 @@ class LadderTuner(keras.callbacks.Callback):
         if isinstance(config.get("learning_rates"), dict):
             config["learning_rates"] = keras.saving.deserialize_keras_object(config["learning_rates"])
         return cls(**config)
+
+
+def _segment_start(rounds: list) -> int:
+    """The step since which the hot end of ``rounds`` has not moved (where its traces began)."""
+    start = rounds[0]["start_step"]
+    for r in rounds:
+        if "end_step" in r and np.float32(r["new_temperatures"][-1]) != np.float32(r["temperatures"][-1]):
+            start = r["end_step"]
+    return start

@@ -19,10 +19,11 @@ end (:func:`tf_vrre.sgmcmc.tuning.round_end`) and ``end_step`` where it ended (t
 executed block that reached ``due_step``); its ``attempts`` / ``swaps`` are the per-pair counts
 of the round, ``rejection`` / ``barrier`` what they say about that ladder, and
 ``new_temperatures`` the ladder set at its end (the last round's is the ladder of the rest of the
-run).  ``mode_changes`` are the moves of each slot between two levels of a traced weight in the
-round (``null``: too few records to count; :mod:`tf_vrre.sgmcmc.mode_changes`), ``hot_floor``
-the coldest hottest temperature at which the chains changed modes so far (``null``: none yet),
-below which the tuner does not move the hot end.  ``kept`` is ``null``, or why the round kept
+run).  ``mode_changes`` are the moves of each chain's state between two levels of a traced weight
+since the hot end was last set, up to the round's end (``null``: too few records to count;
+:mod:`tf_vrre.sgmcmc.mode_changes`), ``hot_floor`` the coldest hottest temperature at which the
+chains changed modes so far (``null``: none yet), below which the tuner does not move the hot
+end.  ``kept`` is ``null``, or why the round kept
 its ladder; a round with too few swap attempts per pair
 (:data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS`) measured nothing, and its ``rejection`` ...
 ``round_trip_rate`` are ``null``.  Records written before ``due_step`` and ``kept`` existed

@@ -13,8 +13,8 @@ What a round's swaps say about the ladder (rejection, barrier, the equal-share l
   rates that follow the temperatures, checked as the sampler checks them;
 - :func:`check_bounds` - the temperature range of the ladder;
 - :func:`next_hot_temperature` - where a round moves the hottest temperature: out at once,
-  in only at the end of the tuning phase (or when every pair rejects nearly all its swaps), never
-  below a hot end at which the chains changed modes;
+  in only in the last rounds of the tuning phase (or when every pair rejects nearly all its
+  swaps), never below a hot end at which the chains changed modes;
 - :func:`correction_step` - the stochastic approximation of ``log F`` towards a swap acceptance
   rate (``CorrectedSwap(correction="auto", target_acceptance=r)``).
 
@@ -98,18 +98,18 @@ def next_hot_temperature(
     bounds: Sequence[float],
     target_rejection: float | None,
     floor: float | None,
-    last_round: bool,
+    narrow: bool,
 ) -> tuple[float, float | None]:
     """The hottest temperature a round sets, and the colder one the swaps alone would have
     chosen when ``floor`` overrides it (else ``None``).
 
     The swaps' choice is :func:`tf_vrre.sgmcmc.ladder.hot_temperature` (where every pair rejects
     ``target_rejection``, or ``K / 2`` of the barrier without one).  It is taken when it is hotter
-    (a wider range costs no mode a chain crossed).  A colder one waits for the last round, whose
-    measurement is the longest (the earlier, shorter rounds may not yet have seen the chains
-    change modes at the range they started with), unless every pair rejects at least
-    :data:`NEARLY_ALL` of its swaps (then no state moves along the ladder, and a narrower range
-    loses nothing the swaps deliver).  It never goes below ``floor``, the coldest hot end at
+    (a wider range costs no mode a chain crossed).  A colder one waits for a round that may
+    ``narrow`` the ladder (:class:`tf_vrre.LadderTuner`: the last two, the longest; the earlier,
+    shorter ones may not yet have seen the chains change modes at the range they started with),
+    unless every pair rejects at least :data:`NEARLY_ALL` of its swaps (then no state moves
+    along the ladder, and a narrower range loses nothing the swaps deliver).  It never goes below ``floor``, the coldest hot end at
     which the chains were seen to change modes, nor outside ``bounds``.
 
     Args:
@@ -117,21 +117,21 @@ def next_hot_temperature(
       bounds: ``(low, high)``.
       target_rejection: the rejection per pair in ``(0, 1)``, or ``None``.
       floor: the coldest hot end with mode changes so far, or ``None``.
-      last_round: the round is the last of the tuning phase.
+      narrow: the round may move the hot end colder.
 
     Example:
       >>> b = ladder.Barrier([1.0, 2.0, 4.0, 8.0], [0.9, 0.9, 0.9])       # too hard for 4 chains
-      >>> next_hot_temperature(b, (1.0, 8.0), 0.5, None, last_round=False)  # waits for the last round
+      >>> next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=False)  # waits for the last rounds
       (8.0, None)
-      >>> round(next_hot_temperature(b, (1.0, 8.0), 0.5, None, last_round=True)[0], 3)
+      >>> round(next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=True)[0], 3)
       2.832
-      >>> next_hot_temperature(b, (1.0, 8.0), 0.5, floor=8.0, last_round=True)[0]   # mode changes at 8
+      >>> next_hot_temperature(b, (1.0, 8.0), 0.5, floor=8.0, narrow=True)[0]   # mode changes at 8
       8.0
     """
     low, high = bounds
     current = min(float(barrier.temperatures[-1]), float(high))
     want = ladder.hot_temperature(barrier, bounds, target_rejection=target_rejection)
-    if want < current and not last_round and float(np.min(barrier.rejection)) < NEARLY_ALL:
+    if want < current and not narrow and float(np.min(barrier.rejection)) < NEARLY_ALL:
         want = current
     if floor is not None and want < min(float(floor), float(high)):
         return min(float(floor), float(high)), want
