@@ -66,6 +66,13 @@ NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 # quoted numbers: (file, sentence template)
 
 CLAIMS = [
+    # the main job's time (`tf-vrre mixture`): one measured wall time, wherever a page gives it
+    ("README.md", "[about {mixture.minutes:.0f} minutes on 2 CPU cores](docs/benchmarks/mixture.md)"),
+    ("docs/getting-started.md", "(about {mixture.minutes:.0f} minutes on a 2-core CPU;"),
+    (
+        "docs/benchmarks/mixture.md",
+        "about {mixture.minutes:.0f} minutes ({mixture.wall_min} min {mixture.wall_sec} s of wall time for the table below)",
+    ),
     ("README.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
     (
         "README.md",
@@ -163,7 +170,7 @@ CLAIMS = [
     ),
     (
         "docs/guides/ladder.md",
-        "run again with {ladder_tuning_mixture_k4_seeds.seeds} seeds: `Lambda`"
+        "run again with {ladder_tuning_mixture_k4_seeds.seeds} seeds: $\\Lambda$"
         " {ladder_tuning_mixture_k4_seeds.barrier:.2f}, rejection {ladder_tuning_mixture_k4_seeds.rejection},"
         " {ladder_tuning_mixture_k4_seeds.trips:.1f} round trips per 1,000 steps and a cold-chain error of"
         " {ladder_tuning_mixture_k4_seeds.error:+.3f} +- {ladder_tuning_mixture_k4_seeds.se:.3f}"
@@ -318,6 +325,27 @@ def _small_run_table(res, part):
 TABLES = {"posterior-fidelity": _posterior_fidelity_table, "small-run": _small_run_table}
 
 
+NBSP = "\u00a0"
+LETTER = re.compile(r"[A-Za-z]")
+EXPONENT = re.compile(r"(?<=\d)e(?=[-+]?\d)")
+
+
+def whole_numbers(table):
+    """``table`` (Markdown) with the spaces inside each cell of numbers made non-breaking, so a
+    rendered page keeps ``0.022 +- 0.001`` or ``0.82 0.84 0.84`` on one line in a narrow column
+    (the theme scrolls a wide table sideways); a cell with words wraps as usual."""
+
+    def cell(text):
+        body = text.strip()
+        if not body or LETTER.search(EXPONENT.sub("", body)):
+            return text
+        return text.replace(body, body.replace(" ", NBSP))
+
+    return "\n".join(
+        "|".join(cell(c) for c in line.split("|")) if line.startswith("|") else line for line in table.split("\n")
+    )
+
+
 def render_region(name, part, cache_results):
     if name not in cache_results:
         cache_results[name] = results.load(name)
@@ -325,8 +353,9 @@ def render_region(name, part, cache_results):
     if part == "source":
         return source_line(name, res)
     if name in TABLES:
-        return TABLES[name](res, part)
-    return results.markdown(res["tables"][part])
+        body = TABLES[name](res, part)
+        return body if body.startswith("```") else whole_numbers(body)
+    return whole_numbers(results.markdown(res["tables"][part]))
 
 
 def render(text, path):

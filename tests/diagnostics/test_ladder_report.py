@@ -56,7 +56,23 @@ def _record(tmp_path, rounds=3):
     return doc
 
 
-def test_read_summary_table_and_figure(tmp_path):
+def _shown(fig):
+    """What a figure shows: its title and, per axes, the title, the labels and every line's and
+    segment collection's data."""
+    axes = [
+        (
+            ax.get_title(),
+            ax.get_xlabel(),
+            ax.get_ylabel(),
+            [line.get_xydata().tolist() for line in ax.get_lines()],
+            [[seg.tolist() for seg in c.get_segments()] for c in ax.collections if hasattr(c, "get_segments")],
+        )
+        for ax in fig.axes
+    ]
+    return fig.get_suptitle(), axes
+
+
+def test_read_summary_table_and_figure(tmp_path, monkeypatch):
     doc = _record(tmp_path)
     assert ladder_report.read(tmp_path) == doc  # the run directory
     assert ladder_report.read(tmp_path / "ladder") == doc  # the tuner's directory
@@ -69,7 +85,16 @@ def test_read_summary_table_and_figure(tmp_path):
     path = tmp_path / "barrier.png"
     fig = ladder_report.plot_barrier(str(path), doc)
     assert path.stat().st_size > 10_000 and len(fig.axes) == 3
-    assert ladder_report.plot_barrier(None, doc) is not None
+    shown, k = _shown(fig), len(doc["rounds"][-1]["new_temperatures"])
+    assert shown[0].startswith(f"Ladder tuning: K = {k}, tau 1 .. 100")
+    assert [len(lines) for _, _, _, lines, _ in shown[1]] == [3, 1 + k, 1]  # top: PCHIP, before, after
+    assert len(shown[1][0][4]) == len(doc["rounds"])  # top: each round's pair means
+    assert shown[1][2][3] == [[[r["round"], r["barrier"]] for r in doc["rounds"]]]  # bottom: Lambda per round
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    unsaved = ladder_report.plot_barrier(None, doc)  # no path: the same figure, returned, nothing written
+    assert unsaved is not fig and _shown(unsaved) == shown and os.listdir(cwd) == []
 
 
 def test_unfinished_and_bad_records(tmp_path):

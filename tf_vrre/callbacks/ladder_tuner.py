@@ -14,9 +14,8 @@ import numpy as np
 
 import tf_vrre._user_warning as user_warning
 from tf_vrre import _keras_compat, numerics
-from tf_vrre.callbacks import ladder_advice
-from tf_vrre.callbacks.chain_tracks import ChainTracks
-from tf_vrre.runs import ladder_file, ownership
+from tf_vrre.callbacks import chain_tracks, ladder_advice
+from tf_vrre.runs import atomic, ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc import ladder, mode_changes, schedules, tuning
 from tf_vrre.sgmcmc import proposal as proposals
@@ -221,6 +220,9 @@ class LadderTuner(keras.callbacks.Callback):
             ownership.claim(self.directory, self, self.params, "LadderTuner")
             try:
                 self._adopt(run)
+                atomic.remove_temporaries(
+                    self.directory, {ladder_file.FILE, chain_tracks.FILE}
+                )  # a killed run's half-written files
             except Exception:
                 ownership.release(self)
                 raise
@@ -228,7 +230,7 @@ class LadderTuner(keras.callbacks.Callback):
             self._doc = self._new_doc(run)  # kept from an earlier fit of this sampler, else a new one
         self._started = False
         self._warned = {}
-        self._tracks = ChainTracks(s)
+        self._tracks = chain_tracks.ChainTracks(s)
         if self.directory is not None:  # the round's traces go with every committed checkpoint
             s.listeners.add(("LadderTuner", self.directory), on_checkpoint_committed=self._save_tracks)
 
