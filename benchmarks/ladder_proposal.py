@@ -123,8 +123,9 @@ def _rejection(rows):
     return rate, se, ab.sum(0)
 
 
-def run_one(name, args, seed):
-    """One network: the proposed ladder, the tuning, the post-tuning rejection."""
+def run_one(name, args, seed, hand=None):
+    """One network: the proposed ladder (or the ``hand`` ladder, its hot end fixed), the tuning,
+    the post-tuning rejection."""
     import keras
 
     import tf_vrre
@@ -138,7 +139,7 @@ def run_one(name, args, seed):
         model_fn,
         data_size=N,
         num_chains=args.chains,
-        temperatures=tf_vrre.ProposedLadder(cold=1.0, target_rejection=args.target),
+        temperatures=tf_vrre.ProposedLadder(cold=1.0, target_rejection=args.target) if hand is None else list(hand),
         learning_rates=cfg["lr"] / N,
         weight_decay=cfg["decay"] * N,
         swap=tf_vrre.CorrectedSwap(pairs="deo"),
@@ -162,6 +163,9 @@ def run_one(name, args, seed):
     last = tuner.record["rounds"][-1]
     return {
         "network": name,
+        "ladder": "proposed" if hand is None else "hand",
+        "accepted": int(np.sum(sampler.state.swap.swap_count.numpy())),
+        "attempted": int(np.sum(sampler.state.swap.attempt_count.numpy())),
         "seed": seed,
         "num_weights": D,
         "data_size": N,
@@ -204,6 +208,7 @@ def table(rows, target, band):
         out.append(
             [
                 r["network"],
+                r["ladder"],
                 r["num_weights"],
                 _cell(r["proposed"], "{:.4g}"),
                 _cell(r["final"], "{:.4g}"),
@@ -212,13 +217,15 @@ def table(rows, target, band):
                 {"value": max(r["rejection_se"]), "format": "{:.2f}"},
                 "yes" if r["within_band"] else "no",
                 r["recommended_chains"],
+                f"{r['accepted']:,} / {r['attempted']:,}",
                 {"value": r["seconds"] / 60, "format": "{:.0f}"},
             ]
         )
-        keys.append(r["network"])
+        keys.append(r["network"] if r["ladder"] == "proposed" else f"{r['network']}-hand")
     return results.table(
         [
             "network",
+            "ladder",
             "D",
             "proposed ladder",
             "tuned ladder",
@@ -227,9 +234,10 @@ def table(rows, target, band):
             "largest se",
             f"within {target:g} +- {band:g}",
             "recommended K",
+            "swaps accepted / attempted",
             "minutes",
         ],
-        ["{}", "{:,}", "{}", "{}", "{}", "{}", "{}", "{}", "{}", "{}"],
+        ["{}", "{}", "{:,}", "{}", "{}", "{}", "{}", "{}", "{}", "{}", "{}", "{}"],
         out,
         keys,
     )
@@ -239,8 +247,8 @@ def parse_args(argv):
     p = arguments.parser(__file__, __doc__.splitlines()[0])
     p.add_argument("--networks", type=arguments.names(NETWORKS, "networks"), default=NETWORKS)
     p.add_argument("--chains", type=arguments.at_least(3, 64), default=4, help="K (>= 3: the tuner places rungs)")
-    p.add_argument("--target", type=arguments.positive_float, default=0.5, help="rejection per pair, in (0, 1)")
-    p.add_argument("--band", type=arguments.positive_float, default=0.15, help="allowed |rejection - target| per pair")
+    p.add_argument("--target", type=arguments.positive_float(), default=0.5, help="rejection per pair, in (0, 1)")
+    p.add_argument("--band", type=arguments.positive_float(), default=0.15, help="allowed |rejection - target| per pair")
     p.add_argument("--tune", type=arguments.positive(int, 10**7), default=2000, help="tuning steps")
     p.add_argument("--first-round", type=arguments.positive(int, 10**7), default=100, help="first round's steps")
     p.add_argument(
@@ -249,6 +257,13 @@ def parse_args(argv):
     p.add_argument("--spe", type=arguments.positive(int, 1000), default=10, help="steps per execution")
     p.add_argument("--subset", type=arguments.positive(int, 50000), default=2000, help="CIFAR-10 images (resnet8)")
     p.add_argument("--data-dir", type=arguments.input_directory, default=DATA_DIR, help="holds cifar10/*.npz")
+    p.add_argument(
+        "--hand",
+        type=arguments.float_list(what="temperatures"),
+        default=(1.0, 2.0, 3.0, 4.0),
+        help="a hand ladder run beside the MLP's proposal, its hot end fixed (by analogy with the paper's 5x)",
+    )
+    p.add_argument("--no-hand", dest="hand", action="store_const", const=None, help="no hand ladder")
     p.add_argument("--seed", type=arguments.at_least(0, 2**31 - 1), default=0)
     p.add_argument("--quick", action="store_true", help="--tune 400 --measure 400 --subset 500")
     p.add_argument("--verbose", action="store_true", help="print the tuner's rounds")
@@ -258,6 +273,8 @@ def parse_args(argv):
         arguments.die(f"--target: a rejection rate in (0, 1), got {args.target}")
     if not args.band < 1:
         arguments.die(f"--band: in (0, 1), got {args.band}")
+    if args.hand is not None and (len(args.hand) != args.chains or list(args.hand) != sorted(args.hand)):
+        arguments.die(f"--hand: {args.chains} increasing temperatures (--chains), got {','.join(map(str, args.hand))}")
     if args.quick:
         args.tune, args.measure, args.subset = 400, 400, 500
     if args.tune % args.spe or args.measure % args.spe:
@@ -274,14 +291,18 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     rows = []
-    for name in args.networks:
-        row = run_one(name, args, args.seed)
+    runs = [(name, None) for name in args.networks]
+    if "mlp" in args.networks and args.hand:
+        runs.insert(1, ("mlp", args.hand))
+    for name, hand in runs:
+        row = run_one(name, args, args.seed, hand)
         rows.append(row)
         print(
-            f"{name}: D = {row['num_weights']}, proposed {np.round(row['proposed'], 4).tolist()} -> "
+            f"{name} ({row['ladder']}): D = {row['num_weights']}, proposed {np.round(row['proposed'], 4).tolist()} -> "
             f"{np.round(row['final'], 4).tolist()}; rejection last round {np.round(row['last_round_rejection'], 2).tolist()}, "
             f"after tuning {np.round(row['rejection'], 2).tolist()} (se <= {max(row['rejection_se']):.2f}); "
-            f"recommended K {row['recommended_chains']}; {row['seconds']:.0f} s",
+            f"recommended K {row['recommended_chains']}; swaps {row['accepted']} / {row['attempted']}; "
+            f"{row['seconds']:.0f} s",
             file=sys.stderr,
             flush=True,
         )
