@@ -107,7 +107,9 @@ class Counters:
             def on_train_batch_end(self, batch, logs=None):
                 s = self.model
                 if int(s.state.step.numpy()) >= after:
-                    self.rows.append((s.state.swap.attempt_count.numpy().copy(), s.state.swap.swap_count.numpy().copy()))
+                    self.rows.append(
+                        (s.state.swap.attempt_count.numpy().copy(), s.state.swap.swap_count.numpy().copy())
+                    )
 
         return _Counters()
 
@@ -191,10 +193,7 @@ def _dataset(x, y, batch, seed):
     import tensorflow as tf
 
     return (
-        tf.data.Dataset.from_tensor_slices((x, y))
-        .repeat()
-        .shuffle(len(x), seed=seed)
-        .batch(batch, drop_remainder=True)
+        tf.data.Dataset.from_tensor_slices((x, y)).repeat().shuffle(len(x), seed=seed).batch(batch, drop_remainder=True)
     )
 
 
@@ -248,7 +247,9 @@ def parse_args(argv):
     p.add_argument("--networks", type=arguments.names(NETWORKS, "networks"), default=NETWORKS)
     p.add_argument("--chains", type=arguments.at_least(3, 64), default=4, help="K (>= 3: the tuner places rungs)")
     p.add_argument("--target", type=arguments.positive_float(), default=0.5, help="rejection per pair, in (0, 1)")
-    p.add_argument("--band", type=arguments.positive_float(), default=0.15, help="allowed |rejection - target| per pair")
+    p.add_argument(
+        "--band", type=arguments.positive_float(), default=0.15, help="allowed |rejection - target| per pair"
+    )
     p.add_argument("--tune", type=arguments.positive(int, 10**7), default=2000, help="tuning steps")
     p.add_argument("--first-round", type=arguments.positive(int, 10**7), default=100, help="first round's steps")
     p.add_argument(

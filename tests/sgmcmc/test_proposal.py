@@ -111,3 +111,14 @@ def test_the_floor_keeps_a_range_in_which_the_chains_changed_modes():
     hot, affordable = tuning.next_hot_temperature(b, (1.0, 8.0), 0.5, floor=2.0, narrow=True)
     assert affordable is None and 2.0 < hot < 4.0  # the floor does not bind
     assert tuning.next_hot_temperature(b, (1.0, 6.0), 0.5, floor=8.0, narrow=True)[0] == 6.0  # bounds first
+
+
+@pytest.mark.parametrize("cold", [1.0, 0.05])
+def test_too_cold_to_cross_compares_ranges_not_temperatures(cold):
+    """A network's ladder spans a few percent above the cold temperature: a hot end the swaps would
+    move from 1.0635 to 1.001 (a sixtieth of the range) is far too cold, though the temperature
+    moves by 6%; the rule is the same at any cold temperature."""
+    assert tuning.too_cold_to_cross(1.001 * cold, 1.0635 * cold, cold)
+    assert tuning.too_cold_to_cross(2.46 * cold, 4.0 * cold, cold)
+    assert not tuning.too_cold_to_cross(3.9 * cold, 4.0 * cold, cold)
+    assert not tuning.too_cold_to_cross(1.058 * cold, 1.0635 * cold, cold)

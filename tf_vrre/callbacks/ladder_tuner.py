@@ -27,10 +27,6 @@ DEFAULT_EXPONENT = 0.25
 WARN_MIN_ATTEMPTS = 20
 """A round tells whether K is far too small only when every pair was attempted this often."""
 
-CROSSING_MARGIN = 1.1
-"""The hot end held by mode changes is worth a warning when the swaps would have moved it colder
-by more than this factor."""
-
 SETS = ("temperatures", "learning_rates")
 """The sampler's hyperparameters a tuner sets (learning rates unless ``learning_rates=None``)."""
 
@@ -566,8 +562,8 @@ class LadderTuner(keras.callbacks.Callback):
         wide, too few chains (these two on rounds that attempted every pair often enough)."""
         s = self.model
         K = s.num_chains
-        if (
-            self._affordable is not None and self._affordable < self._floor / CROSSING_MARGIN
+        if self._affordable is not None and tuning.too_cold_to_cross(
+            self._affordable, self._floor, float(record["temperatures"][0])
         ):  # the round that set the floor: the coldest hot end with mode changes
             seen = next(r for r in ladder_file.completed(self._doc) if r.get("hot_floor") == self._floor)
             self._warn_once(

@@ -270,7 +270,7 @@ def hot_temperature(
       16.0
       >>> b = Barrier([1.0, 2.0, 4.0, 8.0], [0.9, 0.9, 0.9])   # hard: in, towards rejection 0.5 per pair
       >>> round(hot_temperature(b, bounds=(1.0, 100.0), target_rejection=0.5), 3)
-      4.0
+      2.352
     """
     t = barrier.temperatures
     cold, hot, K = float(t[0]), float(t[-1]), t.size

@@ -93,6 +93,28 @@ NEARLY_ALL = 0.95
 may move colder in any round."""
 
 
+CROSSING_MARGIN = 1.1
+"""A hot end held for its mode changes is worth a warning when the range the swaps would have
+chosen, ``ln(tau_K / tau_1)``, is narrower than the kept one by more than this factor."""
+
+
+def too_cold_to_cross(affordable: float, floor: float, cold: float) -> bool:
+    """Whether the hottest temperature the swaps can afford, ``affordable``, spans a range
+    (``ln(affordable / cold)``) narrower by more than :data:`CROSSING_MARGIN` than the one in
+    which the chains changed modes (``ln(floor / cold)``).
+
+    Ranges, not temperatures: a network's ladder spans a few percent above ``cold``, where a
+    hot end moved from 1.06 to 1.001 keeps the temperature within 6% but a sixtieth of the range.
+
+    Example:
+      >>> too_cold_to_cross(2.46, 4.0, 1.0), too_cold_to_cross(3.9, 4.0, 1.0)
+      (True, False)
+      >>> too_cold_to_cross(1.001, 1.0635, 1.0)      # a network's range: 1/60 of it
+      True
+    """
+    return math.log(affordable / cold) < math.log(floor / cold) / CROSSING_MARGIN
+
+
 def next_hot_temperature(
     barrier: ladder.Barrier,
     bounds: Sequence[float],
@@ -124,7 +146,7 @@ def next_hot_temperature(
       >>> next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=False)  # waits for the last rounds
       (8.0, None)
       >>> round(next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=True)[0], 3)
-      2.832
+      2.352
       >>> next_hot_temperature(b, (1.0, 8.0), 0.5, floor=8.0, narrow=True)[0]   # mode changes at 8
       8.0
     """
