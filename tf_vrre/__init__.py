@@ -55,6 +55,7 @@ KERAS_MODULES = (
     "tf_vrre.sampler",
     "tf_vrre.sgmcmc.control_variates",
     "tf_vrre.sgmcmc.energy",
+    "tf_vrre.sgmcmc.proposal",
     "tf_vrre.sgmcmc.schedules",
     "tf_vrre.sgmcmc.swaps",
     "tf_vrre.callbacks",

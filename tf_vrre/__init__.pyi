@@ -21,6 +21,7 @@ from .sampler.replica_exchange import ReplicaExchangeSampler as ReplicaExchangeS
 from .serving.export import export_ensemble as export_ensemble
 from .sgmcmc.control_variates import ControlVariates as ControlVariates
 from .sgmcmc.energy import gaussian_nll as gaussian_nll
+from .sgmcmc.proposal import ProposedLadder as ProposedLadder
 from .sgmcmc.schedules import CyclicalCosine as CyclicalCosine
 from .sgmcmc.schedules import EpochExponential as EpochExponential
 from .sgmcmc.schedules import Scaled as Scaled

@@ -13,7 +13,7 @@ def test_ladder_guide_examples_run(capsys, tmp_path, monkeypatch, recwarn):
     monkeypatch.chdir(tmp_path)
     text = open(PAGE).read()
     blocks = _examples.examples(text)
-    assert len(blocks) == 3 and all(shown for _, shown in blocks), "every example of the guide shows its output"
+    assert len(blocks) == 4 and all(shown for _, shown in blocks), "every example of the guide shows its output"
     namespace = {"__name__": "__docs__"}
     wrong = _examples.run_page(text, "docs/guides/ladder.md", namespace)
     assert not wrong, "the ladder guide's output differs from what it shows:\n" + "\n".join(

@@ -14,9 +14,11 @@ import numpy as np
 
 import tf_vrre._user_warning as user_warning
 from tf_vrre import _keras_compat, numerics
+from tf_vrre.callbacks import chain_tracks, ladder_advice
 from tf_vrre.runs import atomic, ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
-from tf_vrre.sgmcmc import ladder, schedules, tuning
+from tf_vrre.sgmcmc import ladder, mode_changes, schedules, tuning
+from tf_vrre.sgmcmc import proposal as proposals
 
 DEFAULT_EXPONENT = 0.25
 """``eta_h = eta_1 (tau_h / tau_1)^0.25``: the paper's hand-tuned CIFAR ladder (``tau_2 = 5 tau_1``,
@@ -54,7 +56,9 @@ class LadderTuner(keras.callbacks.Callback):
        local barrier ``lambda(b)``;
     3. places the new inverse temperatures so that every pair has the same share of ``Lambda``
        (equal rejection rates: the ladder with the most round trips).  The cold temperature never
-       moves (slot 0 samples the posterior); the hottest moves only with ``bounds``;
+       moves (slot 0 samples the posterior); the hottest moves only with ``bounds`` or a
+       :class:`tf_vrre.ProposedLadder` (then towards its ``target_rejection`` per pair), and
+       never colder than a hot end at which the chains were seen to change modes (below);
     4. computes the learning rates that follow the new ladder (unless ``learning_rates`` is
        ``None``), checks both as the sampler's setters do, and only then sets both
        (``sampler.set_temperatures``, ``sampler.set_learning_rates``) and records the round's
@@ -63,6 +67,21 @@ class LadderTuner(keras.callbacks.Callback):
        block of the tuning phase, adapts ``log F`` towards the acceptance rate ``r`` over all
        attempted pairs (:func:`tf_vrre.sgmcmc.tuning.correction_step`) and sets it through
        ``sampler.set_correction``; each round records the ``F`` it ended with.
+
+    **Mode changes.**  Equal rejection says how well the chains exchange states, not whether the
+    hottest one crosses the posterior's barriers.  During each round the tuner traces up to 128
+    weights of every chain's state, following the states through their swaps
+    (:mod:`tf_vrre.callbacks.chain_tracks`), and counts each state's moves between two
+    well-separated levels of a weight (:mod:`tf_vrre.sgmcmc.mode_changes`; the record's
+    ``mode_changes``, per state).  Once a round saw the chains change modes (two states moved
+    between the levels of a weight while the energy no longer fell), the hottest temperature
+    never moves below that round's, or below the initial one if that is colder
+    (``hot_floor``; a range widened during burn-in may come back to where it started): when the swaps of ``K`` chains would need a colder one,
+    the range stays and a warning says how many chains it needs.  The traces of all the rounds
+    since the hot end was last set count together, and a colder hot end waits for the last two
+    rounds, the longest, about three quarters of the tuning phase
+    (:func:`tf_vrre.sgmcmc.tuning.next_hot_temperature`), unless every pair rejects nearly all
+    swaps: mode changes of the range it started with have that long to show.
 
     After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
     sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
@@ -80,9 +99,14 @@ class LadderTuner(keras.callbacks.Callback):
     ``CSVLogger`` keeps the columns; put the tuner before the ``CSVLogger`` in the callback list):
     ``ladder_round`` (rounds ended), ``ladder_barrier`` (``Lambda`` of the last round),
     ``ladder_rejection_<p>`` per pair and ``ladder_recommended_chains``
-    (:func:`tf_vrre.sgmcmc.ladder.recommended_chains`: about ``2 Lambda``).  A ``UserWarning``
-    says when ``K`` is under half the recommendation (each pair then rejects most swaps, and
-    the barrier estimate itself is a lower bound).  With ``directory`` every round (ladder,
+    (:func:`tf_vrre.sgmcmc.ladder.recommended_chains`: about ``2 Lambda``) and
+    ``ladder_mode_changes`` (the most any slot made in the last round that counted them).
+    ``UserWarning`` s (:mod:`tf_vrre.callbacks.ladder_advice`) say when ``K`` is under half the
+    recommendation (each pair then rejects most swaps, and the barrier estimate itself is a
+    lower bound; later rounds revise the estimate, and a last round that does says so), when
+    every pair rejects nearly all swaps (the ladder is too wide: narrowed, or how to narrow it),
+    when the range is kept for the mode changes, and when no round measured a barrier (no number
+    of chains can be recommended).  With ``directory`` every round (ladder,
     counts, rejection, barriers, the new ladder) is recorded in ``directory/ladder.json``
     (:mod:`tf_vrre.runs.ladder_file`); :mod:`tf_vrre.diagnostics.ladder_report` reads it back and draws
     the local barrier with the ladder before and after tuning.
@@ -120,11 +144,13 @@ class LadderTuner(keras.callbacks.Callback):
         tolerate somewhat larger steps, while the stability limit of a locally quadratic energy
         does not depend on the temperature, so the growth is kept slow (x1.78 at 10x the
         temperature).
-      bounds: ``None`` (the hottest temperature stays) or ``(low, high)``, the temperature range
-        of the ladder, ``low <= cold < high``: the hottest temperature then moves in
-        ``(cold, high]`` to where ``K`` is the recommended number of chains
-        (:func:`tf_vrre.sgmcmc.ladder.hot_temperature`).  That rule knows only how the chains
-        communicate, not whether the hottest chain crosses the posterior's barriers.
+      bounds: ``None`` (the hottest temperature stays, unless the sampler's temperatures are a
+        :class:`tf_vrre.ProposedLadder`: then its bounds) or ``(low, high)``, the temperature
+        range of the ladder, ``low <= cold < high``: the hottest temperature then moves in
+        ``(cold, high]`` to where ``K`` is the recommended number of chains, or with a
+        :class:`tf_vrre.ProposedLadder` to where every pair rejects its ``target_rejection``
+        (:func:`tf_vrre.sgmcmc.ladder.hot_temperature`), never below a hot end at which the
+        chains changed modes.
       directory: where ``ladder.json`` goes (created; one writer at a time; files of another run
         are refused unless ``overwrite``); ``None``: nothing is written.
       overwrite: replace a tuning record of another run in ``directory``.
@@ -172,6 +198,7 @@ class LadderTuner(keras.callbacks.Callback):
         self.verbose = int(verbose)
         self._doc = None  # the tuning record (kept in memory; on disk with directory)
         self._started = False
+        self._tracks = None  # the traced weights of the round in progress (ChainTracks)
 
     def hyperparameters_set(self) -> tuple[str, ...]:
         """The sampler's hyperparameters this tuner sets: the temperatures, and the learning
@@ -189,14 +216,19 @@ class LadderTuner(keras.callbacks.Callback):
             ownership.claim(self.directory, self, self.params, "LadderTuner")
             try:
                 self._adopt(run)
-                atomic.remove_temporaries(self.directory, {ladder_file.FILE})  # a killed run's half-written record
+                atomic.remove_temporaries(
+                    self.directory, {ladder_file.FILE, chain_tracks.FILE}
+                )  # a killed run's half-written files
             except Exception:
                 ownership.release(self)
                 raise
         elif self._doc is None or ownership.difference(self._doc.get("run"), run) is not None:
             self._doc = self._new_doc(run)  # kept from an earlier fit of this sampler, else a new one
         self._started = False
-        self._warned = False
+        self._warned = {}
+        self._tracks = chain_tracks.ChainTracks(s)
+        if self.directory is not None:  # the round's traces go with every committed checkpoint
+            s.listeners.add(("LadderTuner", self.directory), on_checkpoint_committed=self._save_tracks)
 
     def _check(self, s):
         """Everything that can be refused is refused here, before anything is written."""
@@ -218,10 +250,14 @@ class LadderTuner(keras.callbacks.Callback):
                 "or build the tuner with learning_rates=None"
             )
         temps = s.state.ladder.temperature.numpy()
-        if self.bounds is not None:
-            tuning.check_bounds(self.bounds, float(temps[0]))
+        self._target = None if s.proposal is None else s.proposal.target_rejection
+        self._bounds = self.bounds
+        if self._bounds is None and s.proposal is not None:
+            self._bounds = s.proposal.resolved_bounds(s.data_size)
+        if self._bounds is not None:
+            tuning.check_bounds(self._bounds, float(temps[0]))
         if self.learning_rates is not None:  # a rule that fails should fail now, not at a round's end
-            hottest = float(temps[-1]) if self.bounds is None else self.bounds[1]
+            hottest = float(temps[-1]) if self._bounds is None else self._bounds[1]
             try:
                 tuning.check_learning_rates_over_range(
                     self.learning_rates, temps, float(s.state.ladder.learning_rate.numpy()[0]), hottest
@@ -314,12 +350,21 @@ class LadderTuner(keras.callbacks.Callback):
                     r.pop(k, None)
         self._doc["rounds"] = rounds
         last = rounds[-1] if rounds else None
+        ended = [r for r in rounds if "end_step" in r]
+        self._floor = ended[-1].get("hot_floor") if ended else None
         self._round = None
         if last is not None and "end_step" not in last:
             self._round = last["round"]  # a resume inside this round
+            segment = _segment_start(rounds)
+            if self.directory is None or not self._tracks.load(self.directory, segment, step0):
+                self._tracks.reset(segment)
+            if step0 > segment:  # the restored state: recorded as the uninterrupted run did
+                self._tracks.record(step0)
         elif last is not None and last["end_step"] < self.tuning_steps:
+            self._tracks.reset(step0)
             self._restart(last["round"] + 1, last["end_step"], step0)  # its successor's start is lost
         elif last is None and step0 < self.tuning_steps:
+            self._tracks.reset(step0)
             ends = tuning.round_ends(self.tuning_steps, self.first_round_steps)
             index = next(i for i, e in enumerate(ends) if step0 < e)
             self._restart(index, ends[index - 1] if index else 0, step0)
@@ -370,6 +415,7 @@ class LadderTuner(keras.callbacks.Callback):
             return
         step = int(self.model.state.step.numpy())
         self._adapt_correction(step)
+        self._tracks.record(step)
         record = self._doc["rounds"][-1]
         if step < self._due(record):
             return
@@ -380,6 +426,12 @@ class LadderTuner(keras.callbacks.Callback):
         else:
             self._round = None
         self._write()
+
+    def _save_tracks(self):
+        """A checkpoint was committed: the traces of the round in progress up to its step go to
+        ``directory`` (so a resume from it counts the same mode changes)."""
+        if self._round is not None and self._tracks is not None:
+            self._tracks.save(self.directory, int(self.model.listeners.committed_step))
 
     def _adapt_correction(self, step):
         """``correction="auto"``: one stochastic-approximation step of ``log F`` from this block's swaps."""
@@ -405,7 +457,14 @@ class LadderTuner(keras.callbacks.Callback):
         attempts, swaps = self._counts()
         n = np.subtract(attempts, record["start_attempts"])
         k = np.subtract(swaps, record["start_swaps"])
-        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k)
+        counts = mode_changes.mode_changes(self._tracks.traces())  # since the hot end was last set
+        hot = float(record["temperatures"][-1])
+        if mode_changes.changes_modes(counts, self._tracks.energy()):  # this hot end crosses: never go colder
+            hot = min(hot, float(self._doc["initial"]["temperatures"][-1]))  # than it, or the initial one
+            self._floor = hot if self._floor is None else min(self._floor, hot)
+        planned = len(tuning.round_ends(self.tuning_steps, self.first_round_steps))
+        narrow = record["round"] >= planned - 2 or self._due(record) >= self.tuning_steps
+        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, narrow)
         new_lr = None
         if new_t is not None and self.learning_rates is not None:
             try:
@@ -421,6 +480,8 @@ class LadderTuner(keras.callbacks.Callback):
             s.set_temperatures([float(v) for v in new_t])
             if new_lr is not None:
                 s.set_learning_rates([float(v) for v in new_lr])
+            if np.float32(new_t[-1]) != np.float32(record["temperatures"][-1]):
+                self._tracks.reset(step)  # a new hot end: its mode changes are counted afresh
         temps_now, lrs_now = self._ladder()
         record.update(
             {
@@ -431,6 +492,8 @@ class LadderTuner(keras.callbacks.Callback):
                 "new_temperatures": temps_now,
                 "new_learning_rates": lrs_now,
                 "correction": float(s.state.swap.correction.numpy()),
+                "mode_changes": counts,
+                "hot_floor": self._floor,
             }
         )
         self._report(record)
@@ -442,18 +505,23 @@ class LadderTuner(keras.callbacks.Callback):
             found = "no barrier" if record["barrier"] is None else f"Lambda = {record['barrier']:.3g}"
             found += "" if record["rejection"] is None else f", rejection {np.round(record['rejection'], 3).tolist()}"
             kept = "" if record["kept"] is None else " (kept)"
+            moves = "" if record["mode_changes"] is None else f", mode changes per state {record['mode_changes']}"
             print(
-                f"LadderTuner {steps}: {found}, temperatures {[float(f'{t:.4g}') for t in record['new_temperatures']]}{kept}"
+                f"LadderTuner {steps}: {found}{moves}, temperatures "
+                f"{[float(f'{t:.4g}') for t in record['new_temperatures']]}{kept}"
             )
         if record["kept"] is not None:
             hint = "; use longer rounds (first_round_steps)" if record["barrier"] is None else ""
             user_warning.warn(f"LadderTuner: {steps} keeps its ladder: {record['kept']}{hint}")
         self._maybe_warn(record, record["attempts"])
+        if record["end_step"] >= self.tuning_steps:
+            self._warn_at_the_end()
 
-    def _measure(self, temps, attempts, swaps):
+    def _measure(self, temps, attempts, swaps, narrow):
         """What one round's counts say: the record's measured fields and ``kept``, and the new
         ladder (``None``: the ladder is kept; no round moves it on fewer than
         :data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS` attempts of some pair)."""
+        self._affordable = None  # the hot end the swaps alone would choose, when the floor overrides it
         few = tuning.too_few_attempts(attempts)
         if few is not None:
             return {
@@ -472,7 +540,11 @@ class LadderTuner(keras.callbacks.Callback):
             "round_trip_rate": ladder.round_trip_rate(r),
         }
         try:
-            hot = None if self.bounds is None else ladder.hot_temperature(barrier, self.bounds)
+            hot = None
+            if self._bounds is not None:
+                hot, self._affordable = tuning.next_hot_temperature(
+                    barrier, self._bounds, self._target, self._floor, narrow
+                )
             new_t = ladder.equal_share_ladder(barrier, hot)
             numerics.check_hyperparameter("temperatures", new_t.tolist(), num_chains=temps.size)  # as the setter does
         except ValueError as err:
@@ -480,18 +552,46 @@ class LadderTuner(keras.callbacks.Callback):
             new_t = None
         return measured, new_t
 
+    def _warn_once(self, key, message, record):
+        if message is not None and key not in self._warned:
+            self._warned[key] = record
+            user_warning.warn(message)
+
     def _maybe_warn(self, record, attempts):
-        K = self.model.num_chains
-        chains = record["recommended_chains"]
-        if self._warned or chains is None or np.min(attempts) < WARN_MIN_ATTEMPTS or chains / 2 <= K:
+        """The round's warnings (each once per ``fit``): the range kept for its mode changes, too
+        wide, too few chains (these two on rounds that attempted every pair often enough)."""
+        s = self.model
+        K = s.num_chains
+        if self._affordable is not None and tuning.too_cold_to_cross(
+            self._affordable, self._floor, float(record["temperatures"][0])
+        ):  # the round that set the floor: the coldest hot end with mode changes
+            seen = next(r for r in ladder_file.completed(self._doc) if r.get("hot_floor") == self._floor)
+            self._warn_once(
+                "cross", ladder_advice.too_cold_to_cross(record, K, self._affordable, self._floor, seen), record
+            )
+        if record["barrier"] is None or np.min(attempts) < WARN_MIN_ATTEMPTS:
             return
-        self._warned = True
-        user_warning.warn(
-            f"LadderTuner: the communication barrier is Lambda >= {record['barrier']:.3g} (round {record['round']}), "
-            f"which needs about {chains} chains (2 Lambda); with num_chains={K} each pair "
-            f"rejects {np.mean(record['rejection']):.0%} of its swaps on average and the chains hardly exchange "
-            "states. Use more chains, or a narrower temperature range"
-        )
+        proposal = None
+        if s.proposal is None:
+            try:
+                proposal = proposals.ProposedLadder(cold=record["temperatures"][0]).temperatures(
+                    K, proposals.num_weights(s.chains[0])
+                )
+            except ValueError:  # steps below float32's resolution: no ladder to show
+                proposal = None
+        wide = ladder_advice.too_wide(record, self._bounds is not None, proposal)
+        self._warn_once("chains", ladder_advice.too_few_chains(record, K, wide), record)
+
+    def _warn_at_the_end(self):
+        """At the end of the tuning phase: a revised number of chains, or none measured at all."""
+        measured = ladder_file.measured(self._doc)
+        if not measured:
+            ended = ladder_file.completed(self._doc)
+            self._warn_once("none", ladder_advice.unrecommendable(ended, tuning.MIN_ROUND_ATTEMPTS), None)
+            return
+        first = self._warned.get("chains")
+        if first is not None:
+            self._warn_once("revised", ladder_advice.revised(first, measured[-1]), measured[-1])
 
     # --- reports -------------------------------------------------------------------------------
     def on_epoch_end(self, epoch, logs=None):
@@ -505,11 +605,13 @@ class LadderTuner(keras.callbacks.Callback):
         logs["ladder_round"] = float(len(done))
         logs["ladder_barrier"] = float(last["barrier"]) if last else math.nan
         logs["ladder_recommended_chains"] = float(last["recommended_chains"]) if last else math.nan
+        counted = [r["mode_changes"] for r in done if r.get("mode_changes") is not None]
+        logs["ladder_mode_changes"] = float(max(counted[-1])) if counted else math.nan
         for p in range(P):
             logs[f"ladder_rejection_{p}"] = float(last["rejection"][p]) if last else math.nan
 
     def on_train_end(self, logs=None):
-        self._started = False
+        self._started = False  # (the sampler drops the checkpoint listener after every on_train_end)
         ownership.release(self)
 
     @property
@@ -534,3 +636,12 @@ class LadderTuner(keras.callbacks.Callback):
         if isinstance(config.get("learning_rates"), dict):
             config["learning_rates"] = keras.saving.deserialize_keras_object(config["learning_rates"])
         return cls(**config)
+
+
+def _segment_start(rounds: list) -> int:
+    """The step since which the hot end of ``rounds`` has not moved (where its traces began)."""
+    start = rounds[0]["start_step"]
+    for r in rounds:
+        if "end_step" in r and np.float32(r["new_temperatures"][-1]) != np.float32(r["temperatures"][-1]):
+            start = r["end_step"]
+    return start

@@ -10,7 +10,8 @@ Layout::
                  "temperatures", "learning_rates",              # written when the round starts
                  "end_step", "attempts", "swaps", "kept", "rejection", "pair_barrier", "barrier",
                  "rejection_sum", "recommended_chains", "round_trip_rate",
-                 "new_temperatures", "new_learning_rates", "correction"},  # added when it ends
+                 "new_temperatures", "new_learning_rates", "correction",
+                 "mode_changes", "hot_floor"},                  # added when it ends
                 ...]}
 
 A round's ``temperatures`` are the ladder in force during it, ``due_step`` where it was due to
@@ -18,11 +19,16 @@ end (:func:`tf_vrre.sgmcmc.tuning.round_end`) and ``end_step`` where it ended (t
 executed block that reached ``due_step``); its ``attempts`` / ``swaps`` are the per-pair counts
 of the round, ``rejection`` / ``barrier`` what they say about that ladder, and
 ``new_temperatures`` the ladder set at its end (the last round's is the ladder of the rest of the
-run).  ``kept`` is ``null``, or why the round kept its ladder; a round with too few swap attempts
-per pair (:data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS`) measured nothing, and its
-``rejection`` ... ``round_trip_rate`` are ``null``.  Records written before ``due_step`` and
-``kept`` existed have neither (and a ``round_ends`` list of the ends as scheduled), older ones
-no ``correction`` either.  The file is
+run).  ``mode_changes`` are the moves of each chain's state between two levels of a traced weight
+since the hot end was last set, up to the round's end (``null``: too few records to count;
+:mod:`tf_vrre.sgmcmc.mode_changes`), ``hot_floor`` the coldest hottest temperature at which the
+chains changed modes so far (``null``: none yet), below which the tuner does not move the hot
+end.  ``kept`` is ``null``, or why the round kept
+its ladder; a round with too few swap attempts per pair
+(:data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS`) measured nothing, and its ``rejection`` ...
+``round_trip_rate`` are ``null``.  Records written before ``due_step`` and ``kept`` existed
+have neither (and a ``round_ends`` list of the ends as scheduled), older ones no
+``correction`` (nor ``mode_changes``, ``hot_floor``) either.  The file is
 rewritten atomically at every round start and end.
 
 :func:`read` checks the whole layout (types, ``K`` or ``K - 1`` entries per list, finite numbers,
@@ -55,9 +61,11 @@ END_FIELDS = (
     "new_temperatures",
     "new_learning_rates",
     "correction",
+    "mode_changes",
+    "hot_floor",
 )
 """A round's fields added when it ends."""
-OPTIONAL_END_FIELDS = ("kept", "correction")
+OPTIONAL_END_FIELDS = ("kept", "correction", "mode_changes", "hot_floor")
 """End fields absent from records written before they existed."""
 
 
@@ -271,6 +279,11 @@ class _Checker:
         )
         if "correction" in r:
             self.number(where + "correction", r["correction"], positive=True)
+        if r.get("mode_changes") is not None:
+            assert self.K is not None
+            self.vector(where + "mode_changes", r["mode_changes"], self.K, "count")
+        if r.get("hot_floor") is not None:
+            self.number(where + "hot_floor", r["hot_floor"], positive=True)
         if all(r[k] is None for k in MEASURED_FIELDS):
             if kept is None:
                 self.fail(where + "barrier", "null in a round that does not say why it kept its ladder (kept)", None)

@@ -59,6 +59,7 @@ from tf_vrre.sampler.listeners import SamplerListeners
 from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sampler.saving import SavingHooks
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
+from tf_vrre.sgmcmc import proposal as proposals
 from tf_vrre.sgmcmc.dynamics import Diffusion
 from tf_vrre.sgmcmc.state import (
     ChainState,
@@ -106,7 +107,10 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
       num_chains: ``K >= 1``.  ``K = 1``: SGLD / SGHMC / M-SGD baselines.
       temperatures: per-chain ``tau`` (number, schedule, or list of K), strictly increasing
         (non-decreasing without swaps: equal temperatures make independent chains, e.g. a deep ensemble).
-        Default 1.0 for one chain (0 for M-SGD); required for ``K >= 2``.
+        Default 1.0 for one chain (0 for M-SGD); required for ``K >= 2``.  Or a
+        :class:`tf_vrre.ProposedLadder` (``K >= 2``, with swaps): the cold temperature and a
+        rejection rate per pair, the ladder proposed from the number of weights of one chain
+        (``sampler.temperatures`` then holds it; a :class:`tf_vrre.LadderTuner` moves its hot end).
       learning_rates: per-chain ``eta > 0`` (number, schedule, or list of K).
       dynamics: ``"sghmc"`` (default), ``"sgld"`` or ``"msgd"`` (SGHMC at temperature 0).
       momentum: SGHMC momentum in ``[0, 1)``; friction is ``1 - momentum``.
@@ -179,12 +183,20 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         strategy = placements.check(placement, num_chains)  # None: replicated
         swap_rule = swaps.resolve(swap, num_chains)
         control_variates.check(variance_reduction, swap_rule)
-        temps, lrs = hyperparameters.resolve(temperatures, learning_rates, num_chains, dynamics, swap_rule is not None)
+        proposal = proposals.check_sampler(temperatures, num_chains, swap_rule, dynamics)
+        temps, lrs = hyperparameters.resolve(
+            temperatures if proposal is None else proposals.placeholder(proposal, num_chains),
+            learning_rates,
+            num_chains,
+            dynamics,
+            swap_rule is not None,
+        )
 
         self.model_fn = model_fn
         self.data_size = int(cast(int, data_size))  # not None: check_scalars refused it
         self.num_chains = num_chains
         self.temperatures = temps  # K entries as given (numbers or schedules); in force: state.ladder
+        self.proposal = proposal  # a ProposedLadder: the temperatures are proposed once the chains exist
         self.learning_rates = lrs
         self.dynamics = dynamics
         self.momentum = float(momentum)
@@ -208,6 +220,8 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self.chains = self._new_chains(model_fn, num_chains)  # chain per replica: the host copy
         input_checks.check_distinct_models(self.chains)
         construction.tie_initial_weights(self.chains, self.independent_init)
+        if proposal is not None:  # D is known now: the Gaussian rule's ladder
+            self.temperatures = temps = proposal.temperatures(num_chains, proposals.num_weights(self.chains[0]))
         self.energy_mode = energy.resolve_mode(energy_mode, self.chains[0])
         self._cache_exact = vr is not None and vr.cache and energy.batch_independent(self.energy_mode, self.chains[0])
         if vr is not None:

@@ -80,7 +80,7 @@ def constructor_config(sampler: Any) -> dict:
         "model_fn": ser(sampler.model_fn),
         "data_size": sampler.data_size,
         "num_chains": sampler.num_chains,
-        "temperatures": schedules.serialize(sampler.temperatures),
+        "temperatures": schedules.serialize(sampler.temperatures if sampler.proposal is None else sampler.proposal),
         "learning_rates": schedules.serialize(sampler.learning_rates),
         "dynamics": sampler.dynamics,
         "momentum": sampler.momentum,

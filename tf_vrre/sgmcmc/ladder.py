@@ -243,34 +243,43 @@ def equal_share_ladder(barrier: Barrier, hot_temperature: float | None = None) -
     return new
 
 
-def hot_temperature(barrier: Barrier, bounds: Sequence[float], max_factor: float = 2.0) -> float:
+def hot_temperature(
+    barrier: Barrier, bounds: Sequence[float], max_factor: float = 2.0, target_rejection: float | None = None
+) -> float:
     """The hottest temperature for ``K`` chains when it may move within ``bounds``.
 
     Rule: the hottest chain goes where the barrier from the cold chain is ``K / 2``, i.e. where
-    ``K`` is the :func:`recommended_chains` (each pair then rejects about half its swaps).  A
-    larger barrier moves it colder (inside the measured range), a smaller one hotter (on the
-    extrapolation of :meth:`Barrier.cumulative`); per round it moves by at most ``max_factor``
-    (the extrapolation is a guess), and never outside ``bounds``.  The rule knows only how the
-    chains communicate, not whether the hottest chain crosses the posterior's barriers: keep
-    ``bounds[1]`` at a temperature known to mix.
+    ``K`` is the :func:`recommended_chains` (each pair then rejects about half its swaps); with
+    ``target_rejection = r``, where it is ``(K - 1) (2 / sqrt(pi)) erfinv(r)``, so that on the
+    equal-share ladder every pair rejects ``r`` (:func:`pair_barriers`).  A larger barrier moves
+    it colder (inside the measured range, where the barrier is interpolated), a smaller one
+    hotter (on the extrapolation of :meth:`Barrier.cumulative`), by at most ``max_factor`` per
+    round (the extrapolation is a guess), and never outside ``bounds``.  The rule knows only how the chains communicate,
+    not whether the hottest chain crosses the posterior's barriers: :class:`tf_vrre.LadderTuner`
+    keeps it at or above a temperature at which the chains changed modes.
 
     Args:
       barrier: a :class:`Barrier`.
       bounds: ``(low, high)``, the temperature range of the ladder (the cold temperature inside).
-      max_factor: largest change of the hottest temperature per round (``> 1``).
+      max_factor: largest factor by which the hottest temperature grows per round (``> 1``).
+      target_rejection: the rejection rate per pair in ``(0, 1)``, or ``None`` for ``K / 2``.
 
     Example:
       >>> b = Barrier([1.0, 2.0, 4.0, 8.0], [0.1, 0.1, 0.1])   # easy: the hot end moves out
       >>> hot_temperature(b, bounds=(1.0, 100.0))
       16.0
+      >>> b = Barrier([1.0, 2.0, 4.0, 8.0], [0.9, 0.9, 0.9])   # hard: in, towards rejection 0.5 per pair
+      >>> round(hot_temperature(b, bounds=(1.0, 100.0), target_rejection=0.5), 3)
+      2.352
     """
     t = barrier.temperatures
     cold, hot, K = float(t[0]), float(t[-1]), t.size
     low, high = bounds
-    level = float(barrier._knots[-1]) - K / 2.0  # B(b_new) = Lambda - K / 2
+    share = K / 2.0 if target_rejection is None else (K - 1) * float(pair_barriers([target_rejection])[0])
+    level = float(barrier._knots[-1]) - share  # B(b_new) = Lambda - the barrier the K chains should span
     beta = barrier.beta_at(level)  # 0 when the extrapolation underflows (a hottest pair that never rejected)
     new = 1.0 / beta if beta > 0 else math.inf
-    new = min(max(new, hot / max_factor), hot * max_factor)
+    new = min(new, hot * max_factor)  # inside the measured range the barrier is interpolated: no cap
     lower = max(float(low), cold * (1.0 + 1e-3))
     return float(min(max(new, lower), float(high)))
 

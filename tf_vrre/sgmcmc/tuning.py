@@ -12,6 +12,9 @@ What a round's swaps say about the ladder (rejection, barrier, the equal-share l
 - :func:`ladder_learning_rates`, :func:`check_learning_rates_over_range` - per-chain learning
   rates that follow the temperatures, checked as the sampler checks them;
 - :func:`check_bounds` - the temperature range of the ladder;
+- :func:`next_hot_temperature` - where a round moves the hottest temperature: out at once,
+  in only in the last rounds of the tuning phase (or when every pair rejects nearly all its
+  swaps), never below a hot end at which the chains changed modes;
 - :func:`correction_step` - the stochastic approximation of ``log F`` towards a swap acceptance
   rate (``CorrectedSwap(correction="auto", target_acceptance=r)``).
 
@@ -30,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from tf_vrre import numerics
+from tf_vrre.sgmcmc import ladder
 
 EVIDENCE_LEVEL = 0.05
 """Significance level of :data:`MIN_ROUND_ATTEMPTS`."""
@@ -82,6 +86,78 @@ def check_bounds(bounds: Sequence[float], cold_temperature: float | None) -> tup
             "(low <= cold < high in float32): the cold chain samples the posterior and never moves"
         )
     return low, high
+
+
+NEARLY_ALL = 0.95
+"""A ladder whose every pair rejects at least this share of its swaps is too wide: its hot end
+may move colder in any round."""
+
+
+CROSSING_MARGIN = 1.1
+"""A hot end held for its mode changes is worth a warning when the range the swaps would have
+chosen, ``ln(tau_K / tau_1)``, is narrower than the kept one by more than this factor."""
+
+
+def too_cold_to_cross(affordable: float, floor: float, cold: float) -> bool:
+    """Whether the hottest temperature the swaps can afford, ``affordable``, spans a range
+    (``ln(affordable / cold)``) narrower by more than :data:`CROSSING_MARGIN` than the one in
+    which the chains changed modes (``ln(floor / cold)``).
+
+    Ranges, not temperatures: a network's ladder spans a few percent above ``cold``, where a
+    hot end moved from 1.06 to 1.001 keeps the temperature within 6% but a sixtieth of the range.
+
+    Example:
+      >>> too_cold_to_cross(2.46, 4.0, 1.0), too_cold_to_cross(3.9, 4.0, 1.0)
+      (True, False)
+      >>> too_cold_to_cross(1.001, 1.0635, 1.0)      # a network's range: 1/60 of it
+      True
+    """
+    return math.log(affordable / cold) < math.log(floor / cold) / CROSSING_MARGIN
+
+
+def next_hot_temperature(
+    barrier: ladder.Barrier,
+    bounds: Sequence[float],
+    target_rejection: float | None,
+    floor: float | None,
+    narrow: bool,
+) -> tuple[float, float | None]:
+    """The hottest temperature a round sets, and the colder one the swaps alone would have
+    chosen when ``floor`` overrides it (else ``None``).
+
+    The swaps' choice is :func:`tf_vrre.sgmcmc.ladder.hot_temperature` (where every pair rejects
+    ``target_rejection``, or ``K / 2`` of the barrier without one).  It is taken when it is hotter
+    (a wider range costs no mode a chain crossed).  A colder one waits for a round that may
+    ``narrow`` the ladder (:class:`tf_vrre.LadderTuner`: the last two, the longest; the earlier,
+    shorter ones may not yet have seen the chains change modes at the range they started with),
+    unless every pair rejects at least :data:`NEARLY_ALL` of its swaps (then no state moves
+    along the ladder, and a narrower range loses nothing the swaps deliver).  It never goes below ``floor``, the coldest hot end at
+    which the chains were seen to change modes, nor outside ``bounds``.
+
+    Args:
+      barrier: the round's :class:`tf_vrre.sgmcmc.ladder.Barrier`.
+      bounds: ``(low, high)``.
+      target_rejection: the rejection per pair in ``(0, 1)``, or ``None``.
+      floor: the coldest hot end with mode changes so far, or ``None``.
+      narrow: the round may move the hot end colder.
+
+    Example:
+      >>> b = ladder.Barrier([1.0, 2.0, 4.0, 8.0], [0.9, 0.9, 0.9])       # too hard for 4 chains
+      >>> next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=False)  # waits for the last rounds
+      (8.0, None)
+      >>> round(next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=True)[0], 3)
+      2.352
+      >>> next_hot_temperature(b, (1.0, 8.0), 0.5, floor=8.0, narrow=True)[0]   # mode changes at 8
+      8.0
+    """
+    low, high = bounds
+    current = min(float(barrier.temperatures[-1]), float(high))
+    want = ladder.hot_temperature(barrier, bounds, target_rejection=target_rejection)
+    if want < current and not narrow and float(np.min(barrier.rejection)) < NEARLY_ALL:
+        want = current
+    if floor is not None and want < min(float(floor), float(high)):
+        return min(float(floor), float(high)), want
+    return want, None
 
 
 def check_learning_rate_rule(rule: float | Callable | None) -> float | Callable | None:
