@@ -23,7 +23,16 @@ def data(seed=0):
     return x, y
 
 
-def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4, target_acceptance=None):
+def make_sampler(
+    vr=True,
+    seed=0,
+    correction=2.0,
+    temperatures=(1.0, 4.0),
+    lr=2e-3,
+    period=4,
+    target_acceptance=None,
+    gradient_noise_every=32,
+):
     s = ReplicaExchangeSampler(
         small_net,
         data_size=N,
@@ -33,6 +42,7 @@ def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e
         seed=seed,
         swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance),
         variance_reduction=ControlVariates(period=period) if vr else None,
+        gradient_noise_every=gradient_noise_every,
     )
     x, y = data()
     if vr:
