@@ -184,7 +184,7 @@ def diagnose(runs, burn_in=0.1, points=None, blocks=20, split=True):
       >>> d["replica_flow"][0]["pairs"][0]["attempts"] == int(sampler.state.swap.attempt_count.numpy()[0])
       True
       >>> sorted(d["summaries"]), d["function_space"]["inputs"], d["verdict"]["status"]
-      (['cold_energy', 'sample_energy', 'weight_norm'], 8, 'not yet established')
+      (['cold_energy', 'sample_energy', 'weight_norm'], 8, 'not mixing')
     """
     _check_fraction(burn_in)
     paths = [runs] if isinstance(runs, (str, os.PathLike)) else list(runs)
@@ -431,7 +431,11 @@ def _flow_lines(path, flow):
 def _heat_line(path, h):
     if h is None:
         return f"  {path}: not recorded (samples of a sampler with gradient_noise_every=None, or of an older tf_vrre)"
-    times = "" if h["ratio"] is None else f" ({h['ratio']:.3g} x its temperature {h['temperature']:.4g})"
+    times = (
+        ""
+        if h["ratio"] is None
+        else f": the chain runs at about {1 + h['ratio']:.3g}x its temperature {h['temperature']:.4g}"
+    )
     return f"  {path}: excess temperature {h['excess_temperature']:.4g}{times} (median of {h['samples']} samples)"
 
 

@@ -37,7 +37,7 @@ measured in inference mode (its training forward all-reduces, which cannot run i
 conditional): the estimate then leaves out the coupling through the batch statistics.
 
 Example:
-  >>> measure_at(tf.constant(31, tf.int64), 32).numpy(), measure_at(tf.constant(32, tf.int64), 32).numpy()
+  >>> bool(measure_at(tf.constant(31, tf.int64), 32)), bool(measure_at(tf.constant(32, tf.int64), 32))
   (True, False)
 """
 
