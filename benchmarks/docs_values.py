@@ -98,10 +98,19 @@ def _posterior_fidelity(res):
 
 
 def _small_run(res):
+    fs, heat = res["function_space"], res["heat"][0]
     return {
         "cpu_minutes": results.value(res, "time", "total", "CPU seconds") / 60,
         "accuracy": results.value(res, "numbers", "test_accuracy", "value"),
         "chance": results.value(res, "numbers", "chance", "value"),
+        "inputs": fs["inputs"],
+        "draws": fs["draws"],
+        "rhat_median": fs["rhat"]["median"],
+        "above": fs["rhat"]["above_1.1"] * 100,
+        "ess": fs["ess"]["median"],
+        "weight_rhat": results.value(res, "numbers", "weight_rhat", "value"),
+        "heat": 1 + heat["ratio"],
+        "temperature": heat["temperature"],
     }
 
 
