@@ -40,6 +40,7 @@ PAGES = [
     "docs/guides/tuning.md",
     "docs/guides/image-workflow.md",
     "docs/guides/ladder.md",
+    "docs/guides/is-it-done.md",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md")),
 ]
 REGION = re.compile(
@@ -91,6 +92,19 @@ CLAIMS = [
         "README.md",
         "A first CIFAR-10 run that learns needs about {small-run.cpu_minutes:.0f} minutes of CPU time,"
         " test accuracy {small-run.accuracy:.2f} against chance {small-run.chance:.2f}",
+    ),
+    (
+        "docs/guides/image-workflow.md",
+        "what the network predicts at the {small-run.inputs} held-out images (the running BMA's images, stored with"
+        " every sample): over the run's {small-run.draws} samples, each half of the run against the other, the"
+        " predictive's R-hat has a median of {small-run.rhat_median:.2f} and exceeds 1.1 at"
+        " {small-run.above:.0f}% of the images, with an effective sample size of about {small-run.ess:.0f} draws",
+    ),
+    ("docs/guides/image-workflow.md", "the weight norm's R-hat ({small-run.weight_rhat:.2f}) is shown beside it"),
+    (
+        "docs/guides/image-workflow.md",
+        "cold chain also runs at about {small-run.heat:.0f}x the temperature the config gives it"
+        " ({small-run.temperature:.4f} at the end)",
     ),
     (
         "docs/index.md",
