@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -222,8 +221,3 @@ def describe(summary: dict) -> str:
 
 def _fmt_ess(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
-
-
-def run_paths(loaded_runs: list) -> list:
-    """The run paths, shortened to their last component for messages."""
-    return [os.path.basename(os.path.normpath(r["path"])) for r in loaded_runs]
