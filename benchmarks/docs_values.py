@@ -114,6 +114,29 @@ def _small_run(res):
     }
 
 
+def _is_it_done(res):
+    def row(key, column):
+        return results.value(res, "verdicts", key, column)
+
+    full_cpu = [run["cpu"] for run in res["seconds"]["full_runs"]]
+    heat = res["tables"]["heat"]["rows"]
+    wine = [r for r in heat if r[0] == "wine"]
+    return {
+        "seeds": res["settings"]["seeds"],
+        "full_steps": row("full", "steps per run"),
+        "full_draws": row("full", "draws per run"),
+        "early_steps": row("early", "steps per run"),
+        "first_rhat_median": row("first", "R-hat of the predictive: median / 90th pct")[0],
+        "full_rhat_q90": row("full", "R-hat of the predictive: median / 90th pct")[1],
+        "full_ess_q10": row("full", "ESS, 10th pct"),
+        "full_weight_rhat": row("full", "R-hat of the weight norm"),
+        "early_above": row("early", "inputs above 1.01 (%)"),
+        "cpu_minutes": sum(full_cpu) / len(full_cpu) / 60,
+        "wine_small_batch": min(r[2] for r in wine),
+        "wine_heat_ratio": max(r[4] for r in wine) / min(r[4] for r in wine),
+    }
+
+
 def _paired(tuned, hand, problem, key):
     """Tuned minus hand ladder, seed by seed: (mean, standard error, seeds)."""
     import numpy as np
@@ -183,6 +206,7 @@ VALUES = {
     "placement": _placement,
     "ladder_tuning_mixture_k4_seeds": _ladder_seeds,
     "small-run": _small_run,
+    "is-it-done": _is_it_done,
     "mixture": _mixture,
     "posterior-fidelity-tuned": _posterior_fidelity_tuned,
     "swap-bias": _swap_bias,

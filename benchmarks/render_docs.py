@@ -202,6 +202,24 @@ CLAIMS = [
         " {mixture.re_rhat:.2f}: the seeds disagree). SGLD's ESS {mixture.sgld_ess:.0f}"
         " and R-hat {mixture.sgld_rhat:.2f}",
     ),
+    (
+        "docs/guides/is-it-done.md",
+        "The four runs stopped at {is-it-done.early_steps:,} steps each are *not mixing*: the seeds still"
+        " disagree about the held-out wines ({is-it-done.early_above:.0f}% of them above an R-hat of 1.01)",
+    ),
+    (
+        "docs/guides/is-it-done.md",
+        "The four full runs, {is-it-done.full_steps:,} steps each ({is-it-done.full_draws} samples kept per run"
+        " after burn-in, about {is-it-done.cpu_minutes:.0f} CPU minutes a run), pass every threshold of the"
+        " verdict: a 90th percentile of the predictive's R-hat of {is-it-done.full_rhat_q90:.3f} and an ESS of"
+        " {is-it-done.full_ess_q10:.0f} at the tenth percentile. The weight norm's R-hat"
+        " ({is-it-done.full_weight_rhat:.2f}), in the table as context, need not pass",
+    ),
+    (
+        "docs/guides/is-it-done.md",
+        "a batch of $N / 50$ ({is-it-done.wine_small_batch} wines) at the same step heats it"
+        " {is-it-done.wine_heat_ratio:.0f}x more",
+    ),
 ]
 
 

@@ -114,3 +114,11 @@ def test_table_cells():
     ]
     with pytest.raises(ValueError, match="3 columns"):
         results.table(["a", "b", "c"], ["{}"] * 3, [["only", "two"]])
+
+
+def test_is_it_done_page_shows_a_run_that_passes_and_one_stopped_early():
+    # the page's prose says the full runs pass and the runs stopped early do not: so must the results
+    res = results.load("is-it-done")
+    status = {key: results.value(res, "verdicts", key, "verdict") for key in ("first", "early", "full")}
+    assert status == {"first": "not mixing", "early": "not mixing", "full": "mixing"}, status
+    assert res["final_verdict"]["status"] == "mixing"
