@@ -32,6 +32,7 @@ def make_sampler(
     period=4,
     target_acceptance=None,
     gradient_noise_every=32,
+    pairs="random",
 ):
     s = ReplicaExchangeSampler(
         small_net,
@@ -40,7 +41,7 @@ def make_sampler(
         temperatures=list(temperatures),
         learning_rates=lr,
         seed=seed,
-        swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance),
+        swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance, pairs=pairs),
         variance_reduction=ControlVariates(period=period) if vr else None,
         gradient_noise_every=gradient_noise_every,
     )

@@ -110,7 +110,8 @@ def run(args):
     if args.ladder_only:
         os.makedirs(args.out, exist_ok=True)
         _, written = _ladder.report(args.run, args.out, draw=not args.no_figures)
-        print(f"wrote {', '.join(written)} to {args.out}" if written else "")
+        if written:
+            print(f"wrote {', '.join(written)} to {args.out}")
         return 0
     from tf_vrre import diagnostics
     from tf_vrre.diagnostics import report

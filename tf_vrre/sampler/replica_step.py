@@ -107,7 +107,7 @@ def train_step(sampler: Any, data: Any) -> dict:
         s._update_excess_temperature(tf.stack(forward.noise), minibatch.size, lrs, slots=[rung])
     updated = s._diffusion.step(rep.chains, forward.grads, lrs, temps, key, slots=[rung])  # 5. update
     if s.swap_rule is not None:
-        s._bookkeeping(step, possible, results, energies, refreshed)  # 6. bookkeeping
+        s._bookkeeping(s._swap, state.swap, step, possible, results, energies, refreshed)  # 6. bookkeeping
     s._faults.record(
         step,
         invariants.step_checks(
