@@ -235,6 +235,12 @@ def parse_args(argv=None):
     )
     results.add_arguments(p, NAME)
     p.add_argument(
+        "--stage",
+        choices=("full", "early", "both"),
+        default="both",
+        help="with --train-seeds: train only the full runs, only the runs stopped early, or both (default)",
+    )
+    p.add_argument(
         "--heat-only",
         action="store_true",
         help="only measure the heat of gradient noise into --work (beside --train-seeds processes)",
@@ -255,8 +261,10 @@ def main(argv=None):
     root = args.work or tempfile.mkdtemp(prefix="is-it-done-")
     if args.train_seeds is not None:  # train these seeds' runs into --work and stop (parallel processes)
         for seed in args.train_seeds:
-            train(args, os.path.join(root, "full"), seed, args.epochs, x, y, x_held, y_held)
-            train(args, os.path.join(root, "early"), seed, args.short_epochs, x, y, x_held, y_held)
+            if args.stage in ("full", "both"):
+                train(args, os.path.join(root, "full"), seed, args.epochs, x, y, x_held, y_held)
+            if args.stage in ("early", "both"):
+                train(args, os.path.join(root, "early"), seed, args.short_epochs, x, y, x_held, y_held)
         return
     start = time.perf_counter()
     heat_path = os.path.join(root, "heat.json")  # measured once per --work (a rerun, or --heat-only, reuses it)
