@@ -100,10 +100,42 @@ def _posterior_fidelity(res):
 
 
 def _small_run(res):
+    fs, heat = res["function_space"], res["heat"][0]
     return {
         "cpu_minutes": results.value(res, "time", "total", "CPU seconds") / 60,
         "accuracy": results.value(res, "numbers", "test_accuracy", "value"),
         "chance": results.value(res, "numbers", "chance", "value"),
+        "inputs": fs["inputs"],
+        "draws": fs["draws"],
+        "rhat_median": fs["rhat"]["median"],
+        "above": fs["rhat"]["above_1.1"] * 100,
+        "ess": fs["ess"]["median"],
+        "weight_rhat": results.value(res, "numbers", "weight_rhat", "value"),
+        "heat": 1 + heat["ratio"],
+        "temperature": heat["temperature"],
+    }
+
+
+def _is_it_done(res):
+    def row(key, column):
+        return results.value(res, "verdicts", key, column)
+
+    full_cpu = [run["cpu"] for run in res["seconds"]["full_runs"]]
+    heat = res["tables"]["heat"]["rows"]
+    wine = [r for r in heat if r[0] == "wine"]
+    return {
+        "seeds": res["settings"]["seeds"],
+        "full_steps": row("full", "steps per run"),
+        "full_draws": row("full", "draws per run"),
+        "early_steps": row("early", "steps per run"),
+        "first_rhat_median": row("first", "R-hat of the predictive: median / 90th pct")[0],
+        "full_rhat_q90": row("full", "R-hat of the predictive: median / 90th pct")[1],
+        "full_ess_q10": row("full", "ESS, 10th pct"),
+        "full_weight_rhat": row("full", "R-hat of the weight norm"),
+        "early_above": row("early", "inputs above 1.01 (%)"),
+        "cpu_minutes": sum(full_cpu) / len(full_cpu) / 60,
+        "wine_small_batch": min(r[2] for r in wine),
+        "wine_heat_ratio": max(r[4] for r in wine) / min(r[4] for r in wine),
     }
 
 
@@ -176,6 +208,7 @@ VALUES = {
     "placement": _placement,
     "ladder_tuning_mixture_k4_seeds": _ladder_seeds,
     "small-run": _small_run,
+    "is-it-done": _is_it_done,
     "mixture": _mixture,
     "posterior-fidelity-tuned": _posterior_fidelity_tuned,
     "swap-bias": _swap_bias,

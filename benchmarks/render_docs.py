@@ -54,6 +54,7 @@ PAGES = [
     "docs/guides/image-workflow.md",
     "docs/guides/ladder.md",
     "docs/guides/scale.md",
+    "docs/guides/is-it-done.md",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md")),
 ]
 REGION = re.compile(
@@ -112,6 +113,19 @@ CLAIMS = [
         "README.md",
         "A first CIFAR-10 run that learns needs about {small-run.cpu_minutes:.0f} minutes of CPU time,"
         " test accuracy {small-run.accuracy:.2f} against chance {small-run.chance:.2f}",
+    ),
+    (
+        "docs/guides/image-workflow.md",
+        "what the network predicts at the {small-run.inputs} held-out images (the running BMA's images, stored with"
+        " every sample): over the run's {small-run.draws} samples, each half of the run against the other, the"
+        " predictive's R-hat has a median of {small-run.rhat_median:.2f} and exceeds 1.1 at"
+        " {small-run.above:.0f}% of the images, with an effective sample size of about {small-run.ess:.0f} draws",
+    ),
+    ("docs/guides/image-workflow.md", "the weight norm's R-hat ({small-run.weight_rhat:.2f}) is shown beside it"),
+    (
+        "docs/guides/image-workflow.md",
+        "cold chain also runs at about {small-run.heat:.0f}x the temperature the config gives it"
+        " ({small-run.temperature:.4f} at the end)",
     ),
     (
         "docs/index.md",
@@ -208,6 +222,24 @@ CLAIMS = [
         " {mixture.vr_rhat:.2f}), reSGLD's about {mixture.re_ess:.0f} (R-hat"
         " {mixture.re_rhat:.2f}: the seeds disagree). SGLD's ESS {mixture.sgld_ess:.0f}"
         " and R-hat {mixture.sgld_rhat:.2f}",
+    ),
+    (
+        "docs/guides/is-it-done.md",
+        "The four runs stopped at {is-it-done.early_steps:,} steps each are *not mixing*: the seeds still"
+        " disagree about the held-out wines ({is-it-done.early_above:.0f}% of them above an R-hat of 1.01)",
+    ),
+    (
+        "docs/guides/is-it-done.md",
+        "The four full runs, {is-it-done.full_steps:,} steps each ({is-it-done.full_draws} samples kept per run"
+        " after burn-in, about {is-it-done.cpu_minutes:.0f} CPU minutes a run), pass every threshold of the"
+        " verdict: a 90th percentile of the predictive's R-hat of {is-it-done.full_rhat_q90:.3f} and an ESS of"
+        " {is-it-done.full_ess_q10:.0f} at the tenth percentile. The weight norm's R-hat"
+        " ({is-it-done.full_weight_rhat:.2f}), in the table as context, need not pass",
+    ),
+    (
+        "docs/guides/is-it-done.md",
+        "a batch of $N / 50$ ({is-it-done.wine_small_batch} wines) at the same step heats it"
+        " {is-it-done.wine_heat_ratio:.0f}x more",
     ),
 ]
 

@@ -138,6 +138,10 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
+def diagnostics_json(run):
+    return json.loads((run / "diagnostics.json").read_text())
+
+
 def last_epoch(run):
     with open(run / "log.csv", newline="") as f:
         return list(csv.DictReader(f))[-1]
@@ -145,7 +149,7 @@ def last_epoch(run):
 
 def tables(run, seconds, load):
     report = json.loads((run / "report.json").read_text())
-    diagnostics = json.loads((run / "diagnostics.json").read_text())
+    diagnostics = diagnostics_json(run)
     epoch = last_epoch(run)
     test, ood, temperature = report["test"], report["ood"], report["temperature"]
     verdict = diagnostics["verdict"]
@@ -188,12 +192,43 @@ def tables(run, seconds, load):
             number(ood["T=1"]["auroc"], "{:.3f}"),
         ),
         ("swaps", "swaps accepted / attempted", f"{report['swaps']['swaps']} / {report['swaps']['attempts']}"),
+        *function_space_rows(diagnostics),
         ("verdict", "`tf-vrre diagnose` verdict", verdict["status"]),
     ]
     numbers = results.table(
         ["", "value"], ["{}", "{}"], [[label, v] for _, label, v in rows], keys=[key for key, _, _ in rows]
     )
     return {"time": time_table, "numbers": numbers}, verdict
+
+
+def function_space_rows(diagnostics):
+    """The numbers the verdict is read off: the predictive's R-hat over the held-out images (one run,
+    split in halves), its ESS, the weight norm's R-hat beside it, and the heat of gradient noise."""
+    fs, heat = diagnostics["function_space"], diagnostics["heat"][0]
+    weight = diagnostics["summaries"]["weight_norm"]
+    return [
+        (
+            "fs_rhat",
+            f"R-hat of the predictive at the {fs['inputs']:,} held-out images: median / 90th percentile "
+            f"(one run split in halves, {fs['draws']} samples)",
+            f"{fs['rhat']['median']:.2f} / {fs['rhat']['q90']:.2f}",
+        ),
+        (
+            "fs_ess",
+            "bulk ESS of the predictive, median over the images",
+            {"value": fs["ess"]["median"], "format": "{:.1f}"},
+        ),
+        (
+            "weight_rhat",
+            "R-hat of the weight norm (weight space, context)",
+            {"value": weight["rhat"], "format": "{:.2f}"},
+        ),
+        (
+            "heat",
+            "the cold chain's temperature with its gradient noise, in multiples of the temperature it was given",
+            {"value": 1 + heat["ratio"], "format": "{:.1f}"},
+        ),
+    ]
 
 
 def main(argv=None):
@@ -217,6 +252,8 @@ def main(argv=None):
         tabs,
         commands={step: shown(c) for step, c in COMMANDS.items()},
         verdict=verdict,
+        function_space={k: v for k, v in diagnostics_json(work / RUN)["function_space"].items() if k != "per_input"},
+        heat=diagnostics_json(work / RUN)["heat"],
         settings={"chance": CHANCE},
     )
 

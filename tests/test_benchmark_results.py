@@ -143,3 +143,11 @@ def test_numbers_in_table_cells_stay_whole():
         "| 1.69e+04\u00a05.05e+05 | 3.31\u00a0(3.30) |"
     )
     assert "| +0.055\u00a0+-\u00a00.085 |" in _text("docs/guides/ladder.md")
+
+
+def test_is_it_done_page_shows_a_run_that_passes_and_one_stopped_early():
+    # the page's prose says the full runs pass and the runs stopped early do not: so must the results
+    res = results.load("is-it-done")
+    status = {key: results.value(res, "verdicts", key, "verdict") for key in ("first", "early", "full")}
+    assert status == {"first": "not mixing", "early": "not mixing", "full": "mixing"}, status
+    assert res["final_verdict"]["status"] == "mixing"

@@ -25,6 +25,7 @@ EXAMPLE_PAGES = [
     "guides/diagnostics.md",
     "guides/image-workflow.md",
     "guides/tuning.md",
+    "guides/is-it-done.md",
 ]
 # the pages a new user reads first, and the guides with long examples: no code line longer than
 # the page is wide (88 characters in the theme's content column; a longer one scrolls sideways
@@ -76,6 +77,7 @@ def test_docs_build_without_warnings(built):
         "guides/image-workflow",
         "guides/serving",
         "guides/diagnostics",
+        "guides/is-it-done",
         "guides/scale",
         "guides/failing-loudly",
         "benchmarks/index",

@@ -123,7 +123,7 @@ def test_running_bma_metrics(tmp_path):
 
 
 def _run(directory, epochs, callbacks_first=True, interrupt_at=None):
-    s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3)
+    s, x, y = make_sampler(vr=True, correction=1.0, temperatures=(1.0, 3.0), lr=3e-3, gradient_noise_every=3)
     probe = WeightProbe()
     ours = [
         SampleCollector(str(directory / "samples"), every=2, burn_in_steps=4, validation_data=(x, y)),
@@ -136,6 +136,57 @@ def _run(directory, epochs, callbacks_first=True, interrupt_at=None):
     cbs.append(probe)
     s.fit(s.make_dataset(16), epochs=epochs, verbose=0, callbacks=cbs)
     return s, probe
+
+
+def test_entries_record_the_epochs_excess_temperature(tmp_path):
+    """Each entry holds the cold slot's excess temperature measured so far in its epoch: at an
+    epoch's last step that is the epoch's value in the history."""
+    s, x, y = make_sampler(vr=False, gradient_noise_every=2)
+    col = SampleCollector(str(tmp_path), every=STEPS_PER_EPOCH, validation_data=(x, y))
+    hist = s.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False, callbacks=[col]).history
+    recorded = [e["excess_temperature"] for e in load_samples(str(tmp_path)).entries]
+    assert recorded == pytest.approx(hist["excess_temperature_0"], rel=1e-12) and min(recorded) > 0
+
+
+@keras.saving.register_keras_serializable(package="test_callbacks")
+def _regression_net():
+    inp = keras.Input((4,))
+    return keras.Model(inp, keras.layers.Dense(2)(keras.layers.Dense(6, activation="tanh")(inp)))
+
+
+@keras.saving.register_keras_serializable(package="test_callbacks")
+def _two_output_nll(x, y, y_pred):
+    return keras.ops.sum(keras.ops.square(y - y_pred), axis=-1) / 2
+
+
+def test_a_regressions_outputs_are_stored_as_they_are(tmp_path):
+    """``output="values"``: the predictive is the model's output (no softmax), the running BMA is
+    scored by the root mean squared error of the samples' mean output."""
+    x, _ = data()
+    y = np.stack([x[:, 0] + x[:, 1], x[:, 2]], 1).astype("float32")
+    s = ReplicaExchangeSampler(
+        _regression_net,
+        data_size=len(x),
+        num_chains=1,
+        temperatures=1.0,
+        learning_rates=1e-3,
+        nll=_two_output_nll,
+        seed=0,
+    )
+    col = SampleCollector(str(tmp_path), every=4, validation_data=(x, y), output="values")
+    hist = s.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[col]).history
+    samples = load_samples(str(tmp_path))
+    outputs = []
+    for i, entry in enumerate(samples.entries):
+        model = _regression_net()
+        model.set_weights(samples.weights(i))
+        outputs.append(np.asarray(model.predict(x, verbose=0), np.float64))
+        with np.load(os.path.join(str(tmp_path), entry["file"])) as z:
+            np.testing.assert_allclose(z["predictive"], outputs[-1], rtol=1e-5, atol=1e-6)
+    rmse = float(np.sqrt(np.mean((np.mean(outputs, 0) - y) ** 2)))
+    assert hist["bma_rmse"][-1] == pytest.approx(rmse, rel=1e-5) and "bma_accuracy" not in hist
+    with pytest.raises(ValueError, match="output must be 'logits', 'probabilities' or 'values'"):
+        SampleCollector(str(tmp_path), output="raw")
 
 
 def test_kill_and_resume_reproduces_samples(tmp_path):
@@ -151,10 +202,12 @@ def test_kill_and_resume_reproduces_samples(tmp_path):
     a, b = load_samples(str(tmp_path / "full" / "samples")), load_samples(str(tmp_path / "resumed" / "samples"))
     assert a.steps == b.steps == list(range(6, 25, 2))
     for i, (ea, eb) in enumerate(zip(a.entries, b.entries)):
-        for k in ("step", "epoch", "temperature", "lr", "energy", "bma_accuracy", "bma_nll", "bma_samples"):
+        for k in ("step", "epoch", "temperature", "lr", "energy", "excess_temperature", "bma_accuracy", "bma_nll"):
             assert ea[k] == eb[k], (k, ea[k], eb[k])
+        assert ea["bma_samples"] == eb["bma_samples"]
         for wa, wb in zip(a.weights(i), b.weights(i)):
             np.testing.assert_array_equal(wa, wb)
+    assert sum(e["excess_temperature"] is not None for e in a.entries) >= 6  # measured on steps 3, 6, 9, ...
     assert read_csv(tmp_path / "full" / "swaps" / "swaps.csv") == read_csv(tmp_path / "resumed" / "swaps" / "swaps.csv")
     assert read_csv(tmp_path / "full" / "swaps" / "epochs.csv") == read_csv(
         tmp_path / "resumed" / "swaps" / "epochs.csv"

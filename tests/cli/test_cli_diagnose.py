@@ -1,5 +1,6 @@
-"""`tf-vrre diagnose`: a real run's table, figures and diagnostics.json agree with its logs; bad
-flags exit 2 with one line."""
+"""`tf-vrre diagnose`: a real run's table, figures and diagnostics.json agree with its logs; the
+verdict is read off the stored predictive, ``--quiet`` prints it alone; bad flags exit 2 with one
+line."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from tf_vrre import cli, diagnostics
+from tf_vrre.diagnostics import report
 
 
 def _read_csv(path):
@@ -24,8 +26,9 @@ def test_single_run_writes_json_figures_and_table(diag_runs, tmp_path, capsys):
     run = shutil.copytree(diag_runs[0], tmp_path / "run")
     assert cli.main(["diagnose", "--run", str(run)]) == 0
     out = capsys.readouterr().out
-    for text in ("round trips", "acceptance", "ESS", "R-hat", "sigma2 pair 0", "predictive_0", "weight_norm"):
+    for text in ("round trips", "acceptance", "ESS", "R-hat", "sigma2 pair 0", "function space", "weight_norm"):
         assert text in out, text
+    assert "R-hat of the predictive at 16 held-out inputs" in out and "\nverdict: NOT MIXING: " in out
     for name in ("replicas.png", "acceptance.png"):
         img = mpimg.imread(run / name)
         assert img.shape[0] > 150 and img.shape[1] > 300 and img[..., :3].std() > 0.01, name
@@ -44,9 +47,12 @@ def test_single_run_writes_json_figures_and_table(diag_runs, tmp_path, capsys):
     manifest = json.load(open(run / "samples" / "manifest.json"))
     energies = [e["energy"] for e in manifest["entries"] if e["step"] >= cut]
     assert s["sample_energy"]["mean"] == pytest.approx(np.mean(energies[len(energies) % 2 :]))
-    for name in ("cold_energy", "sample_energy", "weight_norm", "predictive_0", "predictive_3"):
+    for name in ("cold_energy", "sample_energy", "weight_norm"):
         assert s[name]["ess"] > 1 and np.isfinite(s[name]["rhat"]), name
-    assert len(d["classes"]) == 4
+    fs = d["function_space"]  # the stored predictive: 16 held-out inputs x 2 classes, one run split in halves
+    assert (fs["chains"], fs["inputs"], fs["outputs"], fs["draws"]) == (1, 16, 2, len(energies))
+    assert len(fs["per_input"]["rhat"]) == 16 and fs["rhat"]["q90"] >= fs["rhat"]["median"] >= 1.0
+    assert d["made_by"] == ["python"] and d["verdict"]["basis"] == "function space"
 
 
 def test_two_runs_as_chains_and_bare_directories(diag_runs, tmp_path, capsys):
@@ -72,7 +78,8 @@ def test_two_runs_as_chains_and_bare_directories(diag_runs, tmp_path, capsys):
     )
     d = json.load(open(out / "diagnostics.json"))
     assert len(d["replica_flow"]) == 2 and d["burn_in"] == 0.25 and not d["split"]
-    assert d["summaries"]["sample_energy"]["chains"] == 2 and "predictive_2" not in d["summaries"]
+    assert d["summaries"]["sample_energy"]["chains"] == 2
+    assert (d["function_space"]["chains"], d["function_space"]["inputs"]) == (2, 2)  # --points 2
     bare = tmp_path / "bare"
     assert cli.main(["diagnose", "--run", os.path.join(diag_runs[0], "swaps"), "--out", str(bare), "--no-figures"]) == 0
     d = json.load(open(bare / "diagnostics.json"))
@@ -179,3 +186,52 @@ def test_a_run_json_that_is_a_directory_is_named_not_reported_missing(diag_runs,
         f"tf-vrre: error: diagnose: --run: {run}/run.json is not a readable run.json: not a "
         "regular file (a directory?); move it away"
     ]
+
+
+def test_quiet_prints_the_verdict_only(diag_runs, tmp_path, capsys):
+    """Not the replica table, not a ladder tuning record's table, not the files written: the verdict,
+    its reasons and what to try, in the terms of a run made with ``fit``."""
+    from _small_sampler import make_sampler
+
+    from tf_vrre.callbacks.ladder_tuner import LadderTuner
+
+    s, x, y = make_sampler(vr=False, temperatures=(1.0, 2.0, 4.0))
+    record = tmp_path / "tuned" / "ladder"
+    s.fit(
+        x, y, batch_size=16, epochs=2, verbose=0, callbacks=[LadderTuner(8, first_round_steps=2, directory=str(record))]
+    )
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    shutil.copytree(record, run / "ladder")
+    assert cli.main(["diagnose", "--run", str(run), "--quiet", "--no-figures"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    d = json.load(open(run / "diagnostics.json"))  # still written in full
+    assert lines[0] == report.format_verdict(d["verdict"]).splitlines()[0] and lines[0].startswith(
+        "verdict: NOT MIXING"
+    )
+    assert all(line.startswith(("  try: ", "  warning: ", "  weight space: ")) for line in lines[1:]), lines
+    assert any("SampleCollector(every=...)" in line for line in lines) and "ladder" in d
+
+
+def test_a_run_without_predictive_says_what_to_add(diag_runs, tmp_path, capsys):
+    """Samples without ``validation_data``: nothing to judge in function space, and the advice names
+    the collector's argument (a run of the image workflow would be told its flag)."""
+    run = shutil.copytree(diag_runs[0], tmp_path / "run")
+    for name in os.listdir(run / "samples"):
+        if name.startswith("sample-"):
+            with np.load(run / "samples" / name) as z:
+                arrays = {k: z[k] for k in z.files if k != "predictive"}
+            np.savez(run / "samples" / name, **arrays)
+    manifest = json.load(open(run / "samples" / "manifest.json"))
+    from tf_vrre.runs.samples import sha256
+
+    for entry in manifest["entries"]:
+        entry["bytes"] = os.path.getsize(run / "samples" / entry["file"])
+        entry["sha256"] = sha256(run / "samples" / entry["file"])
+    (run / "samples" / "manifest.json").write_text(json.dumps(manifest))
+    d = diagnostics.diagnose(str(run))
+    v = d["verdict"]
+    assert d["function_space"] is None and v["status"] == report.NOT_MIXING  # no round trip
+    assert f"no predictive recorded ({run}): the verdict is read off the predictive on held-out inputs" in v["reasons"]
+    assert any("validation_data=(x_heldout, y_heldout)" in a for a in v["advice"])
+    (run / "run.json").write_text(json.dumps({"format": "tf_vrre.run/1"}))
+    assert any(a.endswith("--set samples.validation=1000") for a in diagnostics.diagnose(str(run))["verdict"]["advice"])

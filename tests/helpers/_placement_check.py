@@ -78,6 +78,7 @@ def sampler(placement, chains=K, width=8):
             period=3, batch_size=48, coefficient=-1.0 if chains == 2 else "adaptive"
         ),
         placement=placement,
+        gradient_noise_every=2,  # measured on every other step: its logs are compared too
     )
     s.set_reference_data((x, y))
     s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
@@ -124,6 +125,7 @@ def compare(epochs):
         "cold_diff": max(diff(a, b) for a, b in zip(cold1, cold2)),
         "log_keys": sorted(set(h1) ^ set(h2)),
         "log_diff": max(diff(h1[k], h2[k]) for k in h1 if k in h2),
+        "excess_temperature": [[h[f"excess_temperature_{k}"] for k in range(K)] for h in (h1, h2)],
         "swaps": [h1["swaps"][-1], h2["swaps"][-1]],
         "attempts": [h1["swap_attempts"][-1], h2["swap_attempts"][-1]],
         "swap_rows": [len(rows1), len(rows2)],

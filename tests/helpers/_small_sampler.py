@@ -24,7 +24,15 @@ def data(seed=0):
 
 
 def make_sampler(
-    vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4, target_acceptance=None, pairs="random"
+    vr=True,
+    seed=0,
+    correction=2.0,
+    temperatures=(1.0, 4.0),
+    lr=2e-3,
+    period=4,
+    target_acceptance=None,
+    gradient_noise_every=32,
+    pairs="random",
 ):
     s = ReplicaExchangeSampler(
         small_net,
@@ -35,6 +43,7 @@ def make_sampler(
         seed=seed,
         swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance, pairs=pairs),
         variance_reduction=ControlVariates(period=period) if vr else None,
+        gradient_noise_every=gradient_noise_every,
     )
     x, y = data()
     if vr:

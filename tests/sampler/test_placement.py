@@ -130,6 +130,9 @@ def check_invariance(r, chains):
     another order, so differences are round-off (~1e-7 relative), far below 1e-5."""
     assert r["variables"][0] == r["variables"][1]
     assert r["log_keys"] == []
+    # each chain's gradient noise, measured on its own replica's whole batch, is credited to its rung
+    excess = np.asarray(r["excess_temperature"])
+    assert np.isfinite(excess).all() and (excess > 0).all(), r["excess_temperature"]
     for key in ("variable_diff", "cold_diff", "log_diff", "swap_row_diff", "sample_diff"):
         assert r[key] < 1e-5, (key, r)
     assert r["swaps"][0] == r["swaps"][1] > 0, r  # the same swaps were accepted

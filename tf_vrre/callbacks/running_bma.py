@@ -3,7 +3,9 @@
 Each sample's predictive ``p_s(y | x)`` on the validation inputs (``softmax`` of the cold
 chain's logits, or its probabilities as they are) is stored with the sample; the BMA is
 ``p(y | x) = (1/S) sum_s p_s(y | x)`` over the ``S`` kept samples, scored by accuracy
-(``argmax``) and NLL (``-mean log p(y_i | x_i)``).  The sum is taken in step order over the
+(``argmax``) and NLL (``-mean log p(y_i | x_i)``).  A regression model's outputs
+(``output="values"``) are stored as they are and their average is scored by its root mean
+squared error against the labels (``bma_rmse``).  The sum is taken in step order over the
 stored float32 values, so a resume that rebuilds it from the files gets bit-identical metrics.
 Used by :class:`tf_vrre.callbacks.SampleCollector` (``validation_data=``).
 """
@@ -20,7 +22,7 @@ import numpy as np
 
 from tf_vrre.runs.samples import softmax
 
-OUTPUTS = ("logits", "probabilities")
+OUTPUTS = ("logits", "probabilities", "values")
 
 
 def check_validation_data(validation_data: Any) -> tuple[np.ndarray, np.ndarray] | None:
@@ -37,7 +39,8 @@ def check_validation_data(validation_data: Any) -> tuple[np.ndarray, np.ndarray]
 
 
 def predictive(model: keras.Model, x: np.ndarray, output: str, batch_size: int) -> np.ndarray:
-    """``model``'s predictive probabilities on ``x`` (float64; ``output="logits"``: softmax applied)."""
+    """``model``'s predictive on ``x`` (float64; ``output="logits"``: softmax applied; otherwise the
+    model's outputs as they are)."""
     p = np.asarray(model.predict(x, batch_size=batch_size, verbose=0), np.float64)
     return softmax(p) if output == "logits" else p
 
@@ -46,7 +49,9 @@ class RunningBMA:
     """The running average of the samples' predictive probabilities on one validation set.
 
     Args:
-      labels: the validation labels, integer ``[n]`` or one-hot ``[n, C]``.
+      labels: the validation labels, integer ``[n]`` or one-hot ``[n, C]``; for ``output="values"``
+        the regression targets, ``[n]`` or ``[n, d]``.
+      output: ``"logits"`` or ``"probabilities"`` (a classifier), or ``"values"`` (a regression).
 
     Example:
       >>> bma = RunningBMA(np.array([0, 1]))
@@ -56,9 +61,13 @@ class RunningBMA:
       {'bma_accuracy': 0.5, 'bma_nll': 0.5697, 'bma_samples': 2.0}
     """
 
-    def __init__(self, labels: np.ndarray):
+    def __init__(self, labels: np.ndarray, output: str = "logits"):
         y = np.asarray(labels)
-        self.labels = y.argmax(-1) if y.ndim > 1 and y.shape[-1] > 1 else y.reshape(-1).astype(int)
+        self.regression = output == "values"
+        if self.regression:
+            self.labels = y.astype(np.float64).reshape(len(y), -1)
+        else:
+            self.labels = y.argmax(-1) if y.ndim > 1 and y.shape[-1] > 1 else y.reshape(-1).astype(int)
         self.total: np.ndarray | None = None  # float64 [n, C]: sum of the kept samples' predictive
         self.count = 0  # samples in the sum
 
@@ -79,7 +88,13 @@ class RunningBMA:
                 self.add(z["predictive"].astype(np.float64))
 
     def metrics(self) -> dict[str, float]:
-        """``bma_accuracy``, ``bma_nll`` and ``bma_samples`` (NaN, NaN, 0 before the first sample)."""
+        """``bma_accuracy``, ``bma_nll`` and ``bma_samples`` (NaN, NaN, 0 before the first sample);
+        for a regression ``bma_rmse`` and ``bma_samples``."""
+        if self.regression:
+            if not self.count:
+                return {"bma_rmse": math.nan, "bma_samples": 0.0}
+            avg = (self.total / self.count).reshape(self.labels.shape)
+            return {"bma_rmse": float(np.sqrt(np.mean((avg - self.labels) ** 2))), "bma_samples": float(self.count)}
         if not self.count:
             return {"bma_accuracy": math.nan, "bma_nll": math.nan, "bma_samples": 0.0}
         avg = self.total / self.count

@@ -84,7 +84,13 @@ class SampleCollector(keras.callbacks.Callback):
     samples is scored: ``bma_accuracy``, ``bma_nll`` and ``bma_samples`` go into ``logs`` at
     every epoch end from the first one (NaN, NaN, 0 before the first sample, so
     ``CSVLogger``, which fixes its columns at the first epoch end, has them) and into the
-    manifest entry.
+    manifest entry.  For a regression (``output="values"``, real targets ``y``) the outputs are
+    stored as they are and scored by ``bma_rmse``.  The stored predictive is what
+    ``tf-vrre diagnose`` judges mixing on (its R-hat and ESS at every input of ``x`` across runs:
+    :mod:`tf_vrre.diagnostics.function_space`), so a few hundred held-out inputs serve best.  The
+    entry also records ``excess_temperature``, the epoch's mean so far of the heat gradient noise
+    adds to the cold slot (``ReplicaExchangeSampler(gradient_noise_every=...)``; ``null`` before the
+    epoch's first measurement or without one).
 
     Output directory: the manifest records the run identity (:mod:`tf_vrre.callbacks.sample_identity`:
     the sampler's constructor arguments, the cold model's weight shapes, this collector's
@@ -106,7 +112,8 @@ class SampleCollector(keras.callbacks.Callback):
       max_samples: keep at most this many on disk (``None``: all).
       keep: ``"last"`` or ``"reservoir"`` (with ``max_samples``).
       validation_data: optional ``(x, y)`` arrays for running BMA metrics.
-      output: ``"logits"`` (softmax applied) or ``"probabilities"`` (model output used as is).
+      output: ``"logits"`` (softmax applied), ``"probabilities"`` (model output used as is) or
+        ``"values"`` (a regression's outputs, used as they are).
       batch_size: prediction batch size for ``validation_data``.
       seed: seed of the reservoir choices.
       overwrite: replace samples of another run found in ``directory``.
@@ -157,7 +164,7 @@ class SampleCollector(keras.callbacks.Callback):
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, got {keep!r}")
         if output not in running_bma.OUTPUTS:
-            raise ValueError(f"output must be 'logits' or 'probabilities', got {output!r}")
+            raise ValueError(f"output must be 'logits', 'probabilities' or 'values', got {output!r}")
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
         self.directory = str(directory)
@@ -172,7 +179,7 @@ class SampleCollector(keras.callbacks.Callback):
         self.seed = int(seed)
         self.overwrite = overwrite
         self._state: dict[str, Any] | None = None  # the manifest being written (from the first epoch on)
-        self._bma = None if self.validation_data is None else running_bma.RunningBMA(self.validation_data[1])
+        self._bma = None if self.validation_data is None else running_bma.RunningBMA(self.validation_data[1], output)
         self._started = False
 
     # --- eligibility ----------------------------------------------------------------------
@@ -319,6 +326,7 @@ class SampleCollector(keras.callbacks.Callback):
             "temperature": float(ladder.temperature.numpy()[0]),
             "lr": float(ladder.learning_rate.numpy()[0]),
             "energy": float(s.state.batch_energy.numpy()[0]),
+            "excess_temperature": _excess_temperature(s),
         }
         if slot is not None:
             entry["slot"] = slot
@@ -417,3 +425,13 @@ class SampleCollector(keras.callbacks.Callback):
     @classmethod
     def from_config(cls, config: dict) -> SampleCollector:
         return cls(**config)
+
+
+def _excess_temperature(sampler) -> float | None:
+    """The cold slot's excess temperature, the epoch's mean of its measurements so far (``None``
+    before the first one, or when the sampler does not measure)."""
+    metrics = getattr(sampler, "_excess_temperature", None)
+    if not metrics:
+        return None
+    value = float(keras.ops.convert_to_numpy(metrics[0].result()))
+    return value if np.isfinite(value) else None

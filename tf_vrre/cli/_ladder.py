@@ -108,9 +108,9 @@ def _unfinished(doc) -> str | None:
     return None
 
 
-def print_tables(paths, title=lambda p: p) -> dict:
-    """Prints the table of each tuning record in ``paths`` (runs or files); returns
-    ``{path: summary}`` for the records found."""
+def print_tables(paths, title=lambda p: p, show=True) -> dict:
+    """Prints the table of each tuning record in ``paths`` (runs or files; nothing unless
+    ``show``); returns ``{path: summary}`` for the records found."""
     from tf_vrre.diagnostics import ladder_report
 
     out = {}
@@ -120,6 +120,8 @@ def print_tables(paths, title=lambda p: p) -> dict:
         doc = ladder_file.read(path)
         s = ladder_report.summary(doc)
         out[path] = s
+        if not show:
+            continue
         done = ladder_file.completed(doc)
         header = f"\nladder tuning of {title(path)} ({len(done)} rounds, "
         empty = _unfinished(doc)
@@ -165,10 +167,11 @@ def figures(paths, out_dir: str) -> list:
     return names
 
 
-def report(runs, out_dir: str, draw: bool = True) -> tuple:
-    """``tf-vrre diagnose``'s ladder part: the tables of the runs' tuning records printed, their
-    figures drawn into ``out_dir`` (unless not ``draw``); returns ``(summaries, file names)``."""
-    summaries = print_tables(runs)
+def report(runs, out_dir: str, draw: bool = True, show: bool = True) -> tuple:
+    """``tf-vrre diagnose``'s ladder part: the tables of the runs' tuning records printed (unless
+    not ``show``: ``--quiet``), their figures drawn into ``out_dir`` (unless not ``draw``); returns
+    ``(summaries, file names)``."""
+    summaries = print_tables(runs, show=show)
     return {os.fspath(k): v for k, v in summaries.items()}, (figures(runs, out_dir) if draw and summaries else [])
 
 

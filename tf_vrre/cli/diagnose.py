@@ -14,11 +14,15 @@ DESCRIPTION = (
     "Reads RUN/swaps/ (SwapLogger: swaps.csv, refresh.csv, epochs.csv) and RUN/samples/ "
     "(SampleCollector), or a bare SwapLogger / sample directory. Prints swaps, acceptance per "
     "pair, round trips cold -> hottest -> cold per 1000 steps, mean first-passage time cold -> "
-    "hot, the sigma2 trend, and ESS / R-hat (tfp.mcmc) of the cold chain's energy, the samples' "
-    "energy and weight norm and the predictive probability of the first validation points, then a "
-    "verdict: 'not mixing' when a summary has R-hat > 1.05 or ESS < 100, or a replica run has no "
-    "accepted swap or no round trip; 'not yet established' when R-hat > 1.01 or ESS < 400 (Vehtari et al. "
-    "2021), with what to try. "
+    "hot, the sigma2 trend; the rank-normalised split R-hat and bulk ESS of the stored predictive "
+    "at every held-out input (function space: median, 90th percentile, share above 1.01 and 1.1), "
+    "with the runs as chains; ESS / R-hat of the cold chain's energy, the samples' energy and weight "
+    "norm as context (weight space: not judged); the excess temperature gradient noise adds to the "
+    "cold chain; then a verdict decided in function space: 'not mixing' when the predictive's R-hat "
+    "exceeds 1.1 at more than a tenth of the inputs or its median ESS is below 100, or a replica run "
+    "has no accepted swap or no round trip; 'not yet established' when it exceeds 1.01 at more than "
+    "a tenth, ESS is below 400 at more than a tenth, fewer than 4 runs are compared, or no run "
+    "stored a predictive (Vehtari et al. 2021; Izmailov et al. 2021), with what to try. "
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
     "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
     "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
@@ -47,8 +51,8 @@ def add_arguments(p):
     p.add_argument(
         "--points",
         type=_args.positive(int),
-        default=4,
-        help="validation points whose predictive probability is tracked (default 4)",
+        default=None,
+        help="judge the predictive at the first N held-out inputs only (default: every input the runs stored)",
     )
     p.add_argument(
         "--blocks",
@@ -59,7 +63,9 @@ def add_arguments(p):
     p.add_argument("--no-split", action="store_true", help="do not split chains in halves for ESS / R-hat")
     p.add_argument("--no-figures", action="store_true", help="skip replicas.png and acceptance.png")
     p.add_argument(
-        "--quiet", action="store_true", help="print only the verdict (mixing or not, and why), not the table"
+        "--quiet",
+        action="store_true",
+        help="print only the verdict (mixing or not, and why), not the tables",
     )
 
 
@@ -108,7 +114,7 @@ def run(args):
             print(f"wrote {', '.join(written)} to {args.out}")
         return 0
     from tf_vrre import diagnostics
-    from tf_vrre.diagnostics import plots, report
+    from tf_vrre.diagnostics import report
 
     try:  # read everything first: a broken log leaves no --out behind
         diag = diagnostics.diagnose(
@@ -118,6 +124,16 @@ def run(args):
         _args.die(f"--run: {err}")
     os.makedirs(args.out, exist_ok=True)
     print(report.format_verdict(diag["verdict"]) if args.quiet else diagnostics.format_table(diag))
+    _write(args, diag)
+    return 0
+
+
+def _write(args, diag):
+    """diagnostics.json and the figures into ``--out``; without ``--quiet`` the ladder's tables and
+    the files written are printed (with it, only the verdict is)."""
+    from tf_vrre import diagnostics
+    from tf_vrre.diagnostics import plots
+
     written = ["diagnostics.json"]
     with_log = [(f, p) for f, p in zip(diag["replica_flow"], diag["runs"]) if f is not None]
     if with_log and not args.no_figures:
@@ -125,9 +141,9 @@ def run(args):
         plots.replicas(os.path.join(args.out, "replicas.png"), flows, labels)
         plots.acceptance(os.path.join(args.out, "acceptance.png"), flows, labels)
         written += ["replicas.png", "acceptance.png"]
-    tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures)
+    tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures, show=not args.quiet)
     written += figures
     summary = {**diagnostics.to_json(diag), **({"ladder": tuning} if tuning else {})}
     _write_json(os.path.join(args.out, "diagnostics.json"), summary)
-    print(f"wrote {', '.join(written)} to {args.out}")
-    return 0
+    if not args.quiet:
+        print(f"wrote {', '.join(written)} to {args.out}")

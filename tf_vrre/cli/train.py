@@ -207,6 +207,18 @@ def _warn_schedule(args, caught):
         )
 
 
+def _warn_heat(caught):
+    """The sampler's :class:`GradientNoiseWarning` as one ``tf-vrre: warning`` line naming the flags;
+    any other warning as it was."""
+    from tf_vrre.sgmcmc import gradient_noise
+
+    for w in caught:
+        if issubclass(w.category, gradient_noise.GradientNoiseWarning):
+            _args.warn(f"{w.message} (tf-vrre train: a lower --lr or a larger --batch-size)")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _check_augment_flags(args):
     """``--no-augment`` with an augmentation setting is a contradiction, not a silent no-op."""
     if not args.no_augment:
@@ -407,8 +419,13 @@ def _run(args):
     except (ValueError, OSError) as err:  # the data (tfds: their size is known only now), or the numbers for it
         flag = config_flag(str(err), args) if _KEY.search(str(err)) else "--data-dir / --source"
         _args.die(f"{flag}: {err}")
+    from tf_vrre.sgmcmc import gradient_noise
+
     try:
-        result = train.run(pre, strategy, verbose=not args.quiet, prepared=prepared)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", gradient_noise.GradientNoiseWarning)
+            result = train.run(pre, strategy, verbose=not args.quiet, prepared=prepared)
+        _warn_heat(caught)
     except run_json.RunDirError as err:  # e.g. the workers of a multi-worker run see different states of --out
         _args.die(f"--out: {err}")
     except samples.RunFileError as err:  # a damaged sample, manifest or log found on resume

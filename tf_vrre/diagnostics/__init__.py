@@ -6,19 +6,30 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
 - replica flow (:mod:`.replicas`): each state's slot over time, round trips cold -> hottest
   -> cold per 1,000 steps, mean first-passage time cold -> hot, per-pair acceptance with
   batch-means errors, the sigma^2 trend;
+- function space (:mod:`.function_space`): the rank-normalised split R-hat and bulk ESS of the
+  stored predictive at every held-out input, across runs / seeds as chains, summarised over the
+  inputs: what the verdict is decided on;
 - chain quality (:mod:`.chains`): ESS and R-hat through ``tfp.mcmc`` on scalar summaries
-  (cold energy, sample energy, weight norm, predictive probabilities of validation points,
-  the mixture's beta) across runs / seeds or split chains;
+  (cold energy, sample energy, weight norm: context; the mixture's beta) across runs / seeds or
+  split chains, and the rank-normalised R-hat / bulk ESS of any ``[chains, draws, ...]`` array;
 - posterior fidelity (:mod:`.fidelity`): agreement, total variation, Wasserstein-1 / KS of a
   sampler's predictive against a reference's, e.g. full-batch NUTS (:mod:`tf_vrre.diagnostics.hmc`);
-- :func:`diagnose` / :func:`format_table` / :func:`to_json` (:mod:`.report`), the figures
+- :func:`diagnose` / :func:`verdict` / :func:`format_verdict` / :func:`format_table` /
+  :func:`to_json` (:mod:`.report`), the figures
   (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
 
 ``tf-vrre diagnose --run RUN`` runs all of it.
 """
 
 from tf_vrre.diagnostics.arviz import to_inference_data
-from tf_vrre.diagnostics.chains import chain_summary, effective_sample_size, potential_scale_reduction, split_chains
+from tf_vrre.diagnostics.chains import (
+    bulk_ess,
+    chain_summary,
+    effective_sample_size,
+    potential_scale_reduction,
+    rank_normalized_rhat,
+    split_chains,
+)
 from tf_vrre.diagnostics.fidelity import (
     agreement,
     classification_fidelity,
@@ -30,7 +41,7 @@ from tf_vrre.diagnostics.fidelity import (
     wasserstein_1,
 )
 from tf_vrre.diagnostics.replicas import pair_acceptance, replica_flow, round_trips, sigma2_trend, slot_paths
-from tf_vrre.diagnostics.report import diagnose, format_table, to_json
+from tf_vrre.diagnostics.report import diagnose, format_table, format_verdict, to_json, verdict
 from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_log
 
 __all__ = [
@@ -39,6 +50,8 @@ __all__ = [
     "effective_sample_size",
     "potential_scale_reduction",
     "split_chains",
+    "rank_normalized_rhat",
+    "bulk_ess",
     "pair_acceptance",
     "replica_flow",
     "round_trips",
@@ -46,6 +59,8 @@ __all__ = [
     "slot_paths",
     "diagnose",
     "format_table",
+    "format_verdict",
+    "verdict",
     "to_json",
     "SwapLog",
     "locate",

@@ -238,9 +238,11 @@ def read_samples(directory, points=4):
 
     Returns a dict of arrays over the ``S`` samples: ``step``, ``energy`` (the mini-batch
     energy ``U_B`` of the sampled state, see SampleCollector), ``temperature``, ``lr``,
-    ``weight_norm`` (``||w||_2`` over all weight arrays) and, when the collector stored
-    predictives, ``predictive`` ``[S, V', C]``: the stored ``softmax`` outputs of the first
-    ``V' = min(points, V)`` validation points; ``recorded``: the fields of :data:`METADATA`
+    ``weight_norm`` (``||w||_2`` over all weight arrays), ``excess_temperature`` when any entry
+    records it (the heat of gradient noise in the cold slot, ``nan`` where an entry does not) and,
+    when the collector stored predictives, ``predictive`` ``[S, V', C]``: the stored outputs
+    (class probabilities, or regression outputs) of the first ``V' = min(points, V)``
+    held-out inputs (all with ``points=None``); ``recorded``: the fields of :data:`METADATA`
     that every manifest entry records.  A manifest rebuilt by ``tf-vrre repair`` from the sample
     files records none of them: their arrays are then ``nan`` where missing, and a reader leaves
     out what is not in ``recorded``.  Every file's size and checksum is verified
@@ -248,7 +250,7 @@ def read_samples(directory, points=4):
 
     Args:
       directory: a SampleCollector directory.
-      points: number of validation points kept (>= 1).
+      points: number of held-out inputs kept (>= 1), or ``None`` for all.
 
     Raises:
       RunFileError: naming the manifest (and the entry with a metadata value that is not a
@@ -262,10 +264,10 @@ def read_samples(directory, points=4):
       >>> s = read_samples("runs/toy/samples"); s["energy"].shape, s["recorded"]
       ((8,), ('energy', 'temperature', 'lr'))
     """
-    if isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1:
-        raise ValueError(f"points must be an integer >= 1, got {points!r}")
+    if points is not None and (isinstance(points, bool) or not isinstance(points, (int, np.integer)) or points < 1):
+        raise ValueError(f"points must be an integer >= 1 or None, got {points!r}")
     sample_set = load_samples(os.fspath(directory))
-    out = {k: [] for k in ("step", *METADATA, "weight_norm", "predictive")}
+    out = {k: [] for k in ("step", *METADATA, "weight_norm", "predictive", "excess_temperature")}
     missing = set()
     for entry in sample_set.entries:
         with np.load(os.path.join(sample_set.directory, entry["file"])) as z:
@@ -274,10 +276,10 @@ def read_samples(directory, points=4):
             if "predictive" in z.files:
                 out["predictive"].append(np.asarray(z["predictive"][:points], np.float64))
         out["step"].append(entry["step"])
-        for k in METADATA:
+        for k in (*METADATA, "excess_temperature"):
             value = entry.get(k)
             if value is None:
-                missing.add(k)
+                missing.add(k)  # excess_temperature: none before the first measurement, or not measured
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise RunFileError(
                     f"{os.path.join(sample_set.directory, MANIFEST)}: the entry of {entry['file']} "
@@ -287,6 +289,8 @@ def read_samples(directory, points=4):
     if out["predictive"] and len(out["predictive"]) != len(sample_set.entries):
         raise RunFileError(f"{directory}: only some samples store a predictive")
     result = {k: np.asarray(v, np.float64) for k, v in out.items() if k != "predictive"}
+    if np.isnan(result["excess_temperature"]).all():  # written without it (older, or not measured)
+        del result["excess_temperature"]
     result["step"] = np.asarray(out["step"], np.int64)
     result["recorded"] = tuple(k for k in METADATA if k not in missing)
     if out["predictive"]:

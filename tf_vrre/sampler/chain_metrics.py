@@ -70,10 +70,13 @@ class ChainMetrics:
         tf.switch_case(tf.cast(rung, tf.int32), [branch(k) for k in range(len(self.chains))])
 
     def _metric_logs(self):
-        """``loss``, ``loss_h`` and the compiled metrics of every chain."""
+        """``loss``, ``loss_h``, ``excess_temperature_h`` (the heat of gradient noise) and the
+        compiled metrics of every chain."""
         logs = {"loss": _keras_compat.loss_tracker(self).result()}
         for h, tracker in enumerate(self._chain_loss, 1):
             logs[f"loss_{h}"] = tracker.result()
+        for metric in getattr(self, "_excess_temperature", []):  # excess_temperature_h, every chain
+            logs[metric.name] = metric.result()
         if _keras_compat.compiled_metrics(self) is not None:
             logs.update(_keras_compat.compiled_metrics(self).result())
             for h, m in enumerate(self._chain_metrics, 1):

@@ -103,6 +103,15 @@ def check_options(energy_mode: str, nll: Any, seed: int | None) -> int:
     return int(seed)
 
 
+def check_gradient_noise_every(every: Any) -> int | None:
+    """``gradient_noise_every`` as an int ``>= 1`` or ``None``; ``ValueError`` naming it otherwise."""
+    if every is None:
+        return None
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+        raise ValueError(f"gradient_noise_every must be an integer >= 1 (steps) or None (never), got {every!r}")
+    return int(every)
+
+
 def new_variable(layer: keras.Layer, name: str, shape: tuple, dtype: str, value: Any = 0) -> keras.Variable:
     """One saved, non-trainable variable of ``layer`` (the sampler), filled with ``value``: what
     :class:`tf_vrre.sgmcmc.state.SamplerState`'s parts create their variables with."""

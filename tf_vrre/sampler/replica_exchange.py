@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -58,7 +59,17 @@ from tf_vrre.sampler.hyperparameters import LadderSetters
 from tf_vrre.sampler.listeners import SamplerListeners
 from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sampler.saving import SavingHooks
-from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, schedules, seeds, swap_record, swaps
+from tf_vrre.sgmcmc import (
+    control_variates,
+    distribute,
+    energy,
+    gradient_noise,
+    gradients,
+    schedules,
+    seeds,
+    swap_record,
+    swaps,
+)
 from tf_vrre.sgmcmc import proposal as proposals
 from tf_vrre.sgmcmc.dynamics import Diffusion
 from tf_vrre.sgmcmc.state import (
@@ -132,6 +143,13 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         ``MirroredStrategy`` / ``TPUStrategy`` / ``MultiWorkerMirroredStrategy`` with ``num_chains``
         replicas: replica ``r`` holds chain ``r``, swaps exchange temperatures and learning rates,
         not weights; :mod:`tf_vrre.sampler.placements`).  The samples are the same, to round-off.
+      gradient_noise_every: measure every chain's gradient noise on one step in this many (one
+        more backward pass that changes nothing in the step; ``None``: never) and log its *excess
+        temperature* ``eta * mean_j Var(g_j) / (2 (1 - momentum))`` (SGLD: ``eta * mean_j
+        Var(g_j) / 2``), the heat mini-batch gradient noise adds to ``tau``, as the epoch's mean in
+        ``excess_temperature_h`` (``NaN`` in an epoch without a measurement;
+        :mod:`tf_vrre.sgmcmc.gradient_noise`).  ``fit`` warns when it exceeds a tenth of a
+        chain's temperature.
 
     State (``sampler.state``, a :class:`tf_vrre.sgmcmc.state.SamplerState`; every variable is
     saved with the sampler): ``state.step``; ``state.ladder.temperature`` / ``.learning_rate``
@@ -174,11 +192,13 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         seed: int | None = None,
         independent_init: bool = False,
         placement: str = "replicated",
+        gradient_noise_every: int | None = gradient_noise.PERIOD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
         seed = construction.check_options(energy_mode, nll, seed)
+        gradient_noise_every = construction.check_gradient_noise_every(gradient_noise_every)
         num_chains = int(num_chains)
         strategy = placements.check(placement, num_chains)  # None: replicated
         swap_rule = swaps.resolve(swap, num_chains)
@@ -210,6 +230,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self.placement, self._strategy = placement, strategy
         self.seed = int(seed)
         self._diffusion = Diffusion(dynamics, momentum)
+        self.gradient_noise_every = gradient_noise_every
         vr = variance_reduction
         # sigma2 window (steps) and the number of per-offset sigma2 estimates (steps since the refresh)
         # (1 without swaps, where neither is used)
@@ -236,6 +257,10 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
+        self._excess_temperature = [
+            gradient_noise.ExcessTemperature(name=f"excess_temperature_{h}")
+            for h in (range(num_chains) if gradient_noise_every is not None else ())
+        ]
         self._chain_metrics: list[Any] = []
         self._nll_fn: Callable | None = nll  # the per-example NLL: nll, or compile's loss
         self.built = True
@@ -309,10 +334,14 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         hyperparameters.check_setters(bound.arguments["callbacks"])
         args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
-            return super().fit(*args, **kwargs)
+            history = super().fit(*args, **kwargs)
         finally:  # the callbacks of this fit registered them in on_train_begin
             self.listeners.clear()
             self.sync_chains()
+        message = gradient_noise.heat_warning(history.history, self.num_chains, self.dynamics)
+        if message:
+            warnings.warn(gradient_noise.GradientNoiseWarning(message), stacklevel=2)
+        return history
 
     # ---- compile / metrics ------------------------------------------------------------------
     def compile(
@@ -441,6 +470,35 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             self.variance_reduction.period,
         )
 
+    def _measures_noise(self, step: tf.Tensor) -> tf.Tensor | None:
+        """Whether this step measures the gradient noise (``None``: the sampler never does)."""
+        if self.gradient_noise_every is None:
+            return None
+        return gradient_noise.measure_at(step, self.gradient_noise_every)
+
+    def _update_excess_temperature(
+        self, statistic: tf.Tensor, batch_size: tf.Tensor, learning_rates: tf.Tensor, slots: Any = None
+    ) -> None:
+        """Adds this step's measurement (cross-replica sums ``[chains, 2]``) to the
+        ``excess_temperature_h`` metric of each chain's slot (``slots``: the rung of each chain,
+        default ``0..K-1``)."""
+        friction = 1.0 if self.dynamics == "sgld" else 1.0 - self.momentum
+        lrs = learning_rates if slots is None else tf.gather(learning_rates, slots)
+        excess, measured = gradient_noise.excess_temperature(statistic, self.data_size, batch_size, lrs, friction)
+        if slots is None:
+            for h, metric in enumerate(self._excess_temperature):
+                metric.update_state(excess[h], measured[h])
+            return
+
+        def branch(k: int) -> Callable[[], tf.Tensor]:
+            def update() -> tf.Tensor:
+                self._excess_temperature[k].update_state(excess[0], measured[0])
+                return tf.constant(True)
+
+            return update
+
+        tf.switch_case(tf.cast(slots[0], tf.int32), [branch(k) for k in range(self.num_chains)])
+
     def train_step(self, data: Any) -> dict:
         """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""
         if self._host is not None:  # this replica's chain (tf_vrre.sampler.replica_step)
@@ -461,6 +519,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             self.weight_decay,
             self.data_size,
             scale,
+            measure=self._measures_noise(step),
         )
         swapping = self._swapping()
         if swapping is not None:
@@ -478,7 +537,13 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             results = rule.attempt(swap_state, energies, temps, step, key)  # 4. swap
             forward = exchange_forward(state.chains, state.control_variates, results, (lrs, temps), forward)
             rule.count(swap_state, results, step, energies.energy)
-        sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
+        sums = tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls])
+        if forward.noise is None:
+            sums = distribute.all_reduce(sums)
+        else:  # one cross-replica sum for both
+            both = distribute.all_reduce(tf.concat([sums, tf.reshape(tf.stack(forward.noise), [-1])], 0))
+            sums = both[: self.num_chains]
+            self._update_excess_temperature(tf.reshape(both[self.num_chains :], [-1, 2]), minibatch.size, lrs)
         state.batch_energy.assign(
             energy.minibatch_energy(sums, minibatch.size, self.data_size, tf.stack(forward.priors))
         )

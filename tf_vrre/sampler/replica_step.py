@@ -10,7 +10,8 @@ Per replica, on the whole batch of the step (:func:`tf_vrre.sampler.placements.w
    rows; ordered by rung, they give every replica the one-device :class:`SwapEnergies`.
 4. *Swap*: every replica decides the same swaps (same inputs, same stateless seed); an accepted
    swap exchanges rungs between chains (:func:`tf_vrre.sgmcmc.state.exchange_labels`).
-5. *Update* with the learning rate, temperature and noise key of the rung the chain now holds.
+5. *Update* with the learning rate, temperature and noise key of the rung the chain now holds (and
+   the chain's gradient-noise measurement, if this step takes one, credited to that rung).
 6. *Bookkeeping*: as on one device (the swap state is mirrored and updated identically).
 
 So the chain that holds rung ``k`` takes exactly the steps slot ``k`` takes on one device.
@@ -85,6 +86,7 @@ def train_step(sampler: Any, data: Any) -> dict:
         s.data_size,
         scale,
         local=True,
+        measure=s._measures_noise(step),
     )
     possible, rows = _rows(s, minibatch, forward, step, rung)  # 3. one all_gather
     by_rung = tf.gather(rows, tf.math.invert_permutation(tf.convert_to_tensor(rep.rung)))
@@ -101,6 +103,8 @@ def train_step(sampler: Any, data: Any) -> dict:
     if state.loss_scale is not None:  # float16: non-finite gradients of any chain lower the scale, skip the update
         overflow = tf.reduce_any(rows[:, 2] < 0.5)
         state.loss_scale.update(tf.logical_not(overflow))
+    if forward.noise is not None:  # this chain's measurement, on the whole batch: no collective
+        s._update_excess_temperature(tf.stack(forward.noise), minibatch.size, lrs, slots=[rung])
     updated = s._diffusion.step(rep.chains, forward.grads, lrs, temps, key, slots=[rung])  # 5. update
     if s.swap_rule is not None:
         s._bookkeeping(s._swap, state.swap, step, possible, results, energies, refreshed)  # 6. bookkeeping

@@ -242,7 +242,8 @@ class SavingHooks:
         """The constructor arguments, serialized (:func:`tf_vrre.sampler.saving.constructor_config`);
         ``ValueError`` if they cannot be restored (e.g. an unregistered ``model_fn``), so a save
         fails now instead of a later load."""
-        config = {**self._config(), "placement": self.placement}  # not part of the run's identity
+        # not part of the run's identity: neither changes the samples
+        config = {**self._config(), "placement": self.placement, "gradient_noise_every": self.gradient_noise_every}
         check_restorable(self, config)
         return config
 

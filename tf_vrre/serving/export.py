@@ -144,6 +144,11 @@ def _output_kind(samples_dir, temperature):
     """What the sampled model outputs (the manifest's ``config.output``: ``"logits"`` unless it says
     ``"probabilities"``); a temperature other than 1 needs logits to divide."""
     output = read_manifest(samples_dir).get("config", {}).get("output", "logits")
+    if output == "values":
+        raise ValueError(
+            f"samples_dir: the samples in {samples_dir} are of a regression (SampleCollector(output='values')); "
+            "export_ensemble serves a classifier's probabilities"
+        )
     if output == "probabilities" and temperature != 1.0:
         raise ValueError(
             f"temperature must be 1 for samples of a model that outputs probabilities "

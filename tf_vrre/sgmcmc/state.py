@@ -333,7 +333,8 @@ def exchange_forward(
     forward: Any,
 ) -> Any:
     """Step 4b: if a swap was accepted, moves the states and this step's
-    :class:`tf_vrre.sgmcmc.gradients.Forward` (gradients, NLLs, predictions, priors) with them, so
+    :class:`tf_vrre.sgmcmc.gradients.Forward` (gradients, NLLs, predictions, priors, the gradient
+    noise statistics) with them, so
     the update that follows is exactly "from the swapped state"."""
     num = len(chains.models)
     tensors = [list(t) for t in zip(*forward.grads)] + [forward.nlls, forward.preds]
@@ -345,7 +346,10 @@ def exchange_forward(
     per_var = out[:-2]
     grads = [list(g) for g in zip(*per_var)] if per_var else [[] for _ in range(num)]
     priors = tf.unstack(tf.gather(tf.stack(forward.priors), results.permutation), num=num)
-    return forward._replace(grads=grads, nlls=out[-2], preds=out[-1], priors=priors)
+    noise = forward.noise
+    if noise is not None:  # a measurement of the gradient noise belongs to the state it was taken of
+        noise = tf.unstack(tf.gather(tf.stack(noise), results.permutation), num=num)
+    return forward._replace(grads=grads, nlls=out[-2], preds=out[-1], priors=priors, noise=noise)
 
 
 def exchange_labels(

@@ -41,6 +41,7 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,6 +61,7 @@ from tf_vrre.callbacks.progress import HostStepCounter
 from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
+from tf_vrre.sgmcmc import gradient_noise
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
@@ -326,7 +328,15 @@ def train(
         pre = planning.preflight(
             cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, strategy
         )
-    return run(dataclasses.replace(pre, placement=placement), strategy, verbose, prepared)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", gradient_noise.GradientNoiseWarning)
+        result = run(dataclasses.replace(pre, placement=placement), strategy, verbose, prepared)
+    for w in caught:  # the sampler's warning of its fit, at train's caller; any other as it was
+        if issubclass(w.category, gradient_noise.GradientNoiseWarning):
+            warnings.warn(w.message, stacklevel=2)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result
 
 
 @contextlib.contextmanager
