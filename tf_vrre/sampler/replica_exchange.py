@@ -45,6 +45,7 @@ from tf_vrre import _keras_compat
 from tf_vrre.sampler import (
     batch,
     construction,
+    cost,
     datasets,
     hyperparameters,
     input_checks,
@@ -223,6 +224,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
         self._chain_metrics = []
         self._nll_fn = nll
+        self._batch_layout = None  # of the data of the last fit: the cost count (tf_vrre.sampler.cost)
         self.built = True
         if nll is not None:
             self.compile()
@@ -291,6 +293,9 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         bound.apply_defaults()
         self._placement_fit_check(bound.arguments["x"])
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
+        layout = cost.layout_of(bound.arguments)
+        if layout != self._batch_layout:  # read when the train step is traced
+            self._batch_layout, self.train_function = layout, None
         args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
             return super().fit(*args, **kwargs)
@@ -466,6 +471,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         )
         self._update_metrics(minibatch, forward)
         logs = self._step_logs(lrs, temps)
+        logs[cost.LOG_KEY] = cost.of_step(self, step, minibatch.size)
         if self.swap_rule is not None:
             logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(self.num_chains - 1)})
         # After the batch is consumed (make_dataset reads the counter when its iterator starts;
