@@ -12,11 +12,16 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
 - posterior fidelity (:mod:`.fidelity`): agreement, total variation, Wasserstein-1 / KS of a
   sampler's predictive against a reference's, e.g. full-batch NUTS (:mod:`tf_vrre.diagnostics.hmc`);
 - :func:`diagnose` / :func:`format_table` / :func:`to_json` (:mod:`.report`), the figures
-  (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
+  (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``);
+- where replica exchange pays: :func:`advise` (:mod:`.advisor`) runs a short pilot and recommends
+  one chain, replica exchange with ``K`` chains, or variance-reduced swaps, from the swap noise with
+  and without control variates, the cost per step and the barrier (the rules: :mod:`.advice`).
 
 ``tf-vrre diagnose --run RUN`` runs all of it.
 """
 
+from tf_vrre.diagnostics.advice import Advice
+from tf_vrre.diagnostics.advisor import advise
 from tf_vrre.diagnostics.arviz import to_inference_data
 from tf_vrre.diagnostics.chains import chain_summary, effective_sample_size, potential_scale_reduction, split_chains
 from tf_vrre.diagnostics.fidelity import (
@@ -34,6 +39,8 @@ from tf_vrre.diagnostics.report import diagnose, format_table, to_json
 from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_log
 
 __all__ = [
+    "advise",
+    "Advice",
     "to_inference_data",
     "chain_summary",
     "effective_sample_size",
