@@ -22,7 +22,10 @@ DESCRIPTION = (
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
     "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
     "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
-    "rejection per pair for each round) and ladder.png; a run with only that record gets only them."
+    "rejection per pair for each round) and ladder.png; a run with only that record gets only them. "
+    "Every run also gets 'where replica exchange pays': the advice of tf_vrre.diagnostics.advise if a "
+    "pilot wrote RUN/advice.json, else a best guess from the swap noise penalty and acceptance in its "
+    "swap log (and the tuning record's barrier)."
 )
 
 
@@ -99,11 +102,35 @@ def _write_json(path, obj):
     atomic.write_json(path, obj, indent=1)
 
 
+def _advice(runs):
+    """Where replica exchange pays, per run (:func:`tf_vrre.diagnostics.advice.from_run`: a pilot's
+    ``advice.json``, else a best guess from the swap log and the tuning record), read before anything
+    is written; ``{run: section}``."""
+    from tf_vrre.diagnostics import advice
+
+    out = {}
+    for run in runs:
+        try:
+            section = advice.from_run(run)
+        except (ValueError, OSError) as err:
+            _args.die(f"--run: {err}")
+        if section is not None:
+            out[run] = section
+    return out
+
+
+def _print_advice(sections):
+    for run, section in sections.items():
+        print(f"\nwhere replica exchange pays ({run}; from the {section['source']}):\n{section['text']}")
+
+
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
     if args.ladder_only:
+        advice = _advice(args.run)
         os.makedirs(args.out, exist_ok=True)
         _, written = _ladder.report(args.run, args.out, draw=not args.no_figures)
+        _print_advice(advice)
         print(f"wrote {', '.join(written)} to {args.out}" if written else "")
         return 0
     from tf_vrre import diagnostics
@@ -115,6 +142,7 @@ def run(args):
         )
     except (ValueError, OSError) as err:
         _args.die(f"--run: {err}")
+    advice = _advice(args.run)
     os.makedirs(args.out, exist_ok=True)
     print(report.format_verdict(diag["verdict"]) if args.quiet else diagnostics.format_table(diag))
     written = ["diagnostics.json"]
@@ -126,7 +154,13 @@ def run(args):
         written += ["replicas.png", "acceptance.png"]
     tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures)
     written += figures
-    summary = {**diagnostics.to_json(diag), **({"ladder": tuning} if tuning else {})}
+    if not args.quiet:
+        _print_advice(advice)
+    summary = {
+        **diagnostics.to_json(diag),
+        **({"ladder": tuning} if tuning else {}),
+        **({"replica_exchange": advice} if advice else {}),
+    }
     _write_json(os.path.join(args.out, "diagnostics.json"), summary)
     print(f"wrote {', '.join(written)} to {args.out}")
     return 0
