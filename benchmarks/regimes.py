@@ -1,0 +1,224 @@
+"""When does replica exchange pay?  A map of SGHMC, cyclical SGHMC, reSGHMC and VR-reSGHMC against
+exact answers at equal per-example gradient evaluations, along data size N and cold temperature,
+on three families (``regimes_problems.py``), and the advisor's recommendation from a pilot of 10%
+of the budget on every problem (``tf_vrre.diagnostics.advise``), checked against the map.
+
+    python benchmarks/regimes.py --force          # the map (about two hours on 2 CPU cores)
+    python benchmarks/regimes.py --quick          # each family's anchor problem, one seed, half the budget
+    python benchmarks/regimes.py --force --resume # continue an interrupted run from runs/regimes-partial.json
+
+Writes ``benchmarks/results/regimes.json`` (``--quick``: ``runs/regimes-quick.json``) and one figure
+per family (``docs/benchmarks/regimes-<family>.png``; ``--quick``: next to its results);
+``python benchmarks/render_docs.py`` puts the tables and numbers into
+``docs/benchmarks/regimes.md`` and the README.  A run with ``--checks`` (on by default, off with
+``--no-checks``) also asks the advisor about the mixture study's main job and the two networks of
+the posterior-fidelity benchmark.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import results
+
+BUDGET = 2e6
+"""Per-example gradient evaluations of every run: 20,000 SGHMC steps at n = 100."""
+SEEDS = "1,2,3,4"
+FAMILIES = ("mixture", "sine", "linear")
+METHOD_NAMES = ("sghmc", "cycsghmc", "resghmc", "vr-resghmc")
+
+
+def _die(message):
+    print(f"regimes.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, from {', '.join(FAMILIES)}")
+    p.add_argument("--seeds", default=SEEDS, help="chain seeds of every run (the pilots use seed 0)")
+    p.add_argument("--budget", type=float, default=BUDGET, help="gradient evaluations per run")
+    p.add_argument("--quick", action="store_true", help="each family's anchor problem, the first seed, half the budget")
+    p.add_argument(
+        "--no-checks", action="store_true", help="skip the advisor on the mixture main job and the fidelity networks"
+    )
+    p.add_argument(
+        "--figures",
+        default=None,
+        help="directory of the figures (default docs/benchmarks; --quick: next to the results)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the problems of runs/regimes-partial.json measured with these settings",
+    )
+    results.add_arguments(p, "regimes")
+    args = p.parse_args(argv)
+    args.families = [f.strip() for f in args.families.split(",") if f.strip()]
+    bad = [f for f in args.families if f not in FAMILIES]
+    if bad or not args.families:
+        _die(f"--families: unknown {bad or 'empty list'}; choose from {', '.join(FAMILIES)}")
+    try:
+        args.seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        _die(f"--seeds: a comma-separated list of integers, got {args.seeds!r}")
+    if not args.seeds or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 1:
+        _die(f"--seeds: distinct integers >= 1 (seed 0 is the pilots'), got {args.seeds}")
+    if not args.budget >= 1e4:
+        _die(f"--budget: at least 1e4 gradient evaluations, got {args.budget:g}")
+    if args.quick:
+        args.seeds, args.budget = args.seeds[:1], args.budget / 2
+        if args.results == str(results.path_of("regimes")):
+            args.results = str(Path("runs") / "regimes-quick.json")
+    args.figures = Path(
+        args.figures or (Path(args.results).parent if args.quick else results.ROOT / "docs" / "benchmarks")
+    )
+    try:
+        args.target = results.check_target(args.results, args.force)
+    except SystemExit as err:
+        _die(str(err))
+    return args
+
+
+def _plain(value):
+    """numpy scalars and arrays as JSON numbers and lists."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def _mean_se(values):
+    import numpy as np
+
+    v = np.asarray(values, np.float64)
+    return [float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0]
+
+
+def evaluate(problem, pilot, runs, seeds):
+    """One problem's row: each method's mean +- se of the headline distance, the closest method,
+    and whether the advisor's recommendation is it or within the seeds' noise of it (two standard
+    errors of the difference)."""
+    import regimes_methods
+
+    key = problem.headline
+    stats = {m: _mean_se([r[key] for r in runs[m]]) for m in METHOD_NAMES if m in runs}
+    best = min(stats, key=lambda m: stats[m][0])
+    advice, _ = pilot
+    pick = regimes_methods.ADVICE_METHOD[advice.recommendation]
+    gap = stats[pick][0] - stats[best][0]
+    noise = 2.0 * (stats[pick][1] ** 2 + stats[best][1] ** 2) ** 0.5
+    return {"stats": stats, "closest": best, "advised": pick, "gap": gap, "noise": noise, "agrees": gap <= noise}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import json
+
+    import regimes_methods
+    import regimes_problems
+    import regimes_report
+
+    from tf_vrre.runs import atomic
+
+    problems = regimes_problems.problems(args.families)
+    if args.quick:
+        problems = [p for p in problems if (p.data_size, p.temperature) == regimes_problems.AXES[p.family]["anchor"]]
+    start = time.time()
+    settings = {
+        "budget": args.budget,
+        "seeds": args.seeds,
+        "quick": args.quick,
+        "families": args.families,
+        "batch": regimes_problems.BATCH,
+        "burn_in": regimes_methods.BURN_IN,
+        "pilot_fraction": regimes_methods.PILOT_FRACTION,
+        "max_chains": regimes_methods.MAX_CHAINS,
+    }
+    out = {"problems": {}, "settings": settings}
+    partial = results.ROOT / "runs" / ("regimes-quick-partial.json" if args.quick else "regimes-partial.json")
+    if args.resume and partial.exists():
+        kept = json.loads(partial.read_text())
+        if kept["settings"] == settings:
+            out["problems"] = kept["problems"]
+            print(f"regimes: {len(out['problems'])} problems kept from {partial}", flush=True)
+    print(
+        f"regimes: {len(problems)} problems x {len(METHOD_NAMES)} methods x seeds {args.seeds}, "
+        f"{args.budget:.3g} gradient evaluations per run",
+        flush=True,
+    )
+    for problem in problems:
+        if problem.key in out["problems"]:
+            continue
+        t0, cpu0 = time.time(), time.process_time()
+        advice, pilot_info = regimes_methods.pilot(problem, args.budget)
+        est = advice.numbers["estimators"]
+        chains = {
+            "resghmc": min(regimes_methods.MAX_CHAINS, est["mini-batch"]["recommended_chains"]),
+            "vr-resghmc": min(regimes_methods.MAX_CHAINS, est["control variates"]["recommended_chains"]),
+        }
+        print(
+            f"[{time.time() - start:6.0f} s] {problem.name}: {advice.summary().splitlines()[0]} "
+            f"(pilot {pilot_info['seconds']:.0f} s)",
+            flush=True,
+        )
+        runs = {}
+        for name in METHOD_NAMES:
+            for seed in args.seeds:
+                r = regimes_methods.run(regimes_methods.METHODS[name], problem, args.budget, seed, chains.get(name, 1))
+                runs.setdefault(name, []).append(r)
+        row = evaluate(problem, (advice, pilot_info), runs, args.seeds)
+        print(
+            f"[{time.time() - start:6.0f} s] {problem.name}: "
+            + ", ".join(f"{m} {s[0]:.3g} +- {s[1]:.2g}" for m, s in row["stats"].items())
+            + f"; closest {row['closest']}, advised {row['advised']} ({'agrees' if row['agrees'] else 'DISAGREES'}); "
+            f"{time.time() - t0:.0f} s",
+            flush=True,
+        )
+        out["problems"][problem.key] = {
+            "family": problem.family,
+            "name": problem.name,
+            "data_size": problem.data_size,
+            "temperature": problem.temperature,
+            "hot": problem.hot,
+            "period": problem.period,
+            "learning_rate": problem.learning_rate,
+            "headline": problem.headline,
+            "exact": problem.exact,
+            "chains": chains,
+            "advice": advice.to_dict(),
+            "pilot": pilot_info,
+            "runs": runs,
+            **row,
+            "seconds": time.time() - t0,
+            "cpu_seconds": time.process_time() - cpu0,
+        }
+        out = json.loads(json.dumps(out, default=_plain))
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(partial, out)
+    if not args.no_checks:
+        t0, cpu0 = time.time(), time.process_time()
+        out["checks"] = regimes_methods.checks(quick=args.quick)
+        out["checks_seconds"], out["checks_cpu_seconds"] = time.time() - t0, time.process_time() - cpu0
+    out = json.loads(json.dumps(out, default=_plain))
+    tables = regimes_report.tables(out)
+    figures = regimes_report.figures(out, args.figures)
+    results.write(
+        args.target, tables, settings=settings, measured=out, figures=figures, values=regimes_report.values(out)
+    )
+    print(regimes_report.text(out, tables))
+    return out
+
+
+if __name__ == "__main__":
+    main()
