@@ -18,6 +18,7 @@ computed on the cold chain's weights recorded after it.
 
 import dataclasses
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -192,6 +193,7 @@ def pilot(problem, budget, seed=0):
         blocks=PILOT_BLOCKS,
         seed=seed,
         budget=budget,
+        directory=Path("runs") / "regimes-pilots" / problem.key,  # its measurements, to re-derive the advice
     )
     spent = K0 * n * steps + result.numbers["pilot"]["measurement_evaluations"]
     if spent > share:

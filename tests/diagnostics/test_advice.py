@@ -125,10 +125,11 @@ def test_modes_found_by_quenching():
     out = advice.modes_found(cold_q + [near, far_low, far_noisy], cold, 1.0)
     assert out["found"] == 2 and out["distance"][1] > advice.NOVEL
     assert advice.modes_found(cold_q + [near, far_high], cold, 0.01)["found"] == 0  # colder: even further out
-    # the cold chain's own quenched states in two modes: swaps already carry them
-    hopping = [_quench(0, [0.0, 0.0], 0.0), {**_quench(0, [2.0, -1.0], 0.0), "energy_above_cold": [1.0, 0.0]}]
-    hopping[0]["energy_above_cold"] = [0.0, -1.0]
-    assert advice.modes_found(hopping + [near], cold, 1.0)["cold_modes"]
+    # the cold chain's records in two groups far apart: swaps already carry the modes to it
+    hopping = np.where(np.arange(400)[:, None] % 4 == 0, cold + 3.0, cold)
+    assert advice.modes_found(cold_q + [near], hopping, 1.0)["cold_modes"]
+    drifting = cold + np.linspace(0.0, 3.0, 400)[:, None]  # a chain still converging: no groups
+    assert not advice.modes_found(cold_q + [near], drifting, 1.0)["cold_modes"]
 
 
 def test_recommendation_from_quenched_modes():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre.diagnostics import advice
+from tf_vrre.diagnostics import advice, advisor
 from tf_vrre.sampler import cost
 from tf_vrre.workflows.gaussian_mixture import target
 
@@ -55,13 +55,21 @@ def test_refuses_what_it_cannot_use_in_one_line(data):
     assert int(two.state.step.numpy()) == 0  # refused before training
 
 
-def test_pilot_measures_the_exact_noise_and_writes_its_record(data, tmp_path):
+def test_pilot_measures_the_exact_noise_and_writes_its_record(data, tmp_path, monkeypatch):
+    seen = []  # the chains' beta at every measurement
+    measure = advisor._Pilot._measure
+
+    def spy(self, offset):
+        seen.append([float(c.trainable_weights[0].numpy()) for c in self.s.chains])
+        return measure(self, offset)
+
+    monkeypatch.setattr(advisor._Pilot, "_measure", spy)
     s = _mixture_sampler(2, [10.0, 60.0])
     a = tf_vrre.diagnostics.advise(s, data, 60, batch_size=BATCH, period=4, blocks=2, directory=tmp_path)
     n = a.numbers
     assert int(s.state.step.numpy()) == 60 and n["pilot"]["exact_energies"]
-    # the mini-batch noise at the final states, from the exact per-example energies
-    beta = [float(c.trainable_weights[0].numpy()) for c in s.chains]
+    # the mini-batch noise at the last measurement's states, from the exact per-example energies
+    beta = seen[-1]
     x = data[:, 0].astype(np.float64)
     per = np.stack(  # -log p(x_i | beta) up to a constant that cancels in the differences
         [-np.logaddexp(-0.5 * ((x - b) / 5) ** 2, -0.5 * ((x - 20 + b) / 5) ** 2) for b in beta]
@@ -73,8 +81,9 @@ def test_pilot_measures_the_exact_noise_and_writes_its_record(data, tmp_path):
     assert got == pytest.approx(want, rel=1e-3)
     assert stored["advice"]["recommendation"] == a.recommendation
     est = n["estimators"]
-    assert est["mini-batch"]["gradient_evaluations_per_step"] == 2 * BATCH
-    assert est["control variates"]["gradient_evaluations_per_step"] == cost.per_step(2, BATCH, N, 4)
+    k_mb, k_cv = est["mini-batch"]["recommended_chains"], est["control variates"]["recommended_chains"]
+    assert est["mini-batch"]["gradient_evaluations_per_step"] == cost.per_step(k_mb, BATCH, N)
+    assert est["control variates"]["gradient_evaluations_per_step"] == cost.per_step(k_cv, BATCH, N, 4)
     section = advice.from_run(tmp_path)
     assert section["source"] == "pilot" and section["text"] == a.summary()
 
@@ -100,11 +109,22 @@ def test_small_map_the_advisor_picks_what_is_closest_at_equal_cost(data):
     # the paper's mixture at tau = 10 on a 4-chain ladder up to half its barrier: the cold chain
     # starts in the right mode and cannot cross alone; the pilot (10% of the budget) sees the hot
     # chain elsewhere and swaps that pass
-    budget = 1.2e6
+    budget = 2e6
     ladder = list(np.geomspace(10.0, 1915.0, 4))
     pilot = _mixture_sampler(4, ladder)
-    a = tf_vrre.diagnostics.advise(pilot, data, 250, batch_size=BATCH, period=4, blocks=2, budget=budget)
-    spent = 250 * 4 * BATCH + a.numbers["pilot"]["measurement_evaluations"]
+    steps = tf_vrre.diagnostics.advisor.steps_within(0.1 * budget, 4, BATCH, 256, 1, 2, 4)
+    a = tf_vrre.diagnostics.advise(
+        pilot,
+        data,
+        steps,
+        batch_size=BATCH,
+        period=4,
+        blocks=2,
+        measure_examples=256,
+        probe_inputs=data[:1],
+        budget=budget,
+    )
+    spent = steps * 4 * BATCH + a.numbers["pilot"]["measurement_evaluations"]
     assert spent <= 0.1 * budget
     assert a.recommendation != advice.ONE_CHAIN, a.summary()
     exact, _ = target.mode_weights(data, 10.0)

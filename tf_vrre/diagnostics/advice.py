@@ -151,32 +151,57 @@ def local_spread(records: Any, windows: int = 8) -> float:
     return float(np.sqrt(np.mean(np.median(np.stack([b.var(0) for b in blocks]), 0))))
 
 
+def clustered(records: Any, least: float = 0.05) -> bool:
+    """Whether some output of a chain's records falls into two groups apart by a gap wider than
+    :data:`NOVEL` robust sds (1.4826 median absolute deviations) of either group, each holding at
+    least ``least`` of the records: the chain jumped between modes (swaps brought them) rather than
+    drifting or diffusing within one.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> one = rng.normal(0.0, 0.5, (800, 1))
+      >>> drift = one + np.linspace(0.0, 30.0, 800)[:, None]
+      >>> jumps = np.where(np.arange(800)[:, None] % 3, one, one + 30.0)
+      >>> clustered(one), clustered(drift), clustered(jumps)
+      (False, False, True)
+    """
+    r = np.sort(np.asarray(records, np.float64).reshape(len(records), -1), 0)
+    lo = max(1, int(math.ceil(least * len(r))))
+    if len(r) < 2 * lo + 1:
+        return False
+    for col in r.T:
+        gaps = np.diff(col)[lo - 1 : len(col) - lo]
+        at = lo + int(np.argmax(gaps))  # the split: col[:at] and col[at:]
+        left, right = col[:at], col[at:]
+        mad = max(1.4826 * np.median(np.abs(g - np.median(g))) for g in (left, right))
+        if col[at] - col[at - 1] > NOVEL * mad > 0:
+            return True
+    return False
+
+
 def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
     """What the quenched states say: for every quenched state of a hotter chain, its distance (rms
     over outputs, in local sds of the cold chain) to the nearest quenched state of the cold chain
     and its energy above the lowest of those, in cold temperatures (less two standard errors of the
     energy estimates); ``found``: how many are another mode that matters (:data:`NOVEL`,
-    :data:`RELEVANT`); ``cold_modes``: whether the cold chain's own quenched states are such modes
-    of each other (swaps already carry the modes to it); ``margin``: whether a deciding number lies
-    within a factor :data:`DECISIVE` of its threshold."""
+    :data:`RELEVANT`); ``cold_modes``: whether the cold chain's records fall into groups (:func:`clustered`: swaps
+    already carry modes to it); ``margin``: whether a deciding number lies within a factor
+    :data:`DECISIVE` of its threshold."""
     spread = local_spread(cold)
     cold_q = [q for q in quenches if q["chain"] == 0]
     hot_q = [q for q in quenches if q["chain"] != 0]
     out = {"local_spread": spread, "distance": [], "excess": [], "found": 0, "cold_modes": False, "margin": False}
     if not cold_q or not hot_q or not spread > 0:
         return out
-    cold_index = [i for i, q in enumerate(quenches) if q["chain"] == 0]
+    out["cold_modes"] = clustered(cold)
 
-    def compare(q, skip=None):
-        """Distance to the nearest other cold quench (local sds) and the energy above it (cold
+    def compare(q):
+        """Distance to the nearest cold quenched state (local sds) and the energy above it (cold
         temperatures, less two standard errors of the paired estimate)."""
         best = None
-        for j, c in zip(cold_index, cold_q):
-            if j == skip:
-                continue
+        for j, c in enumerate(cold_q):
             d = float(np.sqrt(np.mean(np.subtract(q["outputs"], c["outputs"]) ** 2))) / spread
-            j_at = cold_index.index(j)
-            e = (q["energy_above_cold"][j_at] - 2.0 * math.sqrt(q["energy_above_cold_var"][j_at])) / cold_temperature
+            e = (q["energy_above_cold"][j] - 2.0 * math.sqrt(q["energy_above_cold_var"][j])) / cold_temperature
             best = (d, e) if best is None or d < best[0] else best
         return best
 
@@ -187,10 +212,6 @@ def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
         if d > NOVEL and e < RELEVANT:
             out["found"] += 1
             out["margin"] |= d < NOVEL * DECISIVE or e > RELEVANT / DECISIVE
-    for i, q in zip(cold_index, cold_q):
-        other = compare(q, skip=i)
-        if other is not None:
-            out["cold_modes"] |= bool(other[0] > NOVEL and other[1] < RELEVANT)
     return out
 
 
@@ -407,10 +428,10 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
 
     Example:
       >>> rng = np.random.default_rng(1)
-      >>> J, T = 24, 200                                   # two chains; U_lo - U_hi seen with noise 400
-      >>> u = np.stack([rng.normal(-2.0, 1.0, T) + rng.normal(0.0, 20.0, T), np.zeros(T)], 1)
+      >>> J, T = 24, 200                                   # two chains; U_lo - U_hi seen with noise 40^2
+      >>> u = np.stack([rng.normal(-2.0, 1.0, T) + rng.normal(0.0, 40.0, T), np.zeros(T)], 1)
       >>> m = Measurements(temperatures=[1.0, 4.0], batch_size=100, data_size=10_000, period=20,
-      ...     diff=np.zeros((J, 1)), diff_var=np.zeros((J, 1)), naive_var=np.full((J, 1), 400.0),
+      ...     diff=np.zeros((J, 1)), diff_var=np.zeros((J, 1)), naive_var=np.full((J, 1), 1600.0),
       ...     vr_var=np.full((J, 1), 2.0), offsets=np.arange(J) % 4, cold=rng.normal(0.0, 1.0, (T, 2)),
       ...     hot=rng.normal(8.0, 2.0, (T, 2)), step_seconds=0.01, pass_seconds=0.2, pilot_vr_period=None,
       ...     steps=400, attempts=[399], swaps=[0], exact=True, batch_energies=u)
@@ -464,7 +485,7 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
         weak = weak or (modes["found"] == 1 and modes["margin"] and not modes["cold_modes"])
         if multimodal:
             what = (
-                "the cold chain's own quenched states are distinct modes (swaps carry them)"
+                "the cold chain's outputs fall into groups far apart: it jumps between modes (swaps carry them)"
                 if modes["cold_modes"] and not modes["found"]
                 else f"{modes['found']} of {len(modes['distance'])} quenched states of the hot chains are modes "
                 f"the cold chain lacks (farther than {NOVEL:g} local sds, within {RELEVANT:g} cold temperatures "

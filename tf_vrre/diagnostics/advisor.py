@@ -167,22 +167,19 @@ class _Pilot(keras.callbacks.Callback):
         self.quenched, self._quencher, self._nll_of = [], None, []
         self._best = None  # (mini-batch energy, weights) of the hottest chain's lowest state in this stretch
         self.snapshots = [sampler.model_fn() for _ in range(K)]
-        self.nll = {}
         self.rows, self.cold, self.hot, self.energies = [], [], [], []
         self.spent, self.clock, self.first = 0.0, None, None
         self.pass_seconds = []
         self.evaluations = 0  # forward-only evaluations of the measurements and probes (one unit per example)
 
     def _nlls(self, model):
-        """Per-example NLLs on the subset, float64 numpy, in chunks (a compiled function per model)."""
-        fn = self.nll.get(id(model))
-        if fn is None:
-            fn = self.nll[id(model)] = tf.function(lambda x, y: self.s.example_nlls(model, x, y))
+        """Per-example NLLs on the subset, float64 numpy, in chunks (eager: one trace per model would
+        cost more than it saves here)."""
         out = []
         for i in range(0, self.M, 4096):
             part = slice(i, i + 4096)
             x = tf.nest.map_structure(lambda a, part=part: a[part], self.x)
-            out.append(fn(x, None if self.y is None else self.y[part]).numpy())
+            out.append(self.s.example_nlls(model, x, None if self.y is None else self.y[part]).numpy())
         self.evaluations += self.M
         return np.concatenate(out).astype(np.float64)
 
