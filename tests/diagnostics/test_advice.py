@@ -123,7 +123,9 @@ def test_modes_found_by_quenching():
     out = advice.modes_found(cold_q + [near, far_high], cold, 1.0)
     assert out["found"] == 0 and not out["cold_modes"] and out["local_spread"] == pytest.approx(0.1, rel=0.1)
     out = advice.modes_found(cold_q + [near, far_low, far_noisy], cold, 1.0)
-    assert out["found"] == 2 and out["distance"][1] > advice.NOVEL
+    assert out["found"] == 1 and out["modes"] == [[0, 1, 2], [3, 4]] and out["distance"][1] > advice.NOVEL
+    alone = advice.modes_found(cold_q + [near, far_low], cold, 1.0)  # one state there: maybe a quench cut short
+    assert alone["found"] == 0 and len(alone["modes"]) == 1
     assert advice.modes_found(cold_q + [near, far_high], cold, 0.01)["found"] == 0  # colder: even further out
     # the cold chain's records in two groups far apart: swaps already carry the modes to it
     hopping = np.where(np.arange(400)[:, None] % 4 == 0, cold + 3.0, cold)
@@ -137,7 +139,7 @@ def test_recommendation_from_quenched_modes():
     cold_q = [_quench(0, [0.0] * 3, 0.0), _quench(0, [0.01] * 3, 0.0)]
     m.quenches = cold_q + [_quench(1, [0.05] * 3, 0.5)]
     assert advice.recommend(m).recommendation == advice.ONE_CHAIN
-    m.quenches = cold_q + [_quench(1, [9.0] * 3, 0.5), _quench(1, [9.0] * 3, 0.4)]
+    m.quenches = cold_q + [_quench(1, [30.0] * 3, 0.5), _quench(1, [30.0] * 3, 0.4)]
     a = advice.recommend(m)
     assert a.recommendation == advice.VARIANCE_REDUCED and a.confident
-    assert "2 of 2 quenched states" in a.reasons[0]
+    assert "reach 2 modes" in a.reasons[0] and "1 of them away" in a.reasons[0]

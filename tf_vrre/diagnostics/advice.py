@@ -180,38 +180,68 @@ def clustered(records: Any, least: float = 0.05) -> bool:
 
 
 def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
-    """What the quenched states say: for every quenched state of a hotter chain, its distance (rms
-    over outputs, in local sds of the cold chain) to the nearest quenched state of the cold chain
-    and its energy above the lowest of those, in cold temperatures (less two standard errors of the
-    energy estimates); ``found``: how many are another mode that matters (:data:`NOVEL`,
-    :data:`RELEVANT`); ``cold_modes``: whether the cold chain's records fall into groups (:func:`clustered`: swaps
-    already carry modes to it); ``margin``: whether a deciding number lies within a factor
-    :data:`DECISIVE` of its threshold."""
+    """The modes the quenched states reach that matter at the cold temperature.
+
+    A quenched state matters when its energy is at most :data:`RELEVANT` cold temperatures above
+    the lowest quenched state of the cold chain (less two standard errors of the paired
+    estimate).  The states that matter are grouped by single linkage on their outputs: two states
+    closer than :data:`NOVEL` local sds of the cold chain (:func:`local_spread`) are in one group.
+    A group is a mode when two quenched states reach it, or one and the cold chain's records sit in
+    it (their median is within the linkage distance): a state quenched only part of the way to
+    its minimum stays alone.  ``found``: the modes besides the one the cold chain's records sit in;
+    ``cold_modes``: whether the cold chain's own records fall into groups (:func:`clustered`:
+    swaps already carry modes to it); ``margin``: whether the distance between two modes, or an
+    energy that decided, lies within a factor :data:`DECISIVE` of its threshold.
+
+    Returns:
+      ``{"local_spread", "distance", "excess", "modes", "found", "cold_modes", "margin"}``:
+      per hot quenched state its distance to the nearest cold quenched state (local sds) and its
+      energy above the lowest (cold temperatures); the modes as lists of quenched states' indices.
+    """
     spread = local_spread(cold)
-    cold_q = [q for q in quenches if q["chain"] == 0]
-    hot_q = [q for q in quenches if q["chain"] != 0]
-    out = {"local_spread": spread, "distance": [], "excess": [], "found": 0, "cold_modes": False, "margin": False}
-    if not cold_q or not hot_q or not spread > 0:
+    cold_at = [i for i, q in enumerate(quenches) if q["chain"] == 0]
+    out = {
+        "local_spread": spread,
+        "distance": [],
+        "excess": [],
+        "modes": [],
+        "found": 0,
+        "cold_modes": False,
+        "margin": False,
+    }
+    if not cold_at or len(cold_at) == len(quenches) or not spread > 0:
         return out
     out["cold_modes"] = clustered(cold)
-
-    def compare(q):
-        """Distance to the nearest cold quenched state (local sds) and the energy above it (cold
-        temperatures, less two standard errors of the paired estimate)."""
-        best = None
-        for j, c in enumerate(cold_q):
-            d = float(np.sqrt(np.mean(np.subtract(q["outputs"], c["outputs"]) ** 2))) / spread
-            e = (q["energy_above_cold"][j] - 2.0 * math.sqrt(q["energy_above_cold_var"][j])) / cold_temperature
-            best = (d, e) if best is None or d < best[0] else best
-        return best
-
-    for q in hot_q:
-        d, e = compare(q)
-        out["distance"].append(d)
-        out["excess"].append(e)
-        if d > NOVEL and e < RELEVANT:
-            out["found"] += 1
-            out["margin"] |= d < NOVEL * DECISIVE or e > RELEVANT / DECISIVE
+    outputs = np.array([np.asarray(q["outputs"], np.float64).reshape(-1) for q in quenches])
+    excess = np.array(
+        [
+            min(e - 2.0 * math.sqrt(v) for e, v in zip(q["energy_above_cold"], q["energy_above_cold_var"]))
+            for q in quenches
+        ]
+    )
+    excess = (excess - min(0.0, float(excess[cold_at].min()))) / cold_temperature  # above the lowest cold state
+    dist = np.sqrt(np.mean((outputs[:, None, :] - outputs[None, :, :]) ** 2, -1)) / spread
+    for i, q in enumerate(quenches):
+        if q["chain"] != 0:
+            out["distance"].append(float(dist[i, cold_at].min()))
+            out["excess"].append(float(excess[i]))
+    keep = [i for i in range(len(quenches)) if excess[i] < RELEVANT]
+    groups = []  # single linkage of the states that matter
+    for i in keep:
+        near = [g for g in groups if any(dist[i, j] < NOVEL for j in g)]
+        merged = [i] + [j for g in near for j in g]
+        groups = [g for g in groups if g not in near] + [merged]
+    home = np.median(np.asarray(cold, np.float64).reshape(len(cold), -1), 0)
+    at_home = lambda g: any(np.sqrt(np.mean((outputs[j] - home) ** 2)) / spread < NOVEL for j in g)  # noqa: E731
+    modes = [sorted(g) for g in groups if len(g) >= 2 or at_home(g)]
+    out["modes"] = modes
+    out["found"] = sum(1 for g in modes if not at_home(g))
+    if len(modes) >= 2:
+        between = min(
+            float(dist[a][:, b].min()) for x, a in enumerate(modes) for b in modes[x + 1 :] for a in [np.array(a)]
+        )
+        worst = max(float(excess[g].min()) for g in map(np.array, modes))
+        out["margin"] = between < NOVEL * DECISIVE or worst > RELEVANT / DECISIVE
     return out
 
 
@@ -481,15 +511,15 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
     modes = modes_found(m.quenches, m.cold, float(temps[0]))
     numbers["modes"] = modes
     if modes["distance"]:
-        multimodal = modes["found"] > 0 or modes["cold_modes"]
-        weak = weak or (modes["found"] == 1 and modes["margin"] and not modes["cold_modes"])
+        multimodal = len(modes["modes"]) >= 2 or modes["cold_modes"]
+        weak = weak or (modes["margin"] and not modes["cold_modes"])
         if multimodal:
             what = (
                 "the cold chain's outputs fall into groups far apart: it jumps between modes (swaps carry them)"
-                if modes["cold_modes"] and not modes["found"]
-                else f"{modes['found']} of {len(modes['distance'])} quenched states of the hot chains are modes "
-                f"the cold chain lacks (farther than {NOVEL:g} local sds, within {RELEVANT:g} cold temperatures "
-                "of its energy)"
+                if modes["cold_modes"] and len(modes["modes"]) < 2
+                else f"the quenched states reach {len(modes['modes'])} modes that matter at the cold temperature "
+                f"(farther apart than {NOVEL:g} local sds of the cold chain, within {RELEVANT:g} cold temperatures "
+                f"of its lowest energy), {modes['found']} of them away from the cold chain's records"
             )
         else:
             what = (
