@@ -361,6 +361,15 @@ class LadderTuner(keras.callbacks.Callback):
             )
             s.set_learning_rates([float(v) for v in new_lr])
         temps_now, lrs_now = self._ladder()
+        # the swap noise the rule charged at the round's end (its sigma2 window): what the advisor
+        # weighs (tf_vrre.diagnostics.advice.from_run) against the barrier
+        sigma2 = np.asarray(s.state.swap.sigma2.numpy(), np.float64)
+        delta = 1.0 / temps[:-1] - 1.0 / temps[1:]
+        noise = {
+            "energies": "mini-batch" if s.variance_reduction is None else "control variates",
+            "sigma2": sigma2.tolist(),
+            "penalty_nats": (delta**2 * sigma2 / 2.0).tolist(),
+        }
         record.update(
             {
                 "end_step": step,
@@ -375,6 +384,7 @@ class LadderTuner(keras.callbacks.Callback):
                 "new_temperatures": temps_now,
                 "new_learning_rates": lrs_now,
                 "correction": float(s.state.swap.correction.numpy()),
+                "swap_noise": noise,
             }
         )
         if self.verbose:

@@ -10,13 +10,16 @@ Layout::
                  "learning_rates",                              # written when the round starts
                  "end_step", "attempts", "swaps", "rejection", "pair_barrier", "barrier",
                  "rejection_sum", "recommended_chains", "round_trip_rate",
-                 "new_temperatures", "new_learning_rates", "correction"},  # added when it ends
+                 "new_temperatures", "new_learning_rates", "correction",  # added when it ends
+                 "swap_noise": {"energies", "sigma2", "penalty_nats"}},  # optional (older records lack it)
                 ...]}
 
 A round's ``temperatures`` are the ladder in force during it, its ``attempts`` / ``swaps`` the
 per-pair counts of the round, ``rejection`` / ``barrier`` what they say about that ladder, and
 ``new_temperatures`` the ladder set at its end (the last round's is the ladder of the rest of the
-run).  The file is rewritten atomically at every round start and end.
+run); ``swap_noise`` the swap rule's noise estimate ``sigma2`` per pair at the round's end, with
+its penalty ``delta^2 sigma2 / 2`` in nats and the energies it was measured on (``"mini-batch"`` or
+``"control variates"``), which the advisor reads (:func:`tf_vrre.diagnostics.advice.from_run`).  The file is rewritten atomically at every round start and end.
 """
 
 import os
