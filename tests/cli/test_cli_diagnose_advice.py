@@ -40,7 +40,7 @@ def test_section_from_a_pilot_and_a_damaged_record(diag_runs, tmp_path, capsys):
         diff=rng.normal(-2, 1, (8, 1)), diff_var=np.zeros((8, 1)), naive_var=np.full((8, 1), 400.0),
         vr_var=np.full((8, 1), 2.0), offsets=np.arange(8) % 4, cold=rng.normal(0, 1, (40, 2)),
         hot=rng.normal(8, 2, (40, 2)), step_seconds=0.01, pass_seconds=0.01, pilot_vr_period=None, steps=80,
-        attempts=[79], swaps=[0], exact=True,
+        attempts=[79], swaps=[0], exact=True, batch_energies=np.stack([rng.normal(-2, 20, 40), np.zeros(40)], 1),
     )  # fmt: skip
     a = advice.recommend(m)
     record = {"format": advice.FORMAT, "measurements": m.to_dict(), "advice": a.to_dict()}

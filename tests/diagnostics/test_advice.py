@@ -143,3 +143,24 @@ def test_recommendation_from_quenched_modes():
     a = advice.recommend(m)
     assert a.recommendation == advice.VARIANCE_REDUCED and a.confident
     assert "reach 2 modes" in a.reasons[0] and "1 of them away" in a.reasons[0]
+
+
+def test_from_run_with_only_a_tuning_record(tmp_path):
+    from tf_vrre.runs import ladder_file
+
+    assert advice.from_run(tmp_path) is None  # nothing to read
+    record = {"start_step": 0, "end_step": 64, "barrier": 2.3, "recommended_chains": 5, "round_trip_rate": 0.1}
+    ladder_file.write(
+        tmp_path / "ladder.json", {"format": ladder_file.FORMAT, "rounds": [record | {"rejection": [0.4, 0.5]}]}
+    )
+    section = advice.from_run(tmp_path)
+    assert section["source"] == "tuning record" and "barrier Lambda 2.3" in section["text"]
+    assert section["advice"]["chains"] == 5 and not section["advice"]["confident"]
+    assert "swap noise" not in section["text"]  # an older record without it
+    noise = {"energies": "mini-batch", "sigma2": [40.0, 10.0], "penalty_nats": [1.25, 0.5]}
+    ladder_file.write(
+        tmp_path / "ladder.json",
+        {"format": ladder_file.FORMAT, "rounds": [record | {"rejection": [0.4, 0.5], "swap_noise": noise}]},
+    )
+    text = advice.from_run(tmp_path)["text"]
+    assert "swap noise penalty per pair [1.25, 0.5] nats with mini-batch energies" in text

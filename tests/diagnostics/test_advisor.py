@@ -109,10 +109,10 @@ def test_small_map_the_advisor_picks_what_is_closest_at_equal_cost(data):
     # the paper's mixture at tau = 10 on a 4-chain ladder up to half its barrier: the cold chain
     # starts in the right mode and cannot cross alone; the pilot (10% of the budget) sees the hot
     # chain elsewhere and swaps that pass
-    budget = 2e6
+    budget = 1e6
     ladder = list(np.geomspace(10.0, 1915.0, 4))
     pilot = _mixture_sampler(4, ladder)
-    steps = tf_vrre.diagnostics.advisor.steps_within(0.1 * budget, 4, BATCH, 256, 1, 2, 4)
+    steps = tf_vrre.diagnostics.advisor.steps_within(0.1 * budget, 4, BATCH, 128, 1, 2, 4, quenches=4)
     a = tf_vrre.diagnostics.advise(
         pilot,
         data,
@@ -120,7 +120,8 @@ def test_small_map_the_advisor_picks_what_is_closest_at_equal_cost(data):
         batch_size=BATCH,
         period=4,
         blocks=2,
-        measure_examples=256,
+        quenches=4,
+        measure_examples=128,
         probe_inputs=data[:1],
         budget=budget,
     )

@@ -410,9 +410,13 @@ def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr:
     keep = np.asarray(m.offsets) > 0  # the same measurements for every estimator: offsets 1..m of a period
     naive = np.asarray(m.naive_var, np.float64)[keep].mean(0)
     var = np.zeros_like(naive) if noise is None else np.asarray(noise, np.float64)[keep].mean(0)
-    u = np.asarray(m.batch_energies, np.float64)
-    acc = acceptance_model(delta, u[:, :-1] - u[:, 1:], naive, var)
-    exact = acceptance_model(delta, u[:, :-1] - u[:, 1:], naive, np.zeros_like(var))
+    if m.batch_energies is not None:  # every step's mini-batch differences, with the mini-batch noise
+        u = np.asarray(m.batch_energies, np.float64)
+        estimates, estimate_var = u[:, :-1] - u[:, 1:], naive
+    else:  # a record without them: the measured differences and their own variance
+        estimates, estimate_var = np.asarray(m.diff, np.float64), np.asarray(m.diff_var, np.float64).mean(0)
+    acc = acceptance_model(delta, estimates, estimate_var, var)
+    exact = acceptance_model(delta, estimates, estimate_var, np.zeros_like(var))
     K = len(m.temperatures)
     for _ in range(8):  # the number of chains its own barrier asks for, on its own ladder
         own = ladder_prediction(m.temperatures, 1.0 - exact, var, K)
@@ -660,16 +664,39 @@ def from_run(run: Any) -> dict | None:
             )
         a = Advice(**doc["advice"])
         return {"source": "pilot", "advice": a.to_dict(), "text": format_advice(a)}
-    swaps_dir, _ = run_files.locate(run)
+    run = os.fspath(run)
+    swaps_dir = next(
+        (d for d in (run, os.path.join(run, "swaps")) if os.path.isfile(os.path.join(d, "swaps.csv"))), None
+    )
     tuning = None
     record = ladder_file.locate(run)
     if record is not None:
         done = ladder_file.completed(ladder_file.read(record))
         if done:
             last = done[-1]
-            tuning = {k: last.get(k) for k in ("barrier", "recommended_chains", "round_trip_rate", "rejection")}
+            keys = ("barrier", "recommended_chains", "round_trip_rate", "rejection", "swap_noise")
+            tuning = {k: last.get(k) for k in keys}
     if swaps_dir is None:
-        return None
+        if tuning is None:
+            return None
+        K = int(tuning["recommended_chains"])
+        reasons = [
+            f"the ladder tuning record: barrier Lambda {tuning['barrier']:.3g} with the swap rule in force, "
+            f"{K} chains recommended, rejection per pair {np.round(tuning['rejection'], 3).tolist()}"
+        ]
+        noise = tuning["swap_noise"]
+        if noise:  # records written before the tuner kept the swap noise lack it
+            reasons.append(
+                f"swap noise penalty per pair {np.round(noise['penalty_nats'], 3).tolist()} nats with "
+                f"{noise['energies']} energies (delta^2 sigma2 / 2 at the last round's end)"
+            )
+        reasons.append(
+            "whether the hot chains find modes the cold one lacks, and the other energies' noise, were not "
+            "measured: run tf_vrre.diagnostics.advise(sampler, data, steps, batch_size=n, directory=RUN) on a "
+            "pilot to decide"
+        )
+        a = Advice(REPLICA_EXCHANGE, K, False, reasons, {"ladder": tuning})
+        return {"source": "tuning record", "advice": a.to_dict(), "text": format_advice(a)}
     log = run_files.read_swap_log(swaps_dir)
     sampler = (ownership.stored_run(os.path.join(swaps_dir, "identity.json"), "SwapLogger") or {}).get("sampler")
     a = _from_log(log, sampler, tuning)

@@ -168,7 +168,7 @@ class _Pilot(keras.callbacks.Callback):
         self._best = None  # (mini-batch energy, weights) of the hottest chain's lowest state in this stretch
         self.snapshots = [sampler.model_fn() for _ in range(K)]
         self.rows, self.cold, self.hot, self.energies = [], [], [], []
-        self.spent, self.clock, self.first = 0.0, None, None
+        self.spent, self.clock, self.first, self.calls, self.step0 = 0.0, None, None, 0, 0
         self.pass_seconds = []
         self.evaluations = 0  # forward-only evaluations of the measurements and probes (one unit per example)
 
@@ -187,7 +187,7 @@ class _Pilot(keras.callbacks.Callback):
         return float(energy.prior_energy(model.trainable_weights, self.s.weight_decay).numpy())
 
     def _measure(self, offset):
-        s, N, M, n = self.s, self.N, self.M, self.params_batch
+        s, N, M, n = self.s, self.N, self.M, self.batch
         cur = [self._nlls(c) for c in s.chains]
         prior = [self._prior(c) for c in s.chains]
         exact = M == N
@@ -267,6 +267,9 @@ class _Pilot(keras.callbacks.Callback):
         self.snap = [self._nlls(m) for m in self.snapshots]
         self.pass_seconds.append((time.perf_counter() - t0) / len(self.snapshots) * self.N / self.M)
 
+    def on_train_begin(self, logs=None):
+        self.step0 = int(self.s.state.step.numpy())
+
     def on_train_batch_end(self, batch, logs=None):
         t0 = time.perf_counter()
         if self.first is None:  # the first call includes the tracing: time from here
@@ -301,12 +304,12 @@ class _Pilot(keras.callbacks.Callback):
                 self._best = None
         self.clock = time.perf_counter()
         self.spent += self.clock - t0
-        self.calls = getattr(self, "calls", 0) + 1
+        self.calls += 1
 
     def step_seconds(self, steps_per_call):
         """Seconds per step of the sampler alone: the pilot's time after its first call, without
         the measurements (``nan`` with a single call)."""
-        if self.first is None or getattr(self, "calls", 0) < 2:
+        if self.first is None or self.calls < 2:
             return math.nan
         own = self.spent  # includes the first call's measurement time (counted from its start)
         return max(0.0, (self.clock - self.first) - own) / ((self.calls - 1) * steps_per_call)
@@ -370,7 +373,7 @@ def advise(
 
     Example:
       >>> sampler = toy_sampler(num_chains=2, temperatures=[1.0, 1.2])
-      >>> a = advise(sampler, (x, y), steps=40, batch_size=16, period=4)
+      >>> a = advise(sampler, (x, y), steps=20, batch_size=16, period=4, blocks=1, quenches=2)
       >>> a.recommendation in tf_vrre.diagnostics.advice.RECOMMENDATIONS
       True
       >>> sorted(a.numbers["estimators"])
@@ -387,8 +390,6 @@ def advise(
     if probe_inputs is None and len(probe) < 2:
         probe = arrays[0][:2]
     pilot = _Pilot(sampler, (x, y), probe, int(steps), m, int(blocks), arrays, int(batch_size), seed, int(quenches))
-    pilot.params_batch = int(batch_size)
-    pilot.step0 = int(sampler.state.step.numpy())
     attempts0 = sampler.state.swap.attempt_count.numpy().copy()
     swaps0 = sampler.state.swap.swap_count.numpy().copy()
     spe = int(getattr(sampler, "steps_per_execution", 1) or 1)
