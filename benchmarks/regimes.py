@@ -3,8 +3,9 @@ exact answers at equal per-example gradient evaluations, along data size N and c
 on three families (``regimes_problems.py``), and the advisor's recommendation from a pilot of 10%
 of the budget on every problem (``tf_vrre.diagnostics.advise``), checked against the map.
 
-    python benchmarks/regimes.py --force          # the map (about two hours on 2 CPU cores)
-    python benchmarks/regimes.py --quick          # each family's anchor problem, one seed, half the budget
+    python benchmarks/regimes.py --force          # the map: 15 problems, about half an hour each on 2 CPU cores
+    python benchmarks/regimes.py --force --anchors --seeds 1,2   # each family's anchor problem only
+    python benchmarks/regimes.py --quick          # the anchors, one seed, half the budget (minutes)
     python benchmarks/regimes.py --force --resume # continue an interrupted run from runs/regimes-partial.json
 
 Writes ``benchmarks/results/regimes.json`` (``--quick``: ``runs/regimes-quick.json``) and one figure
@@ -39,14 +40,26 @@ def _die(message):
     raise SystemExit(2)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line on stderr, exit status 2 (argparse's own adds the usage)
+        _die(message)
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = _Parser(description=__doc__.split("\n")[0])
     p.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, from {', '.join(FAMILIES)}")
     p.add_argument("--seeds", default=SEEDS, help="chain seeds of every run (the pilots use seed 0)")
     p.add_argument("--budget", type=float, default=BUDGET, help="gradient evaluations per run")
-    p.add_argument("--quick", action="store_true", help="each family's anchor problem, the first seed, half the budget")
+    p.add_argument("--anchors", action="store_true", help="each family's anchor problem only (no sweeps)")
+    p.add_argument("--quick", action="store_true", help="--anchors with the first seed and half the budget (minutes)")
     p.add_argument(
         "--no-checks", action="store_true", help="skip the advisor on the mixture main job and the fidelity networks"
+    )
+    p.add_argument(
+        "--checks-from",
+        default=None,
+        help="take the advisor's checks from this file ({checks, checks_seconds, checks_cpu_seconds}: "
+        "the checks measured by a separate process) instead of running them",
     )
     p.add_argument(
         "--figures",
@@ -57,6 +70,18 @@ def parse_args(argv=None):
         "--resume",
         action="store_true",
         help="keep the problems of runs/regimes-partial.json measured with these settings",
+    )
+    p.add_argument(
+        "--partial",
+        default=None,
+        help="where the measured problems are kept as they finish (default runs/regimes-partial.json, "
+        "--quick: runs/regimes-quick-partial.json); runs of other --families into other --partial "
+        "files can be merged into one and finished with --resume",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite the tables, numbers and figures of an existing results file from its measurements (no runs)",
     )
     results.add_arguments(p, "regimes")
     args = p.parse_args(argv)
@@ -73,12 +98,19 @@ def parse_args(argv=None):
     if not args.budget >= 1e4:
         _die(f"--budget: at least 1e4 gradient evaluations, got {args.budget:g}")
     if args.quick:
-        args.seeds, args.budget = args.seeds[:1], args.budget / 2
+        args.anchors, args.seeds, args.budget = True, args.seeds[:1], args.budget / 2
         if args.results == str(results.path_of("regimes")):
             args.results = str(Path("runs") / "regimes-quick.json")
     args.figures = Path(
         args.figures or (Path(args.results).parent if args.quick else results.ROOT / "docs" / "benchmarks")
     )
+    if args.checks_from is not None and (args.no_checks or not Path(args.checks_from).is_file()):
+        _die(f"--checks-from: a file of measured checks, without --no-checks; got {args.checks_from!r}")
+    if args.report_only:
+        if not Path(args.results).is_file():
+            _die(f"--report-only: no results file {args.results}; run the benchmark first")
+        args.target = Path(args.results)
+        return args
     try:
         args.target = results.check_target(args.results, args.force)
     except SystemExit as err:
@@ -120,9 +152,30 @@ def evaluate(problem, pilot, runs, seeds):
     return {"stats": stats, "closest": best, "advised": pick, "gap": gap, "noise": noise, "agrees": gap <= noise}
 
 
+def report_only(args):
+    """The tables, numbers and figures of ``args.target`` rewritten from its measurements; the
+    command, date and commit of the measurements are kept."""
+    import json
+
+    import regimes_report
+
+    from tf_vrre.runs import atomic
+
+    res = json.loads(args.target.read_text())
+    out = res["measured"]
+    res["tables"] = regimes_report.tables(out)
+    res["figures"] = regimes_report.figures(out, args.figures)
+    res["values"] = regimes_report.values(out)
+    atomic.write_json(args.target, res, newline=True)
+    print(regimes_report.text(out, res["tables"]))
+    return out
+
+
 def main(argv=None):
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if args.report_only:
+        return report_only(args)
     import json
 
     import regimes_methods
@@ -132,13 +185,14 @@ def main(argv=None):
     from tf_vrre.runs import atomic
 
     problems = regimes_problems.problems(args.families)
-    if args.quick:
+    if args.anchors:
         problems = [p for p in problems if (p.data_size, p.temperature) == regimes_problems.AXES[p.family]["anchor"]]
     start = time.time()
     settings = {
         "budget": args.budget,
         "seeds": args.seeds,
         "quick": args.quick,
+        "anchors": args.anchors,
         "families": args.families,
         "batch": regimes_problems.BATCH,
         "burn_in": regimes_methods.BURN_IN,
@@ -146,11 +200,14 @@ def main(argv=None):
         "max_chains": regimes_methods.MAX_CHAINS,
     }
     out = {"problems": {}, "settings": settings}
-    partial = results.ROOT / "runs" / ("regimes-quick-partial.json" if args.quick else "regimes-partial.json")
+    default = "regimes-quick-partial.json" if args.quick else "regimes-partial.json"
+    partial = Path(args.partial) if args.partial else results.ROOT / "runs" / default
     if args.resume and partial.exists():
         kept = json.loads(partial.read_text())
-        if kept["settings"] == settings:
-            out["problems"] = kept["problems"]
+        same = {k: v for k, v in kept["settings"].items() if k != "families"}
+        if same == {k: v for k, v in settings.items() if k != "families"}:
+            keys = {p.key for p in problems}
+            out["problems"] = {k: v for k, v in kept["problems"].items() if k in keys}
             print(f"regimes: {len(out['problems'])} problems kept from {partial}", flush=True)
     print(
         f"regimes: {len(problems)} problems x {len(METHOD_NAMES)} methods x seeds {args.seeds}, "
@@ -206,7 +263,10 @@ def main(argv=None):
         out = json.loads(json.dumps(out, default=_plain))
         partial.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_json(partial, out)
-    if not args.no_checks:
+    if args.checks_from is not None:
+        kept = json.loads(Path(args.checks_from).read_text())
+        out.update({k: kept[k] for k in ("checks", "checks_seconds", "checks_cpu_seconds")})
+    elif not args.no_checks:
         t0, cpu0 = time.time(), time.process_time()
         out["checks"] = regimes_methods.checks(quick=args.quick)
         out["checks_seconds"], out["checks_cpu_seconds"] = time.time() - t0, time.process_time() - cpu0

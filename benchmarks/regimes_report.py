@@ -30,7 +30,7 @@ def family_table(out, family):
     rows, keys = [], []
     for p in _rows(out, family):
         est = p["advice"]["numbers"]["estimators"]
-        pen = [est["mini-batch"]["penalty_nats"][0], est["control variates"]["penalty_nats"][0]]
+        pen = [est["mini-batch"]["pilot_penalty_nats"][0], est["control variates"]["pilot_penalty_nats"][0]]
         lam = [est["mini-batch"]["barrier"], est["control variates"]["barrier"]]
         cells = [_cell(p["stats"][m], m == p["closest"]) if m in p["stats"] else "-" for m in LABELS]
         advised = ADVICE_LABEL[p["advised"]] + ("" if p["advice"]["confident"] else " (weak)")
@@ -77,21 +77,25 @@ def family_table(out, family):
 
 
 def advisor_table(out):
-    """The pilot's numbers on every problem."""
+    """The pilot's numbers on every problem: the modes its quenched states reach, the cold pair's
+    noise penalty on the pilot's ladder, each estimator's chains and round trips per 10^6 gradient
+    evaluations on the ladder its barrier asks for, what the pilot cost, the recommendation."""
     rows, keys = [], []
     for p in out["problems"].values():
         n = p["advice"]["numbers"]
         est = n["estimators"]
+        modes = n.get("modes", {})
         rows.append(
             [
                 p["name"],
-                n["multimodality_index"],
+                [len(modes.get("modes", [])), "yes" if modes.get("cold_modes") else "no"],
+                [est["mini-batch"]["pilot_penalty_nats"][0], est["control variates"]["pilot_penalty_nats"][0]],
                 [
-                    est["exact"]["acceptance"][0],
-                    est["mini-batch"]["acceptance"][0],
-                    est["control variates"]["acceptance"][0],
+                    est["mini-batch"]["recommended_chains"],
+                    est["mini-batch"]["round_trips_per_million"],
+                    est["control variates"]["recommended_chains"],
+                    est["control variates"]["round_trips_per_million"],
                 ],
-                [est["mini-batch"]["round_trips_per_million"], est["control variates"]["round_trips_per_million"]],
                 n["gain_ratio"],
                 [
                     p["pilot"]["gradient_evaluations"] / out["settings"]["budget"] * 100,
@@ -105,14 +109,14 @@ def advisor_table(out):
     return results.table(
         [
             "problem",
-            "multimodality index",
-            "cold-pair acceptance: exact / mini-batch / VR",
-            "round trips per 10^6 evaluations: mini-batch / VR",
+            "modes found; cold chain jumps",
+            "pilot's cold pair: penalty, nats (mini-batch / VR)",
+            "own ladder: K, round trips per 10^6 evaluations (mini-batch; VR)",
             "VR / mini-batch",
             "pilot: % of budget, K, steps",
             "recommendation",
         ],
-        ["{}", "{:.3g}", "{:.2f} / {:.2f} / {:.2f}", "{:.3g} / {:.3g}", "{:.2f}", "{:.1f}%, {}, {}", "{}"],
+        ["{}", "{}; {}", "{:.3g} / {:.3g}", "{}, {:.3g}; {}, {:.3g}", "{:.2f}", "{:.1f}%, {}, {}", "{}"],
         rows,
         keys=keys,
     )
@@ -125,7 +129,7 @@ def checks_table(out):
         rows.append(
             [
                 c["label"],
-                [est["mini-batch"]["penalty_nats"][0], est["control variates"]["penalty_nats"][0]],
+                [est["mini-batch"]["pilot_penalty_nats"][0], est["control variates"]["pilot_penalty_nats"][0]],
                 c["advice"]["numbers"]["multimodality_index"],
                 c["advice"]["numbers"]["gain_ratio"],
                 c["advice"]["recommendation"] + ("" if c["advice"]["confident"] else " (weak)"),
@@ -172,12 +176,20 @@ def values(out):
         "cpu_hours": (sum(p["cpu_seconds"] for p in probs) + out.get("checks_cpu_seconds", 0.0)) / 3600,
         **{f"closest_{m.replace('-', '_')}": closest.count(m) for m in LABELS},
     }
+    for name, c in out.get("checks", {}).items():
+        k = name.replace("-", "_")
+        est = c["advice"]["numbers"]["estimators"]
+        v[f"check_{k}"] = c["advice"]["recommendation"]
+        v[f"check_{k}_gain"] = c["advice"]["numbers"]["gain_ratio"]
+        v[f"check_{k}_penalty_naive"] = est["mini-batch"]["pilot_penalty_nats"][0]
+        v[f"check_{k}_penalty_vr"] = est["control variates"]["pilot_penalty_nats"][0]
     for p in probs:
         k = p["name"].replace(" ", "_").replace("=", "").replace(".", "p").replace("-", "_")
         est = p["advice"]["numbers"]["estimators"]
         v[f"{k}_closest"] = LABELS[p["closest"]]
-        v[f"{k}_penalty_naive"] = est["mini-batch"]["penalty_nats"][0]
-        v[f"{k}_penalty_vr"] = est["control variates"]["penalty_nats"][0]
+        v[f"{k}_penalty_naive"] = est["mini-batch"]["pilot_penalty_nats"][0]
+        v[f"{k}_penalty_vr"] = est["control variates"]["pilot_penalty_nats"][0]
+        v[f"{k}_advised"] = LABELS[p["advised"]]
         for m, s in p["stats"].items():
             v[f"{k}_{m.replace('-', '_')}"] = s[0]
     return v
