@@ -1,5 +1,5 @@
 # Local shortcuts; CI runs .ci/run (the README's test command).
-.PHONY: docs test doctest clean-docs
+.PHONY: docs test quick doctest clean-docs
 
 PYTHON ?= python
 
@@ -9,6 +9,10 @@ docs:
 
 test:
 	$(PYTHON) -m pytest -q
+
+# the quick subset (tests/conftest.py QUICK): every layer of the package in a few minutes
+quick:
+	$(PYTHON) -m pytest -q --quick
 
 # the docstring examples only
 doctest:

@@ -16,7 +16,6 @@ CIFAR-shaped ResNet-8 (batch 128) where it is a much smaller fraction.
     python benchmarks/callback_overhead.py --model resnet8 --steps 40 --results runs/callback-overhead-resnet8.json
 """
 
-import argparse
 import json
 import os
 import sys
@@ -27,11 +26,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import keras
+import arguments
 import numpy as np
 import results
-
-import tf_vrre
 
 CONFIGS = ("bare", "swaplog", "collect", "both")
 LABELS = {
@@ -43,6 +40,8 @@ LABELS = {
 
 
 def mlp():
+    import keras
+
     inp = keras.Input((32,))
     h = keras.layers.Dense(64, activation="relu")(inp)
     return keras.Model(inp, keras.layers.Dense(10)(h))
@@ -55,17 +54,17 @@ def resnet8():
 
 
 def parse_args(argv=None):
-    """The command line, every count checked to be >= 1."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """The command line, every count checked to be >= 1 and the results file to be new (or
+    ``--force``), before TensorFlow starts."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
     p.add_argument("--model", choices=("mlp", "resnet8"), default="mlp")
-    p.add_argument("--steps", type=int, default=200, help="steps per timed window")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--every", type=int, default=16, help="collector thinning T")
+    p.add_argument("--steps", type=arguments.positive(int, 10**7), default=200, help="steps per timed window")
+    p.add_argument("--repeats", type=arguments.positive(int, 1000), default=5)
+    p.add_argument("--every", type=arguments.positive(int, 10**7), default=16, help="collector thinning T")
     p.add_argument("--json", action="store_true")
     results.add_arguments(p, "callback-overhead")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.repeats < 1 or args.every < 1:
-        p.error("--steps, --repeats and --every must be >= 1")
+    args.target = results.check_target(args.results, args.force)
     return args
 
 
@@ -84,6 +83,10 @@ def make_data(model):
 
 def build_samplers(build, x, y, every, tmp):
     """One VR-reSGHMC sampler per configuration and its callbacks (writing under ``tmp``)."""
+    import keras
+
+    import tf_vrre
+
     samplers, callbacks = {}, {}
     for name in CONFIGS:
         s = tf_vrre.ReplicaExchangeSampler(
@@ -135,7 +138,7 @@ def time_rounds(samplers, callbacks, batch, args):
 
 def main(argv=None):
     args = parse_args(argv)
-    target = results.check_target(args.results, args.force)
+    target = args.target
 
     build = mlp if args.model == "mlp" else resnet8
     x, y, batch = make_data(args.model)
@@ -173,7 +176,8 @@ def main(argv=None):
     results.write(
         target,
         {"main": table},
-        settings={k: v for k, v in vars(args).items() if k not in ("json", "results", "force")} | {"batch": batch},
+        settings={k: v for k, v in vars(args).items() if k not in ("json", "results", "force", "target")}
+        | {"batch": batch},
     )
     return out
 

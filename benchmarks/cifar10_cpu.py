@@ -25,6 +25,9 @@ and the fitted T), OOD (CIFAR-100 test) mean entropy, fraction > 1.5 and AUROC, 
 sigma^2 over the last 20% of training, the sigma^2 reduction factor reSGHMC / VR-reSGHMC within
 a seed, and the median seconds per epoch (first epoch, with tracing, excluded) relative to SGHMC
 in the same seed.
+
+Every flag, each method's config with the scale flags and an existing ``--out/results.json`` are
+checked before TensorFlow starts (exit status 2 and one line naming the flag or file).
 """
 
 import argparse
@@ -40,11 +43,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import arguments
 import numpy as np
 import results
 
-from tf_vrre.runs import run_json
-from tf_vrre.workflows.image_classification import config, evaluate, train
+from tf_vrre.runs import atomic, run_json
+from tf_vrre.workflows.image_classification import config
 
 DATA_DIR = next(
     (str(d / "shared" / "data") for d in (REPO.parent, REPO.parents[1]) if (d / "shared" / "data").is_dir()),
@@ -53,29 +57,81 @@ DATA_DIR = next(
 METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
 
 
+def _override(text):
+    """Argument type of ``--set``: ``section.key=value``."""
+    key, sep, _ = text.partition("=")
+    if not sep or "." not in key:
+        raise argparse.ArgumentTypeError(f"expected section.key=value, got {text!r}")
+    return text
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--out", default="runs/cifar10_cpu")
-    p.add_argument("--methods", default=",".join(METHODS))
-    p.add_argument("--seeds", default="0,1")
+    """The command line, checked before TensorFlow starts: the flags, every method's config at
+    the benchmark's scale, the data directory, the results files."""
+    p = arguments.parser(__file__, __doc__.split("\n", 1)[0])
+    p.add_argument("--out", type=arguments.output_directory, default="runs/cifar10_cpu")
+    p.add_argument("--methods", type=arguments.names(METHODS, "methods"), default=METHODS)
+    p.add_argument("--seeds", type=arguments.int_list(0, what="seeds"), default=(0, 1))
     p.add_argument("--model", default="resnet8")
-    p.add_argument("--subset", type=int, default=5000, help="training images N")
-    p.add_argument("--epochs", type=int, default=30, help="epochs of every method (cycSGHMC: --cyc-epochs)")
+    p.add_argument("--subset", type=arguments.positive(int), default=5000, help="training images N")
+    p.add_argument(
+        "--epochs", type=arguments.positive(int), default=30, help="epochs of every method (cycSGHMC: --cyc-epochs)"
+    )
     p.add_argument(
         "--cyc-epochs",
-        type=int,
+        type=arguments.positive(int),
         default=None,
         help="epochs of cycSGHMC (default 2 x --epochs, as in the paper's 1000 vs 500)",
     )
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--thinning", type=int, default=None, help="steps between samples (default: one per epoch)")
-    p.add_argument("--vr-period", type=int, default=None, help="m (default: two epochs, as the paper's 392 at n=256)")
-    p.add_argument("--test-size", type=int, default=2000, help="class-balanced test / OOD images evaluated")
+    p.add_argument("--batch-size", type=arguments.positive(int), default=128)
+    p.add_argument(
+        "--thinning", type=arguments.positive(int), default=None, help="steps between samples (default: one per epoch)"
+    )
+    p.add_argument(
+        "--vr-period",
+        type=arguments.positive(int),
+        default=None,
+        help="m (default: two epochs, as the paper's 392 at n=256)",
+    )
+    p.add_argument(
+        "--test-size", type=arguments.positive(int), default=2000, help="class-balanced test / OOD images evaluated"
+    )
     p.add_argument("--data-dir", default=DATA_DIR)
-    p.add_argument("--set", action="append", default=[], help="extra section.key=value for every method")
-    p.add_argument("--figure", default="docs/cifar10-cpu-entropy.png", help="entropy CDF of every method")
+    p.add_argument(
+        "--set", type=_override, action="append", default=[], help="extra section.key=value for every method"
+    )
+    p.add_argument(
+        "--figure",
+        type=arguments.output_file,
+        default="docs/cifar10-cpu-entropy.png",
+        help="entropy CDF of every method",
+    )
     results.add_arguments(p, "cifar10-cpu")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.batch_size > args.subset:
+        arguments.die(f"--batch-size: must be <= --subset ({args.subset}), got {args.batch_size}")
+    for folder in ("cifar10", "cifar100"):  # training and test images; CIFAR-100's test set is the OOD set
+        if not os.path.isdir(os.path.join(args.data_dir, folder)):
+            arguments.die(f"--data-dir: {args.data_dir!r} has no {folder}/ folder of .npz files")
+    for method in args.methods:
+        for seed in args.seeds:
+            try:
+                method_config(method, seed, args)
+            except config.ConfigError as err:
+                arguments.die(f"--set / scale flags: {method}: {err}")
+    results.check_target(args.results, args.force)
+    return args
+
+
+def read_results(path):
+    """The runs recorded in ``--out/results.json`` (none if absent); exit 2 with one line naming
+    the file if it is damaged."""
+    if not os.path.exists(path):
+        return []
+    done = arguments.read_json(path, "--out", keys=("results",))["results"]
+    if not isinstance(done, list) or not all(isinstance(r, dict) and {"method", "seed"} <= set(r) for r in done):
+        arguments.die(f"--out: {path}: results is not a list of runs with a method and a seed; move the file away")
+    return done
 
 
 def method_config(method, seed, args):
@@ -103,6 +159,8 @@ def method_config(method, seed, args):
 
 
 def run_one(method, seed, args):
+    from tf_vrre.workflows.image_classification import evaluate, train
+
     out = os.path.join(args.out, f"{method}-seed{seed}")
     cfg = method_config(method, seed, args)
     result = train.train(cfg, out, data_dir=args.data_dir, source="npz", verbose=1)
@@ -134,9 +192,8 @@ def run_one(method, seed, args):
 
 
 def _write(path, obj):
-    tmp = f"{path}.tmp"
-    Path(tmp).write_text(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
+    """Writes ``obj`` to ``path`` atomically (a symbolic link there is replaced, never followed)."""
+    atomic.write_json(path, obj, indent=2, newline=True)
 
 
 def _mean_spread(values):
@@ -347,15 +404,10 @@ def sigma2_figure(run_results, seeds, path):
 
 def main(argv=None):
     args = parse_args(argv)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    seeds = [int(s) for s in args.seeds.split(",")]
-    bad = [m for m in methods if m not in METHODS]
-    if bad:
-        raise SystemExit(f"--methods: unknown {bad}; choose from {', '.join(METHODS)}")
-    target = results.check_target(args.results, args.force)
-    os.makedirs(args.out, exist_ok=True)
+    methods, seeds, target = list(args.methods), list(args.seeds), args.results
     path = os.path.join(args.out, "results.json")
-    run_results = json.load(open(path))["results"] if os.path.exists(path) else []
+    run_results = read_results(path)
+    os.makedirs(args.out, exist_ok=True)
     print(
         f"cifar10_cpu: {args.model}, N={args.subset}, {args.epochs} epochs (cycSGHMC "
         f"{args.cyc_epochs or 2 * args.epochs}), batch {args.batch_size}, seeds {seeds}, test/OOD size "

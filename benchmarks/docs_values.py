@@ -41,7 +41,9 @@ def _mixture(res):
         **chains,
         "steps": res["config"]["steps"],
         "sigma2_factor": res["values"]["variance_reduction_factor"],
-        "minutes": res["values"]["wall_seconds"] / 60,
+        "minutes": res["values"]["wall_seconds"] / 60,  # the main job's time, quoted on every page that gives it
+        "wall_min": divmod(round(res["values"]["wall_seconds"]), 60)[0],
+        "wall_sec": divmod(round(res["values"]["wall_seconds"]), 60)[1],
     }
 
 

@@ -15,10 +15,11 @@ sample's network exported with Keras' own ``model.export`` (float32 normalised i
 out).  Latency: each SavedModel loaded with ``tf.saved_model.load`` and its serving signature
 called on uint8 images (float32 normalised for the plain member); configurations interleaved in
 rounds, median per call after one warm-up call.  Times include the host -> tensor conversion.
+
+The flags and the two CIFAR-10 files are checked before TensorFlow starts (exit status 2 and one
+line naming the flag or file).
 """
 
-import argparse
-import json
 import os
 import shutil
 import sys
@@ -29,7 +30,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import arguments
 import results
+
+from tf_vrre.runs import atomic
 
 # real CIFAR-10 .npz files: $TF_VRRE_DATA_DIR, else ../shared/data beside the repository
 DATA = os.environ.get("TF_VRRE_DATA_DIR") or os.path.join(
@@ -39,8 +43,15 @@ TRAIN = os.path.join(DATA, "cifar10", "cifar10_train_part1of2.npz")
 TEST = os.path.join(DATA, "cifar10", "cifar10_test.npz")
 
 
-def make_run(run_dir, k_max, train_size, batch_size, seed=0):
-    """ResNet-20 samples from a short run: burn-in 4 steps, then one sample per step."""
+def write_run_json(run_dir, run):
+    """Writes the run record ``run_dir/run.json`` atomically (a symbolic link there is replaced,
+    never followed)."""
+    return atomic.write_json(os.path.join(run_dir, "run.json"), run, indent=None)
+
+
+def make_run(run_dir, k_max, train, batch_size, seed=0):
+    """ResNet-20 samples from a short run on the images and labels ``train``: burn-in 4 steps, then
+    one sample per step."""
     import keras
     import numpy as np
     import tensorflow as tf
@@ -48,8 +59,8 @@ def make_run(run_dir, k_max, train_size, batch_size, seed=0):
     import tf_vrre
     from tf_vrre.workflows.image_classification.models import resnet20
 
-    with np.load(TRAIN) as d:
-        x, y = d["x"][:train_size], d["y"][:train_size]
+    x, y = train
+    train_size = len(x)
     scale = 1.0 / 255.0
     xs = x.astype(np.float64) * scale
     pre = {"kind": "normalize", "scale": scale, "mean": xs.mean((0, 1, 2)).tolist(), "std": xs.std((0, 1, 2)).tolist()}
@@ -98,8 +109,7 @@ def make_run(run_dir, k_max, train_size, batch_size, seed=0):
         "versions": {"tf_vrre": tf_vrre.__version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "status": "complete",
     }
-    with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump(run, f)
+    write_run_json(run_dir, run)
     return run
 
 
@@ -138,15 +148,14 @@ def export_models(run_dir, root, ks):
     return configs, exports, plain, plain_seconds
 
 
-def time_calls(configs, preprocessing, batches, rounds):
+def time_calls(configs, preprocessing, images, batches, rounds):
     """Seconds per call of every configuration at every batch size: one warm-up call each, then
-    ``rounds`` interleaved rounds on CIFAR-10 test images (uint8, or normalised with
+    ``rounds`` interleaved rounds on the CIFAR-10 test ``images`` (uint8, or normalised with
     ``preprocessing`` for the plain member)."""
     import numpy as np
     import tensorflow as tf
 
-    with np.load(TEST) as d:
-        images = d["x"][: max(batches)]
+    images = images[: max(batches)]
     pre = preprocessing
     normalized = (images.astype(np.float32) * np.float32(pre["scale"]) - np.float32(pre["mean"])) / np.float32(
         pre["std"]
@@ -218,18 +227,53 @@ def results_table(med, ks, batches, exports, plain_cells):
     )
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ks", default="1,8,32", help="member counts (default 1,8,32)")
-    ap.add_argument("--batches", default="1,64,256", help="batch sizes (default 1,64,256)")
-    ap.add_argument("--rounds", type=int, default=5, help="timed calls per configuration (default 5)")
-    ap.add_argument("--train-size", type=int, default=512)
-    ap.add_argument("--out", default=None, help="keep the run and exports here (default: temporary)")
+BATCH = 64  # of the sampling run
+
+
+def parse_args(argv=None):
+    """The command line and the CIFAR-10 images, checked before TensorFlow starts; returns
+    ``(args, train, test_images)``."""
+    ap = arguments.parser(__file__, __doc__.split("\n")[0])
+    ap.add_argument(
+        "--ks",
+        type=arguments.int_list(1, 10**4, "member counts"),
+        default=(1, 8, 32),
+        help="member counts (default 1,8,32)",
+    )
+    ap.add_argument(
+        "--batches",
+        type=arguments.int_list(1, 10**4, "batch sizes"),
+        default=(1, 64, 256),
+        help="batch sizes (default 1,64,256)",
+    )
+    ap.add_argument(
+        "--rounds", type=arguments.positive(int, 10**4), default=5, help="timed calls per configuration (default 5)"
+    )
+    ap.add_argument(
+        "--train-size", type=arguments.at_least(BATCH), default=512, help=f"training images of the run (>= {BATCH})"
+    )
+    ap.add_argument(
+        "--out",
+        type=arguments.output_directory,
+        default=None,
+        help="keep the run and exports here (default: temporary)",
+    )
     results.add_arguments(ap, "export-latency")
-    args = ap.parse_args()
-    target = results.check_target(args.results, args.force)
-    ks = [int(k) for k in args.ks.split(",")]
-    batches = [int(b) for b in args.batches.split(",")]
+    args = ap.parse_args(argv)
+    results.check_target(args.results, args.force)
+    hint = " (the CIFAR-10 .npz files: set $TF_VRRE_DATA_DIR)"
+    train = arguments.read_npz(TRAIN, ("x", "y"), "training images", hint)
+    if len(train["x"]) < args.train_size or len(train["y"]) != len(train["x"]):
+        arguments.die(f"--train-size: {TRAIN} holds {len(train['x'])} images, fewer than {args.train_size}")
+    test = arguments.read_npz(TEST, ("x",), "test images", hint)["x"]
+    if len(test) < max(args.batches):
+        arguments.die(f"--batches: {TEST} holds {len(test)} images, fewer than {max(args.batches)}")
+    return args, (train["x"][: args.train_size], train["y"][: args.train_size]), test
+
+
+def main(argv=None):
+    args, train, test_images = parse_args(argv)
+    target, ks, batches = args.results, list(args.ks), list(args.batches)
 
     import keras
     import numpy as np
@@ -242,9 +286,9 @@ def main():
         f"ResNet-20, CIFAR-10; tensorflow {tf.__version__}, keras {keras.__version__}, "
         f"{os.cpu_count()} CPUs; work dir {root}"
     )
-    run = make_run(run_dir, max(ks), args.train_size, 64)
+    run = make_run(run_dir, max(ks), train, BATCH)
     configs, exports, plain, plain_seconds = export_models(run_dir, root, ks)
-    times = time_calls(configs, run["preprocessing"], batches, args.rounds)
+    times = time_calls(configs, run["preprocessing"], test_images, batches, args.rounds)
 
     med = {key: float(np.median(v)) * 1e3 for key, v in times.items()}
     print(f"\nmedian ms per call over {args.rounds} interleaved rounds (ratio: / plain member)")

@@ -19,7 +19,6 @@ The table goes to ``benchmarks/results/kill-sweep.json`` (``--results``), which
 ``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/kill-sweep.md``.
 """
 
-import argparse
 import os
 import shutil
 import signal
@@ -34,8 +33,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import arguments
 import results
-from test_checkpoint_resume import assert_same_run, job
 
 POINTS = (
     "batch",
@@ -68,23 +67,31 @@ LABELS = {
 }
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--points", default=",".join(POINTS), help="comma-separated points (default: all)")
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
+    p.add_argument(
+        "--points", type=arguments.names(POINTS, "points"), default=POINTS, help="comma-separated points (default: all)"
+    )
     p.add_argument(
         "--occurrences",
+        type=arguments.int_list(1, 10**6, "occurrences"),
         default=None,
         help="comma-separated n: kill at the n-th pass (default: spread over the run, per point)",
     )
     p.add_argument("--keep", action="store_true", help="keep the run directories")
     results.add_arguments(p, "kill-sweep")
-    a = p.parse_args()
-    target = results.check_target(a.results, a.force)
-    points = [t for t in a.points.split(",") if t]
-    bad = [t for t in points if t not in POINTS]
-    if bad:
-        p.error(f"unknown points {bad}; choose from {','.join(POINTS)}")
-    chosen = None if a.occurrences is None else [int(t) for t in a.occurrences.split(",") if t]
+    args = p.parse_args(argv)
+    results.check_target(args.results, args.force)
+    return args
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    from test_checkpoint_resume import assert_same_run, job  # TensorFlow starts here
+
+    target, points = a.results, list(a.points)
+    chosen = None if a.occurrences is None else list(a.occurrences)
     root = tempfile.mkdtemp(prefix="kill-sweep-")
     t0 = time.perf_counter()
     code, out, err = job(os.path.join(root, "ref"))

@@ -15,7 +15,6 @@ The table goes to ``benchmarks/results/ladder-exact.json`` (shown in ``docs/benc
 by ``python benchmarks/render_docs.py``).
 """
 
-import argparse
 import os
 import sys
 import time
@@ -24,27 +23,47 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import arguments
 import numpy as np
 import results
 
-from tf_vrre.workflows.gaussian_mixture import target
+RECORD_EVERY = 500  # steps between the recorded values of beta
+
+
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
+    p.add_argument(
+        "--steps",
+        type=arguments.at_least(RECORD_EVERY, 10**9),
+        default=60000,
+        help=f"steps per run (>= {RECORD_EVERY}: beta is recorded every {RECORD_EVERY})",
+    )
+    p.add_argument(
+        "--lrs",
+        type=arguments.float_list(what="learning rates"),
+        default=(3e-3, 1.5e-3),
+        help="comma-separated learning rates",
+    )
+    p.add_argument("--seeds", type=arguments.positive(int, 1000), default=8, help="seeds per starting mode")
+    p.add_argument("--data-size", type=arguments.positive(int, 10**7), default=100)
+    results.add_arguments(p, "ladder-exact")
+    args = p.parse_args(argv)
+    results.check_target(args.results, args.force)
+    return args
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=60000)
-    p.add_argument("--lrs", default="3e-3,1.5e-3", help="comma-separated learning rates")
-    p.add_argument("--seeds", type=int, default=8, help="seeds per starting mode")
-    p.add_argument("--data-size", type=int, default=100)
-    results.add_arguments(p, "ladder-exact")
-    args = p.parse_args(argv)
-    out = results.check_target(args.results, args.force)
+    args = parse_args(argv)
+    from tf_vrre.workflows.gaussian_mixture import target  # TensorFlow starts here
+
+    out = args.results
     data = target.make_data(args.data_size, seed=0)
     temps = target.ladder(10.0, 3000.0, 3)
     exact = target.mode_weights(data, 10.0)[0]
     print(f"tau {np.round(temps, 1).tolist()}, N = n = {args.data_size}, exact left weight {exact:.4f}", flush=True)
     rows = []
-    for lr in (float(v) for v in args.lrs.split(",")):
+    for lr in args.lrs:
         weights, t0 = [], time.time()
         for seed in range(args.seeds):
             for init in (30.0, -5.0):  # one start in each mode
@@ -59,7 +78,7 @@ def main(argv=None):
                     correction=2.0,
                     initial=init,
                     seed=seed,
-                    record_every=500,
+                    record_every=RECORD_EVERY,
                 )
                 beta = r["beta"][len(r["beta"]) // 10 :]
                 weights.append(np.mean(beta < target.PHI / 2))

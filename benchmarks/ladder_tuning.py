@@ -40,11 +40,11 @@ Writes ``benchmarks/results/ladder_tuning.json`` (``--out``; ``--force`` to repl
 ``benchmarks/results.py``: the command, git commit, date, hardware, the table of the guide
 (``tables`` -> ``main``) and every number (per seed too); ``python benchmarks/render_docs.py``
 renders the table in ``docs/guides/ladder.md``.  ``--tables-only`` recomputes the tables of an
-existing ``--out`` file from its stored runs (no sampling).
+existing ``--out`` file from its stored runs (no sampling).  The flags (and with ``--tables-only``
+the ``--out`` file) are checked before TensorFlow starts: exit status 2 and one line naming the
+flag or file.
 """
 
-import argparse
-import json
 import math
 import os
 import sys
@@ -57,44 +57,47 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
-import _ladder_targets
-import keras
+import arguments
 import numpy as np
 import results
 
-from tf_vrre.callbacks.ladder_tuner import LadderTuner
-from tf_vrre.diagnostics import ladder_report
 from tf_vrre.diagnostics.replicas import round_trips, slot_paths
-from tf_vrre.sgmcmc import ladder
-from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns
-from tf_vrre.workflows.gaussian_mixture import target
+from tf_vrre.runs import atomic
 
 GAUSS = {"dim": 4, "offset": 0.0, "weight": 0.5, "noise": 0.02, "data_size": 100}
 GAUSS_LR, MIX_LR, SPE = 0.03, 1e-4, 50
 RANGES = {"gaussian": (1.0, 100.0), "mixture": (10.0, 3000.0)}
+BLOCKS = 20  # batch means of the cold chain's records (one record per SPE steps) after tuning
 
 
-class SwapDrain(keras.callbacks.Callback):
-    """Reads the sampler's swap record after every executed block: (step, pair, accepted) of every
-    attempted pair, and the cold chain's statistic (first coordinate's square, or beta)."""
+def swap_drain(statistic):
+    """A Keras callback reading the sampler's swap record after every executed block: (step, pair,
+    accepted) of every attempted pair, and the cold chain's statistic (first coordinate's square,
+    or beta)."""
+    import keras
 
-    def __init__(self, statistic):
-        super().__init__()
-        self.statistic, self.rows, self.cold, self.next = statistic, [], [], 0
+    from tf_vrre.sgmcmc.swap_record import CAPACITY, swap_log_columns
 
-    def on_train_batch_end(self, batch, logs=None):
-        s = self.model
-        end = int(s.state.step.numpy())
-        buf = s.state.swap.log.numpy()
-        cols = swap_log_columns(s.num_chains)
-        for step in range(self.next, end):
-            row = buf[step % CAPACITY]
-            for p in range(s.num_chains - 1):
-                if row[cols.index(f"proposed_{p}")] > 0.5:
-                    self.rows.append((step, p, row[cols.index(f"accepted_{p}")] > 0.5))
-        self.next = end
-        w = s.cold_model.trainable_weights[0].numpy().reshape(-1)
-        self.cold.append((end, self.statistic(w)))
+    class SwapDrain(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.statistic, self.rows, self.cold, self.next = statistic, [], [], 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            s = self.model
+            end = int(s.state.step.numpy())
+            buf = s.state.swap.log.numpy()
+            cols = swap_log_columns(s.num_chains)
+            for step in range(self.next, end):
+                row = buf[step % CAPACITY]
+                for p in range(s.num_chains - 1):
+                    if row[cols.index(f"proposed_{p}")] > 0.5:
+                        self.rows.append((step, p, row[cols.index(f"accepted_{p}")] > 0.5))
+            self.next = end
+            w = s.cold_model.trainable_weights[0].numpy().reshape(-1)
+            self.cold.append((end, self.statistic(w)))
+
+    return SwapDrain()
 
 
 def _ladder(kind, lo, hi, K):
@@ -104,19 +107,24 @@ def _ladder(kind, lo, hi, K):
 def run_one(target_name, energies, K, kind, seed, tune, fixed, record_dir=None, correction=2.0, swap_options=None):
     """One run; returns the post-tuning measurements (a tuned run's record goes to ``record_dir``).
     ``correction`` / ``swap_options``: the mixture's ``CorrectedSwap`` arguments besides ``pairs``."""
+    import _ladder_targets
+
+    from tf_vrre.callbacks.ladder_tuner import LadderTuner
+    from tf_vrre.workflows.gaussian_mixture import target
+
     lo, hi = RANGES[target_name]
     temps = _ladder(kind, lo, hi, K)
     steps = tune + fixed
     tuner = LadderTuner(tune, learning_rates=0.0, directory=record_dir, overwrite=True) if kind == "tuned" else None
     if target_name == "gaussian":
-        drain = SwapDrain(lambda w: float(w[0] ** 2))
+        drain = swap_drain(lambda w: float(w[0] ** 2))
         batch = GAUSS["data_size"] if energies == "exact" else 20
         s, ds, _ = _ladder_targets.mixture_sampler(
             temps, GAUSS_LR, seed, batch_size=batch, vr=energies == "vr", steps_per_execution=SPE, target=GAUSS
         )
         s.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[c for c in (tuner, drain) if c])
     else:
-        drain = SwapDrain(lambda w: float(w[0]))
+        drain = swap_drain(lambda w: float(w[0]))
         data = target.make_data(1000, seed=0)
         target.run(
             "resgld" if energies == "exact" else "vr-resgld",
@@ -137,6 +145,9 @@ def run_one(target_name, energies, K, kind, seed, tune, fixed, record_dir=None, 
 
 
 def _measure(drain, tuner, K, tune, steps, target_name):
+    from tf_vrre.sgmcmc import ladder
+    from tf_vrre.workflows.gaussian_mixture import target
+
     rows = np.array(drain.rows, dtype=np.int64).reshape(-1, 3)
     post = rows[rows[:, 0] >= tune]
     attempts = np.bincount(post[:, 1], minlength=K - 1)
@@ -150,7 +161,7 @@ def _measure(drain, tuner, K, tune, steps, target_name):
     theory = 1000.0 * ladder.round_trip_rate(r) * attempt_steps / (steps - tune)
     cold = np.array([v for st, v in drain.cold if st > tune])
     values = (cold < target.PHI / 2).astype(float) if target_name == "mixture" else cold
-    blocks = values[: values.size - values.size % 20].reshape(20, -1).mean(1)
+    blocks = values[: values.size - values.size % BLOCKS].reshape(BLOCKS, -1).mean(1)
     return {
         "temperatures": temps,
         "rejection": r.tolist(),
@@ -161,7 +172,7 @@ def _measure(drain, tuner, K, tune, steps, target_name):
         "theory_per_1000": theory,
         "cold": float(values.mean()),
         "correction": float(drain.model.state.swap.correction.numpy()),
-        "cold_se": float(blocks.std(ddof=1) / math.sqrt(20)),
+        "cold_se": float(blocks.std(ddof=1) / math.sqrt(BLOCKS)),
     }
 
 
@@ -173,6 +184,8 @@ def _mean_se(values):
 def _exact(target_name):
     if target_name == "gaussian":
         return 1.0
+    from tf_vrre.workflows.gaussian_mixture import target
+
     return float(target.mode_weights(target.make_data(1000, seed=0), RANGES["mixture"][0])[0])
 
 
@@ -253,44 +266,82 @@ def table(rows):
 def tables_only(path, table_of=None):
     """Adds the ``tables`` of the stored runs to the results file ``path`` (no sampling; the
     command, commit and date of the measurement are kept); ``table_of``: the function making the
-    table of the stored ``results`` rows (default :func:`table`)."""
-    doc = json.loads(open(path).read())
-    doc["tables"] = {"main": (table_of or table)(doc["results"])}
-    doc["command"] = doc["command"].strip()
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(path + ".tmp", path)
+    table of the stored ``results`` rows (default :func:`table`).  A damaged file is refused (exit
+    2, one line naming it) and left as it is; the new one replaces it atomically."""
+    doc = arguments.read_json(path, "--out", keys=("results", "command"))
+    try:
+        doc["tables"] = {"main": (table_of or table)(doc["results"])}
+        doc["command"] = doc["command"].strip()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        what = f"no key {err.args[0]!r}" if isinstance(err, KeyError) else f"{type(err).__name__}: {err}"
+        arguments.die(f"--out: {path}: its stored runs are not those of this script ({what})")
+    atomic.write_json(path, doc, indent=1, newline=True)
     print(results.markdown(doc["tables"]["main"]))
     print(f"\nwrote the tables of {path}")
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--targets", default="gaussian,mixture")
-    p.add_argument("--energies", default="exact,vr")
-    p.add_argument("--chains", default="4,8")
-    p.add_argument("--ladders", default="linear,geometric,tuned")
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--tune", type=int, default=8000, help="tuning steps (also the burn-in of the fixed ladders)")
-    p.add_argument("--fixed", type=int, default=24000, help="steps measured after the tuning phase")
+def fixed_steps(minimum=BLOCKS * SPE):
+    """Argument type of ``--fixed``: at least ``BLOCKS`` records of the cold chain (one per ``SPE``
+    steps) for its batch-means standard error."""
+    return arguments.at_least(minimum, 10**9)
+
+
+def parse_args(argv):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
+    p.add_argument("--targets", type=arguments.names(RANGES, "targets"), default=("gaussian", "mixture"))
+    p.add_argument("--energies", type=arguments.names(("exact", "vr"), "energies"), default=("exact", "vr"))
+    p.add_argument(
+        "--chains", type=arguments.int_list(2, 64, "numbers of chains"), default=(4, 8), help="K, comma-separated"
+    )
+    p.add_argument(
+        "--ladders",
+        type=arguments.names(("linear", "geometric", "tuned"), "ladders"),
+        default=("linear", "geometric", "tuned"),
+    )
+    p.add_argument("--seeds", type=arguments.positive(int, 1000), default=3)
+    p.add_argument(
+        "--tune",
+        type=arguments.positive(int, 10**9),
+        default=8000,
+        help="tuning steps (also the burn-in of the fixed ladders)",
+    )
+    p.add_argument(
+        "--fixed",
+        type=fixed_steps(),
+        default=24000,
+        help=f"steps measured after the tuning phase (>= {BLOCKS * SPE}: {BLOCKS} records of {SPE} steps)",
+    )
     p.add_argument("--quick", action="store_true", help="--seeds 2 --tune 4000 --fixed 8000")
-    p.add_argument("--out", default=os.path.join(HERE, "results", "ladder_tuning.json"))
-    p.add_argument("--figure", help="draw the tuning record of the first tuned run (seed 0) to this PNG")
+    p.add_argument("--out", type=arguments.output_file, default=os.path.join(HERE, "results", "ladder_tuning.json"))
+    p.add_argument(
+        "--figure",
+        type=arguments.output_file,
+        help="draw the tuning record of the first tuned run (seed 0) to this PNG",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--tables-only", action="store_true", help="recompute the tables of --out from its stored runs")
     args = p.parse_args(argv)
     if args.tables_only:
+        return args
+    if "tuned" in args.ladders and min(args.chains) < 3:
+        arguments.die(f"--chains: a tuned ladder needs K >= 3 (its ends stay put), got {min(args.chains)}")
+    results.check_target(args.out, args.force, flag="--out")
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.tables_only:
         return tables_only(args.out)
-    results.check_target(args.out, args.force)
+    from tf_vrre.diagnostics import ladder_report
+    from tf_vrre.sgmcmc import tempered_gaussian
+
     if args.quick:
         args.seeds, args.tune, args.fixed = 2, 4000, 8000
     configs = [
-        (t, e, int(k), kind)
-        for t in args.targets.split(",")
-        for e in args.energies.split(",")
-        for k in args.chains.split(",")
-        for kind in args.ladders.split(",")
+        (t, e, k, kind) for t in args.targets for e in args.energies for k in args.chains for kind in args.ladders
     ]
     measured, start, figure_done = {}, time.time(), False
     for i, key in enumerate(configs):
@@ -321,7 +372,7 @@ def main(argv=None):
     )
     rows = [{"target": k[0], "energies": k[1], "num_chains": k[2], "ladder": k[3], **v} for k, v in measured.items()]
     print(results.markdown(table(rows)))
-    exact_lambda = ladder.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
+    exact_lambda = tempered_gaussian.gaussian_barrier(GAUSS["dim"], RANGES["gaussian"][0] / RANGES["gaussian"][1])
     print(
         f"\nexact: Gaussian Lambda = {exact_lambda:.3f} (geometric ladder optimal), E[w_1^2] = 1 "
         f"(SGLD at eta = {GAUSS_LR}: {1 / (1 - GAUSS_LR / 2):.4f}); mixture left-mode weight at tau = 10: "

@@ -8,11 +8,13 @@ writes ``benchmarks/results/mixture.json`` and the landing figure ``docs/mixture
 The study is deterministic (same flags, same table). The figure shows every chain seed on its
 own: a method's weight pooled over seeds can look right while each seed sits mostly in one mode,
 which a histogram of the pooled seeds hides.
+
+The flags and a ``--run`` study's files are checked before anything is drawn or written (exit
+status 2 and one line naming the flag or file); flags after ``--`` are checked by ``tf-vrre
+mixture`` itself, whose refusal (one line, exit status 2) ends this script too.
 """
 
-import argparse
 import datetime
-import json
 import os
 import subprocess
 import sys
@@ -23,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import arguments
 import numpy as np
 import results
 
@@ -36,7 +39,9 @@ def run_study(flags):
     out = Path("runs") / f"mixture-benchmark-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     cmd = [sys.executable, "-m", "tf_vrre.cli", "mixture", *flags, "--out", str(out)]
     print("running:", " ".join(["tf-vrre", *cmd[3:]]), flush=True)
-    subprocess.run(cmd, check=True)
+    status = subprocess.run(cmd, check=False).returncode
+    if status:
+        raise SystemExit(status)  # tf-vrre mixture said why, in one line
     return out
 
 
@@ -195,13 +200,47 @@ def figure(path, summary, traces):
     _figures.save(fig, str(path), dpi=80)
 
 
+SUMMARY_KEYS = (
+    "status",
+    "config",
+    "methods",
+    "chain_seeds",
+    "exact",
+    "target",
+    "variance_by_m",
+    "variance_reduction_factor",
+    "wall_seconds",
+)
+PROBLEMS = (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError)
+
+
+def read_study(run_dir):
+    """The ``summary.json`` and the cold chains' traces of a finished ``tf-vrre mixture`` study,
+    checked before anything is drawn: exit 2 with one line naming the file if it is missing,
+    damaged, incomplete, holds a NaN or an infinity, or lacks a trace."""
+    path = Path(run_dir) / "summary.json"
+    summary = arguments.read_json(path, "--run", keys=SUMMARY_KEYS)
+    if summary["status"] != "complete":
+        arguments.die(f"--run: {path}: the study is {summary['status']!r}, not complete; run it to the end first")
+    try:
+        keys = [f"{m}/seed{s}/beta" for m in summary["methods"] for s in summary["chain_seeds"]]
+    except TypeError:
+        arguments.die(f"--run: {path}: methods or chain_seeds is not a list")
+    traces = arguments.read_npz(Path(run_dir) / "traces.npz", keys, "--run")
+    for key, beta in traces.items():
+        if beta.ndim != 1 or not beta.size or not np.all(np.isfinite(beta)):
+            arguments.die(f"--run: {Path(run_dir) / 'traces.npz'}: {key} is empty, not a trace, or not finite")
+    return summary, traces
+
+
 def convert(run_dir, out, figure_path, flags, ran):
-    summary = json.loads((Path(run_dir) / "summary.json").read_text())
-    if summary.get("status") != "complete":
-        raise SystemExit(f"{run_dir}: the study is {summary.get('status')!r}, not complete; run it to the end first")
-    with np.load(Path(run_dir) / "traces.npz") as z:
-        traces = {k: z[k] for k in z.files}
-    figure(figure_path, summary, traces)
+    summary, traces = read_study(run_dir)
+    try:
+        tables = {"main": main_table(summary), "seeds": seeds_table(summary), "variance": variance_table(summary)}
+        figure(figure_path, summary, traces)
+    except PROBLEMS as err:
+        what = f"no key {err.args[0]!r}" if isinstance(err, KeyError) else f"{type(err).__name__}: {err}"
+        arguments.die(f"--run: {Path(run_dir) / 'summary.json'}: not the summary of a finished study ({what})")
     cfg = {k: v for k, v in summary["config"].items() if k != "out"}
     values = {
         "variance_reduction_factor": summary["variance_reduction_factor"],
@@ -211,7 +250,7 @@ def convert(run_dir, out, figure_path, flags, ran):
     study = " ".join(["tf-vrre", "mixture", *flags])
     results.write(
         out,
-        {"main": main_table(summary), "seeds": seeds_table(summary), "variance": variance_table(summary)},
+        tables,
         command=study,
         converted_by="python benchmarks/mixture.py" + (" --run" if not ran else ""),
         config=cfg,
@@ -227,9 +266,16 @@ def convert(run_dir, out, figure_path, flags, ran):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     flags = argv[argv.index("--") + 1 :] if "--" in argv else []
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--run", default=None, help="a finished `tf-vrre mixture --out DIR` to convert instead of running")
-    p.add_argument("--figure", default=str(FIGURE), help="PNG (default docs/mixture-density.png)")
+    p = arguments.parser(__file__, __doc__.split("\n")[0])
+    p.add_argument(
+        "--run",
+        type=arguments.input_directory,
+        default=None,
+        help="a finished `tf-vrre mixture --out DIR` to convert instead of running",
+    )
+    p.add_argument(
+        "--figure", type=arguments.output_file, default=str(FIGURE), help="PNG (default docs/mixture-density.png)"
+    )
     results.add_arguments(p, "mixture")
     args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     out = results.check_target(args.results, args.force)

@@ -10,28 +10,29 @@ the medians.  The issue says: use the TFP form only if it is not slower.
 
 The table goes to ``benchmarks/results/mixture-nll-tfp.json`` (``--results``), which
 ``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/mixture-nll-tfp.md``.
+The flags are checked before TensorFlow starts (exit status 2 and one line for a bad value).
 """
 
-import argparse
 import os
 import sys
 import time
 
 import numpy as np
-import tensorflow as tf
-import tensorflow_probability as tfp
 
-import tf_vrre
-from tf_vrre.workflows.gaussian_mixture import target
-
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arguments
 import results
-
-tfd = tfp.distributions
 
 
 def tfp_nll(x, y, y_pred):
     """Per-example ``-log p(x_i | beta)`` through ``tfd.MixtureSameFamily``."""
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+
+    from tf_vrre.workflows.gaussian_mixture import target
+
+    tfd = tfp.distributions
     del y
     x = tf.reshape(tf.cast(x, tf.float32), [-1])
     beta = tf.reshape(y_pred, [-1])
@@ -41,6 +42,11 @@ def tfp_nll(x, y, y_pred):
 
 
 def fit_seconds(nll, data, steps, seed=0):
+    import tensorflow as tf
+
+    import tf_vrre
+    from tf_vrre.workflows.gaussian_mixture import target
+
     s = tf_vrre.ReplicaExchangeSampler(
         target.build_default_model,
         data_size=len(data),
@@ -63,13 +69,24 @@ def fit_seconds(nll, data, steps, seed=0):
     return time.perf_counter() - start, float(s.chains[0].weights[0].numpy())
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--repeats", type=int, default=5)
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.split("\n")[0])
+    p.add_argument("--steps", type=arguments.positive(int, 10**8), default=3000, help="timed steps per fit")
+    p.add_argument("--repeats", type=arguments.positive(int, 1000), default=5, help="interleaved fits (median)")
     results.add_arguments(p, "mixture-nll-tfp")
-    args = p.parse_args()
-    results_path = results.check_target(args.results, args.force)
+    args = p.parse_args(argv)
+    results.check_target(args.results, args.force)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import tensorflow as tf
+
+    from tf_vrre.workflows.gaussian_mixture import target
+
+    results_path = args.results
     data = target.make_data(1000, seed=0)
     largest = 0.0
     for beta in (-5.0, 10.0, 25.0, 30.0):

@@ -23,6 +23,8 @@ measured for K = 2.
 
 The tables are written to ``benchmarks/results/placement.json`` (``--results``; ``--force`` to
 replace it); ``python benchmarks/render_docs.py`` renders them in ``docs/benchmarks/placement.md``.
+The flags are checked before TensorFlow starts (exit status 2 and one line for a bad value); only
+the measuring child processes import it.
 """
 
 import argparse
@@ -37,24 +39,28 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import tensorflow as tf
-
-DEVICES = 4
-tf.config.set_logical_device_configuration(
-    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * DEVICES
-)
-
-import keras
+import arguments
 import numpy as np
 import results
 
-import tf_vrre
-from tf_vrre.sampler import traffic
+from tf_vrre.runs import atomic
 
+DEVICES = 4
 N, BATCH, PLACEMENTS = 2048, 128, ("replicated", "chain_per_replica")
 
 
+def logical_devices():
+    """Splits the CPU into :data:`DEVICES` logical devices (before TensorFlow's runtime starts)."""
+    import tensorflow as tf
+
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * DEVICES
+    )
+
+
 def mlp():
+    import keras
+
     inp = keras.Input((64,))
     h = keras.layers.Dense(256, activation="relu")(inp)
     h = keras.layers.Dense(256, activation="relu")(h)
@@ -68,6 +74,10 @@ def data():
 
 
 def build(strategy, chains, placement):
+    import keras
+
+    import tf_vrre
+
     x, y = data()
     with strategy.scope():
         s = tf_vrre.ReplicaExchangeSampler(
@@ -87,21 +97,25 @@ def build(strategy, chains, placement):
     return s
 
 
-class StepClock(keras.callbacks.Callback):
-    """Time per step between the end of the first step and the end of the last."""
+def step_clock():
+    """A Keras callback timing the steps between the end of the first step and the end of the last."""
+    import keras
 
-    def on_train_begin(self, logs=None):
-        self.ends = []
+    class StepClock(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            self.ends = []
 
-    def on_train_batch_end(self, batch, logs=None):
-        self.ends.append(time.perf_counter())
+        def on_train_batch_end(self, batch, logs=None):
+            self.ends.append(time.perf_counter())
 
-    def per_step(self):
-        return (self.ends[-1] - self.ends[0]) / (len(self.ends) - 1)
+        def per_step(self):
+            return (self.ends[-1] - self.ends[0]) / (len(self.ends) - 1)
+
+    return StepClock()
 
 
 def timed(sampler, steps):
-    clock = StepClock()
+    clock = step_clock()
     sampler.fit(
         sampler.make_dataset(BATCH, drop_remainder=True, repeat=True),
         steps_per_epoch=steps,
@@ -166,12 +180,17 @@ def figure(path, measured, params):
     fig.text(
         0.5, 0.96, f"Where the weights live (K = 2, MLP {params:,} parameters per chain)", ha="center", fontsize=12
     )
-    fig.savefig(path, dpi=110)
+    atomic.save_figure(fig, path, dpi=110)
 
 
 def measure(chains, steps, repeats):
     """Both placements of K = ``chains`` under one strategy (two strategies over the same devices
     in one process would share TensorFlow's collective keys): traffic and per-step times."""
+    logical_devices()
+    import tensorflow as tf
+
+    from tf_vrre.sampler import traffic
+
     strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(chains)])
     samplers, out = {}, {}
     for placement in PLACEMENTS:
@@ -219,18 +238,27 @@ def ratio_table(measured):
     )
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=30, help="steps per timed fit")
-    p.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
-    p.add_argument("--figure", help="write the placement figure (PNG) here")
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.split("\n\n")[0])
+    p.add_argument(
+        "--steps", type=arguments.at_least(2, 10**6), default=30, help="steps per timed fit (>= 2: a step time)"
+    )
+    p.add_argument("--repeats", type=arguments.positive(int, 1000), default=3, help="interleaved rounds (median)")
+    p.add_argument("--figure", type=arguments.output_file, help="write the placement figure (PNG) here")
     p.add_argument("--chains", type=int, choices=(2, 4), help=argparse.SUPPRESS)  # one K, JSON out (child)
     results.add_arguments(p, "placement")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    if not args.chains:
+        results.check_target(args.results, args.force)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.chains:
         print(json.dumps(measure(args.chains, args.steps, args.repeats)))
         return
-    results.check_target(args.results, args.force)
     measured = {}
     for chains in (2, 4):  # one process per K (see measure)
         child = subprocess.run(

@@ -12,11 +12,12 @@ stored reference's posterior predictive on the held-out points: top-1 agreement,
 and NLL (digits); Wasserstein-1 (in posterior sds) and KS distance of the posterior of f(x), and
 NLL (diabetes); mean +- sd over ``--seeds``.  The budget is counted in per-example gradient
 evaluations (``posterior_fidelity_methods``' docstring defines the unit).
+
+Every flag, the stored reference and (``figure``) the results file are checked before TensorFlow
+starts: a bad value or a damaged file ends the script with exit status 2 and one line naming it.
 """
 
-import argparse
 import datetime
-import json
 import os
 import platform
 import subprocess
@@ -29,9 +30,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import arguments
 import numpy as np
 import posterior_fidelity_methods
 from posterior_fidelity_report import HEADLINE, figure, format_table, table_rows
+
+from tf_vrre.runs import atomic
 
 REFERENCE_DIR = HERE / "reference"
 RESULTS = HERE / "results" / "posterior-fidelity.json"
@@ -47,6 +51,22 @@ REFERENCE_SETTINGS = {
 }
 QUICK_REFERENCE = {"chains": 2, "warmup": 100, "draws": 100, "thin": 2, "max_tree_depth": 5, "chunk": 50, "seed": 0}
 BUDGET_EPOCHS = 500  # gradient evaluations per method and seed, in units of N (one "epoch")
+REFERENCE_KEYS = (  # what `run` reads of a reference's JSON
+    "fingerprint",
+    "settings",
+    "seconds",
+    "dimension",
+    "convergence",
+    "divergences",
+    "step_size",
+    "leapfrogs_per_iteration",
+    "gradient_evaluations_per_chain",
+    "command",
+    "date",
+)
+RESULTS_KEYS = ("problems", "settings", "seeds", "runs", "floors", "tables", "seconds", "cpu_seconds")
+PREDICTIVE = {"classification": "probs_by_chain", "regression": "draws"}
+REBUILD = "; rebuild it with `python benchmarks/posterior_fidelity.py reference --force`"
 
 
 def environment():
@@ -90,11 +110,17 @@ def environment():
 
 
 def _write_json(path, obj):
+    """Writes ``obj`` to ``path`` atomically (a symbolic link there is replaced, never followed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic.write_json(path, obj, indent=1, newline=True)
+
+
+def write_reference(npz, meta, arrays, info):
+    """Writes a reference: its arrays to ``npz`` and its record to ``meta``, each atomically (a
+    symbolic link at either name, or beside it, is replaced or left alone, never written through)."""
+    atomic.savez(npz, **arrays)
+    _write_json(meta, info)
 
 
 def reference_predictive(problem, outputs):
@@ -165,7 +191,7 @@ def build_reference(problem, settings, out_dir, force):
     )
     outputs = posterior.predict(run.draws, problem.x_test)
     arrays, diag = convergence(problem, outputs)
-    np.savez_compressed(npz, **reference_predictive(problem, outputs), **arrays)
+    predictive = reference_predictive(problem, outputs)
     per_iteration = run.leapfrogs * problem.data_size
     info = {
         **environment(),
@@ -180,7 +206,7 @@ def build_reference(problem, settings, out_dir, force):
         "gradient_evaluations_per_chain": per_iteration * (settings["warmup"] + settings["draws"]),
         "convergence": diag,
     }
-    _write_json(meta, info)
+    write_reference(npz, meta, {**predictive, **arrays}, info)
     print(
         f"  {problem.name}: {run.seconds:.0f} s, R-hat max {diag['rhat_max']:.3f} "
         f"(median {diag['rhat_median']:.3f}), "
@@ -190,22 +216,49 @@ def build_reference(problem, settings, out_dir, force):
     return info
 
 
+def read_reference(npz, meta, kind):
+    """The predictive array and the JSON of a stored reference of a ``kind`` problem, checked
+    before any work: exit 2 with one line naming the file if it is missing, truncated, not valid
+    JSON, lacks a key, holds a NaN or an infinity, has fewer than two chains, or (classification)
+    rows that are not probabilities."""
+    what = "run: --reference"
+    info = arguments.read_json(meta, what, keys=REFERENCE_KEYS, hint=REBUILD)
+    key = PREDICTIVE[kind]
+    a = arguments.read_npz(npz, (key,), what, hint=REBUILD)[key]
+    if a.ndim != 3 or a.shape[0] < 2:
+        arguments.die(f"{what}: {npz}: {key} has shape {list(a.shape)}; expected [chains >= 2, ., .]{REBUILD}")
+    if not np.issubdtype(a.dtype, np.floating):
+        arguments.die(f"{what}: {npz}: {key} holds {a.dtype} values, not floats{REBUILD}")
+    bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+    if bad:
+        arguments.die(f"{what}: {npz}: {key} holds {bad} NaN or infinite values{REBUILD}")
+    if kind == "classification" and (a.min() < 0 or np.abs(a.sum(-1) - 1).max() > 1e-3):
+        arguments.die(f"{what}: {npz}: {key} rows are not probabilities (in [0, 1], summing to 1){REBUILD}")
+    return {key: a}, info
+
+
 def load_reference(problem, ref_dir):
-    """The stored reference of ``problem`` (refused if it was built on other data)."""
+    """The stored reference of ``problem``, checked (:func:`read_reference`; refused if it was
+    built on other data or for other test points)."""
     npz, meta = Path(ref_dir) / f"{problem.name}.npz", Path(ref_dir) / f"{problem.name}.json"
     if not npz.exists() or not meta.exists():
-        raise SystemExit(
-            f"run: no reference for {problem.name} in {ref_dir}; build it with "
-            "`python benchmarks/posterior_fidelity.py reference`"
+        arguments.die(
+            f"run: --reference: no reference for {problem.name} in {ref_dir} ({npz.name} and {meta.name}); build it "
+            "with `python benchmarks/posterior_fidelity.py reference`"
         )
-    info = json.loads(meta.read_text())
+    arrays, info = read_reference(npz, meta, problem.kind)
     if info["fingerprint"] != problem.fingerprint():
-        raise SystemExit(
-            f"run: the reference in {npz} was built on other data (the data set or the split "
+        arguments.die(
+            f"run: --reference: {npz} was built on other data (the data set or the split "
             "changed); rebuild it with `python benchmarks/posterior_fidelity.py reference --force`"
         )
-    with np.load(npz) as z:
-        return {k: z[k] for k in z.files}, info
+    a = next(iter(arrays.values()))
+    n_test = len(problem.x_test)
+    expected = (n_test, problem.outputs) if problem.kind == "classification" else (n_test,)
+    got = a.shape[1:] if problem.kind == "classification" else a.shape[2:]
+    if tuple(got) != expected:
+        arguments.die(f"run: --reference: {npz}: shape {list(a.shape)} does not fit the {n_test} test points{REBUILD}")
+    return arrays, info
 
 
 def method_predictive(problem, trace, budget, burn_in):
@@ -274,12 +327,15 @@ CURVE = (0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    """The command line, every flag checked (one line, exit 2) before TensorFlow starts."""
+    p = arguments.parser(__file__, __doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=arguments.Parser)
+    problems = arguments.names(posterior_fidelity_methods.PROBLEMS, "problems")
     ref = sub.add_parser("reference", help="build and store the NUTS reference of every problem (once)")
-    ref.add_argument("--problems", default=",".join(posterior_fidelity_methods.PROBLEMS))
+    ref.add_argument("--problems", type=problems, default=tuple(posterior_fidelity_methods.PROBLEMS))
     ref.add_argument(
         "--out",
+        type=arguments.output_directory,
         default=None,
         help=f"directory (default {REFERENCE_DIR.relative_to(HERE.parent)}, "
         "with --quick runs/posterior-fidelity-reference-quick)",
@@ -287,36 +343,54 @@ def parse_args(argv=None):
     ref.add_argument("--force", action="store_true", help="replace an existing reference")
     ref.add_argument("--quick", action="store_true", help="a short, unconverged reference for trying the pipeline")
     run = sub.add_parser("run", help="run the contenders against the stored reference")
-    run.add_argument("--problems", default=",".join(posterior_fidelity_methods.PROBLEMS))
-    run.add_argument("--methods", default=",".join(posterior_fidelity_methods.METHODS))
-    run.add_argument("--seeds", default="1,2,3,4,5", help="seed 0 was used to choose the learning rates")
+    run.add_argument("--problems", type=problems, default=tuple(posterior_fidelity_methods.PROBLEMS))
     run.add_argument(
-        "--budget", type=float, default=BUDGET_EPOCHS, help="gradient evaluations per method and seed, in units of N"
+        "--methods",
+        type=arguments.names(posterior_fidelity_methods.METHODS, "methods"),
+        default=tuple(posterior_fidelity_methods.METHODS),
+    )
+    run.add_argument(
+        "--seeds",
+        type=arguments.int_list(0, what="seeds"),
+        default=(1, 2, 3, 4, 5),
+        help="seed 0 was used to choose the learning rates",
+    )
+    run.add_argument(
+        "--budget",
+        type=arguments.positive_float(1e6),
+        default=BUDGET_EPOCHS,
+        help="gradient evaluations per method and seed, in units of N",
     )
     run.add_argument(
         "--burn-in",
-        type=float,
+        type=arguments.fraction(),
         default=0.2,
         help="fraction of each budget whose samples are discarded (constant-step samplers)",
     )
-    run.add_argument("--records", type=int, default=400, help="records of the test predictions per run")
-    run.add_argument("--reference", default=str(REFERENCE_DIR))
+    run.add_argument(
+        "--records", type=arguments.at_least(2), default=400, help="records of the test predictions per run"
+    )
+    run.add_argument("--reference", type=arguments.input_directory, default=str(REFERENCE_DIR))
     run.add_argument(
         "--out",
+        type=arguments.output_file,
         default=None,
         help="results JSON (default benchmarks/results/posterior-fidelity.json, "
         "with --quick runs/posterior-fidelity-quick.json)",
     )
     run.add_argument(
         "--figure",
+        type=arguments.output_file,
         default=None,
         help="PNG (default docs/benchmarks/posterior-fidelity.png; with --quick next to the results)",
     )
     run.add_argument("--quick", action="store_true", help="one seed, a fifth of the budget")
     run.add_argument("--force", action="store_true", help="replace an existing results file")
     fig = sub.add_parser("figure", help="reprint the tables and redraw the figure of a results file")
-    fig.add_argument("--results", default=str(RESULTS))
-    fig.add_argument("--figure", default=None, help="PNG (default: the one the results file names)")
+    fig.add_argument("--results", type=arguments.input_file, default=str(RESULTS))
+    fig.add_argument(
+        "--figure", type=arguments.output_file, default=None, help="PNG (default: the one the results file names)"
+    )
     return p.parse_args(argv)
 
 
@@ -329,45 +403,36 @@ def _repo_relative(path):
         return str(path)
 
 
-def _names(text, known, flag):
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in known]
-    if bad or not names:
-        raise SystemExit(f"{flag}: unknown {bad or 'empty list'}; choose from {', '.join(known)}")
-    return names
+def _needs_scikit_learn(command):
+    arguments.requires("sklearn", "scikit-learn", command, "the digits and diabetes data sets come with it")
+    arguments.requires("scipy", "SciPy", command, "the distances to the reference")
 
 
 def main_reference(args):
-    problems = _names(args.problems, posterior_fidelity_methods.PROBLEMS, "--problems")
+    _needs_scikit_learn("reference")
     settings = QUICK_REFERENCE if args.quick else REFERENCE_SETTINGS
     out = Path(args.out or ("runs/posterior-fidelity-reference-quick" if args.quick else REFERENCE_DIR))
-    for name in problems:
-        if (out / f"{name}.npz").exists() and not args.force:
-            raise SystemExit(f"reference: {out / name}.npz exists; pass --force to replace it")
+    for name in args.problems:
+        for suffix in (".npz", ".json"):
+            if (out / f"{name}{suffix}").exists() and not args.force:
+                arguments.die(f"reference: --out: {out / name}{suffix} exists; pass --force to replace it")
     out.mkdir(parents=True, exist_ok=True)
-    for name in problems:
+    for name in args.problems:
         build_reference(posterior_fidelity_methods.PROBLEMS[name](), settings, out, args.force)
 
 
 def _checked_run_args(args):
-    problems = _names(args.problems, posterior_fidelity_methods.PROBLEMS, "--problems")
-    methods = _names(args.methods, posterior_fidelity_methods.METHODS, "--methods")
-    try:
-        seeds = [int(s) for s in args.seeds.split(",")]
-    except ValueError:
-        raise SystemExit(f"--seeds: a comma-separated list of integers, got {args.seeds!r}") from None
+    _needs_scikit_learn("run")
+    seeds = list(args.seeds)
     if args.quick:
         seeds, args.budget = seeds[:1], args.budget / 5
-    if not args.budget > 0 or not 0 <= args.burn_in < 1 or args.records < 2:
-        raise SystemExit(
-            f"--budget must be > 0, --burn-in in [0, 1), --records >= 2; got {args.budget}, "
-            f"{args.burn_in}, {args.records}"
-        )
     args.out = Path(args.out or (Path("runs") / "posterior-fidelity-quick.json" if args.quick else RESULTS))
     args.figure = Path(args.figure or (args.out.with_suffix(".png") if args.quick else FIGURE))
     if args.out.exists() and not args.force:
-        raise SystemExit(f"run: {args.out} exists; pass --force to replace it (and its figure {args.figure})")
-    return problems, methods, seeds
+        arguments.die(f"run: --out: {args.out} exists; pass --force to replace it (and its figure {args.figure})")
+    args.problems, args.methods = ",".join(args.problems), ",".join(args.methods)  # as stored in the results
+    args.seeds = ",".join(map(str, args.seeds))
+    return args.problems.split(","), args.methods.split(","), seeds
 
 
 def main_run(args):
@@ -460,7 +525,7 @@ def report(results, figure_path):
         figure_path,
         problems,
         results["runs"],
-        _names(results["settings"]["methods"], posterior_fidelity_methods.METHODS, "methods"),
+        results["settings"]["methods"].split(","),
         results["floors"],
         budget,
     )
@@ -470,11 +535,32 @@ def report(results, figure_path):
     print(f"\n{results['seconds']:.0f} s ({results['cpu_seconds']:.0f} s of CPU time); figure {figure_path}")
 
 
+def read_results(path):
+    """A results file of ``run``, checked before any drawing (exit 2, one line naming the file and
+    the key if it is damaged or holds a NaN or an infinity)."""
+    res = arguments.read_json(path, "figure: --results", keys=RESULTS_KEYS)
+    settings = res["settings"]
+    for key in ("budget", "methods"):
+        if key not in settings:
+            arguments.die(f"figure: --results: {path}: no settings.{key} key")
+    unknown = [m for m in str(settings["methods"]).split(",") if m not in posterior_fidelity_methods.METHODS]
+    if unknown or not isinstance(settings["budget"], (int, float)) or not settings["budget"] > 0:
+        arguments.die(f"figure: --results: {path}: settings.methods or settings.budget is not one `run` writes")
+    for name, p in res["problems"].items():
+        if (
+            not isinstance(p, dict)
+            or p.get("kind") not in HEADLINE
+            or name not in res["tables"]
+            or name not in res["floors"]
+        ):
+            arguments.die(f"figure: --results: {path}: problems.{name}: no kind, table or floor")
+    return res
+
+
 def main_figure(args):
-    path = Path(args.results)
-    if not path.exists():
-        raise SystemExit(f"figure: no results file {path}; run `python benchmarks/posterior_fidelity.py run` first")
-    results = json.loads(path.read_text())
+    results = read_results(args.results)
+    if args.figure is None and "figure" not in results["settings"]:
+        arguments.die(f"figure: --figure: {args.results} names no figure; pass --figure")
     report(results, Path(args.figure or HERE.parent / results["settings"]["figure"]))
 
 

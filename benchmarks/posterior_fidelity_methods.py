@@ -11,25 +11,27 @@ gradient evaluation** ``grad l(x_i | beta)`` of one chain (a forward and a backw
 example); a forward-only evaluation (the control variates' full pass over the data) is charged as
 one unit too.  A step of K chains on a batch of n costs ``K n``; a snapshot refresh of VR costs
 ``K N``; a full-batch leapfrog step of HMC costs ``N`` per chain.
+
+Importing this module imports no TensorFlow (Keras is imported when a network, an NLL or a
+sampler is built): ``posterior_fidelity.py`` checks its flags against :data:`PROBLEMS` and
+:data:`METHODS`, and ``render_docs.py`` reads the labels, before TensorFlow starts.
 """
 
 import dataclasses
+import functools
 import hashlib
 import math
 from collections.abc import Callable
 
-import keras
 import numpy as np
-import tensorflow as tf
 
 import tf_vrre
 
 
-@keras.saving.register_keras_serializable(package="posterior_fidelity")
 class GaussianNLL:
     """``tf_vrre.gaussian_nll`` at a fixed noise ``scale``, with a ``get_config``: a sampler built
     with it has a recordable run identity (which ``LadderTuner`` needs; a ``functools.partial``
-    has none)."""
+    has none).  Registered with Keras as ``posterior_fidelity>GaussianNLL`` (:func:`_keras`)."""
 
     def __init__(self, scale):
         self.scale = float(scale)
@@ -39,6 +41,15 @@ class GaussianNLL:
 
     def get_config(self):
         return {"scale": self.scale}
+
+
+@functools.cache
+def _keras():
+    """Keras, imported on first use, with :class:`GaussianNLL` registered as serializable."""
+    import keras
+
+    keras.saving.register_keras_serializable(package="posterior_fidelity")(GaussianNLL)
+    return keras
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +75,7 @@ class Problem:
         return len(self.x_train)
 
     def model_fn(self):
+        keras = _keras()
         layers = [keras.Input((self.x_train.shape[1],))]
         layers += [keras.layers.Dense(h, activation="tanh") for h in self.hidden]
         return keras.Sequential(layers + [keras.layers.Dense(self.outputs)])
@@ -71,7 +83,8 @@ class Problem:
     def nll(self):
         """The per-example NLL of the sampler and of the reference (``nll(x, y, y_pred)``)."""
         if self.kind == "classification":
-            return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            return _keras().losses.SparseCategoricalCrossentropy(from_logits=True)
+        _keras()
         return GaussianNLL(self.noise_scale)
 
     def ladder(self, chains):
@@ -257,23 +270,31 @@ class Trace:
     info: dict
 
 
-class _Recorder(keras.callbacks.Callback):
-    """Every ``every`` steps: the cold chain's outputs on ``x`` (``steps_per_execution = every``)."""
+def _recorder(x, every, cycle=None):
+    """A Keras callback recording, every ``every`` steps, the cold chain's outputs on ``x``
+    (``steps_per_execution = every``)."""
+    import tensorflow as tf
 
-    def __init__(self, x, every, cycle=None):
-        super().__init__()
-        self.x, self.every, self.cycle = tf.constant(x), every, cycle
-        self.steps, self.outputs, self.collect = [], [], []
+    class Recorder(_keras().callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.x, self.every, self.cycle = tf.constant(x), every, cycle
+            self.steps, self.outputs, self.collect = [], [], []
 
-    def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.state.step.numpy())
-        if step % self.every == 0:
-            self.steps.append(step)
-            self.outputs.append(self.model.cold_model(self.x, training=False).numpy())
-            self.collect.append(self.cycle is None or self.cycle.in_sampling_phase(step - 1))
+        def on_train_batch_end(self, batch, logs=None):
+            step = int(self.model.state.step.numpy())
+            if step % self.every == 0:
+                self.steps.append(step)
+                self.outputs.append(self.model.cold_model(self.x, training=False).numpy())
+                self.collect.append(self.cycle is None or self.cycle.in_sampling_phase(step - 1))
+
+    return Recorder()
 
 
 def _sampler(method, problem, steps, seed):
+    import tensorflow as tf
+
+    keras = _keras()
     K = method.chains
     lr = problem.learning_rates["sgld" if method.dynamics == "sgld" else "sghmc"] * method.lr_factor
     cycle = None
@@ -340,13 +361,13 @@ def run_method(method, problem, budget, seed, records=200):
     every = max(1, steps // records)
     steps -= steps % every
     outputs, info = [], {"steps": steps, "every": every, "members": method.members, "swaps": 0, "attempts": 0}
-    ladders = []
+    ladders, keras = [], _keras()
     for member in range(method.members):
         sampler, cycle, nll, batches = _sampler(method, problem, steps, seed * 1000 + member)
         sampler.compile(
             loss=nll if isinstance(nll, keras.losses.Loss) else None, steps_per_execution=every, jit_compile=False
         )
-        recorder = _Recorder(problem.x_test, every, cycle)
+        recorder = _recorder(problem.x_test, every, cycle)
         extra = list(method.callbacks(method, problem, steps))
         history = sampler.fit(batches, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[recorder, *extra])
         ladders += _ladder_info(extra)

@@ -18,6 +18,7 @@ the posterior-fidelity benchmark.
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,53 +27,86 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import arguments
 import results
 
 BUDGET = 2e6
 """Per-example gradient evaluations of every run: 20,000 SGHMC steps at n = 100."""
-SEEDS = "1,2,3,4"
+SEEDS = (1, 2, 3, 4)
 FAMILIES = ("mixture", "sine", "linear")
 METHOD_NAMES = ("sghmc", "cycsghmc", "resghmc", "vr-resghmc")
 
 
-def _die(message):
-    print(f"regimes.py: {message}", file=sys.stderr)
-    raise SystemExit(2)
+PROBLEM_KEY = re.compile(r"^(?P<family>[a-z]+)-N[1-9][0-9]*-t[0-9.e+-]+$")
+"""The shape of a problem key (``regimes_problems.Problem.key``); which keys exist is checked
+against the families' grids once they are built."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line on stderr, exit status 2 (argparse's own adds the usage)
-        _die(message)
+def _problem_keys(text):
+    keys = [k.strip() for k in text.split(",")]
+    if not text.strip() or any(not k for k in keys):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of problem keys, got {text!r}")
+    for k in keys:
+        m = PROBLEM_KEY.match(k)
+        if m is None or m["family"] not in FAMILIES:
+            raise argparse.ArgumentTypeError(f"{k!r}: not a problem key such as mixture-N10000-t10")
+    return tuple(dict.fromkeys(keys))
+
+
+def _budget(text):
+    value = arguments.positive_float()(text)
+    if value < 1e4:
+        raise argparse.ArgumentTypeError(f"must be >= 1e4 gradient evaluations, got {text}")
+    return value
 
 
 def parse_args(argv=None):
-    p = _Parser(description=__doc__.split("\n")[0])
-    p.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, from {', '.join(FAMILIES)}")
-    p.add_argument("--seeds", default=SEEDS, help="chain seeds of every run (the pilots use seed 0)")
-    p.add_argument("--budget", type=float, default=BUDGET, help="gradient evaluations per run")
+    p = arguments.parser(__file__, __doc__.split("\n")[0])
+    p.add_argument(
+        "--families",
+        type=arguments.names(FAMILIES, "families"),
+        default=FAMILIES,
+        help=f"comma-separated, from {', '.join(FAMILIES)}",
+    )
     p.add_argument("--anchors", action="store_true", help="each family's anchor problem only (no sweeps)")
+    p.add_argument(
+        "--problems",
+        type=_problem_keys,
+        default=None,
+        help="comma-separated problem keys (e.g. mixture-N10000-t10) to keep of those --families and --anchors select",
+    )
+    p.add_argument(
+        "--seeds",
+        type=arguments.int_list(1, what="seeds"),
+        default=SEEDS,
+        help="chain seeds of every run, >= 1 (the pilots use seed 0)",
+    )
+    p.add_argument("--budget", type=_budget, default=BUDGET, help="gradient evaluations per run (>= 1e4)")
     p.add_argument("--quick", action="store_true", help="--anchors with the first seed and half the budget (minutes)")
     p.add_argument(
         "--no-checks", action="store_true", help="skip the advisor on the mixture main job and the fidelity networks"
     )
     p.add_argument(
         "--checks-from",
+        type=arguments.input_file,
         default=None,
         help="take the advisor's checks from this file ({checks, checks_seconds, checks_cpu_seconds}: "
         "the checks measured by a separate process) instead of running them",
     )
     p.add_argument(
         "--figures",
+        type=arguments.output_directory,
         default=None,
         help="directory of the figures (default docs/benchmarks; --quick: next to the results)",
     )
     p.add_argument(
         "--resume",
         action="store_true",
-        help="keep the problems of runs/regimes-partial.json measured with these settings",
+        help="keep the problems of the --partial file measured with these settings",
     )
     p.add_argument(
         "--partial",
+        type=arguments.output_file,
         default=None,
         help="where the measured problems are kept as they finish (default runs/regimes-partial.json, "
         "--quick: runs/regimes-quick-partial.json); runs of other --families into other --partial "
@@ -85,18 +119,14 @@ def parse_args(argv=None):
     )
     results.add_arguments(p, "regimes")
     args = p.parse_args(argv)
-    args.families = [f.strip() for f in args.families.split(",") if f.strip()]
-    bad = [f for f in args.families if f not in FAMILIES]
-    if bad or not args.families:
-        _die(f"--families: unknown {bad or 'empty list'}; choose from {', '.join(FAMILIES)}")
-    try:
-        args.seeds = [int(s) for s in args.seeds.split(",")]
-    except ValueError:
-        _die(f"--seeds: a comma-separated list of integers, got {args.seeds!r}")
-    if not args.seeds or len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 1:
-        _die(f"--seeds: distinct integers >= 1 (seed 0 is the pilots'), got {args.seeds}")
-    if not args.budget >= 1e4:
-        _die(f"--budget: at least 1e4 gradient evaluations, got {args.budget:g}")
+    args.families = list(args.families)
+    args.seeds = list(args.seeds)
+    if args.problems is not None:
+        outside = [k for k in args.problems if PROBLEM_KEY.match(k)["family"] not in args.families]
+        if outside:
+            arguments.die(f"--problems: {outside[0]!r} is not of --families {','.join(args.families)}")
+    if args.checks_from is not None and args.no_checks:
+        arguments.die("--checks-from: takes the checks from a file; --no-checks skips them: pass one")
     if args.quick:
         args.anchors, args.seeds, args.budget = True, args.seeds[:1], args.budget / 2
         if args.results == str(results.path_of("regimes")):
@@ -104,17 +134,12 @@ def parse_args(argv=None):
     args.figures = Path(
         args.figures or (Path(args.results).parent if args.quick else results.ROOT / "docs" / "benchmarks")
     )
-    if args.checks_from is not None and (args.no_checks or not Path(args.checks_from).is_file()):
-        _die(f"--checks-from: a file of measured checks, without --no-checks; got {args.checks_from!r}")
     if args.report_only:
         if not Path(args.results).is_file():
-            _die(f"--report-only: no results file {args.results}; run the benchmark first")
+            arguments.die(f"--report-only: no results file {args.results}; run the benchmark first")
         args.target = Path(args.results)
         return args
-    try:
-        args.target = results.check_target(args.results, args.force)
-    except SystemExit as err:
-        _die(str(err))
+    args.target = results.check_target(args.results, args.force)
     return args
 
 
@@ -187,12 +212,19 @@ def main(argv=None):
     problems = regimes_problems.problems(args.families)
     if args.anchors:
         problems = [p for p in problems if (p.data_size, p.temperature) == regimes_problems.AXES[p.family]["anchor"]]
+    if args.problems is not None:
+        wanted = list(args.problems)
+        unknown = sorted(set(wanted) - {p.key for p in problems})
+        if unknown:
+            arguments.die(f"--problems: {unknown[0]!r} is not among {', '.join(p.key for p in problems)}")
+        problems = [p for p in problems if p.key in wanted]
     start = time.time()
     settings = {
         "budget": args.budget,
         "seeds": args.seeds,
         "quick": args.quick,
         "anchors": args.anchors,
+        "problems": [p.key for p in problems],
         "families": args.families,
         "batch": regimes_problems.BATCH,
         "burn_in": regimes_methods.BURN_IN,
@@ -204,8 +236,9 @@ def main(argv=None):
     partial = Path(args.partial) if args.partial else results.ROOT / "runs" / default
     if args.resume and partial.exists():
         kept = json.loads(partial.read_text())
-        same = {k: v for k, v in kept["settings"].items() if k != "families"}
-        if same == {k: v for k, v in settings.items() if k != "families"}:
+        which = ("families", "anchors", "problems")  # select problems; the kept ones are filtered by key below
+        same = {k: v for k, v in kept["settings"].items() if k not in which}
+        if same == {k: v for k, v in settings.items() if k not in which}:
             keys = {p.key for p in problems}
             out["problems"] = {k: v for k, v in kept["problems"].items() if k in keys}
             print(f"regimes: {len(out['problems'])} problems kept from {partial}", flush=True)

@@ -19,17 +19,30 @@ Two things are generated, both edited here, never by hand in the Markdown:
 
 ``tests/test_benchmark_results.py`` runs ``--check``: a page that disagrees with its results file
 fails the test suite.
+
+A results file that cannot be used (missing, not valid JSON, a table of the wrong shape, a NaN or
+an infinity anywhere, a cell its format cannot show, a quoted number that cannot be computed from
+it) is reported in one line naming the page, the results file and the key, and then no page is
+written: a NaN never reaches a page, and a refused run changes nothing.  Pages are written
+through :mod:`tf_vrre.runs.atomic`.
 """
 
-import argparse
+import math
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import arguments
 import results
 from docs_values import VALUES  # the numbers quoted in prose, one function per results file
+
+from tf_vrre.runs import atomic
+
+PROBLEMS = (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError, StopIteration)
+"""What reading a results file of the wrong shape raises (a missing key, a string for a number ...)."""
 
 ROOT = results.ROOT
 PAGES = [
@@ -53,6 +66,13 @@ NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 # quoted numbers: (file, sentence template)
 
 CLAIMS = [
+    # the main job's time (`tf-vrre mixture`): one measured wall time, wherever a page gives it
+    ("README.md", "[about {mixture.minutes:.0f} minutes on 2 CPU cores](docs/benchmarks/mixture.md)"),
+    ("docs/getting-started.md", "(about {mixture.minutes:.0f} minutes on a 2-core CPU;"),
+    (
+        "docs/benchmarks/mixture.md",
+        "about {mixture.minutes:.0f} minutes ({mixture.wall_min} min {mixture.wall_sec} s of wall time for the table below)",
+    ),
     ("README.md", "reSGLD's cold chain changes mode {mixture.re_changes_min}-{mixture.re_changes_max} times per seed"),
     (
         "README.md",
@@ -150,7 +170,7 @@ CLAIMS = [
     ),
     (
         "docs/guides/ladder.md",
-        "run again with {ladder_tuning_mixture_k4_seeds.seeds} seeds: `Lambda`"
+        "run again with {ladder_tuning_mixture_k4_seeds.seeds} seeds: $\\Lambda$"
         " {ladder_tuning_mixture_k4_seeds.barrier:.2f}, rejection {ladder_tuning_mixture_k4_seeds.rejection},"
         " {ladder_tuning_mixture_k4_seeds.trips:.1f} round trips per 1,000 steps and a cold-chain error of"
         " {ladder_tuning_mixture_k4_seeds.error:+.3f} +- {ladder_tuning_mixture_k4_seeds.se:.3f}"
@@ -203,12 +223,34 @@ def _claim_regex(template, values):
     return re.compile("".join(parts), re.DOTALL)
 
 
+def _problem(err):
+    """One line of what an exception raised while reading a results file says."""
+    if isinstance(err, KeyError):
+        return f"no key {err.args[0]!r}" if err.args else "a missing key"
+    if isinstance(err, StopIteration):
+        return "a row it refers to is missing"
+    return f"{type(err).__name__}: {err}"
+
+
 def _field_value(m, cache):
+    """The value of the claim field ``m`` (``{name.key:format}``); :class:`arguments.FileError`
+    naming the results file if it cannot be computed or is not a finite number."""
     name, key = m["name"], m["key"]
+    where = results.shown(results.path_of(name))
     if name not in cache:
         res = results.load(name)
-        cache[name] = VALUES[name](res) if name in VALUES else res.get("values", {})
-    return cache[name][key]
+        try:
+            cache[name] = VALUES[name](res) if name in VALUES else res.get("values", {})
+        except PROBLEMS as err:
+            raise arguments.FileError(
+                f"{where}: the quoted numbers cannot be computed from it ({_problem(err)})"
+            ) from None
+    if key not in cache[name]:
+        raise arguments.FileError(f"{where}: no quoted number {key!r}")
+    value = cache[name][key]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise arguments.FileError(f"{where}: the quoted number {name}.{key} is {value}; it is not rendered")
+    return value
 
 
 def render_claims(text, path, cache, problems):
@@ -216,7 +258,15 @@ def render_claims(text, path, cache, problems):
         if file != path:
             continue
         fields = list(FIELD.finditer(template))
-        values = [_field_value(f, cache) for f in fields]
+        try:
+            values = [_field_value(f, cache) for f in fields]
+            shown = [format(v, f["fmt"] or "") for v, f in zip(values, fields)]
+        except arguments.FileError as err:
+            problems.append(f"{path}: {err}")
+            continue
+        except PROBLEMS as err:
+            problems.append(f"{path}: the sentence {template!r}: a quoted number cannot be shown ({_problem(err)})")
+            continue
         if fields and fields[0].start() == 0 and isinstance(values[0], str):
             problems.append(f"{path}: the sentence {template!r} starts with a text field; start it with words")
             continue
@@ -229,8 +279,7 @@ def render_claims(text, path, cache, problems):
             continue
         m = found[0]
         for i in reversed(range(len(values))):  # from the end: earlier offsets stay valid
-            shown = format(values[i], fields[i]["fmt"] or "")
-            text = text[: m.start(i + 1)] + shown + text[m.end(i + 1) :]
+            text = text[: m.start(i + 1)] + shown[i] + text[m.end(i + 1) :]
     return text
 
 
@@ -276,6 +325,27 @@ def _small_run_table(res, part):
 TABLES = {"posterior-fidelity": _posterior_fidelity_table, "small-run": _small_run_table}
 
 
+NBSP = "\u00a0"
+LETTER = re.compile(r"[A-Za-z]")
+EXPONENT = re.compile(r"(?<=\d)e(?=[-+]?\d)")
+
+
+def whole_numbers(table):
+    """``table`` (Markdown) with the spaces inside each cell of numbers made non-breaking, so a
+    rendered page keeps ``0.022 +- 0.001`` or ``0.82 0.84 0.84`` on one line in a narrow column
+    (the theme scrolls a wide table sideways); a cell with words wraps as usual."""
+
+    def cell(text):
+        body = text.strip()
+        if not body or LETTER.search(EXPONENT.sub("", body)):
+            return text
+        return text.replace(body, body.replace(" ", NBSP))
+
+    return "\n".join(
+        "|".join(cell(c) for c in line.split("|")) if line.startswith("|") else line for line in table.split("\n")
+    )
+
+
 def render_region(name, part, cache_results):
     if name not in cache_results:
         cache_results[name] = results.load(name)
@@ -283,36 +353,39 @@ def render_region(name, part, cache_results):
     if part == "source":
         return source_line(name, res)
     if name in TABLES:
-        return TABLES[name](res, part)
-    return results.markdown(res["tables"][part])
+        body = TABLES[name](res, part)
+        return body if body.startswith("```") else whole_numbers(body)
+    return whole_numbers(results.markdown(res["tables"][part]))
 
 
 def render(text, path):
     """``text`` of ``path`` (relative to the repository) with every region and claim rendered, and
-    the problems found (a missing results file, table or sentence)."""
+    the problems found (a missing or damaged results file, table or sentence; one line each)."""
     problems, loaded, cache = [], {}, {}
 
     def region(m):
         try:
             body = render_region(m["name"], m["part"], loaded)
-        except (OSError, KeyError) as e:
-            problems.append(f"{path}: results {m['name']} {m['part']}: {type(e).__name__} {e}")
+        except arguments.FileError as err:
+            problems.append(f"{path}: {err}")
+            return m[0]
+        except PROBLEMS as err:
+            where = results.shown(results.path_of(m["name"]))
+            part = f"table {m['part']!r}" if m["part"] != "source" else "its source line"
+            problems.append(f"{path}: {where}: {part} cannot be rendered ({_problem(err)})")
             return m[0]
         return f"{m[1]}\n{body}\n\n{m[5]}"
 
     text = REGION.sub(region, text)
-    try:
-        text = render_claims(text, path, cache, problems)
-    except (OSError, KeyError) as e:
-        problems.append(f"{path}: a quoted number: {type(e).__name__} {e}")
-    return text, problems
+    text = render_claims(text, path, cache, problems)
+    return text, list(dict.fromkeys(problems))  # one line per problem, however many regions meet it
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = arguments.parser(__file__, __doc__.split("\n")[0])
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page differs from its results")
     args = p.parse_args(argv)
-    stale, problems = [], []
+    stale, problems, rendered = [], [], {}
     for rel in PAGES:
         path = ROOT / rel
         if not path.exists():
@@ -322,16 +395,22 @@ def main(argv=None):
         problems += found
         if new != old:
             stale.append(rel)
-            if not args.check:
-                path.write_text(new)
+            rendered[path] = new
     for line in problems:
         print(line, file=sys.stderr)
     if args.check:
         for rel in stale:
             print(f"{rel}: differs from its results files; run `python benchmarks/render_docs.py`", file=sys.stderr)
         return 1 if stale or problems else 0
+    if problems:
+        print(
+            f"rendered nothing: {len(problems)} problem(s) above; fix the results files and run again", file=sys.stderr
+        )
+        return 1
+    for path, new in rendered.items():
+        atomic.write_text(path, new)
     print(f"rendered {len(stale)} file(s): {', '.join(stale) or 'none changed'}")
-    return 1 if problems else 0
+    return 0
 
 
 if __name__ == "__main__":

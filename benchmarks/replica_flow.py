@@ -9,26 +9,33 @@ time cold -> hot, and ESS / R-hat of the cold chain's beta (seeds as chains, spl
     python benchmarks/replica_flow.py --force              # K = 4, 3e4 steps, 3 seeds (~4-6 min, 2 cores)
     python benchmarks/replica_flow.py --steps 5000 --seeds 1 --results runs/replica-flow.json
     tf-vrre diagnose --run runs/replica-flow/deo-seed0 --run runs/replica-flow/random-seed0 --out runs/replica-flow
+
+The flags are checked before TensorFlow starts (exit status 2 and one line for a bad value).
 """
 
-import argparse
 import os
 import sys
 import time
 
-import keras
 import numpy as np
-import tensorflow as tf
 
-import tf_vrre
-from tf_vrre import diagnostics
-from tf_vrre.workflows.gaussian_mixture import target
-
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arguments
 import results
 
+from tf_vrre import diagnostics
 
-def run(out, pairs, seed, steps, chains, record_every=10):
+RECORD_EVERY = 10  # steps between the recorded values of the cold chain's beta
+
+
+def run(out, pairs, seed, steps, chains, record_every=RECORD_EVERY):
+    import keras
+    import tensorflow as tf
+
+    import tf_vrre
+    from tf_vrre.workflows.gaussian_mixture import target
+
     data = target.make_data(1000, seed=0)
     temps = target.ladder(10.0, 3000.0, chains)
     s = tf_vrre.ReplicaExchangeSampler(
@@ -66,15 +73,29 @@ def run(out, pairs, seed, steps, chains, record_every=10):
     return np.asarray(beta), time.perf_counter() - start
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--steps", type=int, default=30000)
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--out", default="runs/replica-flow")
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.split("\n")[0])
+    p.add_argument(
+        "--steps",
+        type=arguments.at_least(20 * RECORD_EVERY, 10**9),
+        default=30000,
+        help=f"steps per run (>= {20 * RECORD_EVERY}: 20 records of the cold chain)",
+    )
+    p.add_argument("--seeds", type=arguments.positive(int, 1000), default=3, help="chain seeds per pair schedule")
+    p.add_argument("--chains", type=arguments.at_least(2, 64), default=4, help="K of the geometric ladder")
+    p.add_argument("--out", type=arguments.output_directory, default="runs/replica-flow")
     results.add_arguments(p, "replica-flow")
-    args = p.parse_args()
-    results_path = results.check_target(args.results, args.force)
+    args = p.parse_args(argv)
+    results.check_target(args.results, args.force)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from tf_vrre.workflows.gaussian_mixture import target
+
+    results_path = args.results
     runs = {}
     for pairs in ("random", "deo"):
         for seed in range(args.seeds):  # interleaved would not change the per-step numbers; none are timings

@@ -13,17 +13,27 @@ with ``[0.649, 0.050]``), ``None`` is an empty cell, a string is shown as writte
 or ``"-"`` where a method has no such number), and ``{"value": v, "format": f}`` is ``v`` in its
 own format ``f`` (a cell without a standard error in a column of ``mean +- se``; bold).
 
+A results file is read back with :func:`read` (:func:`load` by name), which refuses, in one line
+naming the file and the key, a file that is not valid JSON, a table of the wrong shape, or a NaN
+or an infinity anywhere in it: no such number is rendered into a page.  Every file is written
+through :mod:`tf_vrre.runs.atomic` (a fresh temporary file renamed into place: a symbolic link
+planted at the name or beside it is never written through).
+
 This module needs neither TensorFlow nor Keras (the docs test imports it).
 """
 
+import argparse
 import datetime
 import importlib.metadata
-import json
 import os
 import platform
 import subprocess
 import sys
 from pathlib import Path
+
+import arguments
+
+from tf_vrre.runs import atomic
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -70,10 +80,17 @@ def cell(value, fmt):
 
 
 def markdown(tab):
-    """The Markdown table of ``tab``."""
+    """The Markdown table of ``tab``; ``ValueError`` naming the row and column of a cell its
+    column's format cannot show."""
     lines = ["| " + " | ".join(tab["columns"]) + " |", "|" + "---|" * len(tab["columns"])]
-    for row in tab["rows"]:
-        lines.append("| " + " | ".join(cell(v, f) for v, f in zip(row, tab["formats"])) + " |")
+    for i, row in enumerate(tab["rows"]):
+        cells = []
+        for column, v, f in zip(tab["columns"], row, tab["formats"]):
+            try:
+                cells.append(cell(v, f))
+            except (ValueError, TypeError, IndexError, KeyError) as err:
+                raise ValueError(f"rows[{i}], column {column!r}: {v!r} does not fit the format {f!r} ({err})") from None
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -116,13 +133,25 @@ def environment(argv=None):
     }
 
 
-def check_target(path, force):
-    """Refuses (before any work) to replace an existing results file unless ``force``."""
+def shown(path):
+    """``path`` relative to the repository when inside it (how messages name a file)."""
+    path = Path(path)
+    absolute = path.resolve()
+    return str(absolute.relative_to(ROOT)) if absolute.is_relative_to(ROOT) else str(path)
+
+
+def check_target(path, force, flag="--results"):
+    """Refuses (before any work; exit status 2, one line) to replace an existing results file
+    unless ``force``, and a directory or a place where no file can be created in any case."""
+    try:
+        arguments.output_file(str(path))
+    except argparse.ArgumentTypeError as err:
+        arguments.die(f"{flag}: {err}")
     path = Path(path)
     if path.exists() and not force:
-        raise SystemExit(
-            f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} exists; pass "
-            "--force to replace it (its page is re-rendered by `python benchmarks/render_docs.py`)"
+        arguments.die(
+            f"{flag}: {shown(path)} exists; pass --force to replace it (its page is re-rendered by "
+            "`python benchmarks/render_docs.py`)"
         )
     return path
 
@@ -130,25 +159,65 @@ def check_target(path, force):
 def write(path, tables, **extra):
     """Writes the results file ``path``: :func:`environment`, ``tables`` (``{id: table}``) and any
     ``extra`` keys (settings, raw measurements; ``command`` replaces the command line of this
-    process), atomically (a temporary file, then a rename)."""
+    process), atomically (:func:`tf_vrre.runs.atomic.write_json`: a fresh temporary file, then a
+    rename; a symbolic link at ``path`` is replaced, never written through).  A NaN or an infinity
+    is kept (nothing measured is lost) and named on stderr: :func:`read` refuses the file, so
+    ``render_docs.py`` shows no such number."""
     path = Path(path)
     results = {**environment(), "tables": tables, **extra}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(results, indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic.write_json(path, results, indent=1, newline=True)
     print(f"results: {path}; `python benchmarks/render_docs.py` updates the docs from it")
+    bad = arguments.non_finite(results)
+    if bad:
+        print(
+            f"warning: {shown(path)}: {bad[0]} is {bad[1]}; the docs are not rendered from a file with a "
+            "NaN or an infinity (re-measure with settings that give a finite number)",
+            file=sys.stderr,
+        )
     return results
 
 
+def _check_tables(path, tables):
+    if not isinstance(tables, dict):
+        raise arguments.FileError(f"{shown(path)}: tables is a {type(tables).__name__}, not an object")
+    for name, tab in tables.items():
+        if not isinstance(tab, dict):
+            continue  # a table of its own shape (posterior-fidelity: rows of dicts), read by its renderer
+        where = f"{shown(path)}: tables.{name}"
+        for key in ("columns", "formats", "rows"):
+            if not isinstance(tab.get(key), list):
+                raise arguments.FileError(f"{where}.{key}: missing or not a list")
+        width = len(tab["columns"])
+        if len(tab["formats"]) != width:
+            raise arguments.FileError(f"{where}.formats: {len(tab['formats'])} formats for {width} columns")
+        for i, row in enumerate(tab["rows"]):
+            if not isinstance(row, list) or len(row) != width:
+                raise arguments.FileError(f"{where}.rows[{i}]: not a row of {width} cells")
+        if "keys" in tab and (not isinstance(tab["keys"], list) or len(tab["keys"]) != len(tab["rows"])):
+            raise arguments.FileError(f"{where}.keys: not one key per row")
+
+
+def read(path):
+    """The results file ``path`` as a dict; :class:`arguments.FileError` (one line naming the file
+    and the key) if it is missing, not valid JSON, has no ``tables`` or a table of the wrong
+    shape, or holds a NaN or an infinity."""
+    res = arguments.load_json(path, keys=("tables",), name=shown(path))
+    _check_tables(path, res["tables"])
+    return res
+
+
 def load(name):
-    """The results file ``name`` (``benchmarks/results/<name>.json``) as a dict."""
-    return json.loads(path_of(name).read_text())
+    """The results file ``name`` (``benchmarks/results/<name>.json``), checked by :func:`read`."""
+    return read(path_of(name))
 
 
 def add_arguments(parser, name):
     """The two flags every benchmark has: ``--results PATH`` and ``--force``."""
     parser.add_argument(
-        "--results", default=str(path_of(name)), help=f"results file (default benchmarks/results/{name}.json)"
+        "--results",
+        type=arguments.output_file,
+        default=str(path_of(name)),
+        help=f"results file (default benchmarks/results/{name}.json)",
     )
     parser.add_argument("--force", action="store_true", help="replace an existing results file")

@@ -17,10 +17,10 @@ Usage (what the section "A first run that learns" of docs/guides/image-workflow.
 repository). The commands run in ``--work`` (default ``runs/small-run``, which must not hold a
 previous run) with ``data`` linked to ``DIR``, so they are recorded as a user types them. The
 numbers go to ``benchmarks/results/small-run.json``, which ``python benchmarks/render_docs.py``
-puts into the page.
+puts into the page.  The flags are checked before any command runs (exit status 2 and one line
+naming the flag).
 """
 
-import argparse
 import csv
 import json
 import os
@@ -33,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import arguments  # benchmarks/arguments.py
 import results  # benchmarks/results.py
 
 NAME = "small-run"
@@ -75,11 +76,27 @@ OOD_NAMES = {"cifar100": "CIFAR-100", "svhn": "SVHN"}
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    """The command line, checked before any command runs (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.split("\n", 1)[0])
     p.add_argument("--data-dir", default=DATA_DIR, help="root of the .npz files (linked as WORK/data)")
-    p.add_argument("--work", default="runs/small-run", help=f"working directory of the commands (new or without {RUN})")
+    p.add_argument(
+        "--work",
+        type=arguments.output_directory,
+        default="runs/small-run",
+        help=f"working directory of the commands (new or without {RUN})",
+    )
     results.add_arguments(p, NAME)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for folder in ("cifar10", "cifar100"):
+        if not (Path(args.data_dir) / folder).is_dir():
+            arguments.die(f"--data-dir: {args.data_dir!r} has no {folder}/ folder of .npz files")
+    if (Path(args.work) / RUN).exists():
+        arguments.die(
+            f"--work: {args.work}/{RUN} exists; remove it or pass another --work (a finished run "
+            "would be left alone and its old numbers recorded)"
+        )
+    results.check_target(args.results, args.force)
+    return args
 
 
 def shown(command, width=88):
@@ -181,16 +198,9 @@ def tables(run, seconds, load):
 
 def main(argv=None):
     args = parse_args(argv)
-    target = results.check_target(args.results, args.force)
+    target = args.results
     work = Path(args.work).resolve()
     data = Path(args.data_dir).resolve()
-    if not (data / "cifar10").is_dir():
-        raise SystemExit(f"--data-dir {args.data_dir}: no cifar10/ folder of .npz files there")
-    if (work / RUN).exists():
-        raise SystemExit(
-            f"--work {args.work}: {RUN} exists; remove it or pass another --work (a finished run "
-            "would be left alone and its old numbers recorded)"
-        )
     work.mkdir(parents=True, exist_ok=True)
     link = work / "data"
     if link.is_symlink() and link.resolve() != data:

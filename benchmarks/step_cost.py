@@ -63,6 +63,9 @@ Run (from the repository root)::
     python benchmarks/step_cost.py --paper-ratio --force  # -> benchmarks/results/step-cost-paper-ratio.json
     python benchmarks/step_cost.py --m 392 --data-size 2560 --results runs/step-cost-m392.json
 (``benchmarks/results/step-cost.json`` by default; ``python benchmarks/render_docs.py`` shows it.)
+
+Every flag and the ``--data`` file are checked before TensorFlow starts (exit status 2 and one
+line naming the flag or file).
 """
 
 import argparse
@@ -81,34 +84,16 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import keras
+import arguments
 import numpy as np
 import results
-import tensorflow as tf
 from step_cost_report import CLOCKS, CONFIGS, RATIOS, VR_CONFIGS, print_parts, print_tables, results_table
-
-import tf_vrre
-from tf_vrre.workflows.image_classification import models
 
 warnings.filterwarnings("ignore", message=".*`shuffle=True` was passed.*")
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "cifar10" / "cifar10_test.npz"
 
 ATTEMPT_EVERY = {"vr_thin4": 4, "vr_thin8": 8}
-POSITIVE_ARGUMENTS = (  # command-line values that must be >= 1
-    "depth",
-    "width",
-    "batch",
-    "data_size",
-    "m",
-    "steps",
-    "warmup",
-    "repeats",
-    "steps_per_execution",
-    "ref_batch",
-    "paper_data_size",
-    "paper_m",
-)
 
 # Network of every chain and snapshot; set from the command line in main().
 _MODEL_KWARGS = {"depth": 8, "width": 16, "num_classes": 10}
@@ -116,37 +101,38 @@ _MODEL_KWARGS = {"depth": 8, "width": 16, "num_classes": 10}
 
 def benchmark_model():
     """``model_fn`` of the samplers: the CIFAR ResNet chosen by ``--depth`` / ``--width``."""
+    from tf_vrre.workflows.image_classification import models
+
     return models.resnet(**_MODEL_KWARGS)
 
 
 def _parser():
     """The command line (the derived defaults and the checks are in :func:`parse_args`)."""
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n", 1)[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    p.add_argument("--depth", type=int, default=8, help="ResNet depth 6n+2 (8, 14, 20, ...)")
-    p.add_argument("--width", type=int, default=16, help="filters of the first stage")
-    p.add_argument("--batch", type=int, default=128, help="mini-batch size")
-    p.add_argument("--data-size", type=int, default=640, help="N: training = reference examples")
-    p.add_argument("--m", type=int, default=98, help="control-variate refresh period")
+    p = arguments.parser(__file__, __doc__.split("\n", 1)[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    count = arguments.positive(int, 10**7)
+    p.add_argument("--depth", type=count, default=8, help="ResNet depth 6n+2 (8, 14, 20, ...)")
+    p.add_argument("--width", type=count, default=16, help="filters of the first stage")
+    p.add_argument("--batch", type=count, default=128, help="mini-batch size")
+    p.add_argument("--data-size", type=count, default=640, help="N: training = reference examples")
+    p.add_argument("--m", type=count, default=98, help="control-variate refresh period")
     p.add_argument(
         "--paper-ratio",
         action="store_true",
         help="N = m * batch / 2: the paper's refresh work per step (N = 50,000, m = 392, "
         "n = 256: 128 images per step and chain), measured, not extrapolated",
     )
-    p.add_argument("--steps", type=int, default=None, help="timed steps per window, a multiple of m (default: m)")
+    p.add_argument("--steps", type=count, default=None, help="timed steps per window, a multiple of m (default: m)")
     p.add_argument(
         "--warmup",
-        type=int,
+        type=count,
         default=None,
         help="untimed steps per sampler before timing (default: 2 x steps-per-execution)",
     )
-    p.add_argument("--repeats", type=int, default=2, help="rounds; the median is reported")
+    p.add_argument("--repeats", type=count, default=2, help="rounds; the median is reported")
     p.add_argument(
-        "--steps-per-execution", type=int, default=7, help="steps per compiled call; must divide --steps and --warmup"
+        "--steps-per-execution", type=count, default=7, help="steps per compiled call; must divide --steps and --warmup"
     )
-    p.add_argument("--ref-batch", type=int, default=1000, help="batch size of the full pass")
+    p.add_argument("--ref-batch", type=count, default=1000, help="batch size of the full pass")
     p.add_argument(
         "--batches",
         choices=("indexed", "plain"),
@@ -159,20 +145,39 @@ def _parser():
         action="store_true",
         help="leave tf.data autotuning on (off by default: see the module docstring)",
     )
-    p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ", ".join(CONFIGS))
     p.add_argument(
-        "--paper-data-size", type=int, default=50000, help="N of the extrapolated VR ratios (CIFAR-10 training set)"
-    )
-    p.add_argument("--paper-m", type=int, default=392, help="m of the extrapolated VR ratios")
-    p.add_argument("--data", default=str(DEFAULT_DATA), help="npz with x (uint8 NHWC) and y")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--inter-op-threads", type=int, default=0, help="tf.config.threading inter-op threads (0: TensorFlow's default)"
+        "--configs",
+        type=arguments.names(CONFIGS, "configurations"),
+        default=tuple(CONFIGS),
+        help="comma-separated subset of " + ", ".join(CONFIGS),
     )
     p.add_argument(
-        "--intra-op-threads", type=int, default=0, help="tf.config.threading intra-op threads (0: TensorFlow's default)"
+        "--paper-data-size", type=count, default=50000, help="N of the extrapolated VR ratios (CIFAR-10 training set)"
     )
-    p.add_argument("--results", help="results file (default benchmarks/results/step-cost[-paper-ratio].json)")
+    p.add_argument("--paper-m", type=count, default=392, help="m of the extrapolated VR ratios")
+    p.add_argument(
+        "--data",
+        default=str(DEFAULT_DATA),
+        help="npz with x (uint8 NHWC) and y (random images if the file does not exist)",
+    )
+    p.add_argument("--seed", type=arguments.nonnegative_int, default=0)
+    p.add_argument(
+        "--inter-op-threads",
+        type=arguments.nonnegative_int,
+        default=0,
+        help="tf.config.threading inter-op threads (0: TensorFlow's default)",
+    )
+    p.add_argument(
+        "--intra-op-threads",
+        type=arguments.nonnegative_int,
+        default=0,
+        help="tf.config.threading intra-op threads (0: TensorFlow's default)",
+    )
+    p.add_argument(
+        "--results",
+        type=arguments.output_file,
+        help="results file (default benchmarks/results/step-cost[-paper-ratio].json)",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing results file")
     return p
 
@@ -181,48 +186,60 @@ def parse_args(argv=None):
     """The parsed command line with its derived defaults, every value checked before any work."""
     p = _parser()
     args = p.parse_args(argv)
-    args.results = str(
-        results.check_target(
-            args.results or results.path_of("step-cost-paper-ratio" if args.paper_ratio else "step-cost"), args.force
-        )
-    )
     if args.paper_ratio:
         args.data_size = args.m * args.batch // 2
     if args.steps is None:
         args.steps = args.m
     if args.warmup is None:
         args.warmup = 2 * args.steps_per_execution
-    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown or not configs or len(set(configs)) != len(configs):
-        p.error(f"--configs: got {configs}; choose distinct names from {list(CONFIGS)}")
-    args.configs = configs
-    for name in POSITIVE_ARGUMENTS:
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    args.configs = list(args.configs)
     if args.depth < 8 or (args.depth - 2) % 6:
-        p.error(f"--depth must be 6n + 2 with n >= 1 (8, 14, 20, 32, ...), got {args.depth}")
+        arguments.die(f"--depth: must be 6n + 2 with n >= 1 (8, 14, 20, 32, ...), got {args.depth}")
     if args.steps % args.m:
-        p.error(
-            f"--steps ({args.steps}) must be a multiple of --m ({args.m}) so that every "
-            "timed window holds the same number of refreshes"
+        arguments.die(
+            f"--steps: must be a multiple of --m ({args.m}) so that every timed window holds the same "
+            f"number of refreshes, got {args.steps}"
         )
     k = args.steps_per_execution
     if args.steps % k or args.warmup % k:
-        p.error(f"--steps-per-execution ({k}) must divide --steps ({args.steps}) and --warmup ({args.warmup})")
+        arguments.die(
+            f"--steps-per-execution: must divide --steps ({args.steps}) and --warmup ({args.warmup}), got {k}"
+        )
     if args.batch > args.data_size:
-        p.error("--batch must not exceed --data-size")
+        arguments.die(f"--batch: must be <= --data-size ({args.data_size}), got {args.batch}")
+    args.images = read_images(args.data, args.data_size)
+    args.results = str(
+        results.check_target(
+            args.results or results.path_of("step-cost-paper-ratio" if args.paper_ratio else "step-cost"), args.force
+        )
+    )
     return args
 
 
-def load_data(path, n, seed):
-    """``n`` CIFAR-10 images normalised per channel and int64 labels; random if ``path`` is missing."""
+def read_images(path, n):
+    """The images and labels of the ``--data`` file, checked (exit 2 with one line naming it if it
+    is damaged or holds fewer than ``n`` CIFAR-shaped images); ``None`` if there is no such file."""
+    if not os.path.exists(path):
+        return None
+    d = arguments.read_npz(path, ("x", "y"), "--data")
+    x, y = d["x"], d["y"].reshape(-1)
+    if x.ndim != 4 or x.shape[1:] != (32, 32, 3) or len(y) != len(x):
+        arguments.die(
+            f"--data: {path}: x has shape {list(x.shape)} and y {len(y)} labels; expected [N, 32, 32, 3] and N"
+        )
+    if len(x) < n:
+        arguments.die(f"--data-size: {path} holds {len(x)} images, fewer than {n}")
+    if not np.all(np.isfinite(x)):
+        arguments.die(f"--data: {path}: x holds NaN or infinite values")
+    return x, y
+
+
+def load_data(path, n, seed, images=None):
+    """``n`` CIFAR-10 images normalised per channel and int64 labels, from ``images`` (the checked
+    ``--data`` file, :func:`read_images`); random if there is none."""
     rng = np.random.default_rng(seed)
-    if os.path.exists(path):
-        with np.load(path) as f:
-            x, y = f["x"], f["y"]
-        if len(x) < n:
-            raise SystemExit(f"{path} holds {len(x)} images, fewer than --data-size={n}")
+    if images is not None:
+        x, y = images
         idx = rng.permutation(len(x))[:n]
         x, y = x[idx], y[idx]
         source = f"CIFAR-10 {os.path.basename(path)}"
@@ -242,6 +259,8 @@ def load_data(path, n, seed):
 
 def make_dataset(x, y, batch, seed):
     """Endless shuffled ``(x, y)`` batches; the same pipeline as ``sampler.make_dataset``."""
+    import tensorflow as tf
+
     x, y = tf.convert_to_tensor(x), tf.convert_to_tensor(y)
     idx = tf.data.Dataset.range(int(x.shape[0]))
     idx = idx.shuffle(int(x.shape[0]), seed=seed, reshuffle_each_iteration=True).repeat()
@@ -253,6 +272,8 @@ def make_dataset(x, y, batch, seed):
 
 
 def without_autotune(ds):
+    import tensorflow as tf
+
     options = tf.data.Options()
     options.autotune.enabled = False
     return ds.with_options(options)
@@ -275,6 +296,10 @@ def sampler_dataset(sampler, config, args, plain):
 
 
 def build_sampler(config, args, data):
+    import keras
+
+    import tf_vrre
+
     two = config != "sghmc"
     vr = config in VR_CONFIGS
     swap = None
@@ -322,6 +347,9 @@ def full_pass_seconds(data, num_models, batch_size, repeats=3):
     summed in float64) to extrapolate its amortised cost to another ``N``; the sums are
     read back and checked.
     """
+    import keras
+    import tensorflow as tf
+
     nets = [benchmark_model() for _ in range(num_models)]
     for net in nets:
         net.trainable = False
@@ -416,6 +444,9 @@ def _ratios_and_full_pass(args, med):
 
 def main(argv=None):
     args = parse_args(argv)
+    import keras
+    import tensorflow as tf
+
     wall_start = time.perf_counter()
     if args.inter_op_threads:
         tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
@@ -424,7 +455,7 @@ def main(argv=None):
     _MODEL_KWARGS.update(depth=args.depth, width=args.width)
     params = benchmark_model().count_params()
 
-    x, y, source = load_data(args.data, args.data_size, args.seed)
+    x, y, source = load_data(args.data, args.data_size, args.seed, args.images)
     args.data_xy, args.ds = (x, y), make_dataset(x, y, args.batch, args.seed)
     print(
         f"step_cost: ResNet-{args.depth} (width {args.width}, {params:,} parameters), "
@@ -452,7 +483,7 @@ def main(argv=None):
     results.write(
         args.results,
         {"main": results_table(args, med, parts)},
-        settings={k: v for k, v in vars(args).items() if k not in ("data_xy", "ds", "results", "force")},
+        settings={k: v for k, v in vars(args).items() if k not in ("data_xy", "ds", "results", "force", "images")},
         model={"depth": args.depth, "width": args.width, "parameters": params},
         data_source=source,
         batches=batches,

@@ -24,9 +24,11 @@ what it did; ``--table`` reprints the table from that file. The table goes to
     python benchmarks/swap_bias.py --seeds 18 --configs vr-window,vr-batch --out runs/swap_bias.jsonl --force
                                                           # the table in docs/benchmarks/swap-bias.md, ~85 min
     python benchmarks/swap_bias.py --seeds 8 --steps 20000 --configs vr-window,vr-batch
+
+The flags and the rows already in ``--out`` are checked before TensorFlow starts (exit status 2
+and one line naming the flag, or the file and line).
 """
 
-import argparse
 import json
 import os
 import sys
@@ -36,8 +38,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import arguments
 import numpy as np
 import results
+
+from tf_vrre.runs import atomic
 
 CONFIGS = {
     "vr-window": ("vr-resgld", {"penalty": "window"}, None),
@@ -55,29 +60,73 @@ LABELS = {
 }
 
 
+RECORD_EVERY = 500  # steps between the recorded values of the cold chain's beta
+ROW_KEYS = ("config", "seed", "steps", "left", "swaps")
+MAX_LOCATION = 1e6  # |phi|, sigma, prior sd: energies stay finite in float32 (as tf-vrre mixture)
+
+
 def _args(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, default=32)
-    p.add_argument("--steps", type=int, default=100000)
-    p.add_argument("--configs", default=",".join(CONFIGS))
-    p.add_argument("--phi", type=float, default=16.0)
-    p.add_argument("--sigma", type=float, default=4.0)
-    p.add_argument("--prior-sd", type=float, default=6.0)
-    p.add_argument("--data-size", type=int, default=1000)
-    p.add_argument("--batch", type=int, default=100)
-    p.add_argument("--m", type=int, default=4)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--tau", type=float, nargs=2, default=(8.0, 3000.0))
-    p.add_argument("--correction", type=float, default=2.0)
-    p.add_argument("--burn-in", type=float, default=0.1)
-    p.add_argument("--out", default="runs/swap_bias.jsonl")
+    """The command line and the rows of ``--out``, checked before TensorFlow starts (exit 2 and
+    one line for a bad value or a damaged row)."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
+    p.add_argument(
+        "--seeds", type=arguments.at_least(2, 10**4), default=32, help="chains per configuration (>= 2: an SE)"
+    )
+    p.add_argument(
+        "--steps",
+        type=arguments.at_least(RECORD_EVERY, 10**9),
+        default=100000,
+        help=f"steps per chain (>= {RECORD_EVERY}: beta is recorded every {RECORD_EVERY})",
+    )
+    p.add_argument("--configs", type=arguments.names(CONFIGS, "configurations"), default=tuple(CONFIGS))
+    p.add_argument("--phi", type=arguments.bounded(MAX_LOCATION), default=16.0)
+    p.add_argument("--sigma", type=arguments.positive_float(MAX_LOCATION), default=4.0)
+    p.add_argument("--prior-sd", type=arguments.positive_float(MAX_LOCATION), default=6.0)
+    p.add_argument("--data-size", type=arguments.positive(int, 10**7), default=1000)
+    p.add_argument("--batch", type=arguments.positive(int, 10**7), default=100)
+    p.add_argument("--m", type=arguments.positive(int, 10**6), default=4)
+    p.add_argument("--lr", type=arguments.positive_float(), default=3e-4)
+    p.add_argument("--tau", type=arguments.positive_float(), nargs=2, default=(8.0, 3000.0))
+    p.add_argument("--correction", type=arguments.positive_float(), default=2.0)
+    p.add_argument("--burn-in", type=arguments.fraction(), default=0.1)
+    p.add_argument("--out", type=arguments.output_file, default="runs/swap_bias.jsonl")
     p.add_argument("--table", action="store_true", help="only print the table of --out (and write the results file)")
     results.add_arguments(p, "swap-bias")
     args = p.parse_args(argv)
-    bad = [c for c in args.configs.split(",") if c not in CONFIGS]
-    if bad:
-        p.error(f"--configs: unknown {bad}; choose from {','.join(CONFIGS)}")
+    if not args.tau[0] < args.tau[1]:
+        arguments.die(f"--tau: the cold temperature must be below the hot one, got {args.tau[0]:g} {args.tau[1]:g}")
+    if args.batch > args.data_size:
+        arguments.die(f"--batch: must be <= --data-size ({args.data_size}), got {args.batch}")
+    if os.path.islink(args.out):
+        arguments.die(f"--out: {args.out} is a symbolic link; rows are appended to a regular file only (remove it)")
+    if args.table and not os.path.exists(args.out):
+        arguments.die(f"--out: {args.out}: no such file (--table prints the rows a run wrote there)")
+    args.rows = read_rows(args.out)
+    results.check_target(args.results, args.force)
     return args
+
+
+def read_rows(path):
+    """The rows of the JSON-lines file ``path`` (none if absent); exit 2 with one line naming the
+    file and line of a damaged row (a torn last line, an edit, a NaN)."""
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                arguments.die(
+                    f"--out: {path}, line {number}: not valid JSON ({err.msg}); remove the line and run again"
+                )
+            bad = arguments.non_finite(row) if isinstance(row, dict) else None
+            if not isinstance(row, dict) or any(k not in row for k in ROW_KEYS) or row["config"] not in CONFIGS:
+                arguments.die(f"--out: {path}, line {number}: not a row of this script (keys {', '.join(ROW_KEYS)})")
+            if bad:
+                arguments.die(f"--out: {path}, line {number}: {bad[0]} is {bad[1]}")
+            rows.append(row)
+    return rows
 
 
 def _one(args, mixture, data, name, seed):
@@ -96,7 +145,7 @@ def _one(args, mixture, data, name, seed):
         correction=args.correction,
         initial=initial,
         seed=seed,
-        record_every=500,
+        record_every=RECORD_EVERY,
         target=mixture,
         swap_options=swap_options,
         jit_compile=True,
@@ -115,9 +164,8 @@ def _one(args, mixture, data, name, seed):
     }
 
 
-def _table(path, exact):
-    """Prints the table of the JSON lines ``path`` and returns it as a results table."""
-    rows = [json.loads(line) for line in open(path)]
+def _table(rows, exact):
+    """Prints the table of the stored ``rows`` and returns it as a results table."""
     print(f"exact left-mode weight {exact:.4f}")
     print(f"{'configuration':<12}{'seeds':>6}{'swaps/seed':>12}{'left-mode weight':>20}{'bias':>9}{'bias/SE':>9}")
     cells, keys = [], []
@@ -157,27 +205,26 @@ def main(argv=None):
     mixture = target.Mixture(args.phi, args.sigma, args.prior_sd).check()
     data = target.make_data(args.data_size, seed=0, target=mixture)
     exact = target.mode_weights(data, args.tau[0], target=mixture)[0]
-    out = results.check_target(args.results, args.force)
+    out = args.results
     if not args.table:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        done = set()
-        if os.path.exists(args.out):
-            done = {(r["config"], r["seed"], r["steps"]) for r in map(json.loads, open(args.out))}
+        done = {(r["config"], r["seed"], r["steps"]) for r in args.rows}
         for seed in range(args.seeds):  # configurations interleaved seed by seed
-            for name in args.configs.split(","):
+            for name in args.configs:
                 if (name, seed, args.steps) in done:
                     continue
                 t0 = time.perf_counter()
                 row = _one(args, mixture, data, name, seed)
-                with open(args.out, "a") as f:
+                args.rows.append(row)
+                with atomic.open_append(args.out) as f:  # a link planted at --out is refused, never followed
                     f.write(json.dumps(row) + "\n")
                 print(
                     f"{name} seed {seed}: left {row['left']:.3f}, {row['mode_changes']} mode changes, "
                     f"{row['swaps']} swaps, {time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
-    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "table")}
-    results.write(out, {"main": _table(args.out, exact)}, settings=settings, exact_left_weight=float(exact))
+    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "table", "rows")}
+    results.write(out, {"main": _table(args.rows, exact)}, settings=settings, exact_left_weight=float(exact))
 
 
 if __name__ == "__main__":

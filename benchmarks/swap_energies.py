@@ -35,12 +35,11 @@ start at step 1) but every ``m`` steps with them (no swap before step ``m``).
 Usage: ``python benchmarks/swap_energies.py [--steps 300] [--configs ...] [--json out.json] --force``
 (about 3-5 minutes per configuration on 2 CPU cores). The table goes to
 ``benchmarks/results/swap-energies.json`` (``--results``), which ``python benchmarks/render_docs.py``
-puts into ``docs/benchmarks/swap-energies.md``.
+puts into ``docs/benchmarks/swap-energies.md``.  The flags and the ``--data`` file are checked
+before TensorFlow starts (exit status 2 and one line naming the flag or file).
 """
 
-import argparse
 import csv
-import json
 import os
 import sys
 import tempfile
@@ -52,14 +51,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import keras
+import arguments
 import numpy as np
 import results
-import tensorflow as tf
 
-import tf_vrre
-from tf_vrre.workflows.image_classification import models
-from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData
+from tf_vrre.runs import atomic
 
 # ../shared/data next to the repository (or next to its parent folder)
 DEFAULT_DATA = next(
@@ -84,56 +80,90 @@ LABELS = {
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--steps", type=int, default=300, help="sampler steps per configuration")
-    p.add_argument("--data-size", type=int, default=640)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--m", type=int, default=98)
-    p.add_argument("--lr", type=float, default=2e-6, help="eta (multiplies the N-scaled gradient)")
-    p.add_argument("--correction", type=float, default=1.5e5)
-    p.add_argument("--temperatures", type=float, nargs=2, default=(0.01, 0.05))
-    p.add_argument("--configs", default=",".join(CONFIGS))
-    p.add_argument("--data", default=str(DEFAULT_DATA))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", default=None)
+    """The command line and the ``--data`` images, checked before TensorFlow starts (exit 2 and
+    one line naming the flag or file)."""
+    p = arguments.parser(__file__, __doc__.split("\n", 1)[0])
+    p.add_argument("--steps", type=arguments.positive(int, 10**8), default=300, help="sampler steps per configuration")
+    p.add_argument("--data-size", type=arguments.positive(int, 10**7), default=640)
+    p.add_argument("--batch", type=arguments.positive(int, 10**7), default=128)
+    p.add_argument("--m", type=arguments.positive(int, 10**7), default=98)
+    p.add_argument("--lr", type=arguments.positive_float(), default=2e-6, help="eta (multiplies the N-scaled gradient)")
+    p.add_argument("--correction", type=arguments.positive_float(), default=1.5e5)
+    p.add_argument("--temperatures", type=arguments.positive_float(), nargs=2, default=(0.01, 0.05))
+    p.add_argument("--configs", type=arguments.names(CONFIGS, "configurations"), default=CONFIGS)
+    p.add_argument("--data", type=arguments.input_file, default=str(DEFAULT_DATA))
+    p.add_argument("--seed", type=arguments.nonnegative_int, default=0)
+    p.add_argument("--json", type=arguments.output_file, default=None, help="also write every measurement here")
     results.add_arguments(p, "swap-energies")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.temperatures[0] < args.temperatures[1]:
+        arguments.die(f"--temperatures: the cold one must be below the hot one, got {args.temperatures}")
+    if args.batch > args.data_size:
+        arguments.die(f"--batch: must be <= --data-size ({args.data_size}), got {args.batch}")
+    d = arguments.read_npz(args.data, ("x", "y"), "--data")
+    x, y = d["x"], d["y"].reshape(-1)
+    if x.ndim != 4 or x.shape[1:] != (32, 32, 3) or len(y) != len(x):
+        arguments.die(
+            f"--data: {args.data}: x has shape {list(x.shape)}, y {len(y)} labels; expected [N, 32, 32, 3], N"
+        )
+    if len(x) < args.data_size:
+        arguments.die(f"--data-size: {args.data} holds {len(x)} images, fewer than {args.data_size}")
+    args.images = x[: args.data_size], y[: args.data_size].astype(np.int64)
+    results.check_target(args.results, args.force)
+    return args
+
+
+def write_json(path, settings, found):
+    """Writes ``--json`` atomically (a symbolic link there is replaced, never followed)."""
+    return atomic.write_json(path, {"settings": settings, "results": found}, indent=2, newline=True)
 
 
 def resnet8():
+    from tf_vrre.workflows.image_classification import models
+
     return models.resnet(8, num_classes=10)
 
 
-class Exact(keras.callbacks.Callback):
-    """Exact (inference-mode, all N examples) energies of every slot before each step."""
+def exact_energies(x, y, weight_decay):
+    """A Keras callback recording the exact (inference-mode, all N examples) energies of every slot
+    before each step (``.rows``: step -> energies)."""
+    import keras
+    import tensorflow as tf
 
-    def __init__(self, x, y, weight_decay):
-        super().__init__()
-        self.x, self.y, self.wd = x, y, weight_decay
-        self.rows = {}
-        self._fn = None
+    class Exact(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.x, self.y, self.wd = x, y, weight_decay
+            self.rows = {}
+            self._fn = None
 
-    def _build(self, s):
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+        def _build(self, s):
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
-        @tf.function
-        def energies():
-            out = []
-            for chain in s.chains:
-                nll = tf.reduce_sum(tf.cast(loss(self.y, chain(self.x, training=False)), tf.float64))
-                sq = tf.add_n([tf.reduce_sum(tf.square(tf.cast(w, tf.float64))) for w in chain.trainable_weights])
-                out.append(nll + 0.5 * self.wd * sq)
-            return tf.stack(out)
+            @tf.function
+            def energies():
+                out = []
+                for chain in s.chains:
+                    nll = tf.reduce_sum(tf.cast(loss(self.y, chain(self.x, training=False)), tf.float64))
+                    sq = tf.add_n([tf.reduce_sum(tf.square(tf.cast(w, tf.float64))) for w in chain.trainable_weights])
+                    out.append(nll + 0.5 * self.wd * sq)
+                return tf.stack(out)
 
-        return energies
+            return energies
 
-    def on_train_batch_begin(self, batch, logs=None):
-        s = self.model
-        self._fn = self._fn or self._build(s)
-        self.rows[int(s.state.step.numpy())] = self._fn().numpy()
+        def on_train_batch_begin(self, batch, logs=None):
+            s = self.model
+            self._fn = self._fn or self._build(s)
+            self.rows[int(s.state.step.numpy())] = self._fn().numpy()
+
+    return Exact()
 
 
 def build(config, args, data):
+    import keras
+
+    import tf_vrre
+
     vr = config.startswith("vr")
     mode = "inference" if config.endswith("_inf") or "_inf_" in config else "train"
     period = {"resghmc_m": args.m, "vr_inf_1": 1}.get(config)
@@ -203,9 +233,12 @@ def analyse(swap_rows, exact, temps):
 
 def main(argv=None):
     args = parse_args(argv)
-    target = results.check_target(args.results, args.force)
-    with np.load(args.data) as z:
-        x, y = z["x"][: args.data_size], z["y"][: args.data_size].astype(np.int64)
+    import keras
+
+    import tf_vrre
+    from tf_vrre.workflows.image_classification.data import Preprocessing, TrainingData
+
+    target, (x, y) = args.results, args.images
     data = TrainingData(x, y, Preprocessing.from_images(x), 10)
     spe = data.steps_per_epoch(args.batch)
     epochs = max(1, args.steps // spe)
@@ -215,12 +248,12 @@ def main(argv=None):
         flush=True,
     )
     found = {}
-    for config in args.configs.split(","):
+    for config in args.configs:
         t0 = time.time()
         keras.utils.clear_session()
         s = build(config, args, data)
         out = tempfile.mkdtemp(prefix=f"swap_energies_{config}_")
-        exact = Exact(*data.reference, weight_decay=25.0)
+        exact = exact_energies(*data.reference, weight_decay=25.0)
         s.fit(
             data.dataset(args.batch, args.seed, s.state.step),
             epochs=epochs,
@@ -242,9 +275,9 @@ def main(argv=None):
             f"delta*dU < -10: {r.get('accepted_while_exact_impossible', 0)}  ({time.time() - t0:.0f} s)",
             flush=True,
         )
-    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "json")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("results", "force", "json", "images")}
     if args.json:
-        Path(args.json).write_text(json.dumps({"settings": settings, "results": found}, indent=2) + "\n")
+        write_json(args.json, settings, found)
     results.write(target, {"main": table(found)}, settings=settings, measured=found)
     return found
 

@@ -18,7 +18,8 @@ Writes ``benchmarks/results/swap_target.json`` (``--out``; ``--force`` to replac
 ``benchmarks/results.py``: the command, commit, date, hardware, the table of the guide (``tables``
 -> ``main``) and every run; ``python benchmarks/render_docs.py`` renders the table in
 ``docs/guides/ladder.md``.  ``--tables-only`` recomputes the tables of an existing ``--out`` file
-from its stored runs (no sampling).
+from its stored runs (no sampling).  The flags (and with ``--tables-only`` the ``--out`` file) are
+checked before TensorFlow starts: exit status 2 and one line naming the flag or file.
 """
 
 import argparse
@@ -29,9 +30,18 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import arguments
 import ladder_tuning
 import numpy as np
 import results
+
+
+def acceptance_rate(text):
+    """Argument type: a target swap acceptance rate in (0, 1)."""
+    value = arguments.fraction()(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value
 
 
 def table(rows):
@@ -51,22 +61,38 @@ def table(rows):
     )
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--targets", default="0.3,0.7", help="target acceptance rates, comma-separated")
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--tune", type=int, default=3000, help="tuning steps (F adapts during them)")
-    p.add_argument("--fixed", type=int, default=9000, help="steps measured after the tuning phase")
-    p.add_argument("--out", default=os.path.join(HERE, "results", "swap_target.json"))
+def parse_args(argv):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
+    p.add_argument(
+        "--targets",
+        type=arguments.float_list(acceptance_rate, "acceptance rates"),
+        default=(0.3, 0.7),
+        help="target acceptance rates in (0, 1), comma-separated",
+    )
+    p.add_argument("--chains", type=arguments.at_least(3, 64), default=4, help="K of the tuned ladder (>= 3)")
+    p.add_argument("--seeds", type=arguments.positive(int, 1000), default=3)
+    p.add_argument(
+        "--tune", type=arguments.positive(int, 10**9), default=3000, help="tuning steps (F adapts during them)"
+    )
+    p.add_argument(
+        "--fixed", type=ladder_tuning.fixed_steps(), default=9000, help="steps measured after the tuning phase"
+    )
+    p.add_argument("--out", type=arguments.output_file, default=os.path.join(HERE, "results", "swap_target.json"))
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--tables-only", action="store_true", help="recompute the tables of --out from its stored runs")
     args = p.parse_args(argv)
+    if not args.tables_only:
+        results.check_target(args.out, args.force, flag="--out")
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
     if args.tables_only:
         return ladder_tuning.tables_only(args.out, table)
-    results.check_target(args.out, args.force)
-    configs = [("F = 2", 2.0, None)] + [(f"target {float(r):g}", "auto", float(r)) for r in args.targets.split(",")]
+    configs = [("F = 2", 2.0, None)] + [(f"target {r:g}", "auto", r) for r in args.targets]
     start, rows = time.time(), []
     for name, correction, target in configs:
         runs = [

@@ -10,10 +10,10 @@ picks for each model is printed beside the numbers (``tf_vrre/xla.py``).
     python benchmarks/xla_speed.py --force     # ~3-5 minutes on 2 cores
 
 The table goes to ``benchmarks/results/xla-speed.json`` (``--results``), which
-``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/xla-speed.md``.
+``python benchmarks/render_docs.py`` puts into ``docs/benchmarks/xla-speed.md``.  The flags and
+an existing ``--data`` file are checked before TensorFlow starts (exit status 2 and one line).
 """
 
-import argparse
 import os
 import sys
 import time
@@ -22,35 +22,50 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import keras
+import arguments
 import numpy as np
 import results
 
-import tf_vrre
-from tf_vrre.sampler import xla
-from tf_vrre.workflows.gaussian_mixture import target
-from tf_vrre.workflows.image_classification.models import resnet
-
+IMAGES = 640  # CIFAR images of the ResNet-8 problem
 DATA = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data", "cifar10", "cifar10_test.npz"
 )
 
 
 def mlp():
+    import keras
+
     inp = keras.Input((8,))
     return keras.Model(inp, keras.layers.Dense(2)(keras.layers.Dense(16, activation="relu")(inp)))
 
 
-def _problems(data_path):
+def read_images(path):
+    """The first :data:`IMAGES` images and labels of the ``--data`` file, checked (exit 2 with one
+    line naming it if it is damaged or too small); ``None`` if there is no such file."""
+    if not os.path.exists(path):
+        return None
+    d = arguments.read_npz(path, ("x", "y"), "--data")
+    x, y = d["x"], d["y"].reshape(-1)
+    if x.ndim != 4 or x.shape[1:] != (32, 32, 3) or len(y) != len(x) or len(x) < IMAGES:
+        arguments.die(
+            f"--data: {path}: x has shape {list(x.shape)}, y {len(y)} labels; expected at least {IMAGES} "
+            "images [N, 32, 32, 3] and N labels"
+        )
+    return x[:IMAGES], y[:IMAGES]
+
+
+def _problems(data_path, images):
+    from tf_vrre.workflows.gaussian_mixture import target
+    from tf_vrre.workflows.image_classification.models import resnet
+
     rng = np.random.default_rng(0)
     x = rng.normal(size=(512, 8)).astype("float32")
     mix = target.make_data(1000, seed=0)
-    if os.path.exists(data_path):
-        d = np.load(data_path)
-        xi, yi = d["x"][:640], d["y"][:640]
+    if images is not None:
+        xi, yi = images
     else:
         print(f"note: {data_path} not found, random images")
-        xi, yi = rng.integers(0, 256, (640, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, 640)
+        xi, yi = rng.integers(0, 256, (IMAGES, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, IMAGES)
     xi = ((xi / 255.0 - 0.47) / 0.25).astype("float32")
     return {
         "1-parameter mixture (`tf_vrre.workflows.gaussian_mixture.target`, batch 100)": (
@@ -72,6 +87,10 @@ def _problems(data_path):
 
 
 def _sampler(model_fn, data, jit, kw):
+    import keras
+
+    import tf_vrre
+
     args = dict(
         data_size=len(data[0]),
         num_chains=2,
@@ -90,15 +109,25 @@ def _sampler(model_fn, data, jit, kw):
     return s
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--data", default=DATA)
+def parse_args(argv=None):
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.splitlines()[0])
+    p.add_argument("--repeats", type=arguments.positive(int, 1000), default=3, help="interleaved rounds (median)")
+    p.add_argument("--data", default=DATA, help="CIFAR-10 .npz with x and y (random images if it does not exist)")
     results.add_arguments(p, "xla-speed")
     args = p.parse_args(argv)
-    results_path = results.check_target(args.results, args.force)
+    args.images = read_images(args.data)
+    results.check_target(args.results, args.force)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from tf_vrre.sampler import xla
+
+    results_path = args.results
     rows = []
-    for name, (model_fn, data, batch, spe, kw) in _problems(args.data).items():
+    for name, (model_fn, data, batch, spe, kw) in _problems(args.data, args.images).items():
         samplers, times = {}, {False: [], True: []}
         for jit in (False, True):
             s = samplers[jit] = _sampler(model_fn, data, jit, kw)

@@ -75,7 +75,7 @@ add_module_names = False
 html_theme = "furo"
 html_title = f"tf_vrre {release}"
 html_static_path = ["_static"]
-html_css_files = ["wrap.css"]  # text blocks (command-line help, printed output) wrap at the page's edge
+html_css_files = ["site.css"]  # code blocks scroll sideways, never wrap (_static/site.css)
 
 # the copy button leaves out prompts and the output of ">>>" examples
 copybutton_prompt_text = r">>> |\.\.\. |\$ "

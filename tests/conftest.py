@@ -15,6 +15,77 @@ import pytest
 # job scripts and shared helpers (tests/helpers/_*.py) import as top-level modules
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers"))
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+QUICK = (
+    # numerics: float32's limits (numpy only)
+    "tests/test_numerics.py",
+    # runs: the files of a run: atomic writes, planted links, a full disk, damaged checkpoints
+    "tests/runs/test_atomic_writes.py::test_run_level_writers_never_write_through_a_planted_link",
+    "tests/runs/test_atomic_writes.py::test_append_and_lock_refuse_a_link",
+    "tests/runs/test_atomic_writes.py::test_a_full_disk_leaves_the_old_file_and_no_temporary",
+    "tests/runs/test_atomic_writes.py::test_a_damaged_newest_checkpoint_falls_back_and_none_readable_is_refused",
+    # sgmcmc: the corrected swap against its formula and Metropolis rates, the pair schedules
+    "tests/sgmcmc/test_swaps.py",
+    # sampler: the exact conjugate posterior, argument checks, save / load, the pinned samples
+    "tests/sampler/test_posterior.py",
+    "tests/sampler/test_replica_exchange_validation.py",
+    "tests/sampler/test_saving.py",
+    "tests/test_pinned.py::test_run_reproduces_pinned_state",
+    # callbacks: checkpoint and exact resume, the epoch logs
+    "tests/callbacks/test_checkpoint_resume.py::test_restores_state_and_epoch_and_keeps_newest",
+    "tests/callbacks/test_progress_and_epoch_csv.py",
+    # serving: a SavedModel of the samples' average
+    "tests/serving/test_export.py::test_dense_model_samples_dir_and_explicit_model",
+    # diagnostics: ESS / R-hat
+    "tests/diagnostics/test_chains.py",
+    # workflows: the image configs, the metrics, the mixture's exact posterior
+    "tests/workflows/image_classification/test_config.py",
+    "tests/workflows/image_classification/test_metrics.py",
+    "tests/workflows/gaussian_mixture/test_target.py::test_exact_mode_weights",
+    # cli: a short `tf-vrre mixture`, bad flags
+    "tests/cli/test_cli_main.py",
+    # the package: layers and imports, the README's examples, Keras' private APIs
+    "tests/test_package_layout.py::test_no_import_cycles",
+    "tests/test_package_layout.py::test_no_module_imports_through_its_own_package",
+    "tests/test_package_layout.py::test_stub_and_runtime_api_agree",
+    "tests/test_readme.py",
+    "tests/test_keras_compat.py",
+)
+"""The smoke subset run by ``python -m pytest -q --quick`` (README): a few fast tests of every
+layer of the package, each a file or ``file::test`` (all its parameters); tests/test_quick_set.py
+checks that every entry exists and that every layer has one."""
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="run only the smoke subset (tests/conftest.py QUICK): every layer of the package in a few minutes",
+    )
+
+
+def _in_quick(nodeid):
+    return any(nodeid == e or nodeid.startswith((e + "::", e + "[")) for e in QUICK)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With ``--quick``, test files outside the subset are not even imported."""
+    if config.getoption("quick") and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        rel = os.path.relpath(collection_path, ROOT).replace(os.sep, "/")
+        if rel not in {e.split("::")[0] for e in QUICK}:
+            return True
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("quick"):
+        return
+    keep = [item for item in items if _in_quick(item.nodeid)]
+    config.hook.pytest_deselected(items=[item for item in items if not _in_quick(item.nodeid)])
+    items[:] = keep
+
+
 # real data, optional: $TF_VRRE_SHARED_DATA, else ../shared/data beside the repository (synthetic images otherwise)
 SHARED_DATA = os.environ.get("TF_VRRE_SHARED_DATA") or os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"

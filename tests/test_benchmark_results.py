@@ -62,6 +62,7 @@ def test_every_results_file_says_how_when_and_where_it_was_measured():
 
 def test_every_benchmark_script_writes_its_results_file():
     helpers = {
+        "arguments.py",
         "results.py",
         "render_docs.py",
         "docs_values.py",
@@ -117,3 +118,31 @@ def test_table_cells():
     ]
     with pytest.raises(ValueError, match="3 columns"):
         results.table(["a", "b", "c"], ["{}"] * 3, [["only", "two"]])
+
+
+def test_the_main_jobs_time_has_one_source(tmp_path, monkeypatch):
+    # `tf-vrre mixture`'s time is the wall time in mixture.json, on every page that gives it
+    shutil.copytree(results.RESULTS, tmp_path / "results")
+    res = json.loads((tmp_path / "results" / "mixture.json").read_text())
+    res["values"]["wall_seconds"] = 199.6
+    (tmp_path / "results" / "mixture.json").write_text(json.dumps(res))
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
+    for page, shown in (
+        ("README.md", "[about 3 minutes on 2 CPU cores](docs/benchmarks/mixture.md)"),
+        ("docs/getting-started.md", "(about 3 minutes on a 2-core CPU;"),
+        ("docs/benchmarks/mixture.md", "about 3 minutes (3 min 20 s of wall time for the table below)"),
+    ):
+        text = _text(page)
+        rendered, problems = render_docs.render(text, page)
+        assert not problems and shown in re.sub(r"\s+", " ", rendered) and shown not in re.sub(r"\s+", " ", text)
+
+
+def test_numbers_in_table_cells_stay_whole():
+    # a rendered table keeps `0.022 +- 0.001` on one line (non-breaking spaces); words still wrap
+    rows = render_docs.whole_numbers("| a | b |\n|---|---|\n| target 0.3 | 0.022 +- 0.001 |").splitlines()
+    assert rows[:2] == ["| a | b |", "|---|---|"]
+    assert rows[2] == "| target 0.3 | 0.022\u00a0+-\u00a00.001 |"
+    assert render_docs.whole_numbers("| 1.69e+04 5.05e+05 | 3.31 (3.30) |") == (
+        "| 1.69e+04\u00a05.05e+05 | 3.31\u00a0(3.30) |"
+    )
+    assert "| +0.055\u00a0+-\u00a00.085 |" in _text("docs/guides/ladder.md")

@@ -26,9 +26,18 @@ EXAMPLE_PAGES = [
     "guides/image-workflow.md",
     "guides/tuning.md",
 ]
-# the pages a new user reads first: no code line longer than the page is wide (88 characters in
-# the theme's content column; the stylesheet wraps longer ones on screen, _static/wrap.css)
-FIRST_PAGES = ["../README.md", "index.md", "getting-started.md", "guides/tuning.md"]
+# the pages a new user reads first, and the guides with long examples: no code line longer than
+# the page is wide (88 characters in the theme's content column; a longer one scrolls sideways
+# in its block, _static/site.css)
+FIRST_PAGES = [
+    "../README.md",
+    "index.md",
+    "getting-started.md",
+    "guides/tuning.md",
+    "guides/ladder.md",
+    "guides/scale.md",
+    "benchmarks/posterior-fidelity.md",
+]
 CODE_WIDTH = 88
 
 
@@ -116,6 +125,43 @@ def test_docs_python_examples_run(capsys, tmp_path, monkeypatch):
     )
     out = capsys.readouterr().out
     assert "swaps" in out and "BMA accuracy" in out and "members" in out
+
+
+def test_scale_guide_example_runs_on_two_logical_cpus(tmp_path):
+    """The chains-on-devices example of guides/scale.md makes its own logical CPU devices, which
+    only a fresh interpreter allows: it runs as a script there and prints what the page shows."""
+    [(code, shown)] = _examples.examples(open(os.path.join(DOCS, "guides", "scale.md")).read())
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), TF_CPP_MIN_LOG_LEVEL="3"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert shown is not None and _examples.same_output(shown, proc.stdout), proc.stdout
+
+
+MATH_PAGES = ["guides/tuning.md", "guides/ladder.md"]
+"""Guides whose formulas are MyST math (``$\\tau_1$``, ``$$ ... $$``), rendered by MathJax."""
+FORMULA = re.compile(
+    r"\b(?:tau|eta|Lambda|lambda|sigma|delta|beta)(?:_\w+)?\b|\^|\bsqrt\(|\berfinv\(|\blog [A-Za-z0-9(]|\bsum(?:_\w+)? "
+)
+
+
+def code_formulas(text):
+    """The inline code spans of ``text``'s prose (outside code blocks and results tables) that
+    read as formulas: a Greek letter's name, a power, sqrt, erfinv, log, a sum."""
+    prose = re.sub(r"^ *```.*?^ *```\n|<!-- results: .*?<!-- /results -->", "", text, flags=re.S | re.M)
+    return [span for span in re.findall(r"`([^`\n]+)`", prose) if FORMULA.search(span)]
+
+
+def test_guides_write_their_formulas_as_math():
+    found = {page: code_formulas(open(os.path.join(DOCS, page)).read()) for page in MATH_PAGES}
+    assert not any(found.values()), f"formulas as inline code (write them as $...$ math): {found}"
+    assert code_formulas("the barrier `Lambda` over `tau_1 < ... < tau_K` with `bounds=(low, high)`") == [
+        "Lambda",
+        "tau_1 < ... < tau_K",
+    ]
 
 
 def test_readme_relative_links_resolve():

@@ -342,6 +342,70 @@ def test_no_import_cycles():
     assert cycles == []
 
 
+def _module_name(path):
+    """``(dotted name, its package)`` of a file of the package (a package's ``__init__`` is the package)."""
+    parts = list(os.path.splitext(os.path.relpath(path, ROOT))[0].split(os.sep))
+    if parts[-1] == "__init__":
+        return ".".join(parts[:-1]), ".".join(parts[:-1])
+    return ".".join(parts), ".".join(parts[:-1])
+
+
+def _is_module(dotted):
+    path = os.path.join(ROOT, *dotted.split("."))
+    return os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
+def imports_through_own_package(source, path):
+    """The ``from P import ...`` lines of a module that reach a package's ``__init__`` it lives in:
+    ``P`` its own package (a sibling is imported by its full path, ``import P.x as x``: the package's
+    ``__init__`` imports the module, so going through it is a circle), or ``P`` a package above it
+    with a name that is not a module of ``P`` (``from tf_vrre.sgmcmc import schedules`` is a
+    module; ``from tf_vrre.sampler import ReplicaExchangeSampler`` inside ``tf_vrre.sampler.x``
+    would be the circle).  A package's own ``__init__`` and its ``__main__`` (which runs the
+    package) may import from it."""
+    name, package = _module_name(path)
+    if name == package or name.endswith(".__main__"):
+        return []
+    ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in ancestors:
+            names = [a.name for a in node.names]
+            if node.module == package or not all(_is_module(f"{node.module}.{n}") for n in names):
+                found.append(
+                    f"{os.path.relpath(path, ROOT)}:{node.lineno}: from {node.module} import {', '.join(names)}"
+                )
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}: a relative import")
+    return found
+
+
+def test_no_module_imports_through_its_own_package():
+    """Siblings by their full path (``import tf_vrre.sampler.batch as batch``), never through the
+    package they live in (``from tf_vrre.sampler import batch`` inside ``tf_vrre.sampler``)."""
+    found = []
+    for folder, dirs, names in os.walk(os.path.join(ROOT, "tf_vrre")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for n in sorted(names):
+            if n.endswith(".py"):
+                path = os.path.join(folder, n)
+                found += imports_through_own_package(open(path).read(), path)
+    assert found == [], "import siblings as `import pkg.mod as mod`:\n" + "\n".join(found)
+
+
+def test_own_package_imports_are_found():
+    at = os.path.join(ROOT, "tf_vrre", "sampler", "replica_exchange.py")
+    assert imports_through_own_package("from tf_vrre.sampler import batch, xla\n", at) == [
+        "tf_vrre/sampler/replica_exchange.py:1: from tf_vrre.sampler import batch, xla"
+    ]
+    assert imports_through_own_package("from tf_vrre import ReplicaExchangeSampler\n", at) != []
+    assert imports_through_own_package("from . import batch\n", at) != []
+    fine = "import tf_vrre.sampler.batch as batch\nfrom tf_vrre import errors\nfrom tf_vrre.sgmcmc import swaps\n"
+    assert imports_through_own_package(fine, at) == []
+    init = os.path.join(ROOT, "tf_vrre", "sampler", "__init__.py")
+    assert imports_through_own_package("from tf_vrre.sampler import batch\n", init) == []
+
+
 def test_layer_contracts_hold():
     out = subprocess.run(
         [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
@@ -374,6 +438,7 @@ NOT_A_PATH = re.compile(r"[\w>/]")
 """After a dotted name: more of a word, ``>`` (a Keras registered name ``tf_vrre.mixture>nll``) or
 ``/`` (a file format ``tf_vrre.run/1``) -- names, not import paths."""
 KERAS_PACKAGE_ARGUMENT = 'package="'  # register_keras_serializable(package="tf_vrre.mixture"): a registered name
+SCRIPT_NAMED_AFTER_THE_PACKAGE = "tf_vrre.py"  # a file that shadows the package (getting-started: troubleshooting)
 FROM_IMPORT = re.compile(r"\bfrom (tf_vrre(?:\.\w+)*) import ([\w ,]+)")
 """``from tf_vrre[.x] import a, b as c``: each imported name is a module or an attribute there."""
 
@@ -412,6 +477,8 @@ def dangling_references():
         for match in DOTTED.finditer(text):
             after = text[match.end() : match.end() + 1]
             if (after and NOT_A_PATH.match(after)) or text[: match.start()].endswith(KERAS_PACKAGE_ARGUMENT):
+                continue
+            if match.group() == SCRIPT_NAMED_AFTER_THE_PACKAGE:
                 continue
             if not _resolves(match.group()):
                 found.setdefault(os.path.relpath(path, ROOT), []).append(match.group())

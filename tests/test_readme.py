@@ -10,7 +10,10 @@ import re
 
 import _examples
 
-README = os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+GETTING_STARTED = os.path.join(ROOT, "docs", "getting-started.md")
+QUICK_COMMAND = 'pip install -e ".[test]" && python -m pytest -q --quick'
 
 
 def test_readme_python_blocks_run_and_print_what_they_show(capsys):
@@ -31,3 +34,38 @@ def test_shown_output_comparison():
     assert not _examples.same_output("{'loss': 0.0614, 'swaps': 3.0}", "{'loss': 0.0614, 'swaps': 4.0}")
     assert not _examples.same_output("{'loss': 0.0614}", "{'accuracy': 0.0614}")
     assert not _examples.same_output("2 samples", "2 samples; 3 more")
+
+
+def bash_commands(text):
+    """The commands of the ```bash blocks of ``text``: continued lines joined, spaces collapsed,
+    comments dropped."""
+    commands = []
+    for body in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
+        joined = re.sub(r"\\\n\s*", " ", body)
+        commands += [" ".join(line.split("#")[0].split()) for line in joined.splitlines() if line.split("#")[0].strip()]
+    return commands
+
+
+def ci_test_command():
+    """The test command CI runs (``.ci/run``, in a fresh virtualenv)."""
+    lines = [line.strip() for line in open(os.path.join(ROOT, ".ci", "run")) if line.startswith("pip install")]
+    assert len(lines) == 1 and lines[0].endswith("python -m pytest -q"), lines
+    return " ".join(lines[0].split())
+
+
+def test_the_test_commands_shown_are_the_ones_that_run(pytestconfig):
+    """The README and getting-started show the full test command as CI runs it, and the quick one
+    beside it, whose ``--quick`` is this suite's option (tests/conftest.py)."""
+    full = ci_test_command().replace(" --quiet", "")
+    for page in (README, GETTING_STARTED):
+        commands = [c.replace(" --quiet", "") for c in bash_commands(open(page).read())]
+        assert full in commands, f"{os.path.basename(page)} does not show CI's test command: {full}"
+        assert QUICK_COMMAND in commands, f"{os.path.basename(page)} does not show the quick tests"
+        text = " ".join(open(page).read().split())
+        assert text.index(QUICK_COMMAND) < text.index("&& mypy && lint-imports && python -m pytest -q")
+    assert pytestconfig.getoption("quick") in (True, False)  # --quick exists
+
+
+def test_bash_commands_are_read_as_run():
+    text = "```bash\npip install -e . \\\n    && tf-vrre mixture   # the main job\n```\n"
+    assert bash_commands(text) == ["pip install -e . && tf-vrre mixture"]

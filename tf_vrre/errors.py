@@ -12,7 +12,8 @@ conventional base too (``ValueError``, ``OSError``, ``FileNotFoundError``,
   :class:`tf_vrre.runs.samples.RunFileError`, :class:`tf_vrre.RunMismatchError`,
   :class:`tf_vrre.callbacks.checkpoint.EpochsError`,
   :class:`tf_vrre.workflows.image_classification.config.ConfigError`,
-  :class:`tf_vrre.workflows.step_bounds.BoundError`;
+  :class:`tf_vrre.workflows.step_bounds.BoundError`,
+  :class:`tf_vrre.sampler.execution.ExecutionError`, :class:`tf_vrre.sampler.placements.PlacementError`;
 - ``OSError``: :class:`tf_vrre.runs.atomic.SymlinkError`, :class:`tf_vrre.runs.atomic.SpecialFileError`,
   :class:`tf_vrre.runs.locks.Busy`; ``FileNotFoundError``:
   :class:`tf_vrre.workflows.image_classification.data.tfds_source.OfflineError`;

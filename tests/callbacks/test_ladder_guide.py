@@ -1,7 +1,9 @@
-"""The Python examples of docs/guides/ladder.md run, in order, and print what the page says they print."""
+"""The Python examples of docs/guides/ladder.md run, in order, and print what the page shows under
+them (``tests/helpers/_examples.py``: the same text, numbers to 1e-3)."""
 
 import os
-import re
+
+import _examples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAGE = os.path.join(ROOT, "docs", "guides", "ladder.md")
@@ -9,14 +11,17 @@ PAGE = os.path.join(ROOT, "docs", "guides", "ladder.md")
 
 def test_ladder_guide_examples_run(capsys, tmp_path, monkeypatch, recwarn):
     monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", open(PAGE).read(), flags=re.S)
-    assert len(blocks) == 3
+    text = open(PAGE).read()
+    blocks = _examples.examples(text)
+    assert len(blocks) == 3 and all(shown for _, shown in blocks), "every example of the guide shows its output"
     namespace = {"__name__": "__docs__"}
-    for block in blocks:
-        exec(compile(block, PAGE, "exec"), namespace)
+    wrong = _examples.run_page(text, "docs/guides/ladder.md", namespace)
+    assert not wrong, "the ladder guide's output differs from what it shows:\n" + "\n".join(
+        f"shown:\n{shown}printed:\n{printed}" for shown, printed in wrong
+    )
     out = capsys.readouterr().out
-    assert "chains; rejection per pair" in out and "ladder before: [1.0, 1.5, 2.0, 2.5] after: [1.0," in out
-    assert out.count("\n") >= 4 and "Lambda" in out and "round" in out  # the table
+    assert "chains; rejection per pair" in out and "ladder before: [1.0, 1.5, 2.0, 2.5]\nladder after:  [1.0," in out
+    assert "Lambda" in out and "round" in out  # the table
     assert "2.0 0.3\n" in out  # the swap-rate target
     assert os.path.getsize(os.path.join(namespace["run"], "barrier.png")) > 10_000
     hist = namespace["history"].history

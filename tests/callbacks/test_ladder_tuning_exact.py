@@ -24,7 +24,7 @@ import pytest
 from scipy import special
 
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
-from tf_vrre.sgmcmc import ladder
+from tf_vrre.sgmcmc import ladder, tempered_gaussian
 
 DIM, K, TUNE, FIXED, LR = 4, 8, 6000, 6000, 0.03
 SGLD_BIAS = 0.004
@@ -74,11 +74,11 @@ def test_tuned_gaussian_ladder_is_geometric_with_equal_rejection(gaussian_run):
     last = tuner.record["rounds"][-1]
     assert last["end_step"] == TUNE and list(temps.astype(np.float32)) == list(np.float32(last["new_temperatures"]))
     se_last = se_fixed * np.sqrt(n_fixed / np.asarray(last["attempts"], np.float64))  # the last round's error
-    exact = ladder.gaussian_rejection(temps[:-1] / temps[1:], DIM)
+    exact = tempered_gaussian.gaussian_rejection(temps[:-1] / temps[1:], DIM)
     assert np.all(np.abs(exact - exact.mean()) < 3.5 * se_last), (exact, se_last)
     # the same in log-temperature steps: delta method with the exact slope dr / dlog(ratio)
     steps = np.log(temps[1:] / temps[:-1])
-    slope = np.abs((ladder.gaussian_rejection(np.exp(-(steps + 1e-5)), DIM) - exact) / 1e-5)
+    slope = np.abs((tempered_gaussian.gaussian_rejection(np.exp(-(steps + 1e-5)), DIM) - exact) / 1e-5)
     assert np.all(np.abs(steps - math.log(100) / (K - 1)) < 3.5 * se_last / slope), (steps, se_last / slope)
     # the swaps the sampler makes on the tuned ladder are the exact Metropolis rates
     assert np.all(np.abs(measured - exact) < 3.5 * se_fixed + SGLD_BIAS), (measured, exact, se_fixed)
@@ -88,13 +88,13 @@ def test_gaussian_barrier_estimate(gaussian_run):
     s, tuner, (_, se_fixed, n_fixed) = gaussian_run
     last = tuner.record["rounds"][-1]
     t = np.asarray(last["temperatures"], np.float64)
-    r_exact = ladder.gaussian_rejection(t[:-1] / t[1:], DIM)
+    r_exact = tempered_gaussian.gaussian_rejection(t[:-1] / t[1:], DIM)
     expected = float(ladder.pair_barriers(r_exact).sum())
     se_last = se_fixed * np.sqrt(n_fixed / np.asarray(last["attempts"], np.float64))
     slope = np.exp(special.erfinv(r_exact) ** 2)  # d/dr (2 / sqrt(pi)) erfinv(r)
     se_barrier = float(np.sqrt(np.sum((slope * se_last) ** 2)))
     assert abs(last["barrier"] - expected) < 3 * se_barrier + SGLD_BIAS * slope.sum(), (last["barrier"], expected)
-    exact = ladder.gaussian_barrier(DIM, 0.01)
+    exact = tempered_gaussian.gaussian_barrier(DIM, 0.01)
     assert exact == pytest.approx(math.gamma(2.5) / (math.sqrt(math.pi) * math.gamma(2.0)) * math.log(100))
     assert abs(expected - exact) < 0.015 * exact, (expected, exact)
     assert last["recommended_chains"] == ladder.recommended_chains(last["barrier"])

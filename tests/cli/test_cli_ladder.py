@@ -5,14 +5,18 @@ with one line before anything is written."""
 
 import json
 import os
+import re
 import shutil
 
+import _ladder_records
+import keras
 import pytest
 from _small_sampler import make_sampler
 
 from tf_vrre import cli
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
+from tf_vrre.runs import ladder_file
 
 SHORT = [
     "--methods",
@@ -57,8 +61,6 @@ def test_mixture_tuning_flags_refused_before_anything_is_written(flags, message,
     with pytest.raises(SystemExit) as exit_:
         cli.main(["mixture", *flags, "--out", str(out)])
     assert exit_.value.code == 2
-    import re
-
     assert re.search(message, capsys.readouterr().err)
     assert not out.exists()
 
@@ -84,15 +86,16 @@ def test_mixture_tunes_the_ladder_and_f_and_prints_the_record(tmp_path, capsys):
 def test_diagnose_prints_and_draws_a_runs_tuning_record(diag_runs, tmp_path, capsys):
     import matplotlib.image as mpimg
 
-    s, x, y = make_sampler(vr=False, temperatures=(1.0, 2.0, 4.0, 8.0))
+    s, x, y = make_sampler(vr=False, temperatures=(1.0, 2.0, 4.0, 8.0), pairs="deo")
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=4)
     s.fit(
         x,
         y,
         batch_size=16,
-        epochs=3,
+        epochs=12,
         verbose=0,
         shuffle=False,
-        callbacks=[LadderTuner(10, first_round_steps=2, directory=str(tmp_path / "tuned" / "ladder"))],
+        callbacks=[LadderTuner(48, first_round_steps=16, directory=str(tmp_path / "tuned" / "ladder"))],
     )
     doc = ladder_report.read(tmp_path / "tuned")
     # a run with only the record: its table and figure
@@ -119,3 +122,51 @@ def test_diagnose_refuses_a_broken_record(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["diagnose", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "d")])
     assert "not a tuning record" in capsys.readouterr().err and not (tmp_path / "d").exists()
+
+
+def _ladder_only_run(path, doc):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "ladder.json").write_text(json.dumps(doc))
+    return path
+
+
+def test_diagnose_reads_a_record_killed_in_its_first_round(tmp_path, capsys):
+    """A run stopped during round 0 (one round started, none ended) is a normal state: diagnose says
+    so, exit 0, no figure."""
+    doc = _ladder_records.record()
+    doc["rounds"] = [{k: v for k, v in doc["rounds"][0].items() if k not in ladder_file.END_FIELDS}]
+    run = _ladder_only_run(tmp_path / "run", doc)
+    assert cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    assert "round 0 started at step 0 and none has ended (the run stopped during its first round)" in out
+    assert not (tmp_path / "d" / "ladder.png").exists()
+    doc = _ladder_records.record()  # rounds kept for too few attempts: tabulated, no barrier drawn from them
+    doc["rounds"] = doc["rounds"][:1] + [{k: v for k, v in doc["rounds"][1].items() if k not in ladder_file.END_FIELDS}]
+    run = _ladder_only_run(tmp_path / "kept", doc)
+    assert cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "k")]) == 0
+    out = capsys.readouterr().out
+    assert "kept its ladder: too few swap attempts" in out and "no round measured a barrier" in out
+
+
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("field", r"ladder\.json: rounds\[1\]\.swaps: must be a list of 3 integers >= 0, got \"all\""),
+        ("identity", r"ladder\.json: run: the recorded run identity was edited"),
+        ("two", r"holds two tuning records, .*ladder\.json and .*ladder/ladder\.json"),
+    ],
+)
+def test_diagnose_refuses_a_damaged_record_or_two_in_one_line(case, message, tmp_path, capsys):
+    doc = _ladder_records.record()
+    if case == "field":
+        doc["rounds"][1]["swaps"] = "all"
+    if case == "identity":
+        doc["run"]["sampler"]["num_chains"] = 8
+    run = _ladder_only_run(tmp_path / "run", doc)
+    if case == "two":
+        _ladder_only_run(run / "ladder", doc)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["diagnose", "--run", str(run), "--out", str(tmp_path / "d")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
+    assert not (tmp_path / "d").exists()

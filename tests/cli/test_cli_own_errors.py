@@ -7,19 +7,19 @@ import os
 import shutil
 
 import pytest
-from _image_runs import cli_flags
+from _image_runs import cli_flags, stopped_run
 
 import tf_vrre
 from tf_vrre import cli, errors
 from tf_vrre.cli import mixture
-from tf_vrre.runs import atomic, fault_points, locks, ownership, run_json, samples
+from tf_vrre.runs import atomic, locks, ownership, run_json, samples
 from tf_vrre.workflows.image_classification import config
 from tf_vrre.workflows.image_classification.data import tfds_source
 
 
 def test_every_error_class_of_the_package_is_a_tf_vrre_error_and_keeps_its_base():
     from tf_vrre.callbacks import checkpoint
-    from tf_vrre.sampler import invariants
+    from tf_vrre.sampler import execution, invariants, placements
     from tf_vrre.workflows import step_bounds
 
     kept = {
@@ -31,6 +31,8 @@ def test_every_error_class_of_the_package_is_a_tf_vrre_error_and_keeps_its_base(
         checkpoint.EpochsError: ValueError,
         config.ConfigError: ValueError,
         step_bounds.BoundError: ValueError,
+        execution.ExecutionError: ValueError,
+        placements.PlacementError: ValueError,
         atomic.SymlinkError: OSError,
         atomic.SpecialFileError: OSError,
         locks.Busy: OSError,
@@ -78,21 +80,6 @@ def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
         cli.main(["mixture", "--out", str(tmp_path / "o")])
 
 
-def _partial_run(out, data_dir):
-    """A tiny run stopped after its first checkpoint (as by a kill): the next command resumes it."""
-
-    def stop(name):
-        if name == "checkpoint.committed":
-            raise KeyboardInterrupt
-
-    fault_points.hook = stop
-    try:
-        assert cli.main(cli_flags("msgd", out, data_dir, epochs=2)) == 130
-    finally:
-        fault_points.hook = None
-    assert os.path.isdir(out / "backup")
-
-
 @pytest.mark.parametrize(
     "damage,message",
     [
@@ -117,7 +104,7 @@ def _partial_run(out, data_dir):
 )
 def test_damage_met_while_resuming_is_one_line(damage, message, image_data_dir, tmp_path, capsys):
     run = tmp_path / "run"
-    _partial_run(run, image_data_dir)
+    stopped_run(run, image_data_dir)
     damage(run)
     capsys.readouterr()
     try:

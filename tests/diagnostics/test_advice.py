@@ -146,21 +146,29 @@ def test_recommendation_from_quenched_modes():
 
 
 def test_from_run_with_only_a_tuning_record(tmp_path):
+    import json
+
+    from _ladder_records import record
+
     from tf_vrre.runs import ladder_file
 
     assert advice.from_run(tmp_path) is None  # nothing to read
-    record = {"start_step": 0, "end_step": 64, "barrier": 2.3, "recommended_chains": 5, "round_trip_rate": 0.1}
-    ladder_file.write(
-        tmp_path / "ladder.json", {"format": ladder_file.FORMAT, "rounds": [record | {"rejection": [0.4, 0.5]}]}
-    )
+    doc = record()  # round 0 kept its ladder (no barrier); round 1 measured Lambda 1.62, 4 chains
+    (tmp_path / "ladder.json").write_text(json.dumps(doc))
     section = advice.from_run(tmp_path)
-    assert section["source"] == "tuning record" and "barrier Lambda 2.3" in section["text"]
-    assert section["advice"]["chains"] == 5 and not section["advice"]["confident"]
-    assert "swap noise" not in section["text"]  # an older record without it
-    noise = {"energies": "mini-batch", "sigma2": [40.0, 10.0], "penalty_nats": [1.25, 0.5]}
-    ladder_file.write(
-        tmp_path / "ladder.json",
-        {"format": ladder_file.FORMAT, "rounds": [record | {"rejection": [0.4, 0.5], "swap_noise": noise}]},
-    )
+    assert section["source"] == "tuning record" and "barrier Lambda 1.62" in section["text"]
+    assert section["advice"]["chains"] == 4 and not section["advice"]["confident"]
+    assert "swap noise" not in section["text"]  # a record written before the tuner kept it
+    doc["rounds"][1]["swap_noise"] = {
+        "energies": "mini-batch",
+        "sigma2": [40.0, 10.0, 5.0],
+        "penalty_nats": [5, 0.3, 0.04],
+    }
+    (tmp_path / "ladder.json").write_text(json.dumps(doc))
+    assert ladder_file.read(tmp_path / "ladder.json") == doc
     text = advice.from_run(tmp_path)["text"]
-    assert "swap noise penalty per pair [1.25, 0.5] nats with mini-batch energies" in text
+    assert "swap noise penalty per pair [5.0, 0.3, 0.04] nats with mini-batch energies" in text
+    doc["rounds"][1]["swap_noise"]["sigma2"] = [40.0, -1.0, 5.0]
+    (tmp_path / "ladder.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"rounds\[1\]\.swap_noise\.sigma2: must be >= 0"):
+        advice.from_run(tmp_path)

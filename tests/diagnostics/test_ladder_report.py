@@ -3,12 +3,13 @@
 import json
 import os
 
+import _ladder_records
 import numpy as np
 import pytest
 
 from tf_vrre.diagnostics import ladder_report
 from tf_vrre.runs import ladder_file
-from tf_vrre.sgmcmc import ladder
+from tf_vrre.sgmcmc import ladder, tempered_gaussian
 
 
 def _record(tmp_path, rounds=3):
@@ -25,7 +26,7 @@ def _record(tmp_path, rounds=3):
     }
     start = 0
     for i, end in enumerate([10, 30, 70][:rounds]):
-        r = ladder.gaussian_rejection(temps[:-1] / temps[1:], 4)
+        r = tempered_gaussian.gaussian_rejection(temps[:-1] / temps[1:], 4)
         b = ladder.Barrier(temps, r, attempts=[100] * 5)
         new = ladder.equal_share_ladder(b)
         doc["rounds"].append(
@@ -55,7 +56,23 @@ def _record(tmp_path, rounds=3):
     return doc
 
 
-def test_read_summary_table_and_figure(tmp_path):
+def _shown(fig):
+    """What a figure shows: its title and, per axes, the title, the labels and every line's and
+    segment collection's data."""
+    axes = [
+        (
+            ax.get_title(),
+            ax.get_xlabel(),
+            ax.get_ylabel(),
+            [line.get_xydata().tolist() for line in ax.get_lines()],
+            [[seg.tolist() for seg in c.get_segments()] for c in ax.collections if hasattr(c, "get_segments")],
+        )
+        for ax in fig.axes
+    ]
+    return fig.get_suptitle(), axes
+
+
+def test_read_summary_table_and_figure(tmp_path, monkeypatch):
     doc = _record(tmp_path)
     assert ladder_report.read(tmp_path) == doc  # the run directory
     assert ladder_report.read(tmp_path / "ladder") == doc  # the tuner's directory
@@ -68,7 +85,16 @@ def test_read_summary_table_and_figure(tmp_path):
     path = tmp_path / "barrier.png"
     fig = ladder_report.plot_barrier(str(path), doc)
     assert path.stat().st_size > 10_000 and len(fig.axes) == 3
-    assert ladder_report.plot_barrier(None, doc) is not None
+    shown, k = _shown(fig), len(doc["rounds"][-1]["new_temperatures"])
+    assert shown[0].startswith(f"Ladder tuning: K = {k}, tau 1 .. 100")
+    assert [len(lines) for _, _, _, lines, _ in shown[1]] == [3, 1 + k, 1]  # top: PCHIP, before, after
+    assert len(shown[1][0][4]) == len(doc["rounds"])  # top: each round's pair means
+    assert shown[1][2][3] == [[[r["round"], r["barrier"]] for r in doc["rounds"]]]  # bottom: Lambda per round
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    unsaved = ladder_report.plot_barrier(None, doc)  # no path: the same figure, returned, nothing written
+    assert unsaved is not fig and _shown(unsaved) == shown and os.listdir(cwd) == []
 
 
 def test_unfinished_and_bad_records(tmp_path):
@@ -84,5 +110,22 @@ def test_unfinished_and_bad_records(tmp_path):
     (bad / "ladder.json").write_text("{")
     with pytest.raises(ValueError, match="unreadable tuning record"):
         ladder_report.read(bad)
-    with pytest.raises(ValueError, match="no ended round"):
+    with pytest.raises(ValueError, match="no round that measured a barrier"):
         ladder_report.plot_barrier(None, {"rounds": [{"start_step": 0}]})
+
+
+def test_rounds_that_kept_their_ladder_report_no_barrier(tmp_path):
+    """A round with too few attempts per pair: in the table with why, no barrier in the summary
+    until a round measured one; the figure leaves it out."""
+    doc = _ladder_records.record()
+    s = ladder_report.summary(doc)
+    assert s["started"] == 3 and not s["finished"] and [r["kept"] is None for r in s["rounds"]] == [False, True]
+    assert s["barrier"] == doc["rounds"][1]["barrier"] and s["rounds"][0]["barrier"] is None
+    table = ladder_report.format_table(doc).splitlines()
+    assert table[1].split()[:4] == ["0", "0-4", "-", "-"] and "kept its ladder: too few swap attempts" in table[1]
+    assert table[2].split()[:4] == ["1", "4-12", "1.620", "4"]
+    assert len(ladder_report.plot_barrier(None, doc).axes[2].lines[0].get_xdata()) == 1  # Lambda of round 1 only
+    doc["rounds"] = doc["rounds"][:1]
+    assert ladder_report.summary(doc)["barrier"] is None
+    with pytest.raises(ValueError, match="no round that measured a barrier"):
+        ladder_report.plot_barrier(None, doc)

@@ -1,5 +1,7 @@
 """Tiny image-workflow runs shared by the training / evaluation / CLI tests."""
 
+import os
+
 from tf_vrre.workflows.image_classification import config
 
 TINY = {
@@ -66,3 +68,21 @@ def cli_flags(method, out, data_dir, epochs=2, subset=64):
     if method not in config.CYCLICAL:
         flags += ["--set", "samples.burn_in_epochs=0"]
     return flags
+
+
+def stopped_run(out, data_dir, method="msgd", epochs=2):
+    """A tiny ``tf-vrre train`` run stopped right after its first checkpoint, as by a kill (the
+    command returns 130): the same command again resumes it."""
+    from tf_vrre import cli
+    from tf_vrre.runs import fault_points
+
+    def stop(name):
+        if name == "checkpoint.committed":
+            raise KeyboardInterrupt
+
+    fault_points.hook = stop
+    try:
+        assert cli.main(cli_flags(method, out, data_dir, epochs=epochs)) == 130
+    finally:
+        fault_points.hook = None
+    assert os.path.isdir(os.path.join(out, "backup"))

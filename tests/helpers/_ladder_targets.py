@@ -3,7 +3,7 @@ and benchmarks/ladder_tuning.py).
 
 - The d-dimensional standard Gaussian tempered at b = 1 / tau (:func:`gaussian_sampler`): one
   weight vector w, energy |w|^2 / 2 from a single "example" (exact energies: sigma2 = 0, the swap
-  is plain Metropolis).  Exact rejection and barrier: tf_vrre.sgmcmc.ladder.gaussian_*.
+  is plain Metropolis).  Exact rejection and barrier: tf_vrre.sgmcmc.tempered_gaussian.gaussian_*.
 - A d-dimensional two-mode mixture with unequal weights (:func:`mixture_sampler`):
   pi(w) ~ p N(w; -m e_1, I) + (1 - p) N(w; m e_1, I) at temperature 1, as a sum over N examples,
   l_i(w) = U(w) / N + a_i . w with sum_i a_i = 0, so the full-data energy is exactly U while a

@@ -23,7 +23,9 @@ def data(seed=0):
     return x, y
 
 
-def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4, target_acceptance=None):
+def make_sampler(
+    vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e-3, period=4, target_acceptance=None, pairs="random"
+):
     s = ReplicaExchangeSampler(
         small_net,
         data_size=N,
@@ -31,7 +33,7 @@ def make_sampler(vr=True, seed=0, correction=2.0, temperatures=(1.0, 4.0), lr=2e
         temperatures=list(temperatures),
         learning_rates=lr,
         seed=seed,
-        swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance),
+        swap=CorrectedSwap(correction=correction, target_acceptance=target_acceptance, pairs=pairs),
         variance_reduction=ControlVariates(period=period) if vr else None,
     )
     x, y = data()

@@ -152,26 +152,35 @@ def test_resume_readers_name_a_damaged_log(tmp_path):
     assert swaps.read_text().splitlines() == ["step,epoch", "1,0", "2,0"]
 
 
-def test_train_reports_a_damaged_sample_on_resume_in_one_line(monkeypatch, capsys, tmp_path):
-    import argparse
+def test_train_reports_a_damaged_sample_on_resume_in_one_line(image_data_dir, tmp_path, capsys):
+    """A real run stopped after its first checkpoint, its sample then deleted or truncated: the
+    resume refuses in one line naming the file and ``tf-vrre repair``; with the file put back it
+    resumes and finishes."""
+    from _image_runs import cli_flags, stopped_run
 
-    from tf_vrre.cli import train
-    from tf_vrre.workflows.image_classification import config, planning, strategies
-
-    def damaged(*a, **k):
-        raise samples.RunFileError(f"sample manifest {tmp_path}/samples/manifest.json points at a missing file")
-
-    monkeypatch.setattr("tf_vrre.workflows.image_classification.train.run", damaged)
-    monkeypatch.setattr("tf_vrre.workflows.image_classification.train.make_strategy", lambda name: None)
-    monkeypatch.setattr("tf_vrre.workflows.image_classification.train.plan", lambda *a, **k: None)
-    monkeypatch.setattr(strategies, "check_options", lambda *a: None)
-    pre = planning.Preflight(config.resolve(config.load("sghmc")), str(tmp_path), source="npz", download=False)
-    args = argparse.Namespace(preflight=pre, out=str(tmp_path), strategy="default", quiet=True)
-    with pytest.raises(SystemExit) as exc:
-        train.run(args)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and len(err) == 1
-    assert "points at a missing file" in err[0] and f"'tf-vrre repair {tmp_path}' keeps the readable" in err[0]
+    run = tmp_path / "run"
+    stopped_run(run, image_data_dir)
+    entries = samples.read_manifest(str(run / "samples"))["entries"]
+    assert entries, "the stopped run kept no sample"
+    victim = run / "samples" / entries[-1]["file"]
+    good = victim.read_bytes()
+    flags = cli_flags("msgd", run, image_data_dir, epochs=2)
+    hint = f"'tf-vrre repair {run}' keeps the readable samples"
+    for damage, message in [
+        (victim.unlink, f"sample manifest {run / 'samples' / 'manifest.json'} points at a missing file: {victim}"),
+        (lambda: victim.write_bytes(good[: len(good) // 2]), f"sample file {victim} is truncated or corrupt"),
+    ]:
+        damage()
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            cli.main(flags)
+        err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("tf-vrre: warning")]
+        assert exc.value.code == 2 and len(err) == 1, err
+        assert err[0].startswith("tf-vrre: error: train: --out: ") and message in err[0] and hint in err[0], err[0]
+        victim.write_bytes(good)
+    assert cli.main(flags) == 0  # the sample back in place: the same command resumes and finishes
+    assert run_json.read_run(str(run))["status"] == "complete"
+    assert [e["file"] for e in samples.read_manifest(str(run / "samples"))["entries"]][0] == entries[0]["file"]
 
 
 _HEADER = "step,epoch,pair,temperature_lo,temperature_hi,energy_lo,energy_hi,log_ratio,accept_prob,accepted,sigma2\n"

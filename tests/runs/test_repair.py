@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -22,14 +23,15 @@ def cli(*args):
     return subprocess.run(COMMAND + list(args), capture_output=True, text=True, env=ENV, timeout=120)
 
 
-def make_run(run, steps=(2, 4, 6, 8)):
-    """A run directory with ``steps`` samples as ``tf-vrre train`` writes them."""
+def make_run(run, steps=(2, 4, 6, 8), offset=0.0):
+    """A run directory with ``steps`` samples as ``tf-vrre train`` writes them (weights ``step +
+    offset``: another run of the same model has another ``offset``)."""
     sample_dir = run / "samples"
     sample_dir.mkdir(parents=True)
     entries = []
     for s in steps:
         path = sample_dir / f"sample-{s:09d}.npz"
-        np.savez(path, w0000=np.full((3, 2), s, np.float32), w0001=np.arange(2, dtype=np.float32))
+        np.savez(path, w0000=np.full((3, 2), s + offset, np.float32), w0001=np.arange(2, dtype=np.float32))
         data = path.read_bytes()
         entries.append(
             {
@@ -86,13 +88,27 @@ def test_a_deleted_sample_is_dropped_and_the_rest_kept(tmp_path):
 
 
 def test_truncated_and_foreign_samples_are_renamed_damaged(tmp_path):
+    """Foreign samples: files of another run of the same model (same names, same array layout,
+    readable), one copied over a listed sample, one beside them under a name the manifest does
+    not list."""
     sample_dir = make_run(tmp_path / "run", steps=(2, 4, 6))
+    other = make_run(tmp_path / "other", steps=(4, 10), offset=1000.0)
     with open(sample_dir / "sample-000000002.npz", "r+b") as f:
         f.truncate(40)
+    shutil.copy(other / "sample-000000004.npz", sample_dir / "sample-000000004.npz")
+    shutil.copy(other / "sample-000000010.npz", sample_dir / "sample-000000010.npz")
     result = repair.repair(str(sample_dir))
-    assert [f for f, _ in result["dropped"]] == ["sample-000000002.npz"]
-    assert os.path.exists(sample_dir / "damaged-sample-000000002.npz")
-    assert samples.load_samples(str(sample_dir)).steps == [4, 6]
+    dropped = dict(result["dropped"])
+    assert sorted(dropped) == ["sample-000000002.npz", "sample-000000004.npz"], dropped
+    assert dropped["sample-000000004.npz"].startswith("size or SHA-256 differs from the manifest")
+    for name in ("sample-000000002.npz", "sample-000000004.npz"):
+        assert os.path.exists(sample_dir / f"damaged-{name}") and not os.path.exists(sample_dir / name)
+    foreign = (other / "sample-000000004.npz").read_bytes()
+    assert (sample_dir / "damaged-sample-000000004.npz").read_bytes() == foreign  # kept for inspection
+    loaded = samples.load_samples(str(sample_dir))
+    assert loaded.steps == [6]  # the unlisted foreign file is not adopted (and left as it is)
+    np.testing.assert_array_equal(loaded.weights(0)[0], np.full((3, 2), 6, np.float32))
+    assert (sample_dir / "sample-000000010.npz").read_bytes() == (other / "sample-000000010.npz").read_bytes()
 
 
 def test_an_unreadable_manifest_is_rebuilt_from_the_sample_files(tmp_path):

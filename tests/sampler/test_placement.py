@@ -88,9 +88,38 @@ def test_chain_per_replica_config_loads_where_it_cannot_apply():
     """A chain-per-replica sampler's config rebuilt outside a strategy (a laptop) gets the
     replicated placement, with a warning naming why."""
     config = {**make().get_config(), "placement": "chain_per_replica"}
-    with pytest.warns(UserWarning, match="placement='replicated'.*no strategy is in scope"):
+    with pytest.warns(UserWarning, match="placement='replicated'.*no strategy is in scope") as caught:
         again = tf_vrre.ReplicaExchangeSampler.from_config(config)
     assert again.placement == "replicated"
+    assert [w.filename for w in caught] == [__file__]  # the user's line
+
+
+def test_load_warning_points_at_the_load_model_call(tmp_path):
+    """Loaded through Keras (``keras.saving.load_model`` -> Keras' deserialization -> ``from_config``),
+    the warning names the line that called ``load_model``, not a line inside Keras."""
+    import zipfile
+
+    path = tmp_path / "s.keras"
+    make(seed=0).save(path)
+    with zipfile.ZipFile(path) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    saved = json.loads(files["config.json"])
+    saved["config"]["placement"] = "chain_per_replica"  # as saved on 2 GPUs
+    files["config.json"] = json.dumps(saved).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    with pytest.warns(UserWarning, match="placement='replicated'") as caught:
+        loaded = keras.saving.load_model(path)
+    assert loaded.placement == "replicated"
+    placement_warnings = [w for w in caught if "placement='replicated'" in str(w.message)]
+    assert [(w.filename, w.lineno) for w in placement_warnings] == [(__file__, load_model_line())]
+
+
+def load_model_line():
+    """The line of this file that calls ``keras.saving.load_model``."""
+    lines = open(__file__).read().splitlines()
+    return 1 + next(i for i, line in enumerate(lines) if "loaded = keras.saving.load_model(path)" in line)
 
 
 # ---- on 2 and 4 logical CPUs ------------------------------------------------------------------

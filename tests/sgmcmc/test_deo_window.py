@@ -117,3 +117,20 @@ def test_sampler_follows_the_window_schedule():
     for i, row in enumerate(rows):
         parity = ((first + i) // 3) % 2
         assert row.tolist() == [p % 2 == parity for p in range(3)], (i, row)
+
+
+def test_window_and_counts_bounded_by_the_int64_counters():
+    """A window (or a count compared with the step) beyond int64 cannot be the parity schedule's:
+    refused where the rule is built, naming the argument and the range; 2**63 - 1 still works."""
+    for name, value in (
+        ("deo_window", 2**63),
+        ("deo_window", 2**70),
+        ("cooling_steps", 2**63),
+        ("attempt_every", 2**64),
+    ):
+        args = {"pairs": "deo", name: value}
+        with pytest.raises(ValueError, match=rf"{name} must be an integer >= \d and <= 2\*\*63 - 1 \(the step and"):
+            CorrectedSwap(**args)
+    widest = CorrectedSwap(pairs="deo", deo_window=2**63 - 1)
+    assert CorrectedSwap.from_config(widest.get_config()).deo_window == 2**63 - 1
+    assert _parities(5, [0, 1, 2**40], 2**63 - 1)[:, 0].tolist() == [True, True, True]  # one parity throughout

@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, optimize, special, stats
+from scipy import integrate, special, stats
 
+import tf_vrre.sgmcmc.ladder as ladder
+import tf_vrre.sgmcmc.tempered_gaussian as tempered_gaussian
+import tf_vrre.sgmcmc.tuning as tuning
 from tf_vrre.diagnostics.replicas import round_trips, slot_paths
-from tf_vrre.sgmcmc import ladder
 
 
 @pytest.mark.parametrize("ratio,dim", [(0.5, 1), (0.3, 4), (0.7, 10), (0.1, 2)])
@@ -22,7 +24,7 @@ def test_gaussian_rejection_is_the_metropolis_rate(ratio, dim):
     w = (1 - ratio) * g_cold - (1 / ratio - 1) * g_hot  # (b_c - b_h)(U_c - U_h) with b_c = 1
     rejection = 1 - np.minimum(1, np.exp(w))
     se = rejection.std() / math.sqrt(n)
-    assert abs(rejection.mean() - float(ladder.gaussian_rejection(ratio, dim))) < 4 * se
+    assert abs(rejection.mean() - float(tempered_gaussian.gaussian_rejection(ratio, dim))) < 4 * se
 
 
 def test_gaussian_rejection_by_quadrature():
@@ -35,7 +37,7 @@ def test_gaussian_rejection_by_quadrature():
         return stats.gamma.sf(t, k) + math.exp(-c) * (1 - a) ** (-k) * stats.gamma.cdf(t * (1 - a), k)
 
     accept = integrate.quad(lambda g: stats.gamma.pdf(g, k) * accept_given(g), 0, np.inf, limit=200)[0]
-    assert float(ladder.gaussian_rejection(rho, 3)) == pytest.approx(1 - accept, abs=1e-9)
+    assert float(tempered_gaussian.gaussian_rejection(rho, 3)) == pytest.approx(1 - accept, abs=1e-9)
 
 
 @pytest.mark.parametrize("dim", [1, 3, 10])
@@ -44,21 +46,21 @@ def test_gaussian_local_barrier_is_half_the_mean_energy_difference(dim):
     beta, n = 0.25, 400_000
     u, v = rng.gamma(dim / 2, size=n) / beta, rng.gamma(dim / 2, size=n) / beta
     d = np.abs(u - v) / 2
-    assert abs(d.mean() - float(ladder.gaussian_local_barrier(beta, dim))) < 4 * d.std() / math.sqrt(n)
+    assert abs(d.mean() - float(tempered_gaussian.gaussian_local_barrier(beta, dim))) < 4 * d.std() / math.sqrt(n)
 
 
 def test_gaussian_barrier_limits_and_fine_ladders():
     # large d: the normal limit sqrt(d / (2 pi)) log(1 / b0)
-    assert ladder.gaussian_barrier(10_000, 0.01) == pytest.approx(
+    assert tempered_gaussian.gaussian_barrier(10_000, 0.01) == pytest.approx(
         math.sqrt(1e4 / (2 * math.pi)) * math.log(100), rel=1e-4
     )
     # the sum of the pairs' barriers of a fine geometric ladder tends to the integral of lambda
     for dim in (2, 10):
-        exact = ladder.gaussian_barrier(dim, 0.01)
+        exact = tempered_gaussian.gaussian_barrier(dim, 0.01)
         estimates = []
         for K in (4, 8, 64):
             ratio = 0.01 ** (1 / (K - 1))
-            r = np.full(K - 1, float(ladder.gaussian_rejection(ratio, dim)))
+            r = np.full(K - 1, float(tempered_gaussian.gaussian_rejection(ratio, dim)))
             estimates.append((ladder.pair_barriers(r).sum(), r.sum()))
         assert estimates[-1][0] == pytest.approx(exact, rel=2e-3)
         # on coarse ladders the erfinv barrier is much closer than the plain sum of rejections
@@ -110,11 +112,11 @@ def test_equal_share_fixed_point_from_linear_is_geometric():
     iteration reaches the geometric ladder, where every pair rejects alike."""
     temps = np.linspace(1.0, 100.0, 8)
     for _ in range(15):
-        r = ladder.gaussian_rejection(temps[:-1] / temps[1:], 4)
+        r = tempered_gaussian.gaussian_rejection(temps[:-1] / temps[1:], 4)
         temps = ladder.equal_share_ladder(ladder.Barrier(temps, r))
     geometric = np.geomspace(1.0, 100.0, 8)
     assert np.max(np.abs(np.log(temps / geometric))) < 1e-4
-    r = ladder.gaussian_rejection(temps[:-1] / temps[1:], 4)
+    r = tempered_gaussian.gaussian_rejection(temps[:-1] / temps[1:], 4)
     assert np.ptp(r) < 1e-4 and temps[0] == 1.0 and temps[-1] == 100.0
 
 
@@ -128,9 +130,9 @@ def test_noisy_rounds_reach_geometric_within_monte_carlo_error():
     finals = []
     for _ in range(reps):
         temps = np.linspace(1.0, 100.0, K)
-        for n in ladder.round_ends(4000, 16):
+        for n in tuning.round_ends(4000, 16):
             attempts = np.full(K - 1, max(1, n // 2))
-            swaps = rng.binomial(attempts, 1 - ladder.gaussian_rejection(temps[:-1] / temps[1:], 4))
+            swaps = rng.binomial(attempts, 1 - tempered_gaussian.gaussian_rejection(temps[:-1] / temps[1:], 4))
             r = ladder.rejection_rates(attempts, swaps)
             temps = ladder.equal_share_ladder(ladder.Barrier(temps, r, attempts))
         finals.append(np.log(temps))
@@ -159,18 +161,6 @@ def test_round_trip_rate_matches_a_simulated_even_odd_index_process():
     theory = ladder.round_trip_rate(r)
     assert abs(per_block.mean() - theory) < 4 * per_block.std(ddof=1) / math.sqrt(20), (per_block.mean(), theory)
     assert ladder.round_trip_rate([0.2, 1.0]) == 0.0
-
-
-def test_round_ends_double_and_cover_the_phase():
-    assert ladder.round_ends(100, 10) == [10, 30, 100]
-    assert ladder.round_ends(70, 10) == [10, 30, 70]
-    assert ladder.round_ends(9, 10) == [9]
-    ends = ladder.round_ends(60_000, 32)
-    lengths = np.diff([0] + ends)
-    assert ends[-1] == 60_000 and np.all(lengths[1:-1] == 2 * lengths[:-2]) and lengths[-1] >= lengths[-2]
-    for args, name in (((0, 4), "tuning_steps"), ((10, 0), "first_round_steps"), ((10.0, 4), "tuning_steps")):
-        with pytest.raises(ValueError, match=name):
-            ladder.round_ends(*args)
 
 
 def test_recommended_chains_rule():
@@ -203,68 +193,5 @@ def test_hot_temperature_when_the_hottest_pair_never_rejected():
     assert ladder.hot_temperature(never, (1.0, 1.25)) == 1.25
 
 
-@pytest.mark.parametrize(
-    "bounds,match",
-    [
-        ((2.0, 10.0), "contain the cold"),
-        ((0.5, 1.0), "contain the cold"),
-        ((5.0, 2.0), "0 < low < high"),
-        ((0.0, 2.0), "0 < low < high"),
-        ((1.0,), "pair"),
-        ("ab", "pair"),
-    ],
-)
-def test_bounds_checked(bounds, match):
-    with pytest.raises(ValueError, match=match):
-        ladder.check_bounds(bounds, 1.0)
-
-
-def test_learning_rate_rules():
-    t = np.array([1.0, 5.0, 25.0])
-    assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, 0.25), 2e-6 * (t / 1.0) ** 0.25)
-    assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, 0.0), 2e-6)
-    assert np.allclose(ladder.ladder_learning_rates(t, 2e-6, lambda temps: 1e-3 * np.sqrt(temps)), 1e-3 * np.sqrt(t))
-    with pytest.raises(ValueError, match="learning_rates must be > 0"):
-        ladder.ladder_learning_rates(t, 1e-3, lambda temps: -temps)
-    with pytest.raises(ValueError, match="3 entries"):
-        ladder.ladder_learning_rates(t, 1e-3, lambda temps: [1.0])
-    with pytest.raises(TypeError, match="learning_rates"):
-        ladder.check_learning_rate_rule("fast")
+def test_pair_barrier_of_half_rejection():
     assert math.isclose(special.erfinv(0.5) * 2 / math.sqrt(math.pi), ladder.pair_barriers([0.5])[0])
-
-
-def _noisy_acceptance(log_f, d, sigma):
-    """E min(1, e^X) for X = d + eps - sigma^2 / F, eps ~ N(0, sigma^2) (delta = 1): the corrected
-    rule's exact acceptance rate for a pair whose true energy term is d and whose noise is Gaussian."""
-    m = d - sigma**2 / math.exp(log_f)
-    return stats.norm.cdf(m / sigma) + math.exp(m + sigma**2 / 2) * stats.norm.cdf((-m - sigma**2) / sigma)
-
-
-@pytest.mark.parametrize("target", [0.3, 0.55])
-def test_correction_step_finds_the_f_of_the_target_rate(target):
-    """The stochastic approximation of log F on simulated corrected-rule decisions (two per step,
-    40,000 steps) ends at the F whose exact acceptance rate is the target: within 4 stationary
-    standard deviations of the linearised recursion, sqrt(c a (1 - a) / (2 g)), with c the final
-    gain per decision and g = da / dlog F at the solution."""
-    d, sigma, steps, per_step = -0.5, 1.0, 40_000, 2
-    rng = np.random.default_rng(7)
-    noise = rng.normal(0.0, sigma, size=(steps, per_step))
-    log_u = np.log(rng.uniform(size=(steps, per_step)))
-    log_f = math.log(2.0)
-    for t in range(steps):
-        log_s = d + noise[t] - sigma**2 / math.exp(log_f)
-        log_f = ladder.correction_step(log_f, target, per_step, int(np.sum(log_u[t] < log_s)), t + 1)
-    exact = optimize.brentq(lambda v: _noisy_acceptance(v, d, sigma) - target, -5.0, 10.0)
-    g = (_noisy_acceptance(exact + 1e-4, d, sigma) - _noisy_acceptance(exact - 1e-4, d, sigma)) / 2e-4
-    c = ladder.CORRECTION_GAIN * (1 + steps / ladder.CORRECTION_GAIN_STEPS) ** -0.6
-    sd = math.sqrt(c * target * (1 - target) / (2 * g))
-    assert abs(log_f - exact) < 4 * sd, (math.exp(log_f), math.exp(exact), sd)
-
-
-def test_correction_step_refuses_bad_input_and_stays_in_bounds():
-    with pytest.raises(ValueError, match="target"):
-        ladder.correction_step(0.0, 1.0, 4, 2, 0)
-    with pytest.raises(ValueError, match="swaps <= attempts"):
-        ladder.correction_step(0.0, 0.5, 4, 5, 0)
-    lo, hi = (math.log(v) for v in ladder.CORRECTION_BOUNDS)
-    assert ladder.correction_step(hi, 0.9, 1000, 0, 0) == hi and ladder.correction_step(lo, 0.1, 1000, 1000, 0) == lo

@@ -69,49 +69,79 @@ def _run(penalty, seed=0, vr=True):
     return err, rows[:, COLS["sigma2_0"]], np.arange(STEPS) % M
 
 
-def _by_offset(err, used, offset, burn_in=200):
-    """Per offset: (MSE of the energy difference, its standard error, mean sigma2 used, its SE)."""
-    out = []
-    for k in range(M):
-        sel = (offset == k) & (np.arange(len(err)) >= burn_in)
-        e2, u = err[sel] ** 2, used[sel]
-        out.append((e2.mean(), e2.std(ddof=1) / np.sqrt(e2.size), u.mean(), u.std(ddof=1) / np.sqrt(u.size)))
-    return np.asarray(out)
+BLOCKS = 10  # batch means: 2200 steps after burn-in in blocks of 220, far longer than the chain's memory
 
 
-def _matches(table, z=4.5):
-    """Mean sigma2 used equals the MSE at every offset within ``z`` combined standard errors."""
-    mse, mse_se, used, used_se = table.T
-    return np.abs(used - mse) <= z * np.sqrt(mse_se**2 + used_se**2) + 1e-6 * (1 + mse)
+def _blocks(err, used, burn_in=200):
+    """Batch means per offset: ``(squared error, sigma2 used)``, each ``[BLOCKS, M]``: the means over
+    each of ``BLOCKS`` contiguous blocks of whole periods after ``burn_in``.
+
+    The steps of a chain are correlated (the window penalty's sigma2 is one smoothed value for
+    many steps, ESS about 1/7 of its draws), so the standard error of a mean over steps is the spread
+    of the block means over ``sqrt(BLOCKS)``, not the steps' spread over ``sqrt(steps)``.
+    """
+    periods = (len(err) - burn_in) // M
+    usable = periods - periods % BLOCKS
+    e2 = (err[burn_in : burn_in + usable * M] ** 2).reshape(BLOCKS, -1, M).mean(1)
+    u = used[burn_in : burn_in + usable * M].reshape(BLOCKS, -1, M).mean(1)
+    return e2, u
+
+
+def _mean_se(values):
+    """Mean over blocks and its batch-means standard error (per column)."""
+    return values.mean(0), values.std(0, ddof=1) / np.sqrt(len(values))
+
+
+def _matches(blocks, z=4.5):
+    """Per offset: the mean sigma2 used equals the mean squared error of the energy difference
+    within ``z`` batch-means standard errors of their difference (paired by block)."""
+    e2, used = blocks
+    diff, se = _mean_se(used - e2)
+    return np.abs(diff) <= z * se + 1e-6 * (1 + e2.mean(0))
+
+
+def _growth(values):
+    """Per block, how much ``values`` grow from offset 1 to offset 3 of the period."""
+    return values[:, 3] - values[:, 1]
 
 
 @pytest.fixture(scope="module")
-def batch_table():
-    return _by_offset(*_run("batch"))
+def batch_blocks():
+    err, used, _ = _run("batch")
+    return _blocks(err, used)
 
 
-def test_estimator_is_exact_at_refresh_and_its_noise_grows_through_the_period(batch_table):
-    mse = batch_table[:, 0]
+def test_estimator_is_exact_at_refresh_and_its_noise_grows_through_the_period(batch_blocks):
+    e2, _ = batch_blocks
+    mse = e2.mean(0)
     assert mse[0] < 1e-6 * mse[1:].mean()  # refresh step: U~ is the exact energy
-    assert mse[3] > 1.5 * mse[1], mse  # the noise grows with the steps since refresh
+    growth, se = _mean_se(_growth(e2))
+    assert growth > 4 * se, (growth, se)  # the noise grows with the steps since refresh
 
 
-def test_default_penalty_matches_the_noise_at_every_offset(batch_table):
-    assert _matches(batch_table).all(), batch_table
-    assert batch_table[0, 2] < 1e-6 * batch_table[1:, 2].mean()  # sigma2 used is 0 at the refresh step
+def test_default_penalty_matches_the_noise_at_every_offset(batch_blocks):
+    assert _matches(batch_blocks).all(), batch_blocks
+    used = batch_blocks[1].mean(0)
+    assert used[0] < 1e-6 * used[1:].mean()  # sigma2 used is 0 at the refresh step
 
 
-def test_paper_window_penalty_does_not(batch_table):
-    window = _by_offset(*_run("window"))
-    assert not _matches(window)[0], window  # charges a penalty where the estimator is exact
-    used = window[1:, 2]
-    assert used.max() / used.min() < 1.3 < window[3, 0] / window[1, 0], window  # flat vs growing noise
+def test_paper_window_penalty_does_not():
+    err, used, _ = _run("window")
+    blocks = _blocks(err, used)
+    assert not _matches(blocks)[0], blocks  # charges a penalty where the estimator is exact
+    e2, u = blocks
+    penalty, penalty_se = _mean_se(_growth(u))
+    assert abs(penalty) <= 4.5 * penalty_se + 1e-6 * u.mean(), (penalty, penalty_se)  # one value per period
+    lag, lag_se = _mean_se(_growth(e2) - _growth(u))
+    assert lag > 4 * lag_se, (lag, lag_se)  # while the noise grows: too much early, too little late
 
 
 def test_plain_minibatch_energies_keep_the_papers_rule_and_it_matches_their_noise():
     """Without control variates the noise has no period structure: the default is the paper's
     window rule (one sigma2), and it matches the noise at every offset."""
-    err, used, offset = _run("auto", vr=False)
-    table = _by_offset(err, used, offset)
-    assert _matches(table).all(), table
-    assert table[:, 0].min() > 0.5 * table[:, 0].max(), table  # flat: no growth through a period
+    err, used, _ = _run("auto", vr=False)
+    blocks = _blocks(err, used)
+    assert _matches(blocks).all(), blocks
+    mse = blocks[0].mean(0)
+    growth, se = _mean_se(_growth(blocks[0]))
+    assert abs(growth) <= 4.5 * se and mse.min() > 0.5 * mse.max(), (growth, se, mse)  # flat through a period

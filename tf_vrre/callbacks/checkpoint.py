@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_vrre import _keras_compat, errors
-from tf_vrre.runs import fault_points, ownership
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.run_json import RunDirError
 from tf_vrre.runs.samples import write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
@@ -124,6 +124,7 @@ class Checkpoint(keras.callbacks.Callback):
         ownership.claim(self.directory, self, self.params, "Checkpoint")
         try:
             self._adopt(run)
+            atomic.remove_temporaries(self.directory, {IDENTITY})  # a killed run's half-written identity.json
             self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
             state = {f"{i:04d}_{v.name}": v.value for i, v in enumerate(s.weights)}
             self._ckpt = tf.train.Checkpoint(epoch=self._epoch, state=state)

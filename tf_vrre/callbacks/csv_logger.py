@@ -99,6 +99,10 @@ class CSVLogger(keras.callbacks.Callback):
         ownership.claim(self.filename, self, self.params, "CSVLogger", lock=self.filename + ".lock")
         try:
             self._adopt(run)
+            atomic.remove_temporaries(  # a killed run's half-written log or identity (its own temporaries only)
+                os.path.dirname(os.path.abspath(self.filename)),
+                {os.path.basename(self.filename), os.path.basename(self._identity_path)},
+            )
         except Exception:
             ownership.release(self)
             raise

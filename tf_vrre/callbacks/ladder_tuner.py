@@ -7,16 +7,16 @@ chains) are in :mod:`tf_vrre.sgmcmc.ladder`; the record it writes is :mod:`tf_vr
 
 import math
 import os
-import warnings
 from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
 
-from tf_vrre import _keras_compat
-from tf_vrre.runs import ladder_file, ownership
+import tf_vrre._user_warning as user_warning
+from tf_vrre import _keras_compat, numerics
+from tf_vrre.runs import atomic, ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
-from tf_vrre.sgmcmc import ladder, schedules
+from tf_vrre.sgmcmc import ladder, schedules, tuning
 
 DEFAULT_EXPONENT = 0.25
 """``eta_h = eta_1 (tau_h / tau_1)^0.25``: the paper's hand-tuned CIFAR ladder (``tau_2 = 5 tau_1``,
@@ -24,6 +24,9 @@ DEFAULT_EXPONENT = 0.25
 
 WARN_MIN_ATTEMPTS = 20
 """A round tells whether K is far too small only when every pair was attempted this often."""
+
+SETS = ("temperatures", "learning_rates")
+"""The sampler's hyperparameters a tuner sets (learning rates unless ``learning_rates=None``)."""
 
 
 def _serialize_rule(rule):
@@ -42,8 +45,9 @@ class LadderTuner(keras.callbacks.Callback):
 
     1. reads every adjacent pair's attempts and accepted swaps in the round from the sampler's
        counters (``attempt_count`` / ``swap_count``: the swap rule actually in force, with its
-       noise penalty and correction ``F``); a pair never attempted counts as rejecting half its
-       swaps (Pigeons' neutral default), not as zero;
+       noise penalty and correction ``F``).  A round in which some pair was attempted fewer than
+       :data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS` (6) times measures nothing: it keeps
+       the ladder, records why (``kept``) and no barrier, and warns;
     2. turns each rejection rate ``r`` into the pair's barrier ``(2 / sqrt(pi)) erfinv(r)``
        (:func:`tf_vrre.sgmcmc.ladder.pair_barriers`), cumulates them over inverse temperature
        ``b = 1 / tau`` and interpolates monotonically (PCHIP): the global barrier ``Lambda`` and the
@@ -51,17 +55,26 @@ class LadderTuner(keras.callbacks.Callback):
     3. places the new inverse temperatures so that every pair has the same share of ``Lambda``
        (equal rejection rates: the ladder with the most round trips).  The cold temperature never
        moves (slot 0 samples the posterior); the hottest moves only with ``bounds``;
-    4. sets the new ladder through ``sampler.set_temperatures`` and, unless ``learning_rates`` is
-       ``None``, learning rates following it through ``sampler.set_learning_rates``;
+    4. computes the learning rates that follow the new ladder (unless ``learning_rates`` is
+       ``None``), checks both as the sampler's setters do, and only then sets both
+       (``sampler.set_temperatures``, ``sampler.set_learning_rates``) and records the round's
+       end: a round ends in one step or not at all;
     5. with ``CorrectedSwap(correction="auto", target_acceptance=r)``: after every executed
        block of the tuning phase, adapts ``log F`` towards the acceptance rate ``r`` over all
-       attempted pairs (:func:`tf_vrre.sgmcmc.ladder.correction_step`) and sets it through
+       attempted pairs (:func:`tf_vrre.sgmcmc.tuning.correction_step`) and sets it through
        ``sampler.set_correction``; each round records the ``F`` it ended with.
 
     After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
     sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
     ladder.  Collect samples only after the tuning phase (``SampleCollector(burn_in_steps=
     tuning_steps)``): during it the ladder, so the chain's law, changes.
+
+    **Blocks.**  Callbacks run after each executed block (``steps_per_execution`` steps): a round
+    ends at the first block end at or after its due step, the record keeps the step where it
+    ended (``end_step``, beside ``due_step``), and the next round lasts its full length from
+    there.  The tuning phase then ends at the first block end at or after ``tuning_steps`` (the
+    last round's ``end_step``); choose ``tuning_steps`` at a block end to fix the ladder exactly
+    there.
 
     **Reports.**  ``logs`` get at every epoch end (from the first, NaN until a round has ended, so
     ``CSVLogger`` keeps the columns; put the tuner before the ``CSVLogger`` in the callback list):
@@ -74,14 +87,25 @@ class LadderTuner(keras.callbacks.Callback):
     (:mod:`tf_vrre.runs.ladder_file`); :mod:`tf_vrre.diagnostics.ladder_report` reads it back and draws
     the local barrier with the ladder before and after tuning.
 
-    **Resume.**  The round schedule is a function of the step counter, and the ladder and ``F``
-    in force live in the sampler's variables (a :class:`tf_vrre.Checkpoint` restores them; ``F``
-    moves by the counters' change since the last block, read again at the restored step).  What
-    a round also needs, the counters at its start, is recorded in ``ladder.json`` when the round
+    **Resume.**  The ladder and ``F`` in force live in the sampler's variables (a
+    :class:`tf_vrre.Checkpoint` restores them; ``F`` moves by the counters' change since the last
+    block, read again at the restored step).  What a round also needs, its start step, the
+    counters there and the step it is due to end, is recorded in ``ladder.json`` when the round
     starts; a resumed run reads it back (rounds that started after the restored step are
     dropped and replayed), so a run killed mid-round and resumed sets the same ladders and
     draws the same samples as the uninterrupted run.  Without ``directory`` a run resumed in
     another process starts the interrupted round afresh at the restored step (a warning says so).
+    A record that does not read as one (:func:`tf_vrre.runs.ladder_file.read` checks every
+    field and the run identity's fingerprint) is refused in one line unless ``overwrite``.
+
+    **Guards.**  Refused before training, each in one line: fewer than 3 chains, no swap rule,
+    temperatures given as a schedule, a tuning phase longer than the ``fit``, ``bounds`` that do
+    not contain the cold temperature (compared in float32, as the sampler holds it), a
+    learning-rate rule that gives a rate that is not finite and ``> 0`` in float32 at the
+    ladder in force or at the widest ladder the tuner may set, and a second callback of the
+    same ``fit`` that sets the temperatures (another tuner, a
+    :class:`tf_vrre.HyperparameterScheduler`), or the learning rates while this tuner does.
+    Warnings point at the ``fit`` call.
 
     Args:
       tuning_steps: length of the tuning phase in steps (use the burn-in); must end within the
@@ -107,17 +131,18 @@ class LadderTuner(keras.callbacks.Callback):
       verbose: print one line per round.
 
     Example:
-      >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04])
-      >>> tuner = LadderTuner(tuning_steps=28, first_round_steps=4, directory="runs/toy/ladder")
-      >>> history = sampler.fit(sampler.make_dataset(16, repeat=True), steps_per_epoch=8, epochs=4,
+      >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04],
+      ...                       swap=tf_vrre.CorrectedSwap(pairs="deo"))      # even/odd swaps: every pair often
+      >>> tuner = LadderTuner(tuning_steps=48, first_round_steps=16, directory="runs/toy/ladder")
+      >>> history = sampler.fit(sampler.make_dataset(16, repeat=True), steps_per_epoch=8, epochs=6,
       ...                       verbose=0, callbacks=[tuner])
-      >>> [r["end_step"] for r in tuner.record["rounds"]]      # rounds of 4, 8 and the remaining 16 steps
-      [4, 12, 28]
+      >>> [(r["start_step"], r["end_step"], r["attempts"]) for r in tuner.record["rounds"]]   # rounds of 16 and 32 steps
+      [(0, 16, [8, 8, 8]), (16, 48, [16, 16, 16])]
       >>> history.history["ladder_round"]                        # rounds ended, at each epoch end
-      [1.0, 2.0, 2.0, 3.0]
+      [0.0, 1.0, 1.0, 1.0, 1.0, 2.0]
       >>> tuner.record["initial"]["temperatures"]
       [0.01, 0.02, 0.03, 0.04]
-      >>> t = tuner.record["rounds"][-1]["new_temperatures"]     # the ladder from step 28 on
+      >>> t = tuner.record["rounds"][-1]["new_temperatures"]     # the ladder from step 48 on
       >>> t[0], t[-1], t == [float(str(v)) for v in sampler.state.ladder.temperature.numpy()]   # cold and hot ends kept
       (0.01, 0.04, True)
     """
@@ -133,11 +158,11 @@ class LadderTuner(keras.callbacks.Callback):
         verbose: int = 0,
     ) -> None:
         super().__init__()
-        ladder.round_ends(tuning_steps, first_round_steps)  # the integer checks, naming the argument
+        tuning.round_ends(tuning_steps, first_round_steps)  # the integer checks, naming the argument
         self.tuning_steps = int(tuning_steps)
         self.first_round_steps = int(first_round_steps)
-        self.learning_rates = ladder.check_learning_rate_rule(learning_rates)
-        self.bounds = None if bounds is None else ladder.check_bounds(bounds, None)
+        self.learning_rates = tuning.check_learning_rate_rule(learning_rates)
+        self.bounds = None if bounds is None else tuning.check_bounds(bounds, None)
         if directory is not None and (not isinstance(directory, (str, os.PathLike)) or not str(directory)):
             raise TypeError(f"directory must be a path or None, got {directory!r}")
         if not isinstance(overwrite, bool):
@@ -148,17 +173,23 @@ class LadderTuner(keras.callbacks.Callback):
         self._doc = None  # the tuning record (kept in memory; on disk with directory)
         self._started = False
 
+    def hyperparameters_set(self) -> tuple[str, ...]:
+        """The sampler's hyperparameters this tuner sets: the temperatures, and the learning
+        rates unless ``learning_rates=None`` (a second callback setting one of them in the same
+        ``fit`` is refused before it starts)."""
+        return SETS if self.learning_rates is not None else SETS[:1]
+
     # --- checks before training ----------------------------------------------------------------
     def on_train_begin(self, logs=None):
         s = require_sampler(self.model, "LadderTuner")
         self._check(s)
-        self._ends = ladder.round_ends(self.tuning_steps, self.first_round_steps)
         self._path = None
         run = ownership.run_identity(s, tuner=self._settings())
         if self.directory is not None:
             ownership.claim(self.directory, self, self.params, "LadderTuner")
             try:
                 self._adopt(run)
+                atomic.remove_temporaries(self.directory, {ladder_file.FILE})  # a killed run's half-written record
             except Exception:
                 ownership.release(self)
                 raise
@@ -186,12 +217,17 @@ class LadderTuner(keras.callbacks.Callback):
                 "LadderTuner: the sampler's learning_rates are a schedule; give the sampler numbers "
                 "or build the tuner with learning_rates=None"
             )
+        temps = s.state.ladder.temperature.numpy()
         if self.bounds is not None:
-            ladder.check_bounds(self.bounds, float(s.state.ladder.temperature.numpy()[0]))
-        if callable(self.learning_rates):  # a rule that fails should fail now, not at the first round's end
-            ladder.ladder_learning_rates(
-                s.state.ladder.temperature.numpy(), float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates
-            )
+            tuning.check_bounds(self.bounds, float(temps[0]))
+        if self.learning_rates is not None:  # a rule that fails should fail now, not at a round's end
+            hottest = float(temps[-1]) if self.bounds is None else self.bounds[1]
+            try:
+                tuning.check_learning_rates_over_range(
+                    self.learning_rates, temps, float(s.state.ladder.learning_rate.numpy()[0]), hottest
+                )
+            except ValueError as err:
+                raise ValueError(f"LadderTuner: {err}") from None
         epochs, steps = (self.params or {}).get("epochs"), (self.params or {}).get("steps")
         if epochs is not None and steps is not None:
             step0 = int(s.state.step.numpy())
@@ -209,7 +245,8 @@ class LadderTuner(keras.callbacks.Callback):
         return {k: config[k] for k in ("tuning_steps", "first_round_steps", "learning_rates", "bounds")}
 
     def _adopt(self, run):
-        """Refuses (or with ``overwrite`` replaces) a tuning record of another run; loads this run's."""
+        """Refuses (or with ``overwrite`` replaces) a tuning record of another run, or one that does
+        not read as a record (:func:`tf_vrre.runs.ladder_file.read`); loads this run's."""
         self._path = os.path.join(self.directory, ladder_file.FILE)
         if not os.path.exists(self._path):
             self._doc = self._new_doc(run)
@@ -234,7 +271,6 @@ class LadderTuner(keras.callbacks.Callback):
             "tuner": self._settings(),
             "target_acceptance": self.model.swap_rule.target_acceptance,
             "tuning_steps": self.tuning_steps,
-            "round_ends": list(self._ends),
             "initial": None,
             "rounds": [],
         }
@@ -253,9 +289,21 @@ class LadderTuner(keras.callbacks.Callback):
             f32(v) for v in s.state.ladder.learning_rate.numpy()
         ]
 
+    def _due(self, record):
+        """The step ``record``'s round is due to end (recorded; computed for older records)."""
+        due = record.get("due_step")
+        return due if due is not None else self._round_end(record["start_step"], record["round"])
+
+    def _round_end(self, start, index):
+        return tuning.round_end(start, index, self.tuning_steps, self.first_round_steps)
+
     def _start(self):
         """First epoch of this fit (after every callback's ``on_train_begin``, so after a
-        :class:`tf_vrre.Checkpoint` restore): reconcile the record with the restored step."""
+        :class:`tf_vrre.Checkpoint` restore): reconcile the record with the restored step.
+
+        Rounds that started after the restored step are dropped, the end of a round that ended
+        after it is forgotten: the round in progress at the restored step continues as recorded.
+        """
         step0 = int(self.model.state.step.numpy())
         self._started = True
         self._last_counts = self._counts()
@@ -265,23 +313,29 @@ class LadderTuner(keras.callbacks.Callback):
                 for k in ladder_file.END_FIELDS:
                     r.pop(k, None)
         self._doc["rounds"] = rounds
-        if step0 >= self.tuning_steps:
-            self._round = None
-            return
-        index = next(i for i, e in enumerate(self._ends) if step0 < e)
-        open_round = rounds[-1] if rounds and "end_step" not in rounds[-1] else None
-        if open_round is None or open_round["round"] != index:
-            if step0 > (self._ends[index - 1] if index else 0):
-                warnings.warn(
-                    f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
-                    f"without the tuning record of this run); the round restarts at step {step0}, so the "
-                    "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "
-                    "resumes",
-                    stacklevel=2,
-                )
-            self._open(index, step0)
-        self._round = index
+        last = rounds[-1] if rounds else None
+        self._round = None
+        if last is not None and "end_step" not in last:
+            self._round = last["round"]  # a resume inside this round
+        elif last is not None and last["end_step"] < self.tuning_steps:
+            self._restart(last["round"] + 1, last["end_step"], step0)  # its successor's start is lost
+        elif last is None and step0 < self.tuning_steps:
+            ends = tuning.round_ends(self.tuning_steps, self.first_round_steps)
+            index = next(i for i, e in enumerate(ends) if step0 < e)
+            self._restart(index, ends[index - 1] if index else 0, step0)
         self._write()
+
+    def _restart(self, index, due_start, step0):
+        """Opens round ``index`` at the restored step (it should have started at ``due_start``)."""
+        if step0 > due_start:
+            user_warning.warn(
+                f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
+                f"without the tuning record of this run); the round restarts at step {step0}, so the "
+                "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "
+                "resumes"
+            )
+        self._round = index
+        self._open(index, step0)
 
     def _open(self, index, step):
         attempts, swaps = self._counts()
@@ -292,6 +346,7 @@ class LadderTuner(keras.callbacks.Callback):
             {
                 "round": index,
                 "start_step": step,
+                "due_step": self._round_end(step, index),
                 "start_attempts": attempts,
                 "start_swaps": swaps,
                 "temperatures": temps,
@@ -308,16 +363,19 @@ class LadderTuner(keras.callbacks.Callback):
             self._start()
 
     def on_train_batch_end(self, batch, logs=None):
+        """A round ends at the end of the first executed block that reaches its due step (with
+        ``steps_per_execution > 1`` possibly later); the next one starts there and lasts its full
+        length from there (:func:`tf_vrre.sgmcmc.tuning.round_end`)."""
         if not self._started or self._round is None:
             return
         step = int(self.model.state.step.numpy())
         self._adapt_correction(step)
-        if step < self._ends[self._round]:
+        record = self._doc["rounds"][-1]
+        if step < self._due(record):
             return
-        self._finish(self._doc["rounds"][-1], step)
-        later = [i for i, e in enumerate(self._ends) if e > step]
-        if later:
-            self._round = later[0]
+        self._finish(record, step)
+        if step < self.tuning_steps:
+            self._round += 1
             self._open(self._round, step)
         else:
             self._round = None
@@ -334,36 +392,40 @@ class LadderTuner(keras.callbacks.Callback):
         self._last_counts = counts
         if attempts == 0:
             return
-        log_f = ladder.correction_step(
+        log_f = tuning.correction_step(
             math.log(float(s.state.swap.correction.numpy())), s.swap_rule.target_acceptance, attempts, swaps, step
         )
         s.set_correction(math.exp(log_f))
 
     def _finish(self, record, step):
-        """Ends a round at ``step``: barrier from its counts, the new ladder set in the sampler."""
+        """Ends a round at ``step`` in one step: the new ladder and its learning rates computed and
+        checked first, then both set in the sampler, then the round's end recorded.  A rule that
+        fails ends nothing (``ValueError``: the sampler and the record keep the round open)."""
         s = self.model
         attempts, swaps = self._counts()
         n = np.subtract(attempts, record["start_attempts"])
         k = np.subtract(swaps, record["start_swaps"])
-        temps = np.asarray(record["temperatures"], np.float64)
-        r = ladder.rejection_rates(n, k)
-        barrier = ladder.Barrier(temps, r, attempts=n)
-        hot = None if self.bounds is None else ladder.hot_temperature(barrier, self.bounds)
-        try:
-            new_t = ladder.equal_share_ladder(barrier, hot)
-            s.set_temperatures([float(v) for v in new_t])  # validated: strictly increasing in float32
-        except ValueError as err:
-            warnings.warn(f"LadderTuner: round {record['round']} keeps its ladder ({err})", stacklevel=2)
-            new_t = temps
-        if self.learning_rates is not None:
-            new_lr = ladder.ladder_learning_rates(
-                new_t, float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates
-            )
-            s.set_learning_rates([float(v) for v in new_lr])
+        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k)
+        new_lr = None
+        if new_t is not None and self.learning_rates is not None:
+            try:
+                new_lr = tuning.ladder_learning_rates(
+                    new_t, float(s.state.ladder.learning_rate.numpy()[0]), self.learning_rates
+                )
+            except ValueError as err:
+                raise ValueError(
+                    f"LadderTuner: round {record['round']} (steps {record['start_step']}-{step}) cannot end: {err}; "
+                    "nothing was set (the ladder and learning rates are those of the round)"
+                ) from None
+        if new_t is not None:  # everything checked: set both
+            s.set_temperatures([float(v) for v in new_t])
+            if new_lr is not None:
+                s.set_learning_rates([float(v) for v in new_lr])
         temps_now, lrs_now = self._ladder()
         # the swap noise the rule charged at the round's end (its sigma2 window): what the advisor
         # weighs (tf_vrre.diagnostics.advice.from_run) against the barrier
         sigma2 = np.asarray(s.state.swap.sigma2.numpy(), np.float64)
+        temps = np.asarray(record["temperatures"], np.float64)
         delta = 1.0 / temps[:-1] - 1.0 / temps[1:]
         noise = {
             "energies": "mini-batch" if s.variance_reduction is None else "control variates",
@@ -375,46 +437,82 @@ class LadderTuner(keras.callbacks.Callback):
                 "end_step": step,
                 "attempts": n.tolist(),
                 "swaps": k.tolist(),
-                "rejection": r.tolist(),
-                "pair_barrier": barrier.pair_barrier.tolist(),
-                "barrier": barrier.total,
-                "rejection_sum": barrier.rejection_sum,
-                "recommended_chains": ladder.recommended_chains(barrier.total),
-                "round_trip_rate": ladder.round_trip_rate(r),
+                **measured,
                 "new_temperatures": temps_now,
                 "new_learning_rates": lrs_now,
                 "correction": float(s.state.swap.correction.numpy()),
                 "swap_noise": noise,
             }
         )
+        self._report(record)
+
+    def _report(self, record):
+        """The ended round in one printed line (``verbose``), and its warnings (at the ``fit`` call)."""
+        steps = f"round {record['round']} (steps {record['start_step']}-{record['end_step']})"
         if self.verbose:
+            found = "no barrier" if record["barrier"] is None else f"Lambda = {record['barrier']:.3g}"
+            found += "" if record["rejection"] is None else f", rejection {np.round(record['rejection'], 3).tolist()}"
+            kept = "" if record["kept"] is None else " (kept)"
             print(
-                f"LadderTuner round {record['round']} (steps {record['start_step']}-{step}): Lambda = "
-                f"{barrier.total:.3g}, rejection {np.round(r, 3).tolist()}, temperatures "
-                f"{[float(f'{t:.4g}') for t in temps_now]}"
+                f"LadderTuner {steps}: {found}, temperatures {[float(f'{t:.4g}') for t in record['new_temperatures']]}{kept}"
             )
-        self._maybe_warn(record, n)
+        if record["kept"] is not None:
+            hint = "; use longer rounds (first_round_steps)" if record["barrier"] is None else ""
+            user_warning.warn(f"LadderTuner: {steps} keeps its ladder: {record['kept']}{hint}")
+        self._maybe_warn(record, record["attempts"])
+
+    def _measure(self, temps, attempts, swaps):
+        """What one round's counts say: the record's measured fields and ``kept``, and the new
+        ladder (``None``: the ladder is kept; no round moves it on fewer than
+        :data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS` attempts of some pair)."""
+        few = tuning.too_few_attempts(attempts)
+        if few is not None:
+            return {
+                "kept": f"too few swap attempts to measure: {few}",
+                **dict.fromkeys(ladder_file.MEASURED_FIELDS),
+            }, None
+        r = ladder.rejection_rates(attempts, swaps)
+        barrier = ladder.Barrier(temps, r, attempts=attempts)
+        measured = {
+            "kept": None,
+            "rejection": r.tolist(),
+            "pair_barrier": barrier.pair_barrier.tolist(),
+            "barrier": barrier.total,
+            "rejection_sum": barrier.rejection_sum,
+            "recommended_chains": ladder.recommended_chains(barrier.total),
+            "round_trip_rate": ladder.round_trip_rate(r),
+        }
+        try:
+            hot = None if self.bounds is None else ladder.hot_temperature(barrier, self.bounds)
+            new_t = ladder.equal_share_ladder(barrier, hot)
+            numerics.check_hyperparameter("temperatures", new_t.tolist(), num_chains=temps.size)  # as the setter does
+        except ValueError as err:
+            measured["kept"] = f"no usable new ladder ({err})"
+            new_t = None
+        return measured, new_t
 
     def _maybe_warn(self, record, attempts):
         K = self.model.num_chains
-        if self._warned or np.min(attempts) < WARN_MIN_ATTEMPTS or record["recommended_chains"] / 2 <= K:
+        chains = record["recommended_chains"]
+        if self._warned or chains is None or np.min(attempts) < WARN_MIN_ATTEMPTS or chains / 2 <= K:
             return
         self._warned = True
-        warnings.warn(
+        user_warning.warn(
             f"LadderTuner: the communication barrier is Lambda >= {record['barrier']:.3g} (round {record['round']}), "
-            f"which needs about {record['recommended_chains']} chains (2 Lambda); with num_chains={K} each pair "
+            f"which needs about {chains} chains (2 Lambda); with num_chains={K} each pair "
             f"rejects {np.mean(record['rejection']):.0%} of its swaps on average and the chains hardly exchange "
-            "states. Use more chains, or a narrower temperature range",
-            stacklevel=2,
+            "states. Use more chains, or a narrower temperature range"
         )
 
     # --- reports -------------------------------------------------------------------------------
     def on_epoch_end(self, epoch, logs=None):
         if logs is None:
             return
-        done = ladder_file.completed(self._doc or {"rounds": []})
+        doc = self._doc or {"rounds": []}
+        done = ladder_file.completed(doc)
         P = self.model.num_chains - 1
-        last = done[-1] if done else None
+        measured = ladder_file.measured(doc)
+        last = measured[-1] if measured else None  # the newest barrier: a kept round measures none
         logs["ladder_round"] = float(len(done))
         logs["ladder_barrier"] = float(last["barrier"]) if last else math.nan
         logs["ladder_recommended_chains"] = float(last["recommended_chains"]) if last else math.nan

@@ -30,11 +30,12 @@ import tf_vrre.callbacks.running_bma as running_bma
 import tf_vrre.callbacks.sample_identity as sample_identity
 import tf_vrre.callbacks.sample_reservoir as sample_reservoir
 from tf_vrre.callbacks.sample_reservoir import KEEP, exploding, reservoir_slot
-from tf_vrre.runs import fault_points, ownership
+from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import (
     FORMAT,
     MANIFEST,
     MODEL_JSON,
+    SAMPLE_FILE,
     SampleSet,
     atomic_write,
     check_entry,
@@ -42,10 +43,16 @@ from tf_vrre.runs.samples import (
     sha256,
     write_json,
 )
+from tf_vrre.sampler.invariants import DivergenceError
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc.schedules import CyclicalCosine
 
 __all__ = ["KEEP", "SampleCollector", "SampleSet", "exploding", "load_samples", "reservoir_slot"]
+
+
+def _writes(name: str) -> bool:
+    """Whether a collector writes the file ``name`` in its directory (manifest, model, samples)."""
+    return name in (MANIFEST, MODEL_JSON) or SAMPLE_FILE.fullmatch(name) is not None
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
@@ -128,7 +135,7 @@ class SampleCollector(keras.callbacks.Callback):
         batch_size: int = 256,
         seed: int = 0,
         overwrite: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(f"directory must be a path, got {directory!r}")
@@ -164,7 +171,7 @@ class SampleCollector(keras.callbacks.Callback):
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.overwrite = overwrite
-        self._state = None  # the manifest being written
+        self._state: dict[str, Any] | None = None  # the manifest being written (from the first epoch on)
         self._bma = None if self.validation_data is None else running_bma.RunningBMA(self.validation_data[1])
         self._started = False
 
@@ -202,7 +209,7 @@ class SampleCollector(keras.callbacks.Callback):
             raise
         self._started = False
 
-    def _start(self):
+    def _start(self) -> None:
         """First epoch of this fit, after every on_train_begin (so after a restore): keep the
         samples up to the restored step, drop the later ones (the replay takes them again)."""
         step0 = int(self.model.state.step.numpy())
@@ -232,15 +239,16 @@ class SampleCollector(keras.callbacks.Callback):
         write_json(os.path.join(self.directory, MANIFEST), manifest)
         self._write_architecture()
         listed = {e["file"] for e in manifest["entries"]}
-        for name in os.listdir(self.directory):  # replayed, evicted or half-written files
-            if (name.startswith("sample-") or name.endswith(".tmp")) and name not in listed:
+        for name in os.listdir(self.directory):  # replayed or evicted samples
+            if SAMPLE_FILE.fullmatch(name) and name not in listed:
                 os.remove(os.path.join(self.directory, name))
+        atomic.remove_temporaries(self.directory, _writes)  # half-written files: its own temporaries only
         self._state = manifest
         if self._bma is not None:
             self._bma.recompute(self.directory, manifest["entries"])
         self._started = True
 
-    def _write_architecture(self):
+    def _write_architecture(self) -> None:
         """Writes ``model.json`` (``cold_model.to_json()``, checked to load back) atomically, so
         the weights-only sample files can be rebuilt into models (``tf_vrre.export_ensemble``);
         a model that does not serialize (subclassed, unregistered) gets a warning instead."""
@@ -280,12 +288,13 @@ class SampleCollector(keras.callbacks.Callback):
         due, self._block_start = self.due_in_block(self._block_start, step), step
         # A due step inside the block: the weights at its end are the sample, labelled with
         # the step they belong to (a block is at most every steps long: at most one per block).
-        if due and (not self._state["events"] or self._state["events"][-1] < step):
-            self._collect(step)
-
-    def _collect(self, step):
-        """Takes the sample of ``step``: decides where it goes, then writes file and manifest."""
         st = self._state
+        if due and st is not None and (not st["events"] or st["events"][-1] < step):
+            self._collect(st, step)
+
+    def _collect(self, st: dict[str, Any], step: int) -> None:
+        """Takes the sample of ``step`` into the manifest ``st``: decides where it goes, then writes
+        file and manifest."""
         st["events"].append(step)
         kept, evicted, slot = sample_reservoir.choose(st, self.keep, self.max_samples, self.seed)
         if not kept:  # only the event is recorded
@@ -343,7 +352,7 @@ class SampleCollector(keras.callbacks.Callback):
     def checkpoint_committed(self) -> None:
         """Called by :class:`tf_vrre.Checkpoint` after a commit: deletes the evicted files no
         resume can need any more."""
-        if not self._started or not self._state["evicted"]:
+        if not self._started or self._state is None or not self._state["evicted"]:
             return
         gone = sample_reservoir.purge_evicted(self._state, self.model.listeners.committed_step)
         if gone:
@@ -357,7 +366,7 @@ class SampleCollector(keras.callbacks.Callback):
             if self._bma is not None:
                 logs.update(self._bma.metrics())
 
-    def flag_divergence(self, error: Exception) -> None:
+    def flag_divergence(self, error: DivergenceError) -> None:
         """Marks ``"exploding": true`` on the entries :func:`exploding` picks and records the
         divergence (step, chain slot, message) in the manifest; the samples stay loadable."""
         if not self._started or self._state is None:
@@ -379,7 +388,7 @@ class SampleCollector(keras.callbacks.Callback):
             self._start()  # no epoch ran (a finished run resumed): settle the restored manifest
         ownership.release(self)
 
-    def _listener_key(self):
+    def _listener_key(self) -> tuple[str, str]:
         return ("SampleCollector", os.path.realpath(self.directory))
 
     def samples(self) -> SampleSet:

@@ -50,7 +50,9 @@ class HyperparameterScheduler(keras.callbacks.Callback):
     temperatures, a per-chain list of those (a callable may also return a per-chain list).  The noise of every step uses the values in
     force.  Schedules that should change *within* an epoch belong in the sampler itself
     (``learning_rates=EpochExponential(...)``); giving the same hyperparameter both ways is an
-    error.  After a ``BackupAndRestore`` resume the epoch index is restored, so the values are
+    error, and so is a second callback of the same ``fit`` that sets it (a
+    :class:`tf_vrre.LadderTuner` sets the temperatures, and the learning rates unless built with
+    ``learning_rates=None``).  After a ``BackupAndRestore`` resume the epoch index is restored, so the values are
     too.
 
     Args:
@@ -79,6 +81,12 @@ class HyperparameterScheduler(keras.callbacks.Callback):
             for name, v in zip(NAMES, (learning_rates, temperatures, correction))
         )
         self.verbose = int(verbose)
+
+    def hyperparameters_set(self) -> tuple[str, ...]:
+        """The sampler's hyperparameters this scheduler sets (a second callback of the same ``fit``
+        setting one of them, e.g. a :class:`tf_vrre.LadderTuner` for temperatures, is refused
+        before it starts)."""
+        return tuple(name for name in NAMES if getattr(self, name) is not None)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         s = require_sampler(self.model, "HyperparameterScheduler")

@@ -171,6 +171,8 @@ class SwapLogger(keras.callbacks.Callback):
         ownership.claim(self.log_dir, self, self.params, "SwapLogger")
         try:
             self._adopt()
+            # a killed run's half-written files (its own temporaries only): tf_vrre.runs.atomic
+            atomic.remove_temporaries(self.log_dir, {IDENTITY} | {f"{name}.csv" for name in self._headers})
         except Exception:
             ownership.release(self)
             raise

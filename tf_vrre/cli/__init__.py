@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from tf_vrre import errors
-from tf_vrre.cli import _args, _startup
+from tf_vrre.cli import _args, _shadowing, _startup
 from tf_vrre.cli._args import die
 
 SUBCOMMANDS = ("mixture", "train", "evaluate", "export", "diagnose", "repair")
@@ -77,7 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parses and checks the flags, then runs the subcommand; returns the exit status.
 
     Exit status: 0 done; 2 bad flag or input refused before the command started (one line on
-    stderr, nothing written); 1 the command failed while it ran: a file could not be written (a
+    stderr, nothing written); 1 TensorFlow or Keras cannot be imported (a broken installation: one
+    line naming the package and the exception, nothing written), or the command failed while it
+    ran: a file could not be written (a
     full disk, no permission: one line naming the file; every file replaced so far is whole), or
     one of tf_vrre's own errors (:class:`tf_vrre.errors.TfVrreError`: a damaged or foreign run file
     met on resume, a lock lost or held by another process, a diverged chain; one line naming it;
@@ -91,8 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             mod.check(args)
     except errors.TfVrreError as err:
         return _own_error(args.command, err, 2)
+    shadowed = _shadowing.current_note()  # a script run here would not import the package
+    if shadowed:
+        sys.stderr.write(f"tf-vrre: note: {shadowed}\n")
     if getattr(mod, "TENSORFLOW", True):
-        _startup.quiet_tensorflow()  # TensorFlow's start-up lines, unless $TF_CPP_MIN_LOG_LEVEL is set
+        try:  # TensorFlow's start-up lines dropped, unless $TF_CPP_MIN_LOG_LEVEL is set
+            _startup.import_tensorflow()
+        except _startup.BrokenInstall as err:
+            sys.stderr.write(f"tf-vrre: error: {args.command}: {err}\n")
+            return 1
     try:
         return mod.run(args)
     except KeyboardInterrupt:

@@ -84,13 +84,28 @@ def record_only(run: str) -> bool:
 
 
 def check_records(runs) -> None:
-    """Every tuning record among ``runs`` readable (exit 2 naming the run otherwise)."""
+    """Every tuning record among ``runs`` readable (exit 2 with one line naming the file and the
+    field otherwise, or both records when a run holds two)."""
     for run in runs:
-        if ladder_file.locate(run) is not None:
-            try:
+        try:
+            if ladder_file.locate(run) is not None:
                 ladder_file.read(run)
-            except ValueError as err:
-                _args.die(f"--run: {err}")
+        except ValueError as err:
+            _args.die(f"--run: {err}")
+
+
+def _unfinished(doc) -> str | None:
+    """Why a record has nothing to tabulate yet, or ``None``."""
+    rounds = doc["rounds"]
+    if not rounds:
+        return "no round has started"
+    if not ladder_file.completed(doc):
+        first = rounds[0]
+        return (
+            f"round {first['round']} started at step {first['start_step']} and none has ended (the run "
+            "stopped during its first round): no barrier measured yet"
+        )
+    return None
 
 
 def print_tables(paths, title=lambda p: p) -> dict:
@@ -104,36 +119,48 @@ def print_tables(paths, title=lambda p: p) -> dict:
             continue
         doc = ladder_file.read(path)
         s = ladder_report.summary(doc)
-        print(
-            f"\nladder tuning of {title(path)} ({len(ladder_file.completed(doc))} rounds, "
-            f"{'finished' if s['finished'] else 'not finished'} at step {doc.get('tuning_steps')}):"
-        )
-        print(ladder_report.format_table(doc))
-        if s["barrier"] is not None:
-            print(
-                f"Lambda = {s['barrier']:.3f}: about {s['recommended_chains']} chains recommended "
-                f"(2 Lambda), {s['num_chains']} used; final temperatures "
-                + " ".join(f"{t:.4g}" for t in s["final_temperatures"])
-                + (
-                    ""
-                    if s.get("final_correction") is None or s.get("target_acceptance") is None
-                    else f"; F = {s['final_correction']:.4g} (target acceptance {s['target_acceptance']:g})"
-                )
-            )
         out[path] = s
+        done = ladder_file.completed(doc)
+        header = f"\nladder tuning of {title(path)} ({len(done)} rounds, "
+        empty = _unfinished(doc)
+        if empty is not None:
+            print(header + f"not finished at step {doc['tuning_steps']}): {empty}")
+            continue
+        print(header + f"{'finished' if s['finished'] else 'not finished'} at step {doc['tuning_steps']}):")
+        print(ladder_report.format_table(doc))
+        if s["barrier"] is None:
+            print(
+                "no round measured a barrier (every round had too few swap attempts per pair); temperatures "
+                + " ".join(f"{t:.4g}" for t in s["final_temperatures"])
+            )
+            continue
+        print(
+            f"Lambda = {s['barrier']:.3f}: about {s['recommended_chains']} chains recommended "
+            f"(2 Lambda), {s['num_chains']} used; final temperatures "
+            + " ".join(f"{t:.4g}" for t in s["final_temperatures"])
+            + (
+                ""
+                if s.get("final_correction") is None or s.get("target_acceptance") is None
+                else f"; F = {s['final_correction']:.4g} (target acceptance {s['target_acceptance']:g})"
+            )
+        )
     return out
 
 
 def figures(paths, out_dir: str) -> list:
     """``ladder.png`` (or ``ladder-<i>.png`` with several records): the local barrier with the
-    ladder before and after tuning; returns the file names written."""
+    ladder before and after tuning, for the records with a round that measured one; returns the
+    file names written."""
     from tf_vrre.diagnostics import ladder_report
 
     found = [p for p in paths if ladder_file.locate(p) is not None]
     names = []
     for i, path in enumerate(found):
+        doc = ladder_file.read(path)
+        if not ladder_file.measured(doc):
+            continue
         name = "ladder.png" if len(found) == 1 else f"ladder-{i}.png"
-        ladder_report.plot_barrier(os.path.join(out_dir, name), ladder_file.read(path))
+        ladder_report.plot_barrier(os.path.join(out_dir, name), doc)
         names.append(name)
     return names
 

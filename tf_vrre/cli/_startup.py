@@ -25,14 +25,24 @@ Where each comes from, and how it is silenced here:
 
 A user who sets ``TF_CPP_MIN_LOG_LEVEL`` (to anything, e.g. ``0``) gets every line as
 TensorFlow writes it: nothing is set and nothing is filtered.
+
+:func:`import_tensorflow` is where ``tf-vrre`` imports TensorFlow and Keras, once the flags are
+checked: an installation that cannot be imported (a missing shared library, a half-removed package,
+a module of that name shadowing it) is a :class:`BrokenInstall`, printed as one line naming the
+package, where it was found and the exception, not a 60-line traceback.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import re
 import sys
 import threading
+
+PACKAGES = ("tensorflow", "keras")
+"""What ``tf-vrre``'s subcommands need imported before they run (TensorFlow first, quietly)."""
 
 LOG_LEVEL = "3"
 """``TF_CPP_MIN_LOG_LEVEL`` for ``tf-vrre`` when the user has not set it."""
@@ -53,6 +63,44 @@ def is_startup_line(line: bytes) -> bool:
       False
     """
     return _STARTUP.match(line) is not None
+
+
+class BrokenInstall(Exception):
+    """A package ``tf-vrre`` needs cannot be imported: ``package``, ``error`` (the exception)."""
+
+    def __init__(self, package: str, error: BaseException) -> None:
+        self.package, self.error = package, error
+        where = _origin(package)
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        super().__init__(
+            f"cannot import {package}{f' (found at {where})' if where else ''}: {type(error).__name__}: {first}; "
+            f"the installation is broken: reinstall it (pip install --force-reinstall {package}), check with "
+            f"python -c 'import {package}', and remove any module of that name that shadows it"
+        )
+
+
+def _origin(package: str) -> str | None:
+    """Where ``package`` is found on ``sys.path`` (``None`` if nowhere or unknown)."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    return None if spec is None else spec.origin
+
+
+def import_tensorflow() -> None:
+    """Imports TensorFlow (without its start-up lines: :func:`quiet_tensorflow`), then Keras.
+
+    Raises:
+      BrokenInstall: one of them fails to import (naming the package and the exception).
+    """
+    for package in PACKAGES:
+        try:
+            if package == "tensorflow":
+                quiet_tensorflow()
+            importlib.import_module(package)
+        except Exception as err:  # any failure while importing means a broken installation
+            raise BrokenInstall(package, err) from err
 
 
 def quiet_tensorflow() -> None:

@@ -131,7 +131,8 @@ def run(args):
         os.makedirs(args.out, exist_ok=True)
         _, written = _ladder.report(args.run, args.out, draw=not args.no_figures)
         _print_advice(advice)
-        print(f"wrote {', '.join(written)} to {args.out}" if written else "")
+        if written:
+            print(f"wrote {', '.join(written)} to {args.out}")
         return 0
     from tf_vrre import diagnostics
     from tf_vrre.diagnostics import plots, report

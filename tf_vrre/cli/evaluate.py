@@ -94,7 +94,7 @@ def run(args):
     fitted = (
         ""
         if not t
-        else ", no fitted T (the fit did not converge)"
+        else ", no fitted T (the warning above says why)"
         if t["T"] is None
         else (
             f", fitted T = {t['T']:.3f}"

@@ -76,7 +76,7 @@ def check(args):
         sample_dir = args.samples
     if os.path.isfile(os.path.join(sample_dir, "manifest.json")):
         try:
-            samples.load_samples(sample_dir)  # structure, sizes, checksums, shapes
+            samples.load_samples(sample_dir).check_finite()  # structure, sizes, checksums, shapes, finite weights
         except ValueError as err:
             _args.die(
                 f"{'--run' if args.run is not None else '--samples'}: {err}; "

@@ -1,11 +1,12 @@
 """``tf-vrre mixture``: the paper's Gaussian-mixture study offline (the main job).
 
-tf-vrre mixture                      # default scenario (N = 1e3), ~3-4 minutes on 2 CPU cores
+tf-vrre mixture                      # default scenario (N = 1e3); its time: docs/benchmarks/mixture.md
 tf-vrre mixture --iterations 20000 --seeds 2 --out runs/quick
 tf-vrre mixture --paper              # the paper's Section 5.1 numbers (N = 1e5), reported honestly
 tf-vrre mixture --appendix           # the appendix variant (tau = (1, 500), eta = 1e-5)
 """
 
+import atexit
 import os
 import time
 
@@ -255,12 +256,31 @@ def _settings(args):
 
 
 def check(args):
-    """Fills the preset, validates flags that depend on each other and ``--out`` (no TensorFlow)."""
+    """Fills the preset, validates flags that depend on each other and ``--out``, then takes the
+    lock of ``--out`` (:func:`tf_vrre.runs.locks.lock_run`: one study writes a directory at a time;
+    a second one is refused here, before TensorFlow starts) and checks the directory again under it
+    (no TensorFlow)."""
     args.scenario = _settings(args)
     _validate(args)
     args.out = args.out or os.path.join("runs", "mixture-" + time.strftime("%Y%m%d-%H%M%S"))
     _args.writable(args.out)
     _args.fresh_directory(args.out, OUTPUTS, args.overwrite)
+    _lock_out(args)
+    _args.fresh_directory(args.out, OUTPUTS, args.overwrite)  # again under the lock: nothing written meanwhile
+
+
+def _lock_out(args):
+    """This process becomes the one writer of ``--out`` (created), until the study ends: exit 2 if
+    another process (a study, ``tf-vrre train``) holds it."""
+    from tf_vrre.runs import locks, run_json
+
+    try:
+        locks.lock_run(args.out, mark=False)  # the pid is written when the study starts (run)
+    except run_json.RunDirError as err:  # RunLockedError
+        _args.die(f"--out: {err}")
+    except OSError as err:  # a link or a special file at --out/.lock
+        _args.die(f"--out: cannot lock {args.out!r}: {err}")
+    atexit.register(locks.unlock_run, args.out)
 
 
 def _validate(args):
@@ -364,7 +384,19 @@ def _print_table(study, results, factor, variance_m, wrote):
 
 
 def run(args):
-    """Runs the study (after :func:`check`); writes results as each method / seed finishes."""
+    """Runs the study (after :func:`check`, holding the lock of ``--out``); writes results as each
+    method / seed finishes; releases the lock at the end."""
+    from tf_vrre.runs import locks
+
+    try:
+        locks.lock_run(args.out)  # still this process's directory? its pid goes into the lock file now
+        return _run(args)
+    finally:
+        locks.unlock_run(args.out)
+
+
+def _run(args):
+    """The body of :func:`run`."""
     t_start = time.perf_counter()
     os.makedirs(args.out, exist_ok=True)
     from tf_vrre.workflows.gaussian_mixture.study import Study  # TensorFlow: after the flags were checked

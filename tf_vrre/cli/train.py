@@ -232,6 +232,28 @@ def _strategy_error(args, err):
     return f"--strategy: {text}" if text.startswith("strategy") else f"--strategy: {args.strategy}: {text}"
 
 
+# compile argument -> (its flag, the flag's values that run under several replicas)
+_EXECUTION_FLAGS = {
+    "steps_per_execution": ("--steps-per-execution", "1"),
+    "jit_compile": ("--jit-compile", "off or auto"),
+}
+
+
+def _execution_error(args, err):
+    """The one line for an execution option the strategy cannot run
+    (:class:`tf_vrre.sampler.execution.ExecutionError`), naming the flag and its allowed values."""
+    if getattr(err, "argument", None) not in _EXECUTION_FLAGS:
+        return _strategy_error(args, err)
+    flag, allowed = _EXECUTION_FLAGS[err.argument]
+    if err.argument == "steps_per_execution":
+        value = str(args.steps_per_execution)
+    elif err.source:
+        value = f"not given, and {err.source} turns XLA on: it"
+    else:
+        value = args.jit_compile
+    return f"{flag}: {value} {err.reason} (--strategy {args.strategy}); allowed here: {allowed}"
+
+
 def check(args):
     """Config, data location, run directory and ``--out``, before TensorFlow starts (exit 2 on a bad one).
 
@@ -324,9 +346,12 @@ def _run(args):
         return 0
     try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything
         strategy = train.make_strategy(args.strategy)
-        strategies.check_options(strategy, pre.jit_compile, pre.steps_per_execution)
     except ValueError as err:
         _args.die(_strategy_error(args, err))
+    try:
+        strategies.check_options(strategy, pre.jit_compile, pre.steps_per_execution)
+    except ValueError as err:  # the sampler's rule (tf_vrre.sampler.execution), in the flags' words
+        _args.die(_execution_error(args, err))
     try:
         train.check_placement(strategy, pre)
     except ValueError as err:

@@ -671,7 +671,7 @@ def from_run(run: Any) -> dict | None:
     tuning = None
     record = ladder_file.locate(run)
     if record is not None:
-        done = ladder_file.completed(ladder_file.read(record))
+        done = ladder_file.measured(ladder_file.read(record))
         if done:
             last = done[-1]
             keys = ("barrier", "recommended_chains", "round_trip_rate", "rejection", "swap_noise")

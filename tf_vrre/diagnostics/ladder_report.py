@@ -33,38 +33,46 @@ def summary(doc: dict) -> dict:
 
     Returns:
       A dict with ``rounds`` (one dict per ended round: ``round``, ``start_step``, ``end_step``,
-      ``barrier``, ``rejection``, ``recommended_chains``) and ``num_chains``, ``tuning_steps``,
-      ``initial_temperatures``, ``final_temperatures``, ``final_learning_rates``,
-      ``final_correction``, ``target_acceptance``, ``barrier``, ``rejection_sum``,
-      ``recommended_chains``, ``round_trip_rate``, ``finished`` (``barrier`` and the rest from the
-      last ended round; ``round_trip_rate``: NRPT's round trips per even/odd swap attempt for the
-      last round's rejections, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`).
+      ``kept``, ``barrier``, ``rejection``, ``recommended_chains``; ``kept`` says why a round
+      kept its ladder, and a round with too few attempts has no ``barrier``) and ``num_chains``,
+      ``tuning_steps``, ``initial_temperatures``, ``final_temperatures``,
+      ``final_learning_rates``, ``final_correction``, ``target_acceptance``, ``barrier``,
+      ``rejection_sum``, ``recommended_chains``, ``round_trip_rate``, ``started`` (rounds
+      started), ``finished`` (``barrier`` and the rest from the last round that measured one,
+      ``None`` before any did; ``round_trip_rate``: NRPT's round trips per even/odd swap attempt
+      for that round's rejections, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`).
 
     Example:
-      >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04])
-      >>> _ = sampler.fit(sampler.make_dataset(16, repeat=True), steps_per_epoch=8, epochs=4, verbose=0,
-      ...     callbacks=[tf_vrre.LadderTuner(28, first_round_steps=4, directory="runs/t")])
+      >>> sampler = toy_sampler(num_chains=4, temperatures=[0.01, 0.02, 0.03, 0.04],
+      ...                       swap=tf_vrre.CorrectedSwap(pairs="deo"))
+      >>> _ = sampler.fit(sampler.make_dataset(16, repeat=True), steps_per_epoch=8, epochs=6, verbose=0,
+      ...     callbacks=[tf_vrre.LadderTuner(48, first_round_steps=16, directory="runs/t")])
       >>> s = summary(read("runs/t"))
       >>> [r["end_step"] for r in s["rounds"]], s["finished"], s["final_temperatures"][0]
-      ([4, 12, 28], True, 0.01)
+      ([16, 48], True, 0.01)
     """
     done = ladder_file.completed(doc)
+    found = ladder_file.measured(doc)
     initial = doc.get("initial") or {}
     out = {
         "num_chains": len(initial.get("temperatures", [])) or None,
         "tuning_steps": doc.get("tuning_steps"),
         "initial_temperatures": initial.get("temperatures"),
         "rounds": [
-            {k: r[k] for k in ("round", "start_step", "end_step", "barrier", "rejection", "recommended_chains")}
+            {
+                **{k: r[k] for k in ("round", "start_step", "end_step", "barrier", "rejection", "recommended_chains")},
+                "kept": r.get("kept"),
+            }
             for r in done
         ],
         "final_temperatures": done[-1]["new_temperatures"] if done else None,
         "final_learning_rates": done[-1]["new_learning_rates"] if done else None,
         "final_correction": done[-1].get("correction") if done else None,
         "target_acceptance": doc.get("target_acceptance"),
+        "started": len(doc.get("rounds", [])),
         "finished": bool(done) and done[-1]["end_step"] >= doc.get("tuning_steps", np.inf),
     }
-    last = done[-1] if done else {}
+    last = found[-1] if found else {}
     for key in ("barrier", "rejection_sum", "recommended_chains", "round_trip_rate"):
         out[key] = last.get(key)
     return out
@@ -72,7 +80,8 @@ def summary(doc: dict) -> dict:
 
 def format_table(doc: dict) -> str:
     """The rounds of a tuning record as text: steps, ``Lambda``, recommended chains, rejection per pair
-    (and the ``F`` each round ended with when ``F`` was adapted to a target acceptance rate).
+    (and the ``F`` each round ended with when ``F`` was adapted to a target acceptance rate); a
+    round that kept its ladder says why.
 
     Example:
       >>> print(format_table({"format": "tf_vrre.ladder/1", "tuning_steps": 8, "initial": None, "rounds": [
@@ -90,9 +99,14 @@ def format_table(doc: dict) -> str:
     for r in ladder_file.completed(doc):
         steps = f"{r['start_step']}-{r['end_step']}"
         f = f"{r.get('correction', float('nan')):>11.4g}" if adapted else ""
+        kept = "" if r.get("kept") is None else f"  kept its ladder: {r['kept']}"
+        if r["barrier"] is None:
+            lines.append(f"{r['round']:>5}  {steps:<11}{'-':>8}{'-':>8}{f}{kept}")
+            continue
         lines.append(
             f"{r['round']:>5}  {steps:<11}{r['barrier']:>8.3f}{r['recommended_chains']:>8}{f}  "
             + " ".join(f"{v:.3f}" for v in r["rejection"])
+            + kept
         )
     return "\n".join(lines)
 
@@ -106,6 +120,7 @@ def _pair_means(barrier):
 def plot_barrier(path: str | os.PathLike, doc: dict, title: str | None = None) -> None:
     """The local barrier over inverse temperature, and the ladder before and after tuning.
 
+    Rounds that kept their ladder for too few attempts measured no barrier and are left out.
     Top (log-log): the last round's local barrier, each pair's mean ``lambda`` over its interval
     (steps) and the PCHIP derivative (line), the earlier rounds' in grey; along the bottom the
     initial ladder's ``b`` (open circles) and the tuned one's (filled).  A barrier ``~ 1 / b`` is a
@@ -121,9 +136,9 @@ def plot_barrier(path: str | os.PathLike, doc: dict, title: str | None = None) -
     Returns:
       The ``matplotlib.figure.Figure``.
     """
-    done = ladder_file.completed(doc)
+    done = ladder_file.measured(doc)
     if not done:
-        raise ValueError("the tuning record has no ended round yet: nothing to plot")
+        raise ValueError("the tuning record has no round that measured a barrier yet: nothing to plot")
     fig = _figures.new(figsize=(7.5, 8.4))
     top, mid, low = fig.subplots(3, 1, gridspec_kw={"height_ratios": [2.4, 2.0, 1.1]})
     means = np.concatenate([_pair_means(round_barrier(r))[2] for r in done])
@@ -148,7 +163,7 @@ def plot_barrier(path: str | os.PathLike, doc: dict, title: str | None = None) -
             keep = local > ylo  # PCHIP's end slopes may drop to 0 at the ladder's ends
             top.plot(grid[keep], local[keep], color="k", lw=0.7, ls=":", label="interpolated (PCHIP)")
     first = np.asarray((doc.get("initial") or {}).get("temperatures") or done[0]["temperatures"], np.float64)
-    final = np.asarray(done[-1]["new_temperatures"], np.float64)
+    final = np.asarray(ladder_file.completed(doc)[-1]["new_temperatures"], np.float64)
     top.set_xscale("log")
     top.set_yscale("log")
     top.set_ylim(ylo * 0.5, yhi)

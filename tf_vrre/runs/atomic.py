@@ -15,9 +15,13 @@ never follow a symbolic link (no TensorFlow).
   (:class:`SpecialFileError`), never opened in a way that could block: such names are opened
   with ``O_NONBLOCK`` and their type checked.
 
-Temporary files are named ``.<target name>.<random>.tmp``; writers that clean their directory
-remove names ending in ``.tmp``.  An ``OSError`` while writing (``ENOSPC``, ``EACCES``, ...)
-propagates with the target's path as its ``filename``.
+Temporary files are named ``.<target name>.<random>.tmp`` (``<random>``: the 8 characters
+``tempfile.mkstemp`` draws from ``a-z0-9_``).  Only a kill between a temporary's creation and its
+rename leaves one behind: a writer that takes its directory again (a resumed run, under the
+directory's lock) removes its own with :func:`remove_temporaries`, by that rule and for the targets
+it writes, and nothing else (another file ending in ``.tmp``, a temporary of another target).  An
+``OSError`` while writing (``ENOSPC``, ``EACCES``, ...) propagates with the target's path as its
+``filename``.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ import contextlib
 import errno
 import json
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import IO, Any, TextIO
 
 import tf_vrre.runs.fault_points as fault_points
@@ -46,9 +51,12 @@ __all__ = [
     "SymlinkError",
     "SpecialFileError",
     "TMP_SUFFIX",
+    "temporary_target",
+    "remove_temporaries",
 ]
 
 TMP_SUFFIX = ".tmp"
+_TEMPORARY = re.compile(r"\.(?P<target>.+)\.[a-z0-9_]{8}" + re.escape(TMP_SUFFIX))
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO opened without it waits for its other end; no effect on regular files
 
@@ -116,6 +124,55 @@ def write(path: str | os.PathLike[str], write_fn: Callable[[IO[Any]], object], t
             raise OSError(err.errno, err.strerror, path) from None
         raise
     return path
+
+
+def temporary_target(name: str) -> str | None:
+    """The target file name of a temporary file :func:`write` makes (``.<target>.<random>.tmp``), or
+    ``None`` for a name of another form.
+
+    Example:
+      >>> temporary_target(".swaps.csv.k3j_9x2a.tmp"), temporary_target("notes.tmp"), temporary_target(".a.tmp")
+      ('swaps.csv', None, None)
+    """
+    found = _TEMPORARY.fullmatch(name)
+    return None if found is None else found.group("target")
+
+
+def remove_temporaries(
+    directory: str | os.PathLike[str], targets: Collection[str] | Callable[[str], bool]
+) -> list[str]:
+    """Removes the temporary files :func:`write` left in ``directory`` for the ``targets`` a writer
+    writes there (file names, or a predicate on a file name): regular files named
+    ``.<target>.<random>.tmp``, left by a process killed between creating and renaming one.  Another
+    file ending in ``.tmp``, a temporary of another target, a link or a directory is left alone.
+    Call it holding the directory's lock (no other writer is then between creation and rename).
+
+    Returns:
+      the names removed, sorted.
+
+    Example:
+      >>> os.makedirs("runs/b")
+      >>> for name in (".log.csv.a1b2c3d4.tmp", ".other.json.a1b2c3d4.tmp", "draft.tmp"):
+      ...     open(os.path.join("runs/b", name), "w").close()
+      >>> remove_temporaries("runs/b", {"log.csv"}), sorted(os.listdir("runs/b"))
+      (['.log.csv.a1b2c3d4.tmp'], ['.other.json.a1b2c3d4.tmp', 'draft.tmp'])
+    """
+    owns = targets if callable(targets) else set(targets).__contains__
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in sorted(names):
+        target = temporary_target(name)
+        if target is None or not owns(target):
+            continue
+        path = os.path.join(directory, name)
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+                removed.append(name)
+    return removed
 
 
 def write_text(path: str | os.PathLike[str], content: str) -> str:

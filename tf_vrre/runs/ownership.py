@@ -64,8 +64,26 @@ def run_identity(sampler: Any, **extra: Any) -> dict:
         "weights": [[list(v.shape), str(v.dtype)] for v in sampler.cold_model.weights],
     }
     ident.update(json.loads(_canonical(extra)))
-    ident["fingerprint"] = hashlib.sha256(_canonical(ident).encode()).hexdigest()[:16]
+    ident["fingerprint"] = fingerprint(ident)
     return ident
+
+
+def fingerprint(identity: dict) -> str:
+    """The fingerprint of a run identity: the first 16 hex digits of the SHA-256 of its fields
+    (all but ``fingerprint``) as canonical JSON.  An identity read from a file whose recorded
+    fingerprint is not this was edited after it was written (:func:`edited`)."""
+    fields = {k: v for k, v in identity.items() if k != "fingerprint"}
+    return hashlib.sha256(_canonical(fields).encode()).hexdigest()[:16]
+
+
+def edited(identity: Any) -> str | None:
+    """Why a run identity read from a file cannot be trusted, or ``None``: not a JSON object, or
+    its recorded fingerprint does not match its fields (changed by hand after it was written)."""
+    if not isinstance(identity, dict):
+        return f"the recorded run identity is not a JSON object ({type(identity).__name__})"
+    if identity.get("fingerprint") != fingerprint(identity):
+        return "the recorded run identity was edited (its fingerprint does not match its fields)"
+    return None
 
 
 _FIRST = ("sampler", "num_chains", "model_fn", "weights", "state", "seed", "data_size")  # reported first
@@ -78,10 +96,15 @@ def _ordered(keys: Any) -> list:
 def difference(stored: dict | None, current: dict) -> str | None:
     """The first field in which two identities differ, as text, or ``None`` if they match.
 
-    ``num_chains``, ``model_fn`` and the weight shapes are reported before other fields.
+    ``num_chains``, ``model_fn`` and the weight shapes are reported before other fields.  A
+    ``stored`` identity whose fingerprint does not match its own fields (:func:`edited`) matches
+    nothing: the fingerprint alone is never trusted.
     """
     if stored is None:
         return "no run identity recorded (written by an older tf_vrre or by hand)"
+    tampered = edited(stored)
+    if tampered is not None:
+        return tampered
     if stored.get("fingerprint") == current.get("fingerprint"):
         return None
     for key in _ordered(set(stored) | set(current)):

@@ -273,6 +273,25 @@ class SampleSet:
             names = sorted(k for k in z.files if k.startswith("w"))
             return [z[k] for k in names]
 
+    def check_finite(self) -> None:
+        """Reads every sample's weights: a :class:`RunFileError` naming the first file and array
+        holding a NaN or an infinity (a sample :class:`tf_vrre.SampleCollector` writes is finite: it
+        refuses a diverged chain's weights, so such a file was changed or written by another tool).
+        The Bayesian model average of such a sample would be NaN."""
+        for entry in self.entries:
+            path = os.path.join(self.directory, entry["file"])
+            with np.load(path) as z:
+                for name in sorted(k for k in z.files if k.startswith("w")):
+                    w = z[name]
+                    if w.dtype.kind in "fc" and not np.isfinite(w).all():
+                        bad = int(np.size(w) - np.count_nonzero(np.isfinite(w)))
+                        raise RunFileError(
+                            f"sample file {path} (step {entry['step']}): weight array {name!r} holds {bad} "
+                            f"non-finite value(s) (NaN or inf) of {np.size(w)}; such a sample cannot be averaged "
+                            "(tf_vrre writes finite samples only: the file was changed after it was written): move "
+                            "it out of the directory"
+                        )
+
     def __iter__(self) -> Iterator[list[np.ndarray]]:
         for i in range(len(self)):
             yield self.weights(i)

@@ -58,6 +58,30 @@ def current(values: Sequence[Any], variable: keras.Variable, step: tf.Tensor) ->
     return vec
 
 
+def check_setters(callbacks: Any) -> None:
+    """One callback per hyperparameter in a ``fit``: callbacks that set the sampler's values in
+    force say which (``hyperparameters_set() -> names``, e.g. ``("temperatures",)``); two that
+    set the same one (two :class:`tf_vrre.LadderTuner`, or a tuner and a
+    :class:`tf_vrre.HyperparameterScheduler` with temperatures) would overwrite each other, and
+    are refused with a ``ValueError`` naming both before the ``fit`` starts.
+
+    Args:
+      callbacks: ``fit``'s ``callbacks`` (a list, a ``keras.callbacks.CallbackList`` or ``None``).
+    """
+    setters: dict[str, Any] = {}
+    for cb in list(getattr(callbacks, "callbacks", callbacks) or []):
+        for name in getattr(cb, "hyperparameters_set", tuple)():
+            if name in setters:
+                a, b = type(setters[name]).__name__, type(cb).__name__
+                both = f"two {a}s" if a == b else f"{a} and {b}"
+                why = " (a LadderTuner sets the temperatures during its tuning phase)" if name == "temperatures" else ""
+                raise ValueError(
+                    f"fit: callbacks: {both} both set the sampler's {name}, and each would overwrite the "
+                    f"other's; let one callback set {name}{why}"
+                )
+            setters[name] = cb
+
+
 class LadderSetters:
     """Mixin of :class:`tf_vrre.ReplicaExchangeSampler`: the user-facing setters of the values in
     force (``state.ladder`` and ``state.swap.correction``), each checked as the constructor's

@@ -8,7 +8,8 @@ model's classes (for the Keras cross-entropy losses), sample weights that are no
 value ``>= 0`` per example, batch sizes that are not positive integers or exceed
 ``data_size``.  A training set whose length differs from ``data_size`` gets a warning (the
 energy scales the mini-batch by ``data_size / n``).  Datasets (``tf.data``) are not iterated
-here; their values are checked inside the train step.  :func:`check_distinct_models`: every
+here: a dataset of single examples (not batched) is refused from its element spec
+(:func:`check_batched`); their values are checked inside the train step.  :func:`check_distinct_models`: every
 chain has its own weights.
 """
 
@@ -187,6 +188,50 @@ def check_input_shape(where, label, x, model):
         )
 
 
+def _specs(structure):
+    """The ``tf.TensorSpec`` leaves of a dataset's element (part) ``structure``."""
+    return [leaf for leaf in keras.tree.flatten(structure) if hasattr(leaf, "shape") and hasattr(leaf, "dtype")]
+
+
+def _rank(spec):
+    rank = getattr(spec.shape, "rank", None)
+    return None if rank is None else int(rank)
+
+
+def check_batched(where, name, dataset, model):
+    """A ``tf.data.Dataset`` given as ``name`` yields batches: ``ValueError`` (``"batch it:
+    dataset.batch(n)"``) when its elements are single examples, read from its ``element_spec``
+    (nothing is iterated): inputs with one axis fewer than the model's inputs (the batch axis), or,
+    for a model without recorded inputs, a scalar input or label (a batch has a batch axis)."""
+    spec = getattr(dataset, "element_spec", None)
+    if spec is None:
+        return
+    x, y, _ = keras.utils.unpack_x_y_sample_weight(spec)
+    xs, ys = _specs(x), _specs(y)
+    try:
+        inputs = list(model.inputs or [])
+    except (AttributeError, ValueError):  # a subclassed model records no inputs
+        inputs = []
+    single = None
+    if inputs and len(inputs) == len(xs) and (len(xs) == 1 or isinstance(x, (list, tuple))):  # inputs in order
+        for s, inp in zip(xs, inputs):
+            want = tuple(inp.shape)
+            if _rank(s) is not None and _rank(s) == len(want) - 1:
+                single = (s, want)
+                break
+    if single is None:
+        single = next(((s, None) for s in xs + ys if _rank(s) == 0), None)
+    if single is None:
+        return
+    s, want = single
+    shape = tuple(s.shape)
+    need = "" if want is None else f", the model's input takes batches of shape (n, {', '.join(map(str, want[1:]))})"
+    raise ValueError(
+        f"{where}: {name} is a tf.data.Dataset of single examples (an element of shape {shape}{need}); "
+        f"batch it: dataset.batch(n)"
+    )
+
+
 def check_training_count(where, count, data_size):
     """Warns when the training arrays hold another number of examples than ``data_size``."""
     if count is not None and count != data_size:
@@ -246,8 +291,10 @@ def check_fit(sampler, args):
         )
     checked = recheck_reference(sampler)
     x = args["x"]
+    check_batched(where, "x", x, sampler.cold_model)
+    check_batched(where, "validation_data", args["validation_data"], sampler.cold_model)
     if x is None or not (_is_array(x) or isinstance(x, (list, tuple, dict))):
-        return checked  # a tf.data.Dataset, generator or PyDataset: checked inside the train step
+        return checked  # a tf.data.Dataset, generator or PyDataset: its values are checked inside the train step
     loss, classes = _loss_and_classes(sampler)
     if loss is not None and args["y"] is None:
         raise ValueError(

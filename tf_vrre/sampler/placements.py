@@ -25,7 +25,6 @@ either placement.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,11 +34,15 @@ import tensorflow as tf
 
 import tf_vrre.sampler.construction as construction
 import tf_vrre.sampler.invariants as invariants
-from tf_vrre import _keras_compat
+from tf_vrre import _keras_compat, _user_warning, errors
 from tf_vrre.sgmcmc.state import ChainState, ControlVariateState, ReplicaChain
 
 PLACEMENTS = ("replicated", "chain_per_replica")
 _STRATEGIES = "MirroredStrategy, TPUStrategy or MultiWorkerMirroredStrategy"
+
+
+class PlacementError(errors.TfVrreError, ValueError):
+    """A model the placement of the chains cannot run (one line naming the layer and why)."""
 
 
 def is_tpu(strategy: Any) -> bool:
@@ -87,20 +90,22 @@ def for_loading(arguments: dict) -> dict:
     try:
         check("chain_per_replica", arguments["num_chains"])
     except ValueError as err:
-        warnings.warn(
+        _user_warning.warn(  # at the user's load_model / from_config, not inside Keras' deserialization
             f"loading the sampler with placement='replicated' (saved with 'chain_per_replica', which "
-            f"cannot apply here: {err})",
-            stacklevel=3,
+            f"cannot apply here: {err})"
         )
         return {**arguments, "placement": "replicated"}
     return arguments
 
 
 def check_model(model: keras.Model) -> None:
-    """``ValueError`` for layers that mix the chains of different replicas."""
+    """:class:`PlacementError` for layers that mix the chains of different replicas: a
+    synchronized ``BatchNormalization`` averages its batch statistics across replicas, i.e. across
+    chains with one chain per replica.  The sampler checks the first model ``model_fn`` returns,
+    before it builds the others."""
     for layer in _keras_compat.flatten_layers(model):
         if isinstance(layer, keras.layers.BatchNormalization) and getattr(layer, "synchronized", False):
-            raise ValueError(
+            raise PlacementError(
                 f"placement='chain_per_replica': model_fn builds BatchNormalization(synchronized=True) "
                 f"({layer.name!r}), which averages batch statistics across replicas, i.e. across chains here; "
                 "build it with synchronized=False (every replica sees the whole batch, so its statistics are "
@@ -404,9 +409,13 @@ class ChainPlacement:
             self._host.wrote_host()
 
     def _new_chains(self, model_fn: Any, count: int) -> list:
-        """``count`` models of ``model_fn``; chain per replica: plain variables on the host (the host copy)."""
+        """``count`` models of ``model_fn``; chain per replica: plain variables on the host (the host
+        copy), the first one checked (:func:`check_model`) before the others are built."""
         with contextlib.nullcontext() if self._strategy is None else host_variables(self._strategy):
-            return [construction.build_chain(model_fn) for _ in range(count)]
+            first = construction.build_chain(model_fn)
+            if self._strategy is not None:
+                check_model(first)
+            return [first] + [construction.build_chain(model_fn) for _ in range(count - 1)]
 
     def _fault_register(self) -> Any:
         """The in-graph fault register: one per replica (chain) when chain per replica."""

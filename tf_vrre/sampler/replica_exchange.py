@@ -36,24 +36,23 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import keras
 import tensorflow as tf
 
+import tf_vrre.sampler.batch as batch
+import tf_vrre.sampler.construction as construction
+import tf_vrre.sampler.cost as cost
+import tf_vrre.sampler.datasets as datasets
+import tf_vrre.sampler.execution as execution
+import tf_vrre.sampler.hyperparameters as hyperparameters
+import tf_vrre.sampler.input_checks as input_checks
+import tf_vrre.sampler.invariants as invariants
+import tf_vrre.sampler.placements as placements
+import tf_vrre.sampler.replica_step as replica_step
+import tf_vrre.sampler.xla as xla
 from tf_vrre import _keras_compat
-from tf_vrre.sampler import (
-    batch,
-    construction,
-    cost,
-    datasets,
-    hyperparameters,
-    input_checks,
-    invariants,
-    placements,
-    replica_step,
-    xla,
-)
 from tf_vrre.sampler.chain_metrics import ChainMetrics
 from tf_vrre.sampler.datasets import ReferenceData
 from tf_vrre.sampler.hyperparameters import LadderSetters
@@ -67,11 +66,12 @@ from tf_vrre.sgmcmc.state import (
     ControlVariateState,
     Ladder,
     LossScale,
+    ReplicaChain,
     SamplerState,
     SwapState,
     exchange_forward,
 )
-from tf_vrre.sgmcmc.swap_energy import SwapEnergyEstimator
+from tf_vrre.sgmcmc.swap_energy import SwapEnergies, SwapEnergyEstimator
 
 _FIT_SIGNATURE = inspect.signature(keras.Model.fit)
 
@@ -171,8 +171,8 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         seed: int | None = None,
         independent_init: bool = False,
         placement: str = "replicated",
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         construction.check_scalars(model_fn, data_size, num_chains, dynamics, momentum, weight_decay)
         seed = construction.check_options(energy_mode, nll, seed)
@@ -183,7 +183,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         temps, lrs = hyperparameters.resolve(temperatures, learning_rates, num_chains, dynamics, swap_rule is not None)
 
         self.model_fn = model_fn
-        self.data_size = int(data_size)
+        self.data_size = int(cast(int, data_size))  # not None: check_scalars refused it
         self.num_chains = num_chains
         self.temperatures = temps  # K entries as given (numbers or schedules); in force: state.ladder
         self.learning_rates = lrs
@@ -201,8 +201,9 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self._diffusion = Diffusion(dynamics, momentum)
         vr = variance_reduction
         # sigma2 window (steps) and the number of per-offset sigma2 estimates (steps since the refresh)
-        self._window_period = (swap_rule.period or (vr.period if vr is not None else 1)) if swap_rule else None
-        self._offsets = vr.period if vr is not None else self._window_period
+        # (1 without swaps, where neither is used)
+        self._window_period: int = (swap_rule.period or (vr.period if vr is not None else 1)) if swap_rule else 1
+        self._offsets: int = vr.period if vr is not None else self._window_period
 
         keras.utils.set_random_seed(self.seed)
         self.chains = self._new_chains(model_fn, num_chains)  # chain per replica: the host copy
@@ -222,8 +223,8 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
-        self._chain_metrics = []
-        self._nll_fn = nll
+        self._chain_metrics: list[Any] = []
+        self._nll_fn: Callable | None = nll  # the per-example NLL: nll, or compile's loss
         self._batch_layout = None  # of the data of the last fit: the cost count (tf_vrre.sampler.cost)
         self.built = True
         if nll is not None:
@@ -250,7 +251,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         replica = None if self._strategy is None else placements.build_replica(self)
         return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
 
-    def _swap_energy_estimator(self, local: SamplerState) -> SwapEnergyEstimator:
+    def _swap_energy_estimator(self, local: SamplerState | ReplicaChain) -> SwapEnergyEstimator:
         """Step 3's estimator of the swap energies of the chains in ``local`` (the sampler's state,
         or with ``placement="chain_per_replica"`` this replica's chain's)."""
         return SwapEnergyEstimator(
@@ -296,6 +297,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         layout = cost.layout_of(bound.arguments)
         if layout != self._batch_layout:  # read when the train step is traced
             self._batch_layout, self.train_function = layout, None
+        hyperparameters.check_setters(bound.arguments["callbacks"])
         args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
             return super().fit(*args, **kwargs)
@@ -324,6 +326,12 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             device for models without convolutions (see :mod:`tf_vrre.sampler.xla`, where the
             measurements behind the rule are); ``None`` (default): ``$TF_VRRE_JIT_COMPILE``, else
             ``"auto"``.  ``self.jit_compile`` holds the choice.
+          steps_per_execution: train steps per compiled call (Keras').
+
+        Under a strategy of several replicas (either placement) ``steps_per_execution > 1``
+        (outside a TPU) and XLA on CPU devices cannot run: they are refused here with an
+        :class:`tf_vrre.sampler.execution.ExecutionError` naming the argument and the values
+        allowed, before any step (:mod:`tf_vrre.sampler.execution`).
         """
         if kwargs.get("optimizer") is not None:
             raise TypeError("compile: ReplicaExchangeSampler updates the weights itself; do not pass an optimizer")
@@ -336,6 +344,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
                 "SparseCategoricalCrossentropy(from_logits=True)) or build the "
                 "sampler with nll=callable"
             )
+        execution.check(self.distribute_strategy, False if run_eagerly else jit_compile, steps_per_execution)
         use_xla = xla.resolve_jit_compile(jit_compile, self.chains[0]) and not run_eagerly
         super().compile(
             optimizer=None,
@@ -359,36 +368,49 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self.train_function = None
 
     # ---- energy helpers -----------------------------------------------------------------
-    def _per_example_nll(self, x, y, y_pred, sample_weight):
+    def _per_example_nll(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> tf.Tensor:
+        if self._nll_fn is None:
+            raise ValueError("the sampler has no likelihood yet: call compile(loss=...) before fit or evaluate")
         return energy.weighted_nll(self._nll_fn, x, y, y_pred, sample_weight)
 
-    def _energy_fn(self, model, x, y, sample_weight):
+    def _energy_fn(self, model: keras.Model, x: Any, y: Any, sample_weight: Any) -> tf.Tensor:
         """Per-example NLLs of ``model`` in the sampler's energy mode (snapshots, full pass)."""
         return self._per_example_nll(x, y, model(x, training=self.energy_mode == "train"), sample_weight)
 
-    def _check_batch(self, x, y):
+    def _check_batch(self, x: Any, y: Any) -> None:
         batch.check(x, y, needs_labels=self.nll is None)
 
     # ---- the train step -------------------------------------------------------------------
-    def _bookkeeping(self, step, possible, results, energies, refreshed):
+    def _swapping(self) -> tuple[swaps.CorrectedSwap, SwapEnergyEstimator, SwapState] | None:
+        """The swap rule in force, step 3's estimator and the swap state; ``None`` without swaps."""
+        if self._swap is None or self._swap_energy is None or self.state.swap is None:
+            return None
+        return self._swap, self._swap_energy, self.state.swap
+
+    def _bookkeeping(
+        self,
+        rule: swaps.CorrectedSwap,
+        swap_state: SwapState,
+        step: tf.Tensor,
+        possible: tf.Tensor,
+        results: swaps.SwapResults,
+        energies: SwapEnergies,
+        refreshed: tf.Tensor,
+    ) -> None:
         """Step 6: sigma2 and adaptive-c windows (steps where a swap was possible count), then
         the per-step record."""
         weight = tf.cast(possible, tf.float64)
-        rule, vr, state = self._swap, self.variance_reduction, self.state
-        updated = rule.update_sigma2(state.swap, energies.variance, weight, step, self._window_period)
+        vr, cv = self.variance_reduction, self.state.control_variates  # both None without VR
+        updated = rule.update_sigma2(swap_state, energies.variance, weight, step, self._window_period)
         if rule.penalty == "offset":
-            rule.update_offsets(state.swap, energies.variance, weight, step)
-        if energies.cross_moments is not None:
-            control_variates.update_coefficient(state.control_variates, energies.cross_moments, weight, step, vr)
-        coefs = (
-            tf.convert_to_tensor(state.control_variates.coefficient)
-            if vr is not None
-            else tf.zeros([self.num_chains], tf.float64)
-        )
+            rule.update_offsets(swap_state, energies.variance, weight, step)
+        if energies.cross_moments is not None and vr is not None and cv is not None:
+            control_variates.update_coefficient(cv, energies.cross_moments, weight, step, vr)
+        coefs = tf.convert_to_tensor(cv.coefficient) if cv is not None else tf.zeros([self.num_chains], tf.float64)
         swap_record.write(
-            state.swap.log,
+            swap_state.log,
             swap_record.StepRecord(
-                step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(state.swap.sigma2), coefs
+                step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(swap_state.sigma2), coefs
             ),
         )
 
@@ -431,7 +453,9 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             self.data_size,
             scale,
         )
-        if self.swap_rule is not None:
+        swapping = self._swapping()
+        if swapping is not None:
+            rule, swap_energy, swap_state = swapping
             # Why the swap reads this step's batch and the pre-update weights: Algorithm 1 of the
             # paper updates beta_k on B_k, then tests a swap of the updated beta_k on the *next*
             # batch B_{k+1}. Steps k and k+1 meet here: the weights before this step's update are
@@ -439,12 +463,12 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             # shifted, and in energy_mode="train" its energies are the gradient's forward pass
             # (no extra forward). The swapped states then take this step's update, gradients
             # moved with them (exchange_forward) - see tf_vrre.sgmcmc.swap_energy.
-            possible = self._swap.possible(step, state.swap)
+            possible = rule.possible(step, swap_state)
             adaptive = self.variance_reduction is not None and self.variance_reduction.adaptive
-            energies = self._swap_energy(minibatch, forward, possible, adaptive)  # 3. energies
-            results = self._swap.attempt(state.swap, energies, temps, step, key)  # 4. swap
+            energies = swap_energy(minibatch, forward, possible, adaptive)  # 3. energies
+            results = rule.attempt(swap_state, energies, temps, step, key)  # 4. swap
             forward = exchange_forward(state.chains, state.control_variates, results, (lrs, temps), forward)
-            self._swap.count(state.swap, results, step, energies.energy)
+            rule.count(swap_state, results, step, energies.energy)
         sums = distribute.all_reduce(tf.stack([tf.reduce_sum(tf.cast(v, tf.float64)) for v in forward.nlls]))
         state.batch_energy.assign(
             energy.minibatch_energy(sums, minibatch.size, self.data_size, tf.stack(forward.priors))
@@ -454,8 +478,8 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             overflow = tf.logical_not(invariants.all_finite([g for gs in forward.grads for g in gs]))
             state.loss_scale.update(tf.logical_not(overflow))
         updated = self._diffusion.step(state.chains, forward.grads, lrs, temps, key)  # 5. update
-        if self.swap_rule is not None:
-            self._bookkeeping(step, possible, results, energies, refreshed)  # 6. bookkeeping
+        if swapping is not None:
+            self._bookkeeping(rule, swap_state, step, possible, results, energies, refreshed)  # 6. bookkeeping
         self._faults.record(
             step,
             invariants.step_checks(
@@ -466,13 +490,13 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
                 sums,
                 overflow,
                 updated,
-                None if self.swap_rule is None else results.correction,
+                None if swapping is None else results.correction,
             ),
         )
         self._update_metrics(minibatch, forward)
         logs = self._step_logs(lrs, temps)
         logs[cost.LOG_KEY] = cost.of_step(self, step, minibatch.size)
-        if self.swap_rule is not None:
+        if swapping is not None:
             logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(self.num_chains - 1)})
         # After the batch is consumed (make_dataset reads the counter when its iterator starts;
         # without the data dependency the increment may run before get_next).
@@ -480,7 +504,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
             state.step.assign_add(1)
         return distribute.reducible_logs(logs)
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+    def _maybe_symbolic_build(self, iterator: Any = None, data_batch: Any = None) -> None:
         """As Keras, but from the first replica's batch (:func:`tf_vrre.sgmcmc.distribute.symbolic_build`);
         overrides a private Keras method (:data:`tf_vrre._keras_compat.SYMBOLIC_BUILD_HOOK`)."""
         if not _keras_compat.has_distribute_strategy(self) or iterator is None:
@@ -491,7 +515,8 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         """Keras' train function, followed by the host check of the in-graph fault register
         (:func:`tf_vrre.sampler.invariants.checked`): a broken invariant raises a ``SamplerError``."""
         super().make_train_function(force)
-        self.train_function = invariants.checked(self, self.train_function)
+        function = invariants.checked(self, self.train_function)
         if self._host is not None:
-            self.train_function = placements.synced(self, self.train_function)
-        return self.train_function
+            function = placements.synced(self, function)
+        self.train_function = function
+        return function

@@ -104,7 +104,7 @@ def train_step(sampler: Any, data: Any) -> dict:
         state.loss_scale.update(tf.logical_not(overflow))
     updated = s._diffusion.step(rep.chains, forward.grads, lrs, temps, key, slots=[rung])  # 5. update
     if s.swap_rule is not None:
-        s._bookkeeping(step, possible, results, energies, refreshed)  # 6. bookkeeping
+        s._bookkeeping(s._swap, state.swap, step, possible, results, energies, refreshed)  # 6. bookkeeping
     s._faults.record(
         step,
         invariants.step_checks(

@@ -20,6 +20,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import warnings
 import zipfile
 from typing import Any
 
@@ -56,10 +58,23 @@ def _check_one(name, original, serialized):
         )
 
 
+LAMBDA_WARNING = "The object being serialized includes a `lambda`"
+"""The start of Keras' warning when it serializes a lambda (``serialization_lib``), which would
+name a line of this module: a lambda is reported by :func:`check_restorable` instead, as an
+error naming the argument, where a config must load (``get_config``, ``save``); a run's identity
+(:func:`tf_vrre.runs.ownership.run_identity`) only compares configs and allows one."""
+
+
+def _serialize(value: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=re.escape(LAMBDA_WARNING))
+        return keras.saving.serialize_keras_object(value)
+
+
 def constructor_config(sampler: Any) -> dict:
     """``sampler``'s constructor arguments, serialized (its ``get_config``; inverse:
     :func:`constructor_arguments`)."""
-    ser = keras.saving.serialize_keras_object
+    ser = _serialize
     return {
         "name": sampler.name,
         "model_fn": ser(sampler.model_fn),

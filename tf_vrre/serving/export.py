@@ -214,6 +214,7 @@ def _remove_stale_tmp(out):
 def _load(samples_dir):
     try:
         samples = load_samples(samples_dir)
+        samples.check_finite()
     except ValueError as err:
         raise ValueError(f"cannot export {samples_dir}: {err}") from None
     if not len(samples):

@@ -16,14 +16,8 @@ and ``U, U'`` independent energies of the chain at ``b``, the *local barrier* is
 - :func:`equal_share_ladder` - Algorithm 2 of Syed et al.: the new ladder gives every pair the
   same share of ``Lambda`` (equal rejection rates: the ladder that maximises the round-trip rate);
   the cold temperature never moves, the hot one only within bounds (:func:`hot_temperature`);
-- :func:`ladder_learning_rates` - per-chain learning rates that follow the temperatures;
-- :func:`round_ends` - rounds of doubling length (Algorithm 4);
 - :func:`recommended_chains`, :func:`round_trip_rate` - how many chains, and NRPT's round-trip
   rate for a ladder;
-- :func:`correction_step` - the stochastic approximation of ``log F`` towards a swap acceptance
-  rate (``CorrectedSwap(correction="auto", target_acceptance=r)``);
-- :func:`gaussian_rejection`, :func:`gaussian_local_barrier`, :func:`gaussian_barrier` - exact
-  answers for a tempered standard Gaussian (the tests' and the benchmark's reference).
 
 Example:
   >>> temps = [1.0, 2.0, 4.0, 8.0]                      # a ladder and one round's counters
@@ -35,11 +29,15 @@ Example:
   (1.76, 4)
   >>> equal_share_ladder(barrier).round(2).tolist()    # its chains move closer, the cold pair's apart
   [1.0, 3.39, 5.42, 8.0]
+
+How the tuner runs on these (rounds, the evidence a round needs, learning rates that follow the
+ladder, ``F`` adapted to a swap rate) is :mod:`tf_vrre.sgmcmc.tuning`; exact answers for a
+tempered standard Gaussian (the tests' and the benchmarks' reference) are in
+:mod:`tf_vrre.sgmcmc.tempered_gaussian`.
 """
 
 import math
-import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -277,81 +275,6 @@ def hot_temperature(barrier: Barrier, bounds: Sequence[float], max_factor: float
     return float(min(max(new, lower), float(high)))
 
 
-def check_bounds(bounds: Sequence[float], cold_temperature: float | None) -> tuple[float, float]:
-    """``bounds`` as ``(low, high)`` floats: finite, ``0 < low <= cold < high``; else a
-    ``ValueError`` naming ``bounds``."""
-    try:
-        low, high = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise ValueError(f"bounds must be a pair (low, high) of temperatures, got {bounds!r}") from None
-    if not (np.isfinite(low) and np.isfinite(high) and 0 < low < high):
-        raise ValueError(f"bounds must be finite temperatures with 0 < low < high, got {bounds!r}")
-    if cold_temperature is not None and not low <= cold_temperature < high:
-        raise ValueError(
-            f"bounds {bounds!r} must contain the cold temperature {cold_temperature} "
-            "(low <= cold < high): the cold chain samples the posterior and never moves"
-        )
-    return low, high
-
-
-def check_learning_rate_rule(rule: float | Callable | None) -> float | Callable | None:
-    """``None``, a finite exponent ``a`` or a callable; else ``TypeError`` / ``ValueError`` naming
-    ``learning_rates``."""
-    if rule is None or callable(rule):
-        return rule
-    if isinstance(rule, bool) or not isinstance(rule, numbers.Real) or not math.isfinite(rule):
-        raise TypeError(
-            f"learning_rates must be None, an exponent a (a finite number) or a callable "
-            f"temperatures -> learning rates, got {rule!r}"
-        )
-    return float(rule)
-
-
-def ladder_learning_rates(temperatures: ArrayLike, cold_learning_rate: float, rule: float | Callable) -> np.ndarray:
-    """Per-chain learning rates for a new ladder.
-
-    ``rule`` is an exponent ``a``: ``eta_h = eta_1 (tau_h / tau_1)^a`` (``eta_1`` the cold chain's,
-    kept), or a callable ``temperatures -> learning rates`` (a NumPy array in, ``K`` positive
-    numbers out).  The paper's hand-tuned CIFAR pair, ``tau_2 = 5 tau_1`` with
-    ``eta_2 = 1.5 eta_1``, is ``a = log 1.5 / log 5 = 0.25``.
-
-    Example:
-      >>> ladder_learning_rates([1.0, 5.0, 25.0], 2e-6, 0.25).round(10).tolist()
-      [2e-06, 2.9907e-06, 4.4721e-06]
-    """
-    t = _array("temperatures", temperatures)
-    if callable(rule):
-        out = _array("learning_rates (returned by the rule)", rule(t.copy()), t.size)
-    else:
-        out = float(cold_learning_rate) * (t / t[0]) ** float(rule)
-        out[0] = float(cold_learning_rate)
-    if np.any(out <= 0):
-        raise ValueError(f"learning_rates must be > 0, the rule gave {out.tolist()}")
-    return out
-
-
-def round_ends(tuning_steps: int, first_round_steps: int) -> list[int]:
-    """Steps at which the tuning rounds end: lengths ``n, 2n, 4n, ...`` from step 0, the last
-    round running to ``tuning_steps`` (it takes the remainder, so it is the longest: the final
-    ladder is estimated from the most swaps).
-
-    Example:
-      >>> round_ends(100, 10)
-      [10, 30, 100]
-      >>> round_ends(5, 10)
-      [5]
-    """
-    for name, value in (("tuning_steps", tuning_steps), ("first_round_steps", first_round_steps)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    ends, length, end = [], int(first_round_steps), int(first_round_steps)
-    while end + 2 * length <= tuning_steps:
-        ends.append(end)
-        length *= 2
-        end += length
-    return ends + [int(tuning_steps)]
-
-
 def recommended_chains(barrier: float) -> int:
     """The number of chains for a global barrier ``Lambda``: ``max(2, ceil(2 Lambda))``.
 
@@ -386,112 +309,3 @@ def round_trip_rate(rejection: ArrayLike) -> float:
     if np.any(r >= 1.0):
         return 0.0
     return float(1.0 / (2.0 + 2.0 * np.sum(r / (1.0 - r))))
-
-
-CORRECTION_GAIN = 0.05
-"""Gain of :func:`correction_step` per swap decision at step 0."""
-
-CORRECTION_GAIN_STEPS = 100
-"""Steps over which the gain of :func:`correction_step` starts to decay (as ``t^-0.6``)."""
-
-CORRECTION_BOUNDS = (1e-3, 1e12)
-"""``F`` is kept in this range while it adapts (a target the rule cannot reach would drive it
-without bound: with exact energies ``F`` has no effect at all)."""
-
-
-def correction_step(log_correction: float, target: float, attempts: int, swaps: int, step: int) -> float:
-    """``log F`` after a block of swap decisions, adapted towards the acceptance rate ``target``.
-
-    Update rule (Robbins-Monro on ``log F``, one term per attempted pair; a larger ``F`` shrinks
-    the noise penalty ``delta sigma2 / F`` and so accepts more)::
-
-        log F <- log F + c(t) (target * attempts - swaps),   c(t) = 0.05 (1 + t / 100)^-0.6
-
-    with ``t`` the step at the block's end, ``F`` clipped to :data:`CORRECTION_BOUNDS`.  The gain
-    decays so that ``sum c = inf`` and ``sum c^2 < inf``: ``F`` settles where the acceptance
-    rate over all attempted pairs is ``target``.
-
-    Args:
-      log_correction: ``log F`` in force.
-      target: the acceptance rate in ``(0, 1)``.
-      attempts: pair decisions in the block (all pairs together).
-      swaps: accepted ones among them.
-      step: the step at the block's end (``>= 0``).
-
-    Example:
-      >>> import math
-      >>> round(math.exp(correction_step(math.log(2.0), 0.3, attempts=10, swaps=0, step=0)), 3)  # too few: F up
-      2.324
-      >>> correction_step(math.log(2.0), 0.3, attempts=10, swaps=3, step=500) == math.log(2.0)     # on target
-      True
-    """
-    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
-        raise ValueError(f"target must be in (0, 1), got {target!r}")
-    if attempts < 0 or not 0 <= swaps <= attempts or step < 0:
-        raise ValueError(
-            f"need 0 <= swaps <= attempts and step >= 0, got attempts={attempts}, swaps={swaps}, step={step}"
-        )
-    gain = CORRECTION_GAIN * (1.0 + step / CORRECTION_GAIN_STEPS) ** -0.6
-    lo, hi = (math.log(v) for v in CORRECTION_BOUNDS)
-    return min(hi, max(lo, float(log_correction) + gain * (target * attempts - swaps)))
-
-
-# ---- exact answers: the standard Gaussian in d dimensions, tempered -------------------------------
-
-
-def gaussian_rejection(ratio: ArrayLike, dim: int) -> np.ndarray:
-    """Exact swap rejection rate of two chains on ``N(0, I_d / b)`` (energy ``|x|^2 / 2``, exact
-    energies) with ``ratio = b_hot / b_cold`` in ``(0, 1]``: ``1 - 2 I_{ratio / (1 + ratio)}(d/2, d/2)``.
-
-    Derivation: ``U = G / b`` with ``G ~ Gamma(d/2, 1)``.  The swap's log-ratio
-    ``W = (b_c - b_h)(U_c - U_h)`` changes sign when the two states are exchanged, and the
-    exchange maps the product law onto itself with density ratio ``e^W``, so the acceptance
-    ``E min(1, e^W) = P(W > 0) + E[e^W; W < 0] = 2 P(W > 0)``.  ``W > 0`` iff
-    ``G_h / (G_c + G_h) < ratio / (1 + ratio)``, and ``G_h / (G_c + G_h) ~ Beta(d/2, d/2)``
-    (Predescu, Predescu & Ciobanu 2004: the incomplete beta function law).
-
-    Example:
-      >>> round(float(gaussian_rejection(0.5, 2)), 4), float(gaussian_rejection(1.0, 7))
-      (0.3333, 0.0)
-    """
-    rho = np.asarray(ratio, np.float64)
-    if np.any(rho <= 0) or np.any(rho > 1):
-        raise ValueError("ratio = b_hot / b_cold must be in (0, 1]")
-    k = dim / 2.0
-    return 1.0 - 2.0 * special.betainc(k, k, rho / (1.0 + rho))
-
-
-def gaussian_local_barrier(beta: ArrayLike, dim: int) -> np.ndarray:
-    """Exact local barrier of ``N(0, I_d / b)``: ``Gamma((d+1)/2) / (sqrt(pi) Gamma(d/2) b)``.
-
-    ``lambda(b) = E|U - U'| / 2 = E|G - G'| / (2 b)`` with ``G, G' ~ Gamma(d/2, 1)``; writing
-    ``G - G' = (G + G')(2B - 1)`` with ``G + G' ~ Gamma(d)`` independent of ``B ~ Beta(d/2, d/2)``
-    gives ``E|G - G'| = 2 Gamma((d+1)/2) / (sqrt(pi) Gamma(d/2))``.  For large ``d`` this is
-    ``sqrt(d / (2 pi)) / b`` (the normal limit, ``Var U = d / (2 b^2)``).
-
-    Example:
-      >>> float(gaussian_local_barrier(1.0, 2)), round(float(gaussian_local_barrier(0.5, 1)), 4)
-      (0.5, 0.6366)
-    """
-    return _gaussian_constant(dim) / np.asarray(beta, np.float64)
-
-
-def _gaussian_constant(dim: float) -> float:
-    if not dim > 0:
-        raise ValueError(f"dim must be > 0, got {dim!r}")
-    return math.exp(special.gammaln((dim + 1) / 2.0) - special.gammaln(dim / 2.0)) / math.sqrt(math.pi)
-
-
-def gaussian_barrier(dim: int, beta_min: float, beta_max: float = 1.0) -> float:
-    """Exact global barrier of ``N(0, I_d / b)`` for ``b`` in ``[beta_min, beta_max]``:
-    ``Gamma((d+1)/2) / (sqrt(pi) Gamma(d/2)) log(beta_max / beta_min)``, which tends to
-    ``sqrt(d / (2 pi)) log(beta_max / beta_min)``.  The local barrier ``~ 1 / b`` makes the
-    optimal (equal-rejection) ladder geometric, for every ``d``.
-
-    Example:
-      >>> round(gaussian_barrier(10, 0.01), 3), round(math.sqrt(10 / (2 * math.pi)) * math.log(100), 3)
-      (5.667, 5.81)
-    """
-    if not 0 < beta_min < beta_max:
-        raise ValueError(f"need 0 < beta_min < beta_max, got {beta_min!r}, {beta_max!r}")
-    return _gaussian_constant(dim) * math.log(beta_max / beta_min)

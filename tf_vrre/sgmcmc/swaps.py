@@ -176,16 +176,16 @@ class CorrectedSwap:
         energy noise; larger ``F`` swaps more at the price of bias.  ``"auto"``: ``F`` starts at
         2 and a :class:`tf_vrre.LadderTuner` adapts it during its tuning phase so that the
         swaps are accepted at the rate ``target_acceptance``, by stochastic approximation on
-        ``log F`` (:func:`tf_vrre.sgmcmc.ladder.correction_step`), then keeps it fixed; without
+        ``log F`` (:func:`tf_vrre.sgmcmc.tuning.correction_step`), then keeps it fixed; without
         a tuner ``F`` stays 2.
       smoothing: ``gamma`` in ``(0, 1]``.
       period: steps between ``sigma2`` updates; ``None`` uses the variance-reduction period
         ``m`` when control variates are on, else 1.
       pairs: ``"random"`` (one uniformly chosen adjacent pair per attempt) or ``"deo"``
         (deterministic even/odd).  With two chains both attempt the only pair every step.
-      deo_window: with ``pairs="deo"``, attempts per parity ``W >= 1`` (``1``: alternate every
-        attempt; :func:`deo_window_rule` gives the authors' rule from the swap rate).  Only ``1``
-        with ``pairs="random"``.
+      deo_window: with ``pairs="deo"``, attempts per parity ``W`` in ``[1, 2**63 - 1]`` (``1``:
+        alternate every attempt; :func:`deo_window_rule` gives the authors' rule from the swap
+        rate; the attempt counter is int64).  Only ``1`` with ``pairs="random"``.
       cooling_steps: after an accepted swap, no swap is attempted for this many steps
         (``0``: off).  ``cooling_steps = steps_per_epoch`` gives the authors' "at most one
         swap per epoch".
@@ -236,14 +236,11 @@ class CorrectedSwap:
             raise ValueError(f"period must be a positive integer or None, got {period!r}")
         if pairs not in PAIR_SCHEDULES:
             raise ValueError(f"pairs must be one of {PAIR_SCHEDULES}, got {pairs!r}")
-        if isinstance(cooling_steps, bool) or not isinstance(cooling_steps, int) or cooling_steps < 0:
-            raise ValueError(f"cooling_steps must be an integer >= 0, got {cooling_steps!r}")
+        _check_count("cooling_steps", cooling_steps, 0)
         if penalty not in PENALTIES:
             raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
-        if isinstance(attempt_every, bool) or not isinstance(attempt_every, int) or attempt_every < 1:
-            raise ValueError(f"attempt_every must be an integer >= 1, got {attempt_every!r}")
-        if isinstance(deo_window, bool) or not isinstance(deo_window, numbers.Integral) or deo_window < 1:
-            raise ValueError(f"deo_window must be an integer >= 1, got {deo_window!r}")
+        _check_count("attempt_every", attempt_every, 1)
+        _check_count("deo_window", deo_window, 1)
         if deo_window != 1 and pairs != "deo":
             raise ValueError(
                 f"deo_window: a window of attempts per parity needs pairs='deo', got "
@@ -253,9 +250,9 @@ class CorrectedSwap:
         self.smoothing: float = float(smoothing)
         self.period: int | None = period
         self.pairs: str = pairs
-        self.cooling_steps: int = cooling_steps
+        self.cooling_steps: int = int(cooling_steps)
         self.penalty: str = penalty
-        self.attempt_every: int = attempt_every
+        self.attempt_every: int = int(attempt_every)
         self.deo_window: int = int(deo_window)
 
     def resolved(self, variance_reduced: bool) -> CorrectedSwap:
@@ -413,6 +410,21 @@ class CorrectedSwap:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
         return f"CorrectedSwap({args})"
+
+
+INT64_MAX = 2**63 - 1
+"""The largest step / attempt count (the counters are int64)."""
+
+
+def _check_count(name: str, value: object, minimum: int) -> None:
+    """A count compared with the int64 step and attempt counters: an integer in
+    ``[minimum, 2**63 - 1]`` (a larger one does not fit in int64, where the window's parity
+    and the step arithmetic are computed), else a ``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= int(value) <= INT64_MAX:
+        raise ValueError(
+            f"{name} must be an integer >= {minimum} and <= 2**63 - 1 (the step and attempt counters are "
+            f"int64), got {value!r}"
+        )
 
 
 def _checked_target(correction: object, target: object) -> float | None:

@@ -65,8 +65,13 @@ def test_preprocessing_statistics_and_round_trip(image_data_dir):
     f = x.astype(np.float64) / 255.0
     np.testing.assert_allclose(prep.mean, f.mean(axis=(0, 1, 2)), rtol=1e-12)
     np.testing.assert_allclose(prep.std, f.std(axis=(0, 1, 2)), rtol=1e-9)
-    if os.path.exists(os.path.join(SHARED_DATA, "cifar10")):
-        np.testing.assert_allclose(prep.mean, CIFAR10_MEAN, atol=0.02)  # 400 real images
+    if os.path.exists(os.path.join(SHARED_DATA, "cifar10", "cifar10_test.npz")):  # 400 real images (conftest)
+        np.testing.assert_allclose(prep.mean, CIFAR10_MEAN, atol=0.02)
+    else:  # 400 synthetic images (_synthetic_images): colours and stripes symmetric about 127.5
+        # plus N(0, 25^2) noise per pixel, so each channel's mean is 0.5 (clipping moves it < 3e-5);
+        # the tolerance is 4 standard errors of the mean of the noise
+        se = 25.0 / 255.0 / np.sqrt(x[..., 0].size)
+        np.testing.assert_allclose(prep.mean, 0.5, rtol=0, atol=4 * se + 3e-5)
     again = data.Preprocessing.from_dict(prep.to_dict())
     assert again.to_dict() == prep.to_dict() and prep.to_dict()["kind"] == "normalize"
     z = prep.apply(x[:5])
@@ -77,6 +82,21 @@ def test_preprocessing_statistics_and_round_trip(image_data_dir):
     np.testing.assert_allclose(all_z.std(0), 1, atol=1e-5)
     with pytest.raises(ValueError, match="std > 0"):
         data.Preprocessing([0.5], [0.0])
+
+
+def test_preprocessing_of_known_images_through_the_npz_parts(tmp_path):
+    """Parts of 150 and 50 images, every pixel of a part one colour: the statistics are exact
+    (mean a + (b - a) / 4, std |b - a| sqrt(3) / 4 per channel), and distinct per channel."""
+    a, b = np.array([0, 10, 200], np.uint8), np.array([255, 30, 250], np.uint8)
+    (tmp_path / "cifar10").mkdir()
+    for k, (n, colour) in enumerate([(150, a), (50, b)], start=1):
+        x = np.broadcast_to(colour, (n, 32, 32, 3)).copy()
+        np.savez(tmp_path / "cifar10" / f"cifar10_train_part{k}of2.npz", x=x, y=np.arange(n) % 10)
+    x, _, _ = data.load_split("cifar10", "train", "npz", str(tmp_path))
+    prep = data.Preprocessing.from_images(x)
+    a, b = a / 255.0, b / 255.0
+    np.testing.assert_allclose(prep.mean, a + (b - a) / 4, rtol=1e-10)
+    np.testing.assert_allclose(prep.std, np.abs(b - a) * np.sqrt(3) / 4, rtol=1e-9)
 
 
 def test_preprocessing_errors_name_the_source_the_key_and_the_channels(image_data_dir, tmp_path, capsys):

@@ -47,6 +47,8 @@ def test_evaluate_writes_every_file_and_consistent_numbers(tiny_run, image_data_
     assert report["test"]["T=1"]["accuracy"] == pytest.approx(float(np.mean(p.argmax(1) == y)))
     nll = -np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-7, 1)))
     assert report["test"]["T=1"]["nll"] == pytest.approx(nll, rel=1e-4)
+    brier = np.mean(np.sum((p - np.eye(10)[y]) ** 2, axis=1))
+    assert report["test"]["T=1"]["brier"] == pytest.approx(brier, rel=1e-4)
     assert report["swaps"]["attempts"] > 0 and report["swaps"]["sigma2_late"] > 0
 
 

@@ -261,7 +261,10 @@ def test_make_strategy_names(monkeypatch):
 
 
 def test_options_that_cannot_run_under_a_strategy_are_refused():
+    """The workflow applies the sampler's own rule (tf_vrre.sampler.execution), no copy of it."""
     import tensorflow as tf
+
+    from tf_vrre.sampler import execution
 
     class TwoReplicasOnCpu:  # stands for MirroredStrategy / MultiWorkerMirroredStrategy with 2 CPU replicas
         num_replicas_in_sync = 2
@@ -269,15 +272,14 @@ def test_options_that_cannot_run_under_a_strategy_are_refused():
     if tf.config.list_logical_devices("GPU"):
         pytest.skip("a GPU is present")
     with pytest.raises(
-        ValueError,
-        match=r"jit_compile=True \(--jit-compile on\) with 2 replicas on CPU: XLA cannot "
+        execution.ExecutionError,
+        match=r"jit_compile=True cannot run under TwoReplicasOnCpu with 2 replicas on CPU devices: XLA cannot "
         "compile the all-reduces",
     ):
         strategies.check_options(TwoReplicasOnCpu(), jit_compile=True)
     with pytest.raises(
-        ValueError,
-        match=r"steps_per_execution=4 \(--steps-per-execution\) with 2 replicas under "
-        "TwoReplicasOnCpu: .*keras-team/keras#19246",
+        execution.ExecutionError,
+        match=r"steps_per_execution=4 cannot run under TwoReplicasOnCpu with 2 replicas: .*keras-team/keras#19246",
     ):
         strategies.check_options(TwoReplicasOnCpu(), steps_per_execution=4)
     for jit, spe in (("auto", 1), (False, None)):

@@ -103,7 +103,20 @@ def test_killed_training_resumes_to_the_same_samples(image_data_dir, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert json.load(open(killed / "run.json"))["status"] == "running", "the job finished before the kill"
+    # what a kill between a temporary's creation and its rename leaves (tf_vrre.runs.atomic), and
+    # files of the same look that are not the run's own temporaries
+    own = ["swaps/.swaps.csv.k3j9x2a_.tmp", "swaps/.identity.json.0a1b2c3d.tmp", ".run.json.abcdefgh.tmp"]
+    own += [
+        ".log.csv.zz99zz99.tmp",
+        "samples/.manifest.json.qwertyui.tmp",
+        "samples/.sample-000000004.npz.a1b2c3d4.tmp",
+    ]
+    foreign = ["swaps/notes.tmp", "swaps/.swaps.csv.tmp", ".report.json.abcdefgh.tmp", "samples/.x.npz.a1b2c3d4.tmp"]
+    for name in own + foreign:
+        (killed / name).write_text("planted")
     assert cli.main(cli_flags("vr-resghmc", killed, image_data_dir, epochs=6, subset=256)) == 0
+    assert [name for name in own if (killed / name).exists()] == []
+    assert [(killed / name).read_text() for name in foreign] == ["planted"] * len(foreign)
     assert json.load(open(killed / "run.json"))["status"] == "complete"
     assert _manifest(killed) == _manifest(full) and len(_manifest(full)) >= 5
     for name in ("swaps/swaps.csv", "swaps/refresh.csv", "swaps/epochs.csv"):

@@ -42,14 +42,47 @@ def keep_rates(raw: Mapping) -> config.RawConfig:
     (``tf-vrre train --schedule keep-rates``.)
 
     Raises:
-      ConfigError: as :func:`tf_vrre.workflows.image_classification.config.resolve`.
+      ConfigError: as :func:`tf_vrre.workflows.image_classification.config.resolve`; when the
+        schedule with its rates kept cannot run for ``training.epochs`` epochs (e.g. the
+        temperature, annealed x1.02 per epoch over a burn-in that grows with the run, falls below
+        float32's smallest number), one naming ``training.epochs`` and the epochs it allows (the
+        rule that failed, on a key the schedule derives from them, follows).
 
     Example:
       >>> raw = keep_rates(config.apply_overrides(config.load("vr-resghmc"), {"training.epochs": 10}))
       >>> cfg = config.resolve(raw)
       >>> cfg.training.schedule_epochs, cfg.sampler.lr_constant_epochs, cfg.sampler.burn_in_epochs, cfg.sampler.lr_decay
       (10, 4, 6, 0.984)
+      >>> keep_rates(config.apply_overrides(config.load("vr-resghmc"), {"training.epochs": 10**8}))
+      Traceback (most recent call last):
+      ...
+      tf_vrre.workflows.image_classification.config.ConfigError: config key training.epochs must be in [1, 6464] with the schedule's per-epoch rates kept (keep_rates: its burn-in and phases grow with the run's epochs), got 100000000 (override); at 100000000 epochs: config key sampler.temperature_annealing must be ...
     """
+    kept = _kept(raw)
+    try:
+        config.resolve(kept)
+    except config.ConfigError as err:
+        epochs = config.resolve(raw).training.epochs
+        most = _most_epochs(raw, epochs)
+        if most is None:  # fails at 1 epoch too: not the run's length
+            raise
+        source = getattr(raw, "path", None)
+        at = (
+            " (override)"
+            if "training.epochs" in getattr(raw, "overridden", ())
+            else f" (in {source})"
+            if source
+            else ""
+        )
+        raise config.ConfigError(
+            f"config key training.epochs must be in [1, {most}] with the schedule's per-epoch rates kept (keep_rates: "
+            f"its burn-in and phases grow with the run's epochs), got {epochs}{at}; at {epochs} epochs: {err}"
+        ) from None
+    return kept
+
+
+def _kept(raw: Mapping) -> config.RawConfig:
+    """``raw`` with its schedule written for its ``training.epochs`` (what :func:`keep_rates` returns)."""
     cfg = config.resolve(raw)
     stretch = sampler_numbers.Stretch(cfg)
     over: dict[str, Any] = {"training.schedule_epochs": cfg.training.epochs}
@@ -59,6 +92,26 @@ def keep_rates(raw: Mapping) -> config.RawConfig:
         if value is not None:
             over[key] = stretch.epochs(value)
     return config.apply_overrides(raw, over)
+
+
+def _most_epochs(raw: Mapping, epochs: int) -> int | None:
+    """The most epochs below ``epochs`` whose kept schedule resolves (bisection: the schedule's
+    burn-in, and what it anneals or grows, increase with the epochs), ``None`` if 1 epoch fails too."""
+
+    def runs(e: int) -> bool:
+        try:
+            config.resolve(_kept(config.apply_overrides(raw, {"training.epochs": e})))
+        except config.ConfigError:
+            return False
+        return True
+
+    if not runs(1):
+        return None
+    lo, hi = 1, int(epochs)  # runs(lo), not runs(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if runs(mid) else (lo, mid)
+    return lo
 
 
 def schedule_values(cfg: config.Config, data_size: int, steps_per_epoch: int) -> dict:

@@ -7,10 +7,14 @@ For a run directory (:mod:`tf_vrre.runs.run_json`), streaming over the collected
    sample on ``fit_size`` held-out images are kept (``S x fit_size x C`` floats) and ``T``
    minimises the NLL of ``mean_s softmax(z_s / T)`` within ``[0.01, 100]``
    (:func:`tf_vrre.workflows.image_classification.metrics.fit_temperature`); a fit with no optimum
-   inside (a model at chance level: the NLL falls all the way to the uniform prediction) gives
-   the bound it hit as ``T``, marked in ``report["temperature"]["bound_hit"]``;
+   inside (a model at chance level: the NLL falls all the way to the uniform prediction;
+   over-confident samples whose optimum lies beyond ``T = 100``) gives the bound it hit as ``T``,
+   marked in ``report["temperature"]["bound_hit"]``, and says so with the held-out NLL at the
+   bound and at ``T = 1`` (``heldout_nll_T1``, computed as the fit computes it);
 2. *BMA* ``p_T = mean_s softmax(z_s / T)`` on the test set and the out-of-distribution set for
-   ``T = 1``, the paper's fixed ``T = 2`` and the fitted ``T`` (three running sums);
+   ``T = 1``, the paper's fixed ``T = 2`` and the fitted ``T`` (three running sums, and the same
+   average in log space, ``logsumexp_s log_softmax(z_s / T) - log S``, for the NLL: nothing is
+   clipped, so a confidently wrong prediction costs its full ``-log p_y``);
 3. metrics (:mod:`tf_vrre.workflows.image_classification.metrics`): test accuracy, NLL, Brier, ECE (15 bins); OOD mean
    entropy, fraction of entropies > 1.5 (the paper's Figure 4 statistic), OOD Brier score
    (optimum ``1 / C``) and the AUROC of in- vs out-of-distribution by entropy; the last sample
@@ -149,10 +153,10 @@ def _logits(model, x, prep, batch_size):
     return np.asarray(model.predict(eval_dataset(x, prep, batch_size), verbose=0), np.float64)
 
 
-def _classification(p, y):
+def _classification(p, y, log_p):
     return {
         "accuracy": metrics.accuracy(p, y),
-        "nll": metrics.nll(p, y),
+        "nll": metrics.nll(p, y, log_p),
         "brier": metrics.brier(p, y),
         "ece": metrics.ece(p, y, ECE_BINS),
     }
@@ -281,19 +285,23 @@ def _fit(model, samples, held, prep, batch_size, say):
         return None
     x, y = held
     logits = np.stack([_logits(_set(model, w), x, prep, batch_size) for w in samples])
-    p1 = metrics.softmax(logits, 1.0).mean(0)[np.arange(len(y)), y]
-    out = {"heldout_nll_T1": float(-np.mean(np.log(np.maximum(p1, 1e-300)))), "fit_size": len(y), "bound_hit": None}
+    out = {"heldout_nll_T1": metrics.heldout_nll(logits, y, 1.0), "fit_size": len(y), "bound_hit": None}
     try:
         t, t_nll = metrics.fit_temperature(logits, y)
     except metrics.TemperatureFitError as err:
-        say(f"temperature on {len(y)} held-out images ({len(samples)} samples): {err}")
+        say(
+            f"temperature on {len(y)} held-out images ({len(samples)} samples): {str(err).removeprefix('fit_temperature: ')}"
+        )
         return out | {
             "T": err.temperature if err.bound else None,
             "bound_hit": err.bound,
             "heldout_nll": err.nll,
             "reason": str(err).removeprefix("fit_temperature: "),
         }
-    say(f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples)")
+    say(
+        f"fitted temperature T = {t:.3f} on {len(y)} held-out images ({len(samples)} samples): held-out NLL "
+        f"{t_nll:.4f} there, {out['heldout_nll_T1']:.4f} at T = 1"
+    )
     return out | {"T": t, "heldout_nll": t_nll}
 
 
@@ -318,7 +326,8 @@ def _warnings(report, num_classes):
             f"fitted temperature at the {t['bound_hit']} bound T = {t['T']:g}: {t['reason']}; the T=fitted "
             "rows use the bound"
             + (
-                "; a model at chance level has no better temperature than T = infinity"
+                "; the optimum lies beyond it: a model at chance level has no better temperature than T = infinity, "
+                "and over-confident samples (logits far larger than their accuracy warrants) need a T above 100"
                 if t["bound_hit"] == "upper"
                 else "; every held-out image is predicted right with a margin, so sharper is always better there"
             )
@@ -338,11 +347,14 @@ def _warnings(report, num_classes):
 
 
 def _stream(model, samples, temps, inputs, prep, batch_size, bar=None):
-    """Running sums of ``softmax(z / T)`` over the samples per T on ``inputs = (x_test, ood_data)``
-    (``ood_data`` may be ``None``), and the last sample's; ``bar``: a
+    """The BMA per T on ``inputs = (x_test, ood_data)`` (``ood_data`` may be ``None``), and the last
+    sample's prediction: ``({T: (p_test, p_ood, log_p_test)}, (p_test, p_ood, log_p_test))``, from
+    running sums of ``softmax(z / T)`` over the samples and, for the test NLL, of their
+    log-probabilities in log space (``logaddexp``); ``bar``: a
     :class:`tf_vrre.callbacks.progress.StepProgress` over the samples."""
     x_test, ood_data = inputs
     sums = {k: [0.0, 0.0] for k in temps}
+    log_sums = {k: -np.inf for k in temps}
     last = None
     for i, w in enumerate(samples):
         _set(model, w)
@@ -350,27 +362,29 @@ def _stream(model, samples, temps, inputs, prep, batch_size, bar=None):
         z_out = _logits(model, ood_data[0], prep, batch_size) if ood_data else None
         for k, t in temps.items():
             sums[k][0] = sums[k][0] + metrics.softmax(z_in, t)
+            log_sums[k] = np.logaddexp(log_sums[k], metrics.log_softmax(z_in, t))
             if z_out is not None:
                 sums[k][1] = sums[k][1] + metrics.softmax(z_out, t)
-        last = (metrics.softmax(z_in), metrics.softmax(z_out) if z_out is not None else None)
+        last = (metrics.softmax(z_in), metrics.softmax(z_out) if z_out is not None else None, metrics.log_softmax(z_in))
         if bar is not None:
             bar.update(i + 1)
     S = len(samples)
-    return {k: (v[0] / S, v[1] / S if ood_data else None) for k, v in sums.items()}, last
+    bma = {k: (v[0] / S, v[1] / S if ood_data else None, log_sums[k] - np.log(S)) for k, v in sums.items()}
+    return bma, last
 
 
 def _score(report, bma, last, y_test, C):
     """Fills the report's test / OOD metrics; returns the entropies and reliability bins per T."""
     entropies, bins = {}, []
-    for k, (p_in, p_out) in bma.items():
-        report["test"][k] = _classification(p_in, y_test)
+    for k, (p_in, p_out, log_p_in) in bma.items():
+        report["test"][k] = _classification(p_in, y_test, log_p_in)
         bins.append((f"BMA {k}", metrics.reliability_bins(p_in, y_test, ECE_BINS), report["test"][k]["ece"]))
         if p_out is not None:
             report["ood"][k], h_in, h_out = _ood_metrics(p_in, p_out, C)
             entropies[k] = (h_in, h_out)
         else:
             entropies[k] = (metrics.entropy(p_in), None)
-    report["test"]["last_sample"] = _classification(last[0], y_test)
+    report["test"]["last_sample"] = _classification(last[0], y_test, last[2])
     if last[1] is not None:
         report["ood"]["last_sample"] = _ood_metrics(last[0], last[1], C)[0]
     return entropies, bins

@@ -17,8 +17,9 @@ __all__ = ["OOD_CHOICES", "DEFAULT_OOD", "check_run", "data_sources", "check_dat
 
 
 def check_run(run_dir: str | os.PathLike) -> tuple[dict, Any]:
-    """``(run, samples)`` of a run directory with at least one sample, or a ``RunDirError``
-    naming the missing / broken file or key (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
+    """``(run, samples)`` of a run directory with at least one sample, every sample's weights
+    finite (:meth:`tf_vrre.runs.samples.SampleSet.check_finite`), or a ``RunDirError`` naming the
+    missing / broken file or key (no TensorFlow: ``tf-vrre evaluate`` checks before it starts)."""
     run = run_json.read_run(run_dir)
     path = os.path.join(os.fspath(run_dir), run_json.RUN_JSON)
     for key, kind in (
@@ -45,6 +46,7 @@ def check_run(run_dir: str | os.PathLike) -> tuple[dict, Any]:
         )
     try:
         samples = load_samples(directory)
+        samples.check_finite()  # a NaN weight would make every average NaN, found only after the predictions
     except ValueError as err:
         raise run_json.RunDirError(f"{err}; {repair_hint(run_dir)}") from None
     if not len(samples):

@@ -2,11 +2,13 @@
 
 All functions take predictive probabilities ``p`` ``[n, C]`` (e.g. the BMA
 ``mean_s softmax(z_s / T)``) and integer labels ``[n]``, and use TensorFlow Probability /
-Keras where they provide the metric:
+Keras / SciPy where they provide the metric:
 
 - ``accuracy``: ``mean(argmax p == y)``;
-- ``nll``: ``-mean log p_y`` (``keras.losses.sparse_categorical_crossentropy``, which clips
-  ``p`` to ``[1e-7, 1 - 1e-7]``);
+- ``nll``: ``-mean log p_y``, from the log-probabilities when given (:func:`log_bma`: the BMA in log
+  space, ``logsumexp_s log_softmax(z_s / T) - log S``), so nothing is clipped: a confidently wrong
+  prediction costs its full ``-log p_y`` (a probability clipped at ``1e-7`` or ``1e-300`` would
+  understate it); ``heldout_nll`` is that NLL straight from the samples' logits;
 - ``brier``: ``mean_i sum_j (p_ij - 1[j = y_i])^2`` (the paper's footnote; ``tfp.stats.brier_score``
   is ``sum_j p_j^2 - 2 p_y``, one less);
 - ``ece``: expected calibration error with equal-width confidence bins
@@ -16,9 +18,10 @@ Keras where they provide the metric:
   occurs (out-of-distribution images); its optimum, the uniform prediction, is ``1 / C``
   (the paper's "optimal 0.1" for SVHN under CIFAR-10 models);
 - ``auroc``: area under the ROC curve separating two score samples (``keras.metrics.AUC``);
-- ``fit_temperature``: ``T`` in ``[0.01, 100]`` minimising the NLL of ``mean_s softmax(z_s / T)``
-  on held-out data (``tfp.optimizer.lbfgs_minimize`` over ``log T``); a
-  fit without an optimum inside them raises :class:`TemperatureFitError` with the bound it hit.
+- ``fit_temperature``: ``T`` in ``[0.01, 100]`` minimising :func:`heldout_nll` (a grid over
+  ``log T`` brackets the minimum, ``scipy.optimize.minimize_scalar`` refines it); a fit without an
+  optimum inside them, or over an NLL that does not depend on ``T``, raises
+  :class:`TemperatureFitError` saying which.
 
 Example:
   >>> logits = np.array([[[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]],     # [S = 2 samples, n = 3, C = 2]
@@ -30,10 +33,15 @@ Example:
 """
 
 import numpy as np
+import scipy.optimize
+import scipy.special
 
 __all__ = [
     "accuracy",
     "nll",
+    "heldout_nll",
+    "log_softmax",
+    "log_bma",
     "brier",
     "ece",
     "entropy",
@@ -77,24 +85,64 @@ def softmax(logits, temperature=1.0):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def log_softmax(logits, temperature=1.0):
+    """``log softmax(logits / T)`` along the last axis (float64, ``scipy.special.log_softmax``):
+    exact where the probability itself underflows to 0."""
+    return scipy.special.log_softmax(np.asarray(logits, np.float64) / float(temperature), axis=-1)
+
+
+def log_bma(logits, temperature=1.0):
+    """``log mean_s softmax(z_s / T)`` of ``[S, n, C]`` logits (``[n, C]``: one sample), in log space:
+    ``logsumexp_s log_softmax(z_s / T) - log S``."""
+    z = np.asarray(logits, np.float64)
+    z = z[None] if z.ndim == 2 else z
+    return scipy.special.logsumexp(log_softmax(z, temperature), axis=0) - np.log(z.shape[0])
+
+
 def accuracy(probs, labels):
     """Fraction of examples whose most probable class is the label."""
     p, y = _check(probs, labels)
     return float(np.mean(p.argmax(axis=1) == y))
 
 
-def nll(probs, labels):
-    """Mean negative log-likelihood ``-mean log p_y`` (Keras' sparse categorical cross-entropy)."""
-    import keras
+def nll(probs, labels, log_probs=None):
+    """Mean negative log-likelihood ``-mean log p_y``, never clipped.
 
+    Args:
+      probs: ``[n, C]`` probabilities (their ``log`` is used without ``log_probs``: a label whose
+        probability underflowed to 0 gives ``inf``).
+      labels: ``[n]`` integer labels.
+      log_probs: ``[n, C]`` log-probabilities of the same predictions (e.g. :func:`log_bma`): the
+        exact NLL, however confident and wrong a prediction is.
+    """
     p, y = _check(probs, labels)
-    return float(
-        np.mean(
-            keras.ops.convert_to_numpy(
-                keras.losses.sparse_categorical_crossentropy(y, p.astype(np.float32), from_logits=False)
-            )
-        )
-    )
+    if log_probs is None:
+        with np.errstate(divide="ignore"):
+            return float(-np.mean(np.log(p[np.arange(len(y)), y])))
+    lp = np.asarray(log_probs, np.float64)
+    if lp.shape != p.shape or np.isnan(lp).any() or np.any(lp > 1e-9):
+        raise ValueError(f"log_probs must be {p.shape} log-probabilities (<= 0, no NaN), got shape {lp.shape}")
+    return float(-np.mean(lp[np.arange(len(y)), y]))
+
+
+def heldout_nll(logits, labels, temperature=1.0):
+    """``-mean_i log mean_s softmax(z_si / T)[y_i]``: the NLL of the samples' average at
+    temperature ``T``, from ``[S, n, C]`` (or ``[n, C]``) logits in log space (nothing clipped);
+    what :func:`fit_temperature` minimises.
+
+    Example:
+      >>> z = np.array([[[40.0, 0.0]], [[0.0, 40.0]]])     # two samples, one image: sure, and opposite
+      >>> round(heldout_nll(z, [0]), 4)                     # log 2: one of the two is right
+      0.6931
+      >>> round(heldout_nll(z[:1], [1]), 1)                 # alone and wrong: 40 nats, not log(1e300)
+      40.0
+    """
+    z = np.asarray(logits, np.float64)
+    z = z[None] if z.ndim == 2 else z
+    y = np.asarray(labels).reshape(-1).astype(np.int64)
+    scaled = z / float(temperature)
+    picked = np.take_along_axis(scaled, y[None, :, None], axis=-1)[..., 0] - scipy.special.logsumexp(scaled, axis=-1)
+    return float(-np.mean(scipy.special.logsumexp(picked, axis=0) - np.log(z.shape[0])))
 
 
 def brier(probs, labels):
@@ -157,14 +205,15 @@ no interior optimum (:class:`TemperatureFitError`)."""
 
 
 class TemperatureFitError(RuntimeError):
-    """:func:`fit_temperature` found no optimum inside its bounds: the held-out NLL keeps falling
-    towards a bound (e.g. a model at chance level, whose NLL falls as ``T`` grows towards the
-    uniform prediction), or the optimiser did not converge.
+    """:func:`fit_temperature` found no optimum inside its bounds: the held-out NLL is lowest at a
+    bound (e.g. a model at chance level, whose NLL falls as ``T`` grows towards the uniform
+    prediction), it is the same at every ``T`` (saturated predictions), or the optimiser did not
+    converge.
 
     Attributes:
-      temperature: the ``T`` reached (the bound it hit, or where it stopped).
-      bound: ``"upper"`` or ``"lower"`` (the end of :data:`TEMPERATURE_BOUNDS` reached), or
-        ``None`` (stopped inside without converging).
+      temperature: the ``T`` reached (the bound where the NLL is lowest; ``initial`` for a flat NLL).
+      bound: ``"upper"`` or ``"lower"`` (the end of :data:`TEMPERATURE_BOUNDS` where the NLL is
+        lowest), or ``None`` (flat, or not converged).
       nll: the held-out NLL at ``temperature``.
     """
 
@@ -173,25 +222,35 @@ class TemperatureFitError(RuntimeError):
         self.temperature, self.bound, self.nll = temperature, bound, nll
 
 
-def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
-    """Temperature ``T`` in ``bounds`` minimising ``-mean log mean_s softmax(z_s / T)[y]`` (held-out data).
+GRID = 81
+"""Log-spaced temperatures over the bounds where :func:`fit_temperature` evaluates the NLL first
+(a ratio of ``10**(4/80) = 1.12`` between neighbours over ``[0.01, 100]``)."""
 
-    Minimised with ``tfp.optimizer.lbfgs_minimize`` over ``log T``; a minimiser beyond
-    ``bounds`` (e.g. ``T -> infinity`` for a model at chance level) is reported at the bound it
-    passed, with the NLL there.
+
+def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
+    """Temperature ``T`` in ``bounds`` minimising :func:`heldout_nll` (held-out data).
+
+    The NLL is evaluated on :data:`GRID` log-spaced temperatures across ``bounds`` (in log space:
+    exact for logits of any size), and the best one's neighbourhood is searched with
+    ``scipy.optimize.minimize_scalar`` (bounded Brent over ``log T``).  No gradient is followed, so
+    over-confident samples (logits in the thousands, where the NLL is flat over a range of ``T`` and
+    steep elsewhere) are fitted like any other.  When the lowest NLL is a plateau that holds
+    ``initial`` (predictions saturated at every ``T`` up to some value), ``initial`` is returned: no
+    temperature there does better.
 
     Args:
       logits: ``[S, n, C]`` logits of ``S`` samples (or ``[n, C]`` for one model).
       labels: ``[n]`` integer labels.
-      initial: starting ``T`` (inside ``bounds``).
+      initial: the reference ``T`` (no scaling: 1): the messages compare with the NLL there.
       bounds: ``(lo, hi)``, ``0 < lo < initial < hi``.
 
     Returns:
       ``(T, nll_at_T)`` as floats.
 
     Raises:
-      TemperatureFitError: the fit ends at a bound (no interior optimum) or does not converge;
-        it carries the ``T`` reached, which bound, and the NLL there.
+      TemperatureFitError: the NLL is lowest at a bound (no interior optimum), the same at every
+        ``T``, or the search did not converge; it carries the ``T`` reached, which bound, and the
+        NLL there, and its message the NLL at ``initial``.
 
     Example:
       >>> rng = np.random.default_rng(0)
@@ -204,50 +263,57 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
       >>> fit_temperature(-2.0 * np.eye(3)[y], y)           # logits that point away from the labels
       Traceback (most recent call last):
       ...
-      tf_vrre.workflows.image_classification.metrics.TemperatureFitError: fit_temperature: the held-out NLL keeps falling towards the upper bound T = 100 (NLL 1.1120 there; a uniform prediction has log C = 1.0986): no optimum inside [0.01, 100]
+      tf_vrre.workflows.image_classification.metrics.TemperatureFitError: fit_temperature: the held-out NLL is lowest at the upper bound T = 100 (NLL 1.1120 there, 2.7586 at T = 1; a uniform prediction has log C = 1.0986): no optimum inside [0.01, 100]
     """
-    import tensorflow_probability as tfp
-
-    tf = _tf()
     z, lo, hi = _temperature_fit_inputs(logits, labels, initial, bounds)
-    zt = tf.constant(z)
-    onehot = tf.one_hot(np.asarray(labels).reshape(-1).astype(np.int64), z.shape[-1], dtype=tf.float64)
+    y = np.asarray(labels).reshape(-1).astype(np.int64)
 
     def loss(log_t):
-        lp = tf.nn.log_softmax(zt / tf.exp(log_t[0]), axis=-1)  # [S, n, C]
-        picked = tf.reduce_sum(lp * onehot[None], axis=-1)  # [S, n]
-        bma = tf.reduce_logsumexp(picked, axis=0) - tf.math.log(tf.cast(tf.shape(zt)[0], tf.float64))
-        return -tf.reduce_mean(bma)
+        return heldout_nll(z, y, np.exp(log_t))
 
-    def value_and_grad(x):
-        return tfp.math.value_and_gradient(loss, x)
-
-    res = tfp.optimizer.lbfgs_minimize(
-        value_and_grad, tf.constant([np.log(initial)], tf.float64), tolerance=1e-10, max_iterations=200
+    grid = np.linspace(np.log(lo), np.log(hi), GRID)
+    values = np.array([loss(g) for g in grid])
+    at_initial = loss(np.log(initial))
+    compare = f"{at_initial:.4f} at T = {float(initial):g}"
+    if values.max() - values.min() <= 1e-12 * max(1.0, abs(values.min())):
+        raise TemperatureFitError(
+            f"fit_temperature: the held-out NLL is the same at every T in [{lo:g}, {hi:g}] (NLL {at_initial:.4f}): "
+            "the samples' predictions are saturated (each image's probabilities 0 or 1 at any of these T), "
+            "so no temperature changes them",
+            float(initial),
+            None,
+            at_initial,
+        )
+    i = int(np.argmin(values))  # the first of equal values: the lowest T
+    low = values <= values.min() + 1e-12 * max(1.0, abs(values.min()))
+    last = i
+    while last + 1 < GRID and low[last + 1]:
+        last += 1
+    if last > i and grid[i] <= np.log(initial) <= grid[last] and at_initial <= values[i]:
+        return float(initial), at_initial  # a plateau of the lowest NLL (saturated predictions) that holds T = initial
+    res = scipy.optimize.minimize_scalar(
+        loss, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, GRID - 1)]), method="bounded", options={"xatol": 1e-10}
     )
-    t = float(np.exp(res.position.numpy()[0]))
-    value = float(res.objective_value.numpy())
-    bound = "upper" if not t < hi else "lower" if not t > lo else None  # NaN: upper
+    t, value = (float(np.exp(res.x)), float(res.fun)) if res.fun < values[i] else (float(np.exp(grid[i])), values[i])
+    bound = "lower" if i == 0 and values[0] <= value else "upper" if i == GRID - 1 and values[-1] <= value else None
     if bound is not None:  # the optimum, if any, lies beyond the bound: reported at the bound
-        t = hi if bound == "upper" else lo
-        value = float(loss(tf.constant([np.log(t)], tf.float64)).numpy())
+        t, value = (lo, float(values[0])) if bound == "lower" else (hi, float(values[-1]))
         uniform = f"; a uniform prediction has log C = {np.log(z.shape[-1]):.4f}" if bound == "upper" else ""
         raise TemperatureFitError(
-            f"fit_temperature: the held-out NLL keeps falling towards the {bound} bound "
-            f"T = {t:g} (NLL {value:.4f} there{uniform}): no optimum inside [{lo:g}, {hi:g}]",
+            f"fit_temperature: the held-out NLL is lowest at the {bound} bound T = {t:g} (NLL {value:.4f} there, "
+            f"{compare}{uniform}): no optimum inside [{lo:g}, {hi:g}]",
             t,
             bound,
             value,
         )
-    if not res.converged.numpy():
+    if not res.success:
         raise TemperatureFitError(
-            f"fit_temperature: the held-out NLL did not converge in 200 L-BFGS iterations "
-            f"(T = {t:.4g}, NLL {value:.4f})",
+            f"fit_temperature: the search for T did not converge (T = {t:.4g}, NLL {value:.4f}, {compare})",
             t,
             None,
             value,
         )
-    return t, value
+    return t, float(value)
 
 
 def _temperature_fit_inputs(logits, labels, initial, bounds):

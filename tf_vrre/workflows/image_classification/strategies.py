@@ -403,28 +403,16 @@ def _forget_cluster(before):
 
 
 def check_options(strategy, jit_compile=None, steps_per_execution=None):
-    """``ValueError`` for execution options that cannot run under ``strategy`` (checked before training):
+    """The sampler's rule on the execution options under ``strategy`` (checked before training):
+    :func:`tf_vrre.sampler.execution.check` (``steps_per_execution > 1`` with several replicas
+    outside a TPU, XLA with several replicas on CPU devices), with ``None`` for 1 step.
 
-    - ``jit_compile=True`` with more than one replica on CPU devices only: XLA implements no
-      collective op on CPU;
-    - ``steps_per_execution > 1`` with more than one replica outside a TPU: Keras 3's multi-step
-      loop fails there ("You must feed a value for placeholder tensor ...", also for a plain
-      ``Dense`` model under ``MirroredStrategy``; keras-team/keras#19246).
+    Raises:
+      tf_vrre.sampler.execution.ExecutionError: naming the argument and the values allowed.
     """
-    import tensorflow as tf
+    import tf_vrre.sampler.execution as execution
 
-    replicas = strategy.num_replicas_in_sync
-    if jit_compile is True and replicas > 1 and not is_tpu(strategy) and not tf.config.list_logical_devices("GPU"):
-        raise ValueError(
-            f"jit_compile=True (--jit-compile on) with {replicas} replicas on CPU: XLA cannot compile "
-            "the all-reduces between CPU devices; use jit_compile='auto' (off here) or False"
-        )
-    if (steps_per_execution or 1) > 1 and replicas > 1 and not is_tpu(strategy):
-        raise ValueError(
-            f"steps_per_execution={steps_per_execution} (--steps-per-execution) with {replicas} replicas "
-            f"under {name_of(strategy)}: Keras 3's multi-step loop fails under multi-replica strategies "
-            "(keras-team/keras#19246); use 1"
-        )
+    execution.check(strategy, jit_compile, steps_per_execution or 1)
 
 
 def is_tpu(strategy):

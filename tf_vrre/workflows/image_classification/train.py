@@ -46,24 +46,22 @@ from typing import Any
 
 import keras
 
+import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.models as models
+import tf_vrre.workflows.image_classification.planning as planning
+import tf_vrre.workflows.image_classification.run_directory as run_directory
+import tf_vrre.workflows.image_classification.run_record as run_record
+import tf_vrre.workflows.image_classification.strategies as strategies
+import tf_vrre.workflows.image_classification.workers as workers
 from tf_vrre.callbacks import SampleCollector, SwapLogger
 from tf_vrre.callbacks.checkpoint import Checkpoint
 from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
-from tf_vrre.runs import locks, run_json
+from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
 from tf_vrre.sgmcmc.control_variates import ControlVariates
 from tf_vrre.sgmcmc.schedules import CyclicalCosine, EpochExponential, Scaled
 from tf_vrre.sgmcmc.swaps import CorrectedSwap
-from tf_vrre.workflows.image_classification import (
-    config,
-    models,
-    planning,
-    run_directory,
-    run_record,
-    strategies,
-    workers,
-)
 from tf_vrre.workflows.image_classification.data import Augmentation, load_training_data, sources
 from tf_vrre.workflows.image_classification.strategies import make_strategy
 
@@ -450,6 +448,7 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
         )
         verbose = 0
     sampler, record = _compile(cfg, p, strat, *execution, verbose)
+    atomic.remove_temporaries(root, {run_json.RUN_JSON, run_json.LOG})  # a killed run's half-written run.json, log.csv
     run = run_record.write_run(root, cfg, p, sampler, strat, record)
     d = cfg.data
     aug = Augmentation(d.crop_padding, d.flip, d.erasing) if d.augment else None

@@ -1,0 +1,487 @@
+"""The benchmark scripts check their input before any work, as ``tf-vrre`` does.
+
+A bad flag, a damaged input file (results, reference, data ``.npz``, a study to convert), a missing
+scikit-learn: exit status 2 and one line on stderr naming the flag or the file, before TensorFlow
+is imported, and nothing written.  Each script's refusals run in one process
+(``tests/helpers/_bench_cli.py``: ``runpy`` per command line, TensorFlow's absence checked after
+each), so the whole table costs about a second per script.
+
+The readers of the damaged files are also tested directly: ``render_docs.py`` never renders a
+NaN or a damaged results file into a page (one line naming the file and the key, no page
+written), and the posterior-fidelity reference is refused when truncated, incomplete or NaN.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+HELPER = os.path.join(ROOT, "tests", "helpers", "_bench_cli.py")
+STUDY = os.path.join(ROOT, "tests", "fixtures", "mixture_study")
+sys.path.insert(0, BENCHMARKS)
+
+import arguments  # noqa: E402
+import render_docs  # noqa: E402
+import results  # noqa: E402
+
+# (script, argv, what the one line must say): every script refuses bad flags before TensorFlow starts.
+CASES = [
+    ("callback_overhead.py", ["--steps", "0"], "--steps: must be > 0"),
+    ("callback_overhead.py", ["--repeats", "1e3"], "--repeats: expected an int"),
+    ("callback_overhead.py", ["--results", "."], "--results: '.' is a directory"),
+    ("callback_overhead.py", [], "benchmarks/results/callback-overhead.json exists; pass --force"),
+    ("cifar10_cpu.py", ["--seeds", "1,1"], "--seeds: must be distinct"),
+    ("cifar10_cpu.py", ["--methods", "sghmc,nope"], "--methods: 'nope': unknown"),
+    ("cifar10_cpu.py", ["--out", "afile"], "--out: 'afile' is a file"),
+    ("cifar10_cpu.py", ["--batch-size", "0"], "--batch-size: must be > 0"),
+    ("cifar10_cpu.py", ["--data-dir", "nowhere", "--results", "r.json"], "--data-dir: 'nowhere' has no cifar10/"),
+    (
+        "cifar10_cpu.py",
+        ["--data-dir", "data", "--set", "training.bogus=1", "--results", "r.json"],
+        "config key training.bogus is unknown",
+    ),
+    ("cifar10_cpu.py", ["--set", "epochs"], "--set: expected section.key=value"),
+    ("export_latency.py", ["--ks", "0,8"], "--ks: '0': must be >= 1"),
+    ("export_latency.py", ["--batches", "1,1"], "--batches: must be distinct"),
+    ("export_latency.py", ["--train-size", "10"], "--train-size: must be >= 64"),
+    ("export_latency.py", ["--out", "afile"], "--out: 'afile' is a file"),
+    ("export_latency.py", ["--results", "r.json"], "cifar10_train_part1of2.npz: not a readable .npz file"),
+    ("kill_sweep.py", ["--points", "torn,nope"], "--points: 'nope': unknown"),
+    ("kill_sweep.py", ["--occurrences", "0"], "--occurrences: '0': must be >= 1"),
+    ("kill_sweep.py", ["--occurrences", "2,2"], "--occurrences: must be distinct"),
+    ("ladder_exact.py", ["--steps", "100"], "--steps: must be >= 500"),
+    ("ladder_exact.py", ["--lrs", "1e-3,1e-3"], "--lrs: must be distinct"),
+    ("ladder_exact.py", ["--lrs", "-1"], "--lrs: '-1': must be > 0"),
+    ("ladder_exact.py", ["--data-size", "0"], "--data-size: must be > 0"),
+    ("ladder_tuning.py", ["--chains", "4,4"], "--chains: must be distinct"),
+    ("ladder_tuning.py", ["--chains", "2", "--out", "r.json"], "--chains: a tuned ladder needs K >= 3"),
+    ("ladder_tuning.py", ["--targets", "gauss"], "--targets: 'gauss': unknown"),
+    ("ladder_tuning.py", ["--fixed", "100"], "--fixed: must be >= 1000"),
+    ("ladder_tuning.py", ["--out", "."], "--out: '.' is a directory"),
+    ("ladder_tuning.py", ["--tables-only", "--out", "bad.json"], "--out: bad.json: not valid JSON"),
+    ("ladder_tuning.py", [], "benchmarks/results/ladder_tuning.json exists; pass --force"),
+    ("mixture.py", ["--run", "nowhere"], "--run: 'nowhere': no such directory"),
+    ("mixture.py", ["--run", "study_badjson", "--results", "r.json"], "study_badjson/summary.json: not valid JSON"),
+    (
+        "mixture.py",
+        ["--run", "study_nan", "--results", "r.json", "--figure", "f.png"],
+        "study_nan/summary.json: methods.vr-resgld.left_mode_weight is nan",
+    ),
+    (
+        "mixture.py",
+        ["--run", "study_notraces", "--results", "r.json", "--figure", "f.png"],
+        "study_notraces/traces.npz: no array 'vr-resgld/seed1/beta'",
+    ),
+    (
+        "mixture.py",
+        ["--run", "study_running", "--results", "r.json", "--figure", "f.png"],
+        "the study is 'running', not complete",
+    ),
+    ("mixture.py", ["--figure", "."], "--figure: '.' is a directory"),
+    ("mixture_nll_tfp.py", ["--steps", "0"], "--steps: must be > 0"),
+    ("mixture_nll_tfp.py", ["--repeats", "x"], "--repeats: expected an int"),
+    ("placement.py", ["--steps", "1"], "--steps: must be >= 2"),
+    ("placement.py", ["--figure", "."], "--figure: '.' is a directory"),
+    ("placement.py", ["--repeats", "0"], "--repeats: must be > 0"),
+    ("posterior_fidelity.py", ["run", "--seeds", "1,1"], "--seeds: must be distinct"),
+    ("posterior_fidelity.py", ["run", "--methods", "sgld,nope"], "--methods: 'nope': unknown"),
+    ("posterior_fidelity.py", ["run", "--budget", "nan"], "--budget: must be a finite number"),
+    ("posterior_fidelity.py", ["run", "--burn-in", "1"], "--burn-in: must be in [0, 1)"),
+    ("posterior_fidelity.py", ["run", "--records", "1"], "--records: must be >= 2"),
+    ("posterior_fidelity.py", ["run", "--out", "."], "--out: '.' is a directory"),
+    ("posterior_fidelity.py", ["run", "--reference", "nowhere"], "--reference: 'nowhere': no such directory"),
+    ("posterior_fidelity.py", ["reference", "--out", "afile"], "--out: 'afile' is a file"),
+    ("posterior_fidelity.py", ["figure", "--results", "bad.json", "--figure", "f.png"], "bad.json: not valid JSON"),
+    (  # scikit-learn is hidden in this script's process (see HIDE)
+        "posterior_fidelity.py",
+        ["run", "--out", "r.json", "--figure", "f.png"],
+        'run: scikit-learn is not installed (the digits and diabetes data sets come with it); pip install -e ".[benchmarks]"',
+    ),
+    ("posterior_fidelity.py", ["reference", "--out", "ref"], "reference: scikit-learn is not installed"),
+    ("regimes.py", ["--seeds", "0"], "--seeds: '0': must be >= 1"),
+    ("regimes.py", ["--families", "mixture,nope"], "--families: 'nope': unknown"),
+    ("regimes.py", ["--budget", "10"], "--budget: must be >= 1e4"),
+    ("regimes.py", ["--problems", "sine-N1000-t1", "--families", "mixture"], "--problems: 'sine-N1000-t1' is not of"),
+    ("regimes.py", ["--checks-from", "nofile"], "--checks-from: 'nofile': no such file"),
+    ("regimes.py", ["--report-only", "--results", "r.json"], "--report-only: no results file r.json"),
+    ("replica_flow.py", ["--chains", "1"], "--chains: must be >= 2"),
+    ("replica_flow.py", ["--steps", "10"], "--steps: must be >= 200"),
+    ("replica_flow.py", ["--out", "afile"], "--out: 'afile' is a file"),
+    ("small_run.py", ["--data-dir", "nowhere"], "--data-dir: 'nowhere' has no cifar10/"),
+    ("small_run.py", ["--work", "afile"], "--work: 'afile' is a file"),
+    ("small_run.py", ["--data-dir", "data", "--work", "w"], "--work: w/runs/small exists"),
+    ("step_cost.py", ["--depth", "9", "--results", "r.json"], "--depth: must be 6n + 2"),
+    ("step_cost.py", ["--steps", "50", "--results", "r.json"], "--steps: must be a multiple of --m (98)"),
+    ("step_cost.py", ["--configs", "vr,vr"], "--configs: must be distinct"),
+    ("step_cost.py", ["--batch", "1000", "--results", "r.json"], "--batch: must be <= --data-size (640)"),
+    ("step_cost.py", ["--data", "bad.npz", "--results", "r.json"], "--data: bad.npz: not a readable .npz file"),
+    ("step_cost.py", ["--data", "small.npz", "--results", "r.json"], "--data-size: small.npz holds 10 images"),
+    ("step_cost.py", ["--data", "nokey.npz", "--results", "r.json"], "--data: nokey.npz: no array 'y'"),
+    ("swap_bias.py", ["--seeds", "1"], "--seeds: must be >= 2"),
+    ("swap_bias.py", ["--tau", "100", "10"], "--tau: the cold temperature must be below the hot one"),
+    ("swap_bias.py", ["--burn-in", "1.5"], "--burn-in: must be in [0, 1)"),
+    ("swap_bias.py", ["--configs", "vr-batch,vr-batch"], "--configs: must be distinct"),
+    ("swap_bias.py", ["--sigma", "0"], "--sigma: must be > 0"),
+    ("swap_bias.py", ["--out", "rows_bad.jsonl", "--results", "r.json"], "rows_bad.jsonl, line 2: not valid JSON"),
+    ("swap_bias.py", ["--out", "rows_nan.jsonl", "--results", "r.json"], "rows_nan.jsonl, line 1: left is nan"),
+    ("swap_bias.py", ["--table", "--out", "none.jsonl"], "--out: none.jsonl: no such file"),
+    ("swap_bias.py", ["--out", "link.jsonl", "--results", "r.json"], "--out: link.jsonl is a symbolic link"),
+    ("swap_energies.py", ["--temperatures", "0.05", "0.01", "--data", "small.npz"], "--temperatures: the cold one"),
+    ("swap_energies.py", ["--configs", "vr_inf,nope", "--data", "small.npz"], "--configs: 'nope': unknown"),
+    ("swap_energies.py", ["--json", ".", "--data", "small.npz"], "--json: '.' is a directory"),
+    ("swap_energies.py", ["--data", "bad.npz", "--results", "r.json"], "--data: bad.npz: not a readable .npz file"),
+    ("swap_energies.py", ["--data", "missing.npz"], "--data: 'missing.npz': no such file"),
+    ("swap_target.py", ["--targets", "0.3,1.0"], "--targets: '1.0': must be in [0, 1)"),
+    ("swap_target.py", ["--targets", "0.5,0.5"], "--targets: must be distinct"),
+    ("swap_target.py", ["--chains", "2"], "--chains: must be >= 3"),
+    ("swap_target.py", ["--tables-only", "--out", "bad.json"], "--out: bad.json: not valid JSON"),
+    ("xla_speed.py", ["--repeats", "0"], "--repeats: must be > 0"),
+    ("xla_speed.py", ["--data", "bad.npz", "--results", "r.json"], "--data: bad.npz: not a readable .npz file"),
+    ("render_docs.py", ["--bogus"], "--bogus: unrecognized argument"),
+]
+HIDE = {"posterior_fidelity.py": ["--hide", "sklearn"]}
+
+
+def _inputs(root):
+    """The damaged and awkward inputs the cases name, in the scripts' working directory."""
+    (root / "afile").write_text("a file, not a directory\n")
+    (root / "bad.json").write_text('{"results": [{"config"')
+    real = np.load(os.path.join(STUDY, "traces.npz"))
+    np.savez(root / "good.npz", **{k: real[k] for k in real.files})
+    (root / "bad.npz").write_bytes((root / "good.npz").read_bytes()[:300])  # truncated
+    images = np.zeros((10, 32, 32, 3), np.uint8)
+    np.savez(root / "small.npz", x=images, y=np.zeros(10, np.int64))
+    np.savez(root / "nokey.npz", x=images)
+    (root / "good.npz").unlink()
+    row = {"config": "vr-batch", "seed": 0, "steps": 1000, "left": 0.5, "swaps": 3}
+    (root / "rows_bad.jsonl").write_text(json.dumps(row) + '\n{"config": "vr-b')  # a torn last line
+    (root / "rows_nan.jsonl").write_text(json.dumps({**row, "left": float("nan")}) + "\n")
+    (root / "victim.jsonl").write_text("")
+    os.symlink("victim.jsonl", root / "link.jsonl")
+    for folder in ("data/cifar10", "data/cifar100", "w/runs/small"):
+        (root / folder).mkdir(parents=True)
+    xdata = root / "xdata" / "cifar10"
+    xdata.mkdir(parents=True)
+    (xdata / "cifar10_train_part1of2.npz").write_bytes(b"PK\x03\x04 truncated")
+    summary = json.loads(open(os.path.join(STUDY, "summary.json")).read())
+    for name, edit in (
+        ("study_badjson", None),
+        ("study_nan", ("methods", "vr-resgld", "left_mode_weight")),
+        ("study_notraces", None),
+        ("study_running", ("status",)),
+    ):
+        (root / name).mkdir()
+        shutil.copy(os.path.join(STUDY, "traces.npz"), root / name / "traces.npz")
+        doc = json.loads(json.dumps(summary))
+        if edit and edit[0] == "status":
+            doc["status"] = "running"
+        elif edit:
+            doc["methods"]["vr-resgld"]["left_mode_weight"] = float("nan")
+        text = json.dumps(doc)
+        (root / name / "summary.json").write_text(text[: len(text) // 2] if name == "study_badjson" else text)
+    z = np.load(os.path.join(STUDY, "traces.npz"))
+    np.savez(root / "study_notraces" / "traces.npz", **{k: z[k] for k in z.files if k != "vr-resgld/seed1/beta"})
+
+
+def _listing(root):
+    return sorted(
+        (os.path.relpath(os.path.join(d, f), root), os.path.getsize(os.path.join(d, f)))
+        for d, dirs, files in os.walk(root)
+        for f in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]
+    )
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+    """``refusals(script)``: (outcome per argv, the working directory's listing before and after)."""
+    done = {}
+
+    def run(script):
+        if script not in done:
+            root = tmp_path_factory.mktemp(script.replace(".", "_"))
+            _inputs(root)
+            before = _listing(root)
+            cases = [argv for s, argv, _ in CASES if s == script]
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+                "TF_VRRE_DATA_DIR": str(root / "xdata"),
+            }
+            proc = subprocess.run(
+                [sys.executable, HELPER, os.path.join(BENCHMARKS, script), json.dumps(cases), *HIDE.get(script, [])],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            records = [json.loads(line) for line in proc.stdout.splitlines()]
+            done[script] = ({tuple(r["argv"]): r for r in records}, before, _listing(root))
+        return done[script]
+
+    return run
+
+
+@pytest.mark.parametrize(("script", "argv", "said"), CASES, ids=[f"{s}:{' '.join(a)}" for s, a, _ in CASES])
+def test_refused_in_one_line_before_tensorflow(refusals, script, argv, said):
+    record = refusals(script)[0][tuple(argv)]
+    assert record["code"] == 2, record
+    assert record["stderr"].count("\n") == 1 and record["stderr"].startswith(f"{script}: error: "), record["stderr"]
+    assert said in record["stderr"], record["stderr"]
+    assert record["stdout"] == "", record["stdout"]
+    assert not record["tensorflow"] and not record["keras"], f"{script} imported TensorFlow before refusing {argv}"
+
+
+@pytest.mark.parametrize("script", sorted({s for s, _, _ in CASES}))
+def test_a_refused_command_writes_nothing(refusals, script):
+    _, before, after = refusals(script)
+    assert after == before
+
+
+def test_every_benchmark_script_has_refusal_cases():
+    scripts = {n for n in os.listdir(BENCHMARKS) if n.endswith(".py")}
+    helpers = {
+        "arguments.py",
+        "results.py",
+        "docs_values.py",
+        "posterior_fidelity_methods.py",
+        "posterior_fidelity_report.py",
+        "regimes_methods.py",
+        "regimes_problems.py",
+        "regimes_report.py",
+        "step_cost_report.py",
+    }
+    assert scripts - helpers == {s for s, _, _ in CASES}
+
+
+def test_the_real_command_line_exits_2():
+    # the same as runpy: the interpreter's own exit status and stderr
+    proc = subprocess.run(
+        [sys.executable, os.path.join(BENCHMARKS, "ladder_exact.py"), "--steps", "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "ladder_exact.py: error: --steps: must be >= 500, got 0\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# render_docs: a damaged results file or a NaN is named in one line and never rendered
+
+
+@pytest.fixture
+def results_copy(tmp_path, monkeypatch):
+    """A copy of benchmarks/results/ that the renderer reads instead."""
+    shutil.copytree(results.RESULTS, tmp_path / "results")
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
+    return tmp_path / "results"
+
+
+def _edit(folder, name, change):
+    path = folder / f"{name}.json"
+    res = json.loads(path.read_text())
+    change(res)
+    path.write_text(json.dumps(res))
+
+
+def _render(page):
+    text = open(os.path.join(ROOT, page)).read()
+    rendered, problems = render_docs.render(text, page)
+    return text, rendered, problems
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "page", "said"),
+    [
+        (
+            "swap-bias",
+            lambda r: r["tables"]["main"]["rows"][0].__setitem__(5, float("nan")),
+            "docs/benchmarks/swap-bias.md",
+            "tables.main.rows[0][5] is nan",
+        ),
+        (
+            "swap-bias",
+            lambda r: r["tables"]["main"]["rows"][1].__setitem__(3, [float("inf"), 0.01]),
+            "README.md",
+            "tables.main.rows[1][3][0] is inf",
+        ),
+        (
+            "mixture",
+            lambda r: r["values"].__setitem__("wall_seconds", float("-inf")),
+            "README.md",
+            "values.wall_seconds",
+        ),
+        ("xla-speed", lambda r: r.pop("tables"), "docs/benchmarks/xla-speed.md", "no 'tables' key"),
+        (
+            "xla-speed",
+            lambda r: r["tables"]["main"]["rows"][0].pop(),
+            "docs/benchmarks/xla-speed.md",
+            "tables.main.rows[0]: not a row of 4 cells",
+        ),
+        (  # a pair where the column's format shows a number and its ratio
+            "xla-speed",
+            lambda r: r["tables"]["main"]["rows"][0].__setitem__(2, 1.5),
+            "docs/benchmarks/xla-speed.md",
+            "table 'main' cannot be rendered",
+        ),
+        (  # a standard error of 0: the quoted z-value is not a number
+            "mixture",
+            lambda r: r["tables"]["main"]["rows"][r["tables"]["main"]["keys"].index("vr-resgld")][5].__setitem__(
+                1, 0.0
+            ),
+            "README.md",
+            "the quoted numbers cannot be computed from it (ZeroDivisionError",
+        ),
+        ("small-run", lambda r: r["tables"].pop("numbers"), "README.md", "no key 'numbers'"),
+    ],
+)
+def test_a_damaged_results_file_is_named_and_not_rendered(results_copy, name, change, page, said):
+    _edit(results_copy, name, change)
+    text, rendered, problems = _render(page)
+    assert problems and all("\n" not in p for p in problems), problems
+    assert any(f"{name}.json" in p and said in p for p in problems), problems
+    assert "nan" not in rendered.lower().replace(text.lower(), "") and "inf |" not in rendered
+    assert rendered == text  # the regions and sentences fed by the damaged file keep the page's text
+
+
+def test_a_results_file_that_is_not_json_is_named(results_copy):
+    path = results_copy / "swap-bias.json"
+    path.write_text(path.read_text()[:500])  # truncated
+    _, rendered, problems = _render("docs/benchmarks/swap-bias.md")
+    assert any("swap-bias.json: not valid JSON" in p for p in problems), problems
+    with pytest.raises(arguments.FileError, match=r"swap-bias.json: not valid JSON \(.* at line \d+"):
+        results.load("swap-bias")
+
+
+def test_render_docs_writes_no_page_when_a_results_file_is_damaged(results_copy, tmp_path, monkeypatch, capsys):
+    pages = tmp_path / "pages"
+    (pages / "docs" / "benchmarks").mkdir(parents=True)
+    for page in ("README.md", "docs/benchmarks/swap-bias.md"):
+        shutil.copy(os.path.join(ROOT, page), pages / page)
+    shown = (pages / "docs/benchmarks/swap-bias.md").read_text()
+    stale = shown.replace("| -13.1 |", "| -19.1 |", 1)
+    assert stale != shown
+    (pages / "docs/benchmarks/swap-bias.md").write_text(stale)  # a page that would be rewritten
+    monkeypatch.setattr(render_docs, "ROOT", pages)
+    _edit(results_copy, "swap-bias", lambda r: r["tables"]["main"]["rows"][0].__setitem__(5, float("nan")))
+    assert render_docs.main([]) == 1
+    err = capsys.readouterr().err
+    assert "swap-bias.json: tables.main.rows[0][5] is nan" in err and "rendered nothing" in err
+    assert (pages / "docs/benchmarks/swap-bias.md").read_text() == stale
+    assert (pages / "README.md").read_text() == open(os.path.join(ROOT, "README.md")).read()
+
+
+def test_results_write_names_a_nan_and_keeps_the_measurement(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    results.write(out, {"main": results.table(["a"], ["{:.2f}"], [[float("nan")]])}, settings={"x": 1})
+    assert "r.json: tables.main.rows[0][0] is nan" in capsys.readouterr().err
+    assert json.loads(out.read_text(), parse_constant=str)["tables"]["main"]["rows"] == [["NaN"]]
+    with pytest.raises(arguments.FileError, match=r"tables.main.rows\[0\]\[0\] is nan"):
+        results.read(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# the posterior-fidelity reference: read as data, not trusted
+
+
+@pytest.fixture(scope="module")
+def posterior_fidelity():
+    import posterior_fidelity
+
+    return posterior_fidelity
+
+
+@pytest.fixture
+def reference(tmp_path):
+    shutil.copytree(os.path.join(BENCHMARKS, "reference"), tmp_path / "ref")
+    return tmp_path / "ref"
+
+
+def _resave(path, change):
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize(
+    ("problem", "kind", "damage", "said"),
+    [
+        ("digits", "classification", lambda p: p.write_bytes(p.read_bytes()[:20000]), "not a readable .npz file"),
+        ("diabetes", "regression", lambda p: _resave(p, lambda a: a.pop("draws")), "no array 'draws'"),
+        (
+            "diabetes",
+            "regression",
+            lambda p: _resave(p, lambda a: a["draws"].__setitem__((2, 7, 3), np.nan)),
+            "draws holds 1 NaN or infinite values",
+        ),
+        (
+            "digits",
+            "classification",
+            lambda p: _resave(p, lambda a: a.__setitem__("probs_by_chain", a["probs_by_chain"][:1])),
+            "expected [chains >= 2",
+        ),
+        (
+            "digits",
+            "classification",
+            lambda p: _resave(p, lambda a: a["probs_by_chain"].__imul__(2.0)),
+            "rows are not probabilities",
+        ),
+        ("diabetes", "regression", lambda p: p.write_bytes(b"not an npz"), "not a readable .npz file"),
+    ],
+)
+def test_a_damaged_reference_is_refused_in_one_line(posterior_fidelity, reference, capsys, problem, kind, damage, said):
+    npz, meta = reference / f"{problem}.npz", reference / f"{problem}.json"
+    damage(npz)
+    with pytest.raises(SystemExit) as e:
+        posterior_fidelity.read_reference(npz, meta, kind)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert f"{npz}: " in err and said in err and "reference --force" in err, err
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda t: t[: len(t) // 2], "not valid JSON"),
+        (lambda t: json.dumps({k: v for k, v in json.loads(t).items() if k != "fingerprint"}), "no 'fingerprint' key"),
+        (lambda t: t.replace('"seconds": ', '"seconds": NaN, "x": ', 1), "seconds is nan"),
+    ],
+)
+def test_a_damaged_reference_record_is_refused_in_one_line(posterior_fidelity, reference, capsys, damage, said):
+    meta = reference / "digits.json"
+    meta.write_text(damage(meta.read_text()))
+    with pytest.raises(SystemExit) as e:
+        posterior_fidelity.read_reference(reference / "digits.npz", meta, "classification")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and f"{meta}: " in err and said in err, err
+
+
+def test_the_stored_references_are_accepted(posterior_fidelity):
+    for problem, kind in (("digits", "classification"), ("diabetes", "regression")):
+        ref = os.path.join(BENCHMARKS, "reference")
+        arrays, info = posterior_fidelity.read_reference(
+            os.path.join(ref, f"{problem}.npz"), os.path.join(ref, f"{problem}.json"), kind
+        )
+        assert info["fingerprint"] and np.all(np.isfinite(next(iter(arrays.values()))))
+
+
+def test_a_damaged_results_file_is_refused_by_the_figure_command(posterior_fidelity, tmp_path, capsys):
+    res = json.loads(open(results.path_of("posterior-fidelity")).read())
+    res["floors"]["digits"]["total_variation"] = float("nan")
+    path = tmp_path / "pf.json"
+    path.write_text(json.dumps(res))
+    with pytest.raises(SystemExit) as e:
+        posterior_fidelity.main(["figure", "--results", str(path), "--figure", str(tmp_path / "f.png")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "floors.digits.total_variation is nan" in err and err.count("\n") == 1
+    assert not (tmp_path / "f.png").exists()
