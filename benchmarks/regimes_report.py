@@ -175,7 +175,16 @@ def values(out):
         "hours": (sum(p["seconds"] for p in probs) + out.get("checks_seconds", 0.0)) / 3600,
         "cpu_hours": (sum(p["cpu_seconds"] for p in probs) + out.get("checks_cpu_seconds", 0.0)) / 3600,
         **{f"closest_{m.replace('-', '_')}": closest.count(m) for m in LABELS},
+        "closest_one_chain": closest.count("sghmc") + closest.count("cycsghmc"),
+        "measured": ", ".join(p["name"] for p in probs),
+        "gain_min": min(p["advice"]["numbers"]["gain_ratio"] for p in probs),
+        "gain_max": max(p["advice"]["numbers"]["gain_ratio"] for p in probs),
     }
+    for m in ("resghmc", "vr-resghmc"):  # the pilot's mini-batch cold-pair penalty where each was closest
+        pens = [p["advice"]["numbers"]["estimators"]["mini-batch"]["pilot_penalty_nats"][0] for p in probs]
+        won = [x for x, c in zip(pens, closest) if c == m]
+        if won:
+            v[f"{m.replace('-', '_')}_penalty_min"], v[f"{m.replace('-', '_')}_penalty_max"] = min(won), max(won)
     for name, c in out.get("checks", {}).items():
         k = name.replace("-", "_")
         est = c["advice"]["numbers"]["estimators"]
