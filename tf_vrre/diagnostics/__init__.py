@@ -20,8 +20,9 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
 ``tf-vrre diagnose --run RUN`` runs all of it.
 """
 
+from typing import Any
+
 from tf_vrre.diagnostics.advice import Advice
-from tf_vrre.diagnostics.advisor import advise
 from tf_vrre.diagnostics.arviz import to_inference_data
 from tf_vrre.diagnostics.chains import chain_summary, effective_sample_size, potential_scale_reduction, split_chains
 from tf_vrre.diagnostics.fidelity import (
@@ -69,3 +70,13 @@ __all__ += [
     "classification_fidelity",
     "regression_fidelity",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``advise`` on first use: its pilot runs a sampler, and the rest of this package reads run
+    files without TensorFlow (the benchmarks refuse bad flags before it is imported)."""
+    if name == "advise":
+        from tf_vrre.diagnostics.advisor import advise
+
+        return advise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,8 +36,6 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from tf_vrre.sgmcmc import ladder
-
 ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED = "one chain", "replica exchange", "variance-reduced replica exchange"
 RECOMMENDATIONS = (ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED)
 """What :func:`recommend` may recommend (the methods a user would run: one SGHMC / SGLD chain;
@@ -379,6 +377,8 @@ def ladder_prediction(temperatures: Any, exact_rejection: Any, noise_var: Any, c
     Returns:
       ``{"temperatures", "delta", "rejection", "penalty_nats", "barrier"}`` of the new ladder.
     """
+    from tf_vrre.sgmcmc import ladder  # here: the package imports Keras, diagnose reads files without it
+
     t = np.asarray(temperatures, np.float64)
     bar = ladder.Barrier(t, np.clip(exact_rejection, 0.0, 1.0 - 1e-12))
     b_hot, b_cold = bar.beta_range
@@ -407,6 +407,8 @@ def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr:
     """One estimator (``noise``: ``[J, P]`` noise variances, ``None`` for exact energies): its
     acceptance on the pilot's ladder, then on its own ladder (as many chains as its barrier asks,
     :func:`ladder_prediction`): barrier, chains, round trips per step and per gradient evaluation."""
+    from tf_vrre.sgmcmc import ladder  # here: the package imports Keras, diagnose reads files without it
+
     keep = np.asarray(m.offsets) > 0  # the same measurements for every estimator: offsets 1..m of a period
     naive = np.asarray(m.naive_var, np.float64)[keep].mean(0)
     var = np.zeros_like(naive) if noise is None else np.asarray(noise, np.float64)[keep].mean(0)
