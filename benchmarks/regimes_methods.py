@@ -26,6 +26,7 @@ import tensorflow as tf
 
 import tf_vrre
 from tf_vrre.diagnostics import advisor
+from tf_vrre.runs import ladder_file
 from tf_vrre.sampler import cost
 
 BURN_IN = 0.2
@@ -156,8 +157,9 @@ def run(method, problem, budget, seed, chains=1):
             "attempts": float(history["swap_attempts"][-1]),
             "temperatures": [float(v) for v in sampler.state.ladder.temperature.numpy()],
         }
-    if tuner is not None and tuner.record["rounds"]:
-        last = tuner.record["rounds"][-1]
+    measured = [] if tuner is None else ladder_file.measured(tuner.record)  # rounds that kept their ladder: no barrier
+    if measured:
+        last = measured[-1]
         info["tuner"] = {"barrier": float(last["barrier"]), "recommended_chains": int(last["recommended_chains"])}
     return {**problem.distance(params), "info": info}
 
