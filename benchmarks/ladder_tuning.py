@@ -177,8 +177,10 @@ def _measure(drain, tuner, K, tune, steps, target_name):
 
 
 def _mean_se(values):
+    """The mean over seeds and its standard error across them (``None`` for one seed: no spread
+    to measure, and no NaN written into the results file)."""
     v = np.asarray(values, np.float64)
-    return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan"))
+    return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else None)
 
 
 def _exact(target_name):
@@ -196,7 +198,7 @@ def summarise(runs, target_name):
     exact = _exact(target_name)
     cold, across = _mean_se([r["cold"] for r in runs])
     pooled = math.sqrt(sum(r["cold_se"] ** 2 for r in runs)) / len(runs)
-    se = max(pooled, across) if np.isfinite(across) else pooled
+    se = max(pooled, across) if across is not None else pooled
     return {
         "barrier": _mean_se([r["barrier"] for r in runs]),
         "tuner_barrier": _mean_se([r["tuner_barrier"] for r in runs]) if runs[0]["tuner_barrier"] else None,
@@ -212,6 +214,11 @@ def summarise(runs, target_name):
         "z": (cold - exact) / se if se and np.isfinite(se) and se > 0 else None,
         "temperatures": np.mean([r["temperatures"] for r in runs], 0).tolist(),
     }
+
+
+def _mean_cell(mean, se, fmt="{:.1f}"):
+    """A mean over seeds with its standard error, or the mean alone for one seed."""
+    return [mean, se] if se is not None else {"value": mean, "format": fmt}
 
 
 def _pair_cell(values, fmt="{:.2f}"):
@@ -239,7 +246,7 @@ def table(rows):
                 r["ladder"],
                 lam,
                 _pair_cell(s["rejection"]),
-                s["trips_per_1000"],
+                _mean_cell(*s["trips_per_1000"]),
                 s["theory_per_1000"][0],
                 [s["error"], s["cold_se"]],
             ]

@@ -53,6 +53,7 @@ PAGES = [
     "docs/guides/tuning.md",
     "docs/guides/image-workflow.md",
     "docs/guides/ladder.md",
+    "docs/guides/scale.md",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "benchmarks").glob("*.md")),
 ]
 REGION = re.compile(

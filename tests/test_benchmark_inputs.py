@@ -86,6 +86,13 @@ CASES = [
     ("mixture.py", ["--figure", "."], "--figure: '.' is a directory"),
     ("mixture_nll_tfp.py", ["--steps", "0"], "--steps: must be > 0"),
     ("mixture_nll_tfp.py", ["--repeats", "x"], "--repeats: expected an int"),
+    ("multiworker.py", ["--epochs", "1"], "--epochs: must be >= 2"),
+    ("multiworker.py", ["--rounds", "0"], "--rounds: must be > 0"),
+    ("multiworker.py", ["--data-dir", "nowhere", "--results", "r.json"], "--data-dir: 'nowhere' has no cifar10/"),
+    ("multiworker.py", ["--data-dir", "data", "--results", "r.json"], "--data-dir: 'data' has no cifar10/"),
+    ("multiworker.py", ["--traffic-from", "bad.json", "--results", "r.json"], "--traffic-from: bad.json: not valid"),
+    ("multiworker.py", ["--traffic-from", "none.json"], "--traffic-from: 'none.json': no such file"),
+    ("multiworker.py", [], "benchmarks/results/multiworker.json exists; pass --force"),
     ("placement.py", ["--steps", "1"], "--steps: must be >= 2"),
     ("placement.py", ["--figure", "."], "--figure: '.' is a directory"),
     ("placement.py", ["--repeats", "0"], "--repeats: must be > 0"),
@@ -485,3 +492,27 @@ def test_a_damaged_results_file_is_refused_by_the_figure_command(posterior_fidel
     err = capsys.readouterr().err
     assert e.value.code == 2 and "floors.digits.total_variation is nan" in err and err.count("\n") == 1
     assert not (tmp_path / "f.png").exists()
+
+
+def test_ladder_tuning_one_seed_writes_no_nan():
+    """One seed (the guide's figure command): no spread across seeds to measure, so the summary
+    stores no standard error for it (never a NaN the results file would refuse) and the table
+    shows the mean alone."""
+    import ladder_tuning
+
+    run = {
+        "cold": 0.98,
+        "cold_se": 0.01,
+        "barrier": 1.4,
+        "tuner_barrier": 1.5,
+        "rejection": [0.3, 0.4],
+        "trips_per_1000": 2.5,
+        "theory_per_1000": 2.7,
+        "temperatures": [1.0, 1.2, 1.5],
+    }
+    summary = ladder_tuning.summarise([run], "gaussian")
+    assert arguments.non_finite(summary) is None
+    assert summary["trips_per_1000"] == (2.5, None) and summary["cold_se"] == 0.01
+    row = {"target": "gaussian", "energies": "exact", "num_chains": 3, "ladder": "tuned", "summary": summary}
+    text = results.markdown(ladder_tuning.table([row]))
+    assert "nan" not in text.lower() and "| 2.5 |" in text

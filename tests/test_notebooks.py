@@ -118,7 +118,7 @@ def test_committed_notebook_shows_its_outputs(name):
     outputs = _outputs(nb)
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) >= {"01_quickstart.ipynb": 4, "02_cifar10_vr_resghmc.ipynb": 5}.get(name, 2), len(images)
+    assert len(images) >= {"01_quickstart.ipynb": 4, "02_cifar10_vr_resghmc.ipynb": 6}.get(name, 2), len(images)
     assert os.path.getsize(os.path.join(COLAB, name)) < 2_000_000, "lower the figures' dpi"
 
 
@@ -267,25 +267,31 @@ def test_cifar10_notebook_runs(tmp_path, data_dir):
         RUN_ROOT=str(runs),
         TEST_SIZE=100,
         FIT_SIZE=32,
-        OVERRIDES=TINY_RUN,
+        # the ladder tuned over the first of the 2 epochs (250 of 500), samples kept from the second
+        OVERRIDES=dict(TINY_RUN, **{"samples.burn_in_epochs": 250, "ladder.tune_epochs": 250}),
+        CHAINS=3,
         JIT_COMPILE=True,
     )  # the TPU setting: the library path with the XLA-compiled step
     text = _text(nb)
     assert re.search(r"^accelerator: (CPU|GPU|\d+ GPUs); strategy", text, re.M)
-    assert "resghmc: finished" in text and "vr-resghmc: finished" in text
+    methods = ("resghmc", "vr-resghmc", "vr-resghmc-ladder")
+    assert all(f"{method}: finished" in text for method in methods), text[-3000:]
     assert "'already complete'" in text
-    for method in ("resghmc", "vr-resghmc"):
+    for method in methods:
         run = runs / method
         assert os.path.isfile(run / "report.json") and os.path.isfile(run / "samples" / "manifest.json")
         assert '"status": "complete"' in open(run / "run.json").read()
         execution = json.load(open(run / "run.json"))["execution"]
         assert execution["jit_compile"] is True and execution["xla"] is True, execution
-    assert re.search(r"^test accuracy \(%\), T = 1 +[\d.]+ +94\.56 \+- 0\.23 +[\d.]+ +94\.84 \+- 0\.11$", text, re.M)
-    figures = [runs / f for f in ("data.png", "training_curves.png", "entropy_cdf_ood.png")]
-    figures += [
-        runs / m / f for m in ("resghmc", "vr-resghmc") for f in ("entropy_cdf.png", "reliability.png", "swaps.png")
-    ]
-    _check_figures(nb, figures, 5)
+    assert json.load(open(runs / "vr-resghmc-ladder" / "run.json"))["config"]["ladder"]["chains"] == 3
+    assert re.search(r"^test accuracy \(%\), T = 1( +[\d.]+){3} +94\.56 \+- 0\.23 +94\.84 \+- 0\.11$", text, re.M)
+    assert re.search(r"^rung 2: temperature [\d.e-]+, learning rate [\d.e-]+, chain 2 on ", text, re.M)
+    summary = "".join(o.get("data", {}).get("text/markdown", "") for o in _outputs(nb))
+    assert "**This run:** cnn on 128 cifar10 training images, 2 epochs of 4 steps" in summary, summary
+    assert "The ladder run (3 chains) ended 1 tuning rounds at step 4" in summary, summary
+    figures = [runs / f for f in ("data.png", "training_curves.png", "entropy_cdf_ood.png", "ladder.png")]
+    figures += [runs / m / f for m in methods for f in ("entropy_cdf.png", "reliability.png", "swaps.png")]
+    _check_figures(nb, figures, 6)
 
 
 def test_serving_notebook_runs(tmp_path, data_dir):

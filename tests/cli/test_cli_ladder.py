@@ -17,6 +17,7 @@ from tf_vrre import cli
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 from tf_vrre.diagnostics import ladder_report
 from tf_vrre.runs import ladder_file
+from tf_vrre.sgmcmc import tuning
 
 SHORT = [
     "--methods",
@@ -72,6 +73,9 @@ def test_mixture_tunes_the_ladder_and_f_and_prints_the_record(tmp_path, capsys):
     doc = ladder_report.read(out / "ladder" / "vr-resgld-ladder-seed0")
     rounds = doc["rounds"]
     assert rounds[-1]["end_step"] == 100 and doc["target_acceptance"] == 0.4
+    # the first round is long enough for every pair's attempts: each round measures the ladder
+    assert [r["kept"] for r in rounds] == [None] * len(rounds), rounds
+    assert min(min(r["attempts"]) for r in rounds) >= tuning.MIN_ROUND_ATTEMPTS
     assert "ladder tuning of vr-resgld-ladder-seed0" in printed and "F = " in printed
     with pytest.raises(SystemExit):  # the study directory itself is no run: diagnose points to the record
         cli.main(["diagnose", "--run", str(out)])

@@ -7,6 +7,27 @@ from _image_runs import cli_flags
 
 from tf_vrre import cli
 
+# refused before TensorFlow starts (see test_placement_refusals_come_before_tensorflow)
+PLACEMENT_REFUSALS = [
+    (
+        {"--placement": "chain-per-replica"},  # --strategy auto
+        "--placement: chain-per-replica runs one chain per device of the strategy: --strategy auto may pick one "
+        "device; name a strategy with 2 replicas: mirrored (K GPUs, or --cpu-devices to try it on a CPU), tpu or "
+        "multiworker",
+    ),
+    ({"--strategy": "default", "--placement": "chain-per-replica"}, "--strategy default is one device"),
+    (
+        {"--chains": "4", "--strategy": "mirrored", "--cpu-devices": "2", "--placement": "chain-per-replica"},
+        "--placement: chain-per-replica runs one chain per device: --chains 4 needs 4 devices, --cpu-devices gives 2; "
+        "use --cpu-devices 4",
+    ),
+    ({"--cpu-devices": "2"}, "--cpu-devices: splits the CPU for --strategy mirrored, got --strategy auto"),
+    (
+        {"--set": "model.kwargs.synchronized_bn=true", "--strategy": "mirrored", "--placement": "chain-per-replica"},
+        "--placement: chain-per-replica: model.kwargs.synchronized_bn = true would average BatchNorm statistics",
+    ),
+]
+
 
 @pytest.mark.parametrize(
     "change,message",
@@ -23,9 +44,14 @@ from tf_vrre import cli
         ({"--strategy": "tpu"}, "--strategy: strategy 'tpu': no TPU detected ($COLAB_TPU_ADDR unset"),
         (
             {"--strategy": "mirrored", "--placement": "chain-per-replica"},  # one CPU: 1 replica, 2 chains
-            "--placement / --strategy: placement='chain_per_replica' runs one chain per replica: "
-            "num_chains=2 but the MirroredStrategy has 1 replicas in sync",
+            "--placement: chain-per-replica runs one chain per replica: --chains 2 needs 2 replicas, --strategy "
+            "mirrored has 1 (CPU:0); use a strategy over 2 devices (--cpu-devices 2 to try it on a CPU)",
         ),
+        *[(change, message) for change, message in PLACEMENT_REFUSALS],
+        ({"--chains": "1"}, "--chains: config key ladder.chains must be an integer in [2, 1024], got 1 (override)"),
+        ({"--set": "ladder.tune_epochs=100"}, "--set: config key ladder.tune_epochs must be 0 with ladder.chains = 2"),
+        ({"--set": "ladder.temperatures=[1, 3, 2]"}, "--set: config key ladder.temperatures must be a list of at"),
+        ({"--set": "ladder.deo_window=0"}, "--set: config key ladder.deo_window must be an integer in [1, 2147483647]"),
         ({"--placement": "per-device"}, "--placement: invalid choice"),
         ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
         ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
@@ -99,3 +125,29 @@ def test_one_preflight_checks_the_config_and_the_numbers_once(image_data_dir, tm
     assert cli.main(cli_flags("msgd", out, image_data_dir)) == 0
     assert calls == {"resolve": 1, "check_numbers": 1}
     assert (out / ".lock").read_text() == ""
+
+
+def test_placement_refusals_come_before_tensorflow(tmp_path):
+    """One chain per replica refused from the flags alone: exit 2, no TensorFlow imported."""
+    import json
+    import subprocess
+    import sys
+
+    from _paths import HELPERS, ROOT
+
+    runs = []
+    for change, _ in PLACEMENT_REFUSALS:
+        flags = cli_flags("vr-resghmc", tmp_path / "run", str(tmp_path / "no-data"))
+        for flag, value in change.items():
+            flags += [flag, value]
+        runs.append(flags)
+    probe = (
+        "import json, sys\nfrom tf_vrre import cli\ncodes = []\n"
+        f"for argv in json.loads({json.dumps(json.dumps(runs))}):\n"
+        "    try:\n        cli.main(argv)\n    except SystemExit as e:\n        codes.append(e.code)\n"
+        "print(codes, 'tensorflow' in sys.modules)"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HELPERS]))
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout.strip() == f"{[2] * len(runs)} False", proc.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "run")

@@ -70,6 +70,39 @@ def cli_flags(method, out, data_dir, epochs=2, subset=64):
     return flags
 
 
+# A K = 4 tuned-ladder run at toy scale (vr-resghmc-ladder): 7 epochs of 8 steps on 64 images, the
+# ladder tuned over the first 5 epochs in rounds ending at steps 12 and 40 (DEO pairs: at least 6
+# attempts per pair and round, what the tuner needs to measure a pair), samples at steps 48 and 56.
+LADDER_RUN = {
+    "data.subset": 64,
+    "data.batch_size": 8,
+    "data.holdout": 32,
+    "data.augment": False,
+    "training.epochs": 7,
+    "training.schedule_epochs": 7,
+    "model.name": "cnn",
+    "model.kwargs.width": 4,
+    "sampler.lr_constant_epochs": 7,
+    "samples.thinning": 8,
+    "samples.validation": 16,
+    "samples.burn_in_epochs": 5,
+    "ladder.tune_epochs": 5,
+    "ladder.tune_first_round": 12,
+    "variance_reduction.period": 8,
+    "variance_reduction.batch_size": 64,
+    "swap.period": 1,
+    "swap.correction": 1e6,
+}
+
+
+def ladder_flags(out, data_dir, *extra):
+    """``tf-vrre train`` flags of the toy K = 4 tuned-ladder run (:data:`LADDER_RUN`)."""
+    flags = ["train", "--config", "vr-resghmc-ladder", "--data-dir", data_dir, "--source", "npz", "--out", str(out)]
+    for key, value in LADDER_RUN.items():
+        flags += ["--set", f"{key}={'false' if value is False else value}"]
+    return flags + ["--quiet", *map(str, extra)]
+
+
 def stopped_run(out, data_dir, method="msgd", epochs=2):
     """A tiny ``tf-vrre train`` run stopped right after its first checkpoint, as by a kill (the
     command returns 130): the same command again resumes it."""

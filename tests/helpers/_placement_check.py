@@ -14,10 +14,9 @@ chain-per-replica for K chains.
 SwapLogger and Checkpoint into ``OUT`` (resuming from its checkpoint); ``KILL_AT``: SIGKILL after
 that step.  Writes ``OUT/final.npz`` (every sampler variable) at the end.
 
-``_placement_check.py 2 cli DATA OUT``: ``tf-vrre train --strategy mirrored --placement
-chain-per-replica`` of a tiny VR-reSGHMC run on ``DATA`` (``MirroredStrategy()`` takes the GPUs or
-one CPU, so "mirrored" is made over the 2 logical CPUs here); prints the exit status and
-``run.json``'s execution record.
+``_placement_check.py 2 cli DATA OUT``: ``tf-vrre train --strategy mirrored --cpu-devices 2 --placement
+chain-per-replica`` of a tiny VR-reSGHMC run on ``DATA`` (the command line splits the CPU itself:
+this process has not split it); prints the exit status and ``run.json``'s execution record.
 """
 
 import json
@@ -30,8 +29,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf
 
 K = int(sys.argv[1])
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * K)
+if sys.argv[2] != "cli":
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * K)
 
 import keras
 import numpy as np
@@ -183,10 +183,9 @@ def command_line(data_dir, out):
     from _image_runs import cli_flags
 
     from tf_vrre import cli
-    from tf_vrre.workflows.image_classification import train
 
-    train.make_strategy = lambda name: tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(K)])
-    flags = cli_flags("vr-resghmc", out, data_dir) + ["--strategy", "mirrored", "--placement", "chain-per-replica"]
+    flags = cli_flags("vr-resghmc", out, data_dir)
+    flags += ["--strategy", "mirrored", "--cpu-devices", str(K), "--placement", "chain-per-replica"]
     code = cli.main(flags)
     with open(os.path.join(out, "run.json")) as f:
         run = json.load(f)
@@ -198,6 +197,7 @@ def command_line(data_dir, out):
                 "code": code,
                 "status": run["status"],
                 "execution": run["execution"],
+                "rungs": run["rungs"],
                 "samples": len(tf_vrre.load_samples(os.path.join(out, "samples")).steps),
                 "log_rows": len(rows),
             }

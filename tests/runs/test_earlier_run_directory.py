@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 from _paths import FIXTURES
+from conftest import SHARED_DATA
 
 from tf_vrre import cli
 
@@ -67,10 +68,19 @@ def _files(root):
     return out
 
 
-def test_evaluate_and_export(run, tmp_path, image_data_dir, capsys):
+# The fixture was trained on real CIFAR-10 images: evaluating it needs the same images (its
+# held-out split is checked against them), which a machine without the real data cannot rebuild.
+REAL_IMAGES = os.path.exists(os.path.join(SHARED_DATA, "cifar10", "cifar10_test.npz"))
+
+
+@pytest.mark.skipif(not REAL_IMAGES, reason="the fixture run's held-out split is of the real CIFAR-10 images")
+def test_evaluate(run, image_data_dir):
     assert cli.main(["evaluate", "--run", run, "--data-dir", image_data_dir, "--quiet"]) == 0
     report = json.load(open(os.path.join(run, "report.json")))
     assert report["samples"] == 2 and 0.0 <= report["test"]["T=1"]["accuracy"] <= 1.0
+
+
+def test_export(run, tmp_path, capsys):
     out = str(tmp_path / "serving")
     assert cli.main(["export", "--run", run, "--out", out]) == 0
     assert "exported 2 of 2 samples (steps 2..4)" in capsys.readouterr().out

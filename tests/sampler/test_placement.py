@@ -191,8 +191,11 @@ def test_killed_run_resumes_exactly(tmp_path):
 
 
 def test_command_line_trains_with_one_chain_per_replica(image_data_dir, tmp_path):
-    """``tf-vrre train --strategy mirrored --placement chain-per-replica`` on 2 logical CPUs."""
+    """``tf-vrre train --strategy mirrored --cpu-devices 2 --placement chain-per-replica``: one chain
+    on each of 2 logical CPUs; run.json records the replicas, and which device held each rung at the end."""
     r = report(2, "cli", image_data_dir, tmp_path / "run")
     assert r["code"] == 0 and r["status"] == "complete", r
     assert r["execution"]["placement"] == "chain_per_replica" and r["execution"]["strategy"] == "mirrored", r
+    assert r["execution"]["replicas"] == 2 and len(set(r["execution"]["devices"])) == 2, r
+    assert sorted(x["device"] for x in r["rungs"]) == sorted(r["execution"]["devices"]), r
     assert r["samples"] > 0 and r["log_rows"] > 1, r

@@ -41,6 +41,7 @@ OVERRIDES = {
     "thinning": "samples.thinning",
     "lr": "sampler.lr",
     "erasing": "data.erasing",
+    "chains": "ladder.chains",
 }
 
 
@@ -84,6 +85,13 @@ def add_arguments(p):
     p.add_argument("--thinning", type=_args.positive(int), help="one sample every THINNING steps after burn-in")
     p.add_argument("--lr", type=_args.positive(float), help="learning rate on the mean loss (eta = lr / N)")
     p.add_argument("--erasing", type=_args.fraction(closed=True), help="random erasing probability in [0, 1]")
+    p.add_argument(
+        "--chains",
+        type=_args.positive(int),
+        metavar="K",
+        help="number of chains K (ladder.chains; replica methods): without explicit ladder.temperatures, "
+        "geometric from sampler.temperature to hot_temperature_multiplier times it",
+    )
     p.add_argument(
         "--schedule",
         choices=("stretch", "keep-rates"),
@@ -131,8 +139,15 @@ def add_arguments(p):
         choices=("replicated", "chain-per-replica"),
         default="replicated",
         help="where the chains live under --strategy: replicated (every device holds every chain and "
-        "a shard of each batch) or chain-per-replica (one chain per device, which needs as many "
-        "replicas as chains; swaps move temperatures, not weights)",
+        "a shard of each batch) or chain-per-replica (one chain per device: --strategy mirrored, tpu or "
+        "multiworker with as many replicas as --chains; swaps move temperatures, not weights)",
+    )
+    p.add_argument(
+        "--cpu-devices",
+        type=_args.positive(int, 64),
+        metavar="N",
+        help="with --strategy mirrored: split the CPU into N logical devices and mirror over them, e.g. to "
+        "try --placement chain-per-replica with N = --chains on a laptop (they share its cores: no faster)",
     )
     p.add_argument(
         "--jit-compile",
@@ -213,7 +228,7 @@ def _check_augment_flags(args):
 _FLAGS = {"out": "--out", "data": "--data-dir / --source", "execution": "--jit-compile / --steps-per-execution"}
 FLAG_OF = {key: "--" + dest.replace("_", "-") for dest, key in OVERRIDES.items()}
 """Config key -> the flag that sets it (``data.batch_size`` -> ``--batch-size``)."""
-_KEY = re.compile(r"\b((?:data|model|training|sampler|swap|variance_reduction|samples)\.[a-z_]+)")
+_KEY = re.compile(r"\b((?:data|model|training|sampler|swap|ladder|variance_reduction|samples)\.[a-z_]+)")
 
 
 def config_flag(message, args):
@@ -225,6 +240,33 @@ def config_flag(message, args):
     if key is not None and key in dict(args.set):
         return "--set"
     return FLAG_OF.get(key, "--config")
+
+
+def _lost_worker(err, strategy):
+    """True when ``err`` says another worker of a multi-worker run stopped (crashed or killed):
+    TensorFlow's collective ops then fail on the others (``UnavailableError``, after its health
+    check misses the worker's heartbeats)."""
+    import tensorflow as tf
+
+    from tf_vrre.workflows.image_classification import strategies
+
+    return isinstance(err, tf.errors.UnavailableError) and strategies.is_multi_worker(strategy)
+
+
+def _check_placement(args, cfg):
+    """``--placement``, ``--chains``, ``--strategy`` and ``--cpu-devices`` agree, before TensorFlow
+    starts; the number of replicas of a strategy that needs TensorFlow to count them (GPUs, TPU
+    cores, workers) is checked once it is made."""
+    from tf_vrre.workflows.image_classification import placement_checks
+
+    if args.cpu_devices is not None and args.strategy != "mirrored":
+        _args.die(f"--cpu-devices: splits the CPU for --strategy mirrored, got --strategy {args.strategy}")
+    try:
+        placement_checks.check_placement(
+            cfg, args.placement.replace("-", "_"), args.strategy, args.cpu_devices, flags=True
+        )
+    except ValueError as err:
+        _args.die(f"--placement: {err}")
 
 
 def _strategy_error(args, err):
@@ -274,6 +316,7 @@ def check(args):
         cfg = resolved_config(args)
     except ValueError as err:
         _args.die(f"{config_flag(str(err), args)}: {err}")
+    _check_placement(args, cfg)
     if os.path.isdir(args.out):  # an existing run: no probe file in it (a refused command changes nothing)
         if not os.access(args.out, os.W_OK | os.X_OK):
             _args.die(f"--out: {args.out!r} is not writable: permission denied")
@@ -345,7 +388,10 @@ def _run(args):
         print(f"{args.out}: run already complete ({pre.existing['method']}); nothing to do")
         return 0
     try:  # first: MultiWorkerMirroredStrategy must exist before TensorFlow runs anything
-        strategy = train.make_strategy(args.strategy)
+        cpus = getattr(args, "cpu_devices", None)
+        strategy = (
+            train.make_strategy(args.strategy) if cpus is None else train.make_strategy(args.strategy, cpu_devices=cpus)
+        )
     except ValueError as err:
         _args.die(_strategy_error(args, err))
     try:
@@ -353,9 +399,9 @@ def _run(args):
     except ValueError as err:  # the sampler's rule (tf_vrre.sampler.execution), in the flags' words
         _args.die(_execution_error(args, err))
     try:
-        train.check_placement(strategy, pre)
+        train.check_placement(strategy, pre, flags=True)
     except ValueError as err:
-        _args.die(f"--placement / --strategy: {err}")
+        _args.die(f"--placement: {err}")
     try:
         prepared = train.plan(pre.config, pre.data_dir, pre.source, pre.download, checked=pre)
     except (ValueError, OSError) as err:  # the data (tfds: their size is known only now), or the numbers for it
@@ -367,6 +413,16 @@ def _run(args):
         _args.die(f"--out: {err}")
     except samples.RunFileError as err:  # a damaged sample, manifest or log found on resume
         _args.die(f"--out: {err}; {samples.repair_hint(args.out)}" if "sample" in str(err) else f"--out: {err}")
+    except Exception as err:
+        if not _lost_worker(err, strategy):
+            raise
+        task = re.search(r"/job:\w+/replica:\d+/task:\d+", str(err))
+        what = f"{task.group(0)} stopped answering" if task else str(err).strip().splitlines()[0][:200]
+        _args.die(
+            f"--strategy: multiworker: a worker stopped ({what}); TensorFlow cannot go on or resume with a worker "
+            "missing: start every worker again with the same command, and all resume from "
+            f"{os.path.join(args.out, 'backup')} (the chief's last finished epoch)"
+        )
     if result["already_complete"]:
         print(f"{args.out}: run already complete ({result['run']['method']}); nothing to do")
         return 0

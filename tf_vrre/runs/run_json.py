@@ -7,6 +7,7 @@
                     seed, versions, status ("running" | "complete"); written atomically
       samples/      SampleCollector directory (manifest.json, sample-*.npz, model.json)
       swaps/        SwapLogger directory (swaps.csv, refresh.csv, epochs.csv); replica methods
+      ladder/       LadderTuner record (ladder.json); a tuned ladder
       log.csv       one row per epoch (every logged metric; NaN before a metric exists)
       tensorboard/  TensorBoard logs
       backup/       tf_vrre.Checkpoint state: running the same command again resumes
@@ -29,6 +30,7 @@ FORMAT = "tf_vrre.run/1"
 RUN_JSON = "run.json"
 SAMPLES = "samples"
 SWAPS = "swaps"
+LADDER = "ladder"
 BACKUP = "backup"
 LOG = "log.csv"
 TENSORBOARD = "tensorboard"
@@ -37,7 +39,7 @@ FIGURES = ("entropy_cdf.png", "reliability.png", "swaps.png")
 MODEL_JSON = "model.json"
 ENTROPIES = "entropies.npz"
 LOCK = ".lock"
-TRAIN_OUTPUTS = (RUN_JSON, SAMPLES, SWAPS, BACKUP, LOG, TENSORBOARD)
+TRAIN_OUTPUTS = (RUN_JSON, SAMPLES, SWAPS, LADDER, BACKUP, LOG, TENSORBOARD)
 EVAL_OUTPUTS = (REPORT,) + FIGURES + (ENTROPIES,)
 DIAGNOSE_OUTPUTS = ("diagnostics.json", "replicas.png", "acceptance.png")
 DERIVED_OUTPUTS = EVAL_OUTPUTS + DIAGNOSE_OUTPUTS
@@ -47,6 +49,7 @@ __all__ = [
     "RUN_JSON",
     "SAMPLES",
     "SWAPS",
+    "LADDER",
     "BACKUP",
     "LOG",
     "TENSORBOARD",

@@ -210,6 +210,7 @@ class HostCopy:
         self.current = True  # the host copy holds the newest state
         self.cold_current = True  # the host's cold chain (slot 0) holds the newest weights
         self._references: dict = {}  # (id of the reference data, local replica) -> its copy there
+        self._gathers: dict = {}  # ids of the variables -> their cross-worker gather (a tf.function)
 
     # ---- which variables correspond --------------------------------------------------------
     def _pairs(self) -> list[tuple[list, Any]]:
@@ -316,25 +317,43 @@ class HostCopy:
 
     def _gather(self, variables: list) -> list[list[tf.Tensor]]:
         """Per variable, the values of the K chains (replica order): local on one host, one
-        ``all_gather`` per variable across workers."""
+        ``all_gather`` per variable across workers (in one ``tf.function`` per set of variables,
+        traced once: run eagerly, every collective would be traced again at every call)."""
         if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
             return [list(self._local(v)) for v in variables]
+        key = tuple(id(v) for v in variables)
+        if key not in self._gathers:
 
-        def gather():
-            ctx = tf.distribute.get_replica_context()
-            return [ctx.all_gather(tf.convert_to_tensor(v)[None], axis=0) for v in variables]
+            def gather():
+                ctx = tf.distribute.get_replica_context()
+                return [ctx.all_gather(tf.convert_to_tensor(v)[None], axis=0) for v in variables]
 
-        out = self.strategy.run(gather)
+            self._gathers[key] = tf.function(lambda: self.strategy.run(gather))
+        out = self._gathers[key]()
         return [tf.unstack(self.strategy.experimental_local_results(o)[0]) for o in out]
 
 
-def whole_batches(dataset: tf.data.Dataset, strategy: Any) -> tf.data.Dataset:
-    """``dataset`` with every batch repeated once per replica, so that the strategy's split of
-    each global batch (Keras' ``experimental_distribute_dataset``) hands every replica the whole
-    batch: all chains see the same mini-batch at a step, as on one device.  Each batch is made
-    once (random augmentation included) and copied; auto-sharding across workers is off (each
-    worker needs every batch: its data pipeline must then be deterministic, as ``make_dataset``)."""
+def whole_batches(dataset: tf.data.Dataset, strategy: Any) -> Any:
+    """``dataset`` as every replica must see it: the whole batch of each step, so that all chains
+    see the same mini-batch at a step, as on one device.  Each batch is made once per worker
+    (random augmentation included) and copied to its replicas; every worker reads every batch
+    (its data pipeline must then be deterministic, as ``make_dataset``).
+
+    On one worker, every batch repeated once per replica, so that the strategy's split of each
+    global batch (Keras' ``experimental_distribute_dataset``) hands every replica one copy.  Under
+    ``MultiWorkerMirroredStrategy`` that split would not do: each worker cuts the global batch
+    into pieces of the per-worker size and takes them at successive steps (a batch would be seen
+    twice, at two steps); there the dataset is distributed with
+    ``distribute_datasets_from_function``, each worker's replicas taking one copy of every batch."""
     replicas = strategy.num_replicas_in_sync
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        local = len(strategy.extended.worker_devices)
+
+        def copies(*element):
+            return tf.data.Dataset.from_tensors(element if len(element) != 1 else element[0]).repeat(local)
+
+        per_worker = dataset if local == 1 else dataset.flat_map(copies)  # local replicas take successive elements
+        return strategy.distribute_datasets_from_function(lambda context: per_worker)
 
     def tile(t):
         return tf.tile(t, [replicas] + [1] * (t.shape.rank - 1))

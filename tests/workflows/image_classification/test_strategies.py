@@ -346,7 +346,13 @@ def test_train_with_xla_and_steps_per_execution_records_both(image_data_dir, tmp
         "xla_forced_by_tpu": False,
         "steps_per_execution": 2,
         "placement": "replicated",
+        "replicas": 1,
+        "devices": ["/device:CPU:0"],
     }
+    assert [(r["rung"], r["chain"], r["device"]) for r in run["rungs"]] == [
+        (0, 0, "/device:CPU:0"),
+        (1, 1, "/device:CPU:0"),
+    ]
     sampler = result["sampler"]
     assert sampler.jit_compile is True and sampler.steps_per_execution == 2
     assert int(sampler.state.step.numpy()) == 4  # 2 epochs x 2 steps, in executions of 2

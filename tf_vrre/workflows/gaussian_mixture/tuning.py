@@ -6,10 +6,17 @@ is adapted to ``r`` during the same tuning phase (``CorrectedSwap(correction="au
 import argparse
 import os
 
+import tf_vrre.sgmcmc.tuning as tuning
 import tf_vrre.workflows.gaussian_mixture.target as target
 from tf_vrre.callbacks.ladder_tuner import LadderTuner
 
 RECORDS = "ladder"
+
+FIRST_ROUND_MIN_STEPS = 8 * tuning.MIN_ROUND_ATTEMPTS
+"""Fewest steps of the first tuning round (48).  Under DEO a pair is attempted on every other
+step at best, and fewer once the swap rule skips attempts, so 8 steps per needed attempt give each
+pair of the study's ladder its :data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS` attempts with
+room to spare (a 20-step round gave a pair 5 attempts, and the round kept its ladder)."""
 """Directory of the tuning records inside the study's output directory."""
 
 
@@ -25,14 +32,14 @@ def tuned(args: argparse.Namespace, method: str) -> bool:
 
 def run_options(args: argparse.Namespace, method: str, seed: int, out: str) -> dict:
     """Extra arguments of :func:`tf_vrre.workflows.gaussian_mixture.target.run` for one run: the tuner
-    (its first round 1/64 of the tuning phase, at least 16 steps; learning rates left alone, as
+    (its first round 1/64 of the tuning phase, at least :data:`FIRST_ROUND_MIN_STEPS`; learning rates left alone, as
     the study sets them) and, with a target acceptance rate, ``correction="auto"``."""
     if not tuned(args, method):
         return {}
     steps = int(args.tune_ladder)
     tuner = LadderTuner(
         steps,
-        first_round_steps=min(steps, max(16, steps // 64)),
+        first_round_steps=min(steps, max(FIRST_ROUND_MIN_STEPS, steps // 64)),
         learning_rates=None,
         directory=record_directory(out, method, seed),
         overwrite=bool(args.overwrite),

@@ -2,13 +2,16 @@
 
 A config file (``configs/<method>.toml``; shipped in the package, so ``--config vr-resghmc``
 works by name) has a top-level ``method`` (and an optional ``description``) and the tables
-``[data]``, ``[model]``, ``[training]``, ``[sampler]``, ``[swap]``, ``[variance_reduction]``,
-``[samples]``.  :func:`resolve` checks every key once: an unknown key, a key that does not apply
+``[data]``, ``[model]``, ``[training]``, ``[sampler]``, ``[swap]``, ``[ladder]``,
+``[variance_reduction]``, ``[samples]`` (their dataclasses:
+:mod:`tf_vrre.workflows.image_classification.config_tables`).  :func:`resolve` checks every key once: an unknown key, a key that does not apply
 to the method, or a bad value raises :class:`ConfigError` naming the key, the allowed values and
 the file (or ``(override)`` for a value given by :func:`apply_overrides`, i.e. a flag or ``--set``).
 Missing keys take the defaults of the dataclass fields (the paper's VR-reSGHMC numbers).  Keys
 that do not apply to the method are ``None`` (``cfg.sampler.cycles`` of ``vr-resghmc``), and so are
-the tables ``swap`` (single-chain methods) and ``variance_reduction`` (methods without it).
+the tables ``swap`` (single-chain methods) and ``variance_reduction`` (methods without it), and
+``ladder`` when the config has no ``[ladder]`` table (two chains: the paper's; K chains and a tuned
+ladder: :mod:`tf_vrre.workflows.image_classification.config_ladder`).
 
 Units are those of SGD on the mean loss, so a config means the same thing for any data-set
 size ``N``: the sampler's learning rate is ``eta = lr / N`` and its prior precision
@@ -35,20 +38,33 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 import tf_vrre.workflows.image_classification.config_rules as config_rules
 import tf_vrre.workflows.image_classification.config_values as config_values
 import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 from tf_vrre import errors
+from tf_vrre.workflows.image_classification.config_tables import (
+    CYCLICAL,
+    METHODS,
+    REPLICA,
+    SECTIONS,
+    TOP,
+    VARIANCE_REDUCED,
+    DataConfig,
+    LadderConfig,
+    ModelConfig,
+    SamplerConfig,
+    SamplesConfig,
+    SwapConfig,
+    TrainingConfig,
+    VarianceReductionConfig,
+)
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: tomli, the package tomllib was made from (same API)
     import tomli as tomllib
 
-METHODS = ("msgd", "sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
-REPLICA = ("resghmc", "vr-resghmc", "cvr-resghmc")  # two chains with swaps
-VARIANCE_REDUCED = ("vr-resghmc", "cvr-resghmc")
-CYCLICAL = ("cycsghmc", "cvr-resghmc")
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "configs")
 SEED_MAX = config_values.INT_MAX
 """Largest seed (``--seed``'s bound): seeds reach int32 stateless-RNG keys."""
@@ -68,6 +84,7 @@ __all__ = [
     "TrainingConfig",
     "SamplerConfig",
     "SwapConfig",
+    "LadderConfig",
     "VarianceReductionConfig",
     "SamplesConfig",
     "RawConfig",
@@ -85,122 +102,13 @@ class ConfigError(errors.TfVrreError, ValueError):
     """A config key is unknown, does not apply, or has a bad value (the message names it)."""
 
 
-_EXPONENTIAL = ("msgd", "sghmc", "resghmc", "vr-resghmc")
-_TEMPERED = ("sghmc", "resghmc", "vr-resghmc", "cycsghmc", "cvr-resghmc")
-
-
-def _key(default: Any, check: config_values.Check, methods: tuple[str, ...] | None = None) -> Any:
-    """A config key: its default, its check and the methods it applies to (``None``: all)."""
-    if isinstance(default, dict):
-        return dataclasses.field(
-            default_factory=lambda: types.MappingProxyType(dict(default)),
-            metadata={"check": check, "methods": methods, "default": default},
-        )
-    return dataclasses.field(default=default, metadata={"check": check, "methods": methods, "default": default})
-
-
-@dataclasses.dataclass(frozen=True)
-class DataConfig:
-    """``[data]``: the data set, its split and the augmentation."""
-
-    dataset: str = _key("cifar10", config_values.dataset)
-    batch_size: int = _key(256, config_values.integer(1))
-    subset: int = _key(0, config_values.integer(0))  # training-set size N; 0 = the whole split
-    holdout: int | float = _key(0.05, config_values.count_or_fraction)  # held out of training (fitted T, running BMA)
-    split_seed: int = _key(0, config_values.integer(0))
-    augment: bool = _key(True, config_values.boolean)
-    crop_padding: int = _key(4, config_values.integer(0))  # < the image side (checked in resolve)
-    flip: bool = _key(True, config_values.boolean)
-    erasing: float = _key(0.0, config_values.number(0, 1))
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelConfig:
-    """``[model]``: a model-zoo name and its builder's keyword arguments (read-only mapping)."""
-
-    name: str = _key("resnet20", config_values.choice(*config_values.MODEL_NAMES))
-    kwargs: Mapping[str, Any] = _key({}, config_values.kwargs_table)
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-    """``[training]``: the run's epochs, the epochs its schedule is written for, the seed."""
-
-    epochs: int = _key(500, config_values.integer(1))
-    schedule_epochs: int = _key(500, config_values.integer(1))
-    seed: int = _key(0, config_values.integer(0))
-
-
-@dataclasses.dataclass(frozen=True)
-class SamplerConfig:
-    """``[sampler]``: step size, prior, momentum, temperatures (``None`` where the method has none)."""
-
-    lr: float = _key(0.1, config_values.number(0, lo_open=True))
-    lr_constant_epochs: int | None = _key(200, config_values.integer(0), _EXPONENTIAL)
-    lr_decay: float | None = _key(0.984, config_values.number(0, 1, lo_open=True), _EXPONENTIAL)
-    cycles: int | None = _key(2, config_values.integer(1), CYCLICAL)
-    weight_decay: float = _key(5e-4, config_values.number(0))
-    momentum: float = _key(0.9, config_values.momentum)
-    temperature: float | None = _key(0.01, config_values.number(0, lo_open=True), _TEMPERED)
-    temperature_annealing: float | None = _key(1.02, config_values.number(1), _TEMPERED)
-    burn_in_epochs: int | None = _key(300, config_values.integer(0), _TEMPERED)
-    hot_lr_multiplier: float | None = _key(1.5, config_values.number(0, lo_open=True), REPLICA)
-    hot_temperature_multiplier: float | None = _key(5.0, config_values.number(1, lo_open=True), REPLICA)
-    energy_mode: str = _key("auto", config_values.choice("auto", "train", "inference"))
-
-
-@dataclasses.dataclass(frozen=True)
-class SwapConfig:
-    """``[swap]``: the corrected swap of the replica methods."""
-
-    correction: float = _key(1.5e5, config_values.number(0, lo_open=True), REPLICA)
-    correction_growth: float = _key(1.02, config_values.number(1), REPLICA)
-    smoothing: float = _key(0.3, config_values.number(0, 1, lo_open=True), REPLICA)
-    period: int = _key(0, config_values.integer(0), REPLICA)  # sigma2 window; 0 = the VR period (1 without VR)
-    cooling: bool = _key(False, config_values.boolean, REPLICA)  # at most one swap per epoch (authors' code)
-
-
-@dataclasses.dataclass(frozen=True)
-class VarianceReductionConfig:
-    """``[variance_reduction]``: the control variates of the VR methods."""
-
-    period: int = _key(392, config_values.integer(1), VARIANCE_REDUCED)
-    coefficient: float | str = _key(-1.0, config_values.coefficient, VARIANCE_REDUCED)
-    smoothing: float = _key(0.3, config_values.number(0, 1, lo_open=True), VARIANCE_REDUCED)
-    batch_size: int = _key(1000, config_values.integer(1), VARIANCE_REDUCED)
-
-
-@dataclasses.dataclass(frozen=True)
-class SamplesConfig:
-    """``[samples]``: which cold-chain states are kept."""
-
-    thinning: int = _key(256, config_values.integer(1))
-    burn_in_epochs: int | None = _key(300, config_values.integer(0), _EXPONENTIAL)
-    cycle_threshold: float | None = _key(0.7, config_values.number(0, 1, lo_open=True, hi_open=True), CYCLICAL)
-    max_samples: int = _key(0, config_values.integer(0))  # 0 = keep all
-    keep: str = _key("last", config_values.choice("last", "reservoir"))
-    validation: int = _key(1000, config_values.integer(0))  # held-out images scored by the running BMA
-
-
-SECTIONS = {
-    "data": DataConfig,
-    "model": ModelConfig,
-    "training": TrainingConfig,
-    "sampler": SamplerConfig,
-    "swap": SwapConfig,
-    "variance_reduction": VarianceReductionConfig,
-    "samples": SamplesConfig,
-}
-"""The TOML tables and their dataclasses, in the order ``run.json`` records them."""
-TOP = ("method", "description")
-
-
 @dataclasses.dataclass(frozen=True)
 class Config:
     """A checked method config (made by :func:`resolve`; the fields hold checked values only).
 
     ``swap`` is ``None`` for single-chain methods, ``variance_reduction`` for methods without
-    control variates; inside a table, keys that do not apply to the method are ``None``.
+    control variates, ``ladder`` for configs without a ``[ladder]`` table (two chains for a
+    replica method); inside a table, keys that do not apply to the method are ``None``.
     """
 
     method: str
@@ -210,13 +118,25 @@ class Config:
     training: TrainingConfig
     sampler: SamplerConfig
     swap: SwapConfig | None
+    ladder: LadderConfig | None
     variance_reduction: VarianceReductionConfig | None
     samples: SamplesConfig
 
     @property
     def replica(self) -> bool:
-        """Two chains with swaps."""
+        """K >= 2 chains with swaps."""
         return self.method in REPLICA
+
+    @property
+    def num_chains(self) -> int:
+        """K: 1 for single-chain methods, ``ladder.chains`` (2 without ``[ladder]``) for replica methods."""
+        return config_ladder.num_chains(self)
+
+    @property
+    def rungs(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The chains' (temperature, learning-rate) multiples, cold first
+        (:func:`tf_vrre.workflows.image_classification.config_ladder.rungs`)."""
+        return config_ladder.rungs(self)
 
     @property
     def cyclical(self) -> bool:
@@ -237,7 +157,7 @@ class Config:
             }
             if "kwargs" in table:
                 table["kwargs"] = dict(table["kwargs"])
-            out[name] = table
+            out[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
         return out
 
 
@@ -439,6 +359,15 @@ def resolve(raw: Mapping) -> Config:
         if not isinstance(raw[key], dict):
             raise ConfigError(f"config: {key} must be a table [{key}]{where}")
     tables = {name: _section(name, cls, raw.get(name, {}), method, at) for name, cls in SECTIONS.items()}
+    if "ladder" not in raw:
+        tables["ladder"] = None  # the two chains of sampler.hot_*_multiplier
+    elif tables["ladder"] is not None:
+        try:
+            tables["ladder"], tables["sampler"] = config_ladder.complete(
+                tables["ladder"], tables["sampler"], raw["ladder"], raw.get("sampler", {}), prefer=overridden
+            )
+        except sampler_numbers.BoundError as err:
+            raise ConfigError(f"{err}{at(err.key)}") from None
     cfg = Config(method=method, description=str(raw.get("description", "")), **tables)
     cfg = dataclasses.replace(cfg, model=_model_kwargs(cfg.model, at))
     _check_consistency(cfg, at, overridden)

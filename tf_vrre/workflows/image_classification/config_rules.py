@@ -2,8 +2,9 @@
 :func:`tf_vrre.workflows.image_classification.config.resolve`, which adds the file to the message).
 
 The rules: ``sampler.cycles`` within ``training.epochs``, a ``data.crop_padding`` smaller than the
-image, and the sampler's numbers that do not depend on the data size
-(:func:`tf_vrre.workflows.image_classification.sampler_numbers.check_config`).
+image, a tuned ladder's fixed temperature (:func:`tf_vrre.workflows.image_classification.config_ladder.check`;
+the ``[ladder]`` table's own rules are checked as it is filled in), and the sampler's numbers that
+do not depend on the data size (:func:`tf_vrre.workflows.image_classification.sampler_numbers.check_config`).
 
 Example:
   >>> from tf_vrre.workflows.image_classification import config
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 
 __all__ = ["check"]
@@ -52,4 +54,5 @@ def check(cfg: Any, prefer: Iterable[str] = ()) -> None:
             f"{side}-pixel side of {cfg.data.dataset} images: a larger padding crops padding alone), "
             f"got {cfg.data.crop_padding}",
         )
+    config_ladder.check(cfg, prefer=prefer)
     sampler_numbers.check_config(cfg, prefer=prefer)

@@ -23,11 +23,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 
 __all__ = ["SCHEDULE_EPOCH_KEYS", "keep_rates", "schedule_values"]
 
-SCHEDULE_EPOCH_KEYS = ("sampler.lr_constant_epochs", "sampler.burn_in_epochs", "samples.burn_in_epochs")
+SCHEDULE_EPOCH_KEYS = (
+    "sampler.lr_constant_epochs",
+    "sampler.burn_in_epochs",
+    "samples.burn_in_epochs",
+    "ladder.tune_epochs",
+)
 """The epoch counts of a config's schedule (numbers of epochs of a ``training.schedule_epochs`` run)."""
 
 
@@ -88,7 +94,7 @@ def _kept(raw: Mapping) -> config.RawConfig:
     over: dict[str, Any] = {"training.schedule_epochs": cfg.training.epochs}
     for key in SCHEDULE_EPOCH_KEYS:
         section, name = key.split(".")
-        value = getattr(getattr(cfg, section), name)
+        value = getattr(getattr(cfg, section), name, None)
         if value is not None:
             over[key] = stretch.epochs(value)
     return config.apply_overrides(raw, over)
@@ -120,8 +126,8 @@ def schedule_values(cfg: config.Config, data_size: int, steps_per_epoch: int) ->
     Returns a dict: ``eta`` (= lr / N), ``weight_decay`` (= weight_decay * N), ``scale``
     (``epochs / schedule_epochs``) and, as applicable, ``lr_constant_epochs``, ``lr_decay``,
     ``burn_in_epochs``, ``temperature_annealing``, ``correction_growth``,
-    ``sample_burn_in_epochs``, ``total_steps``, ``sample_burn_in_steps``, ``cooling_steps``
-    (all per epoch of this run).
+    ``sample_burn_in_epochs``, ``total_steps``, ``sample_burn_in_steps``, ``cooling_steps``,
+    ``tune_epochs`` and ``tune_steps`` (a tuned ladder) (all per epoch of this run).
 
     Example:
       >>> v = schedule_values(config.resolve(config.load("vr-resghmc")), data_size=50000, steps_per_epoch=195)
@@ -147,6 +153,9 @@ def schedule_values(cfg: config.Config, data_size: int, steps_per_epoch: int) ->
     if cfg.swap is not None:
         out["correction_growth"] = stretch.factor(cfg.swap.correction_growth)
         out["cooling_steps"] = steps_per_epoch if cfg.swap.cooling else 0
+    if config_ladder.tuned(cfg):
+        out["tune_epochs"] = stretch.epochs(cfg.ladder.tune_epochs)
+        out["tune_steps"] = config_ladder.tune_steps(cfg, steps_per_epoch)
     if sm.burn_in_epochs is not None:
         out["sample_burn_in_epochs"] = stretch.epochs(sm.burn_in_epochs)
         out["sample_burn_in_steps"] = out["sample_burn_in_epochs"] * steps_per_epoch

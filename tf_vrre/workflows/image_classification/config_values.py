@@ -152,6 +152,45 @@ def text(v: Any) -> str:
     return v
 
 
+def ladder_ratios(increasing: bool) -> Check:
+    """Check: ``None`` (not given) or a list of at least 2 numbers, multiples of the cold chain's
+    value: the first 1, each positive and finite in float32, strictly increasing with
+    ``increasing`` (temperatures); returned as a tuple."""
+    what = "a list of at least 2 numbers > 0 (float32), the first 1" + (", strictly increasing" if increasing else "")
+
+    def check(v: Any) -> tuple[float, ...] | None:
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) < 2:
+            raise ValueError(what)
+        try:
+            values = tuple(number(0, lo_open=True)(x) for x in v)
+        except ValueError:
+            raise ValueError(what) from None
+        if values[0] != 1 or (increasing and any(b <= a for a, b in zip(values, values[1:]))):
+            raise ValueError(what)
+        return values
+
+    return check
+
+
+def bounds_pair(v: Any) -> tuple[float, float] | None:
+    """Check: ``None`` (not given) or ``[low, high]``, multiples of the cold temperature with
+    ``0 < low <= 1 < high`` (float32); returned as a tuple."""
+    what = "[low, high] with 0 < low <= 1 < high (multiples of sampler.temperature, float32)"
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != 2:
+        raise ValueError(what)
+    try:
+        low, high = (number(0, lo_open=True)(x) for x in v)
+    except ValueError:
+        raise ValueError(what) from None
+    if not low <= 1 < high:
+        raise ValueError(what)
+    return low, high
+
+
 def kwargs_table(v: Any) -> dict:
     """Check: a table of numbers, booleans or strings (a model builder's keyword arguments)."""
     if not isinstance(v, dict) or not all(isinstance(x, (bool, int, float, str)) for x in v.values()):

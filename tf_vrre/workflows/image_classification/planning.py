@@ -21,6 +21,7 @@ import warnings
 from typing import Any
 
 import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 import tf_vrre.workflows.image_classification.config_schedule as config_schedule
 import tf_vrre.workflows.image_classification.sampler_numbers as sampler_numbers
 import tf_vrre.workflows.image_classification.strategies as strategies
@@ -35,6 +36,7 @@ __all__ = [
     "check_numbers",
     "check_execution",
     "expected_samples",
+    "first_sample_step",
     "train_size_hint",
     "check_run_dir",
     "check_same_data",
@@ -285,7 +287,7 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
     Checks: the batch fits the data, the sampler's numbers for this ``N``
     (:func:`tf_vrre.workflows.image_classification.sampler_numbers.check_data_size`), the control
     variates are refreshed at least once, the schedule collects at least one sample (naming
-    ``samples.thinning`` and the burn-in).
+    ``samples.thinning`` and the burn-in), a tuned ladder's phase ends before the first sample.
     """
     d = cfg.data
     if d.batch_size > train_size:
@@ -299,6 +301,8 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
             f"{values['total_steps']} steps, or the control variates are never refreshed"
         )
     count = expected_samples(cfg, values)
+    if count and config_ladder.tuned(cfg):
+        _check_tuning_steps(cfg, values)
     if count == 0:
         raise ValueError(
             f"samples.thinning ({cfg.samples.thinning}) collects no sample: the run has "
@@ -306,6 +310,43 @@ def check_numbers(cfg: config.Config, train_size: int) -> tuple[dict, int]:
             "lower --thinning or raise --epochs"
         )
     return values, count
+
+
+def first_sample_step(cfg: config.Config, values: dict) -> int | None:
+    """The step of the first sample the run collects (as :func:`expected_samples` counts them), or
+    ``None`` if it collects none.
+
+    Example:
+      >>> cfg = config.resolve(config.load("msgd"))
+      >>> first_sample_step(cfg, config_schedule.schedule_values(cfg, 50000, 195))   # after 300 epochs x 195 steps
+      58624
+    """
+    every, total = cfg.samples.thinning, values["total_steps"]
+    step = every * (values["sample_burn_in_steps"] // every + 1)
+    if cfg.cyclical:  # the first multiple of the thinning in a sampling phase
+        length = math.ceil(total / cfg.sampler.cycles)
+        while step <= total and not ((step - 1) % length) / length > cfg.samples.cycle_threshold:
+            step += every
+    return step if step <= total else None
+
+
+def _check_tuning_steps(cfg: config.Config, values: dict) -> None:
+    """A tuned ladder: its first round within the tuning phase, and the phase over before the
+    first sample (samples drawn while the ladder moves are not from the final ladder's law)."""
+    steps, first = values["tune_steps"], config_ladder.first_round(cfg, values["tune_steps"])
+    if first > steps:
+        raise ValueError(
+            f"ladder.tune_first_round ({first}) must be <= the tuning phase's {steps} steps "
+            f"(ladder.tune_epochs: {values['tune_epochs']} epoch(s) of {values['steps_per_epoch']} steps)"
+        )
+    sample = first_sample_step(cfg, values)
+    if sample is not None and sample <= steps:
+        raise ValueError(
+            f"ladder.tune_epochs ({cfg.ladder.tune_epochs}: {steps} steps of this run) must end before the first "
+            f"sample, at step {sample} (samples.thinning {cfg.samples.thinning}"
+            + (f", cycle position > samples.cycle_threshold {cfg.samples.cycle_threshold}" if cfg.cyclical else "")
+            + "): samples are kept only once the ladder is fixed"
+        )
 
 
 def check_execution(

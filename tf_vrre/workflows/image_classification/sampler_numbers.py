@@ -98,13 +98,14 @@ def check_config(cfg: Any, prefer: Iterable[str] = ()) -> None:
     if cfg.swap is not None:
         _check_correction(cfg, stretch, tau_end_log)
     _check_rules(cfg)
-    h = s.hot_lr_multiplier or 1.0
+    h = max(cfg.rungs[1])  # the largest step: the hot chain's for the paper's two chains
+    multiple = "hot_lr_multiplier" if cfg.ladder is None else "max(ladder.learning_rates)"
     limit = step_bounds.prior_stability_limit(h * s.weight_decay, s.momentum)
     if s.lr >= limit:
         why = (
-            f"the prior's own step lr * {'hot_lr_multiplier * ' if h != 1 else ''}weight_decay must be < 2 (1 + "
+            f"the prior's own step lr * {multiple + ' * ' if h != 1 else ''}weight_decay must be < 2 (1 + "
             f"momentum) = {2 * (1 + s.momentum):.3g}, else the weights grow every step; with sampler.lr {s.lr:g}"
-            f"{f', hot_lr_multiplier {h:g}' if h != 1 else ''}, weight_decay {s.weight_decay:g}, momentum "
+            f"{f', {multiple} {h:g}' if h != 1 else ''}, weight_decay {s.weight_decay:g}, momentum "
             f"{s.momentum:g}"
         )
         if _pick(("sampler.lr", "sampler.weight_decay"), prefer) == "sampler.weight_decay":
@@ -216,17 +217,18 @@ def _check_rules(cfg: Any) -> None:
     positive and finite."""
     s = cfg.sampler
     if s.temperature is not None:
-        taus = [s.temperature, s.temperature * s.hot_temperature_multiplier] if cfg.replica else [s.temperature]
-        key = "sampler.hot_temperature_multiplier" if cfg.replica else "sampler.temperature"
-        _rule(
-            "temperatures",
-            taus,
-            key,
-            "the chains' temperatures (sampler.temperature, times hot_temperature_multiplier for the hot chain)"
-            if cfg.replica
-            else "sampler.temperature",
-            cfg.replica,
-        )
+        taus = [s.temperature * r for r in cfg.rungs[0]]
+        if not cfg.replica:
+            key, name = "sampler.temperature", "sampler.temperature"
+        elif cfg.ladder is None:
+            key = "sampler.hot_temperature_multiplier"
+            name = "the chains' temperatures (sampler.temperature, times hot_temperature_multiplier for the hot chain)"
+        else:
+            key, name = (
+                "ladder.temperatures",
+                "the chains' temperatures (sampler.temperature times ladder.temperatures)",
+            )
+        _rule("temperatures", taus, key, name, cfg.replica)
     if cfg.swap is not None:
         _rule("correction", cfg.swap.correction, "swap.correction", "swap.correction (F)", True)
 
@@ -239,7 +241,8 @@ def check_data_size(cfg: Any, data_size: int) -> None:
     """
     s, n = cfg.sampler, float(data_size)
     context = f" for the {data_size:.6g} training examples"
-    h = s.hot_lr_multiplier or 1.0
+    multiples = cfg.rungs[1]
+    h = max(multiples)
     hi = F32_MAX * n / h
     if s.temperature is not None:
         hot_tau = s.temperature * (s.hot_temperature_multiplier or 1.0)
@@ -265,12 +268,12 @@ def check_data_size(cfg: Any, data_size: int) -> None:
         context=context,
     )
     eta = s.lr / n
+    times = " (times hot_lr_multiplier for the hot chain)" if cfg.ladder is None else " (times ladder.learning_rates)"
     _rule(
         "learning_rates",
-        [eta, eta * h] if cfg.replica else [eta],
+        [eta * r for r in multiples],
         "sampler.lr",
-        f"the chains' step sizes eta = sampler.lr / N{' (times hot_lr_multiplier for the hot chain)' if cfg.replica else ''}"
-        f"{context}",
+        f"the chains' step sizes eta = sampler.lr / N{times if cfg.replica else ''}{context}",
         cfg.replica,
     )
 

@@ -70,6 +70,7 @@ __all__ = [
     "tf_config",
     "check",
     "make_strategy",
+    "split_cpu",
     "check_options",
     "is_tpu",
     "is_multi_worker",
@@ -304,21 +305,29 @@ def check(name, tpu_address=None, detect_tpu=True):
             )
 
 
-def make_strategy(name="auto", tpu_address=None):
+def make_strategy(name="auto", tpu_address=None, cpu_devices=None):
     """The ``tf.distribute.Strategy`` called ``name`` (see the module docstring for the rules).
 
     Args:
       name: one of :data:`STRATEGIES`.
       tpu_address: ``"host:port"`` (or ``"grpc://host:port"``) of a TPU node; default
         ``$COLAB_TPU_ADDR``, else the local TPU.
+      cpu_devices: with ``"mirrored"``: split the CPU into this many logical devices
+        (:func:`split_cpu`) and mirror over them, e.g. to try one chain per replica without as many
+        GPUs (the devices share the CPU's cores: no faster than one).
 
     Raises:
       ValueError: an unknown name; ``"tpu"`` with no reachable TPU (naming what was tried);
-        ``"multiworker"`` with a malformed ``$TF_CONFIG`` or created after TensorFlow started.
+        ``"multiworker"`` with a malformed ``$TF_CONFIG`` or created after TensorFlow started;
+        ``cpu_devices`` with another strategy, or once TensorFlow has initialized its devices.
     """
     import tensorflow as tf
 
     check(name, tpu_address, detect_tpu=False)  # a TPU is looked for below, and what was tried is reported
+    if cpu_devices is not None:
+        if name != "mirrored":
+            raise ValueError(f"cpu_devices: logical CPU devices are mirrored over by strategy 'mirrored', got {name!r}")
+        return tf.distribute.MirroredStrategy(split_cpu(cpu_devices))
     address = tpu_address or os.environ.get("COLAB_TPU_ADDR")
     where = "tpu_address" if tpu_address else "$COLAB_TPU_ADDR"
     found = local = False
@@ -351,6 +360,31 @@ def make_strategy(name="auto", tpu_address=None):
     if name == "mirrored" or (name == "auto" and len(tf.config.list_logical_devices("GPU")) > 1):
         return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()
+
+
+def split_cpu(count):
+    """Splits the host CPU into ``count`` logical devices (before TensorFlow initializes them);
+    returns their names.
+
+    Raises:
+      ValueError: ``count`` not a positive integer, or the devices were initialized already with
+        another split.
+    """
+    import tensorflow as tf
+
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"cpu_devices must be a positive integer, got {count!r}")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    wanted = [tf.config.LogicalDeviceConfiguration()] * count
+    try:
+        tf.config.set_logical_device_configuration(cpu, wanted)
+    except RuntimeError:  # initialized: fine if already split so
+        if len(tf.config.list_logical_devices("CPU")) != count:
+            raise ValueError(
+                f"cpu_devices={count}: TensorFlow has initialized its devices already "
+                f"({len(tf.config.list_logical_devices('CPU'))} CPU); split the CPU before anything else runs"
+            ) from None
+    return [f"/cpu:{i}" for i in range(count)]
 
 
 def _tpu_strategy(tpu_address, asked=False):

@@ -47,15 +47,16 @@ from typing import Any
 import keras
 
 import tf_vrre.workflows.image_classification.config as config
+import tf_vrre.workflows.image_classification.config_ladder as config_ladder
 import tf_vrre.workflows.image_classification.models as models
+import tf_vrre.workflows.image_classification.placement_checks as placement_checks
 import tf_vrre.workflows.image_classification.planning as planning
+import tf_vrre.workflows.image_classification.run_callbacks as run_callbacks
 import tf_vrre.workflows.image_classification.run_directory as run_directory
 import tf_vrre.workflows.image_classification.run_record as run_record
 import tf_vrre.workflows.image_classification.strategies as strategies
 import tf_vrre.workflows.image_classification.workers as workers
-from tf_vrre.callbacks import SampleCollector, SwapLogger
-from tf_vrre.callbacks.checkpoint import Checkpoint
-from tf_vrre.callbacks.progress import EpochCSVLogger, EpochProgress, EpochTimer, HostStepCounter
+from tf_vrre.callbacks.progress import HostStepCounter
 from tf_vrre.runs import atomic, locks, run_json
 from tf_vrre.sampler import placements
 from tf_vrre.sampler.replica_exchange import ReplicaExchangeSampler
@@ -89,11 +90,15 @@ def _schedules(cfg: config.Config, values: dict) -> tuple[Any, Any, Any]:
             correction = EpochExponential(
                 correction, values["correction_growth"], spe, constant_epochs=1, stop_epoch=values["burn_in_epochs"]
             )
-    if cfg.replica:
-        lrs = [lr, Scaled(lr, s.hot_lr_multiplier)]
-        taus = [tau, Scaled(tau, s.hot_temperature_multiplier)]
-        return lrs, taus, correction
-    return lr, tau, correction
+    if not cfg.replica:
+        return lr, tau, correction
+    if cfg.ladder is None:  # the paper's two chains
+        return [lr, Scaled(lr, s.hot_lr_multiplier)], [tau, Scaled(tau, s.hot_temperature_multiplier)], correction
+    temperature_multiples, lr_multiples = config_ladder.rungs(cfg)
+    lrs = [lr] + [Scaled(lr, m) for m in lr_multiples[1:]]
+    if config_ladder.tuned(cfg):  # numbers: the tuner sets them (a tuned ladder has a fixed temperature)
+        return lrs, [float(s.temperature) * m for m in temperature_multiples], correction
+    return lrs, [tau] + [Scaled(tau, m) for m in temperature_multiples[1:]], correction
 
 
 def build_sampler(
@@ -127,11 +132,13 @@ def build_sampler(
     swap = vr = None
     if cfg.swap is not None:
         sw = cfg.swap
+        ladder = {} if cfg.ladder is None else {"pairs": cfg.ladder.pairs, "deo_window": cfg.ladder.deo_window}
         swap = CorrectedSwap(
             correction=correction,
             smoothing=sw.smoothing,
             period=sw.period or None,
             cooling_steps=values["cooling_steps"],
+            **ladder,
         )
     if cfg.variance_reduction is not None:
         v = cfg.variance_reduction
@@ -139,7 +146,7 @@ def build_sampler(
     return ReplicaExchangeSampler(
         model_fn,
         data_size=data_size,
-        num_chains=2 if cfg.replica else 1,
+        num_chains=cfg.num_chains,
         temperatures=taus,
         learning_rates=lrs,
         dynamics="msgd" if cfg.method == "msgd" else "sghmc",
@@ -195,43 +202,6 @@ def plan(
     return {"train": train, "holdout": holdout, "data": info, "values": values, "model": model, "samples": count}
 
 
-def _callbacks(cfg: config.Config, p: dict, sampler: Any, out: str, verbose: Any, mirror: Any) -> list:
-    sm, values = cfg.samples, p["values"]
-    cbs = [EpochTimer(), mirror]  # EpochTimer first: its epoch time includes the other callbacks' work
-    if sampler.swap_rule is not None:
-        cbs.append(
-            SwapLogger(
-                os.path.join(out, run_json.SWAPS), tensorboard_dir=os.path.join(out, run_json.TENSORBOARD, "swaps")
-            )
-        )
-    validation = None
-    xh, yh = p["holdout"]
-    if sm.validation and len(xh):
-        k = min(sm.validation, len(xh))
-        validation = (p["train"].preprocessing.apply(xh[:k]), yh[:k])
-    cycle = None
-    if cfg.cyclical:
-        cycle = CyclicalCosine(values["eta"], values["total_steps"], cfg.sampler.cycles, sm.cycle_threshold)
-    cbs.append(
-        SampleCollector(
-            os.path.join(out, run_json.SAMPLES),
-            every=sm.thinning,
-            burn_in_steps=values["sample_burn_in_steps"],
-            cycle=cycle,
-            max_samples=sm.max_samples or None,
-            keep=sm.keep,
-            validation_data=validation,
-            seed=cfg.training.seed,
-        )
-    )
-    if verbose:
-        cbs.append(EpochProgress(values["epochs"], values["steps_per_epoch"]))
-    cbs.append(EpochCSVLogger(os.path.join(out, run_json.LOG)))
-    cbs.append(keras.callbacks.TensorBoard(os.path.join(out, run_json.TENSORBOARD), write_graph=False))
-    cbs.append(Checkpoint(os.path.join(out, run_json.BACKUP)))  # atomic: exact resume after a kill at any instant
-    return cbs
-
-
 def _compile(
     cfg: config.Config, p: dict, strat: Any, jit_compile: Any, steps_per_execution: Any, placement: str, verbose: Any
 ) -> tuple[Any, dict]:
@@ -268,6 +238,8 @@ def _compile(
         "xla_forced_by_tpu": forced,
         "steps_per_execution": int(steps_per_execution or 1),
         "placement": placement,
+        "replicas": int(strat.num_replicas_in_sync),
+        "devices": run_record.devices(strat),
     }
     return sampler, execution
 
@@ -350,7 +322,7 @@ def train(
       >>> open("runs/demo/.lock").read()       # the run lock stays, without a pid once released
       ''
     """
-    with _train_checks(out, strategy, placement):
+    with _train_checks(cfg, out, strategy, placement):
         pre = planning.preflight(
             cfg, out, data_dir, source, download, overwrite, jit_compile, steps_per_execution, strategy
         )
@@ -358,12 +330,15 @@ def train(
 
 
 @contextlib.contextmanager
-def _train_checks(out: str | os.PathLike, strategy: Any, placement: str) -> Iterator[None]:
-    """:func:`train`'s checks around its preflight: the ``placement`` name first; a refused run
+def _train_checks(cfg: config.Config, out: str | os.PathLike, strategy: Any, placement: str) -> Iterator[None]:
+    """:func:`train`'s checks around its preflight: the ``placement`` first
+    (:func:`tf_vrre.workflows.image_classification.planning.check_placement`); a refused run
     directory is shown to every worker of a multi-worker run (or the others would wait forever).
     The preflight runs in :func:`train`'s own frame, so its warnings point at train's caller."""
-    if placement not in placements.PLACEMENTS:
-        raise ValueError(f"placement must be one of {placements.PLACEMENTS}, got {placement!r}")
+    if isinstance(cfg, config.Config):  # else the preflight names it
+        placement_checks.check_placement(cfg, placement, strategy)
+    elif placement not in placement_checks.PLACEMENTS:
+        raise ValueError(f"placement must be one of {placement_checks.PLACEMENTS}, got {placement!r}")
     try:
         yield
     except run_json.RunDirError:
@@ -372,12 +347,28 @@ def _train_checks(out: str | os.PathLike, strategy: Any, placement: str) -> Iter
         raise
 
 
-def check_placement(strategy: Any, pre: planning.Preflight) -> None:
-    """``ValueError`` if ``pre.placement`` cannot apply under ``strategy`` (e.g. one chain per
-    replica with a number of replicas other than the method's chains), before data are loaded."""
-    if pre.placement != "replicated":
-        with strategy.scope():
-            placements.check(pre.placement, 2 if pre.config.replica else 1)
+def check_placement(strategy: Any, pre: planning.Preflight, flags: bool = False) -> None:
+    """``ValueError`` if ``pre.placement`` cannot apply under ``strategy`` (one chain per replica
+    with a number of replicas other than the config's chains, or a strategy without replicas),
+    before data are loaded; ``flags``: the message names the command line's flags."""
+    if pre.placement == "replicated":
+        return
+    where = ", ".join(_short_device(d) for d in run_record.devices(strategy))
+    why = placement_checks.replica_mismatch(
+        pre.config, strategy.num_replicas_in_sync, strategies.name_of(strategy), where, flags=flags
+    )
+    if why is not None:
+        raise ValueError(why)
+    with strategy.scope():
+        placements.check(pre.placement, pre.config.num_chains)
+
+
+def _short_device(name: str) -> str:
+    """``"CPU:0"`` for ``"/job:localhost/replica:0/task:0/device:CPU:0"``, ``"worker 1 CPU:0"`` for a
+    device of task 1 of job ``worker``."""
+    parts = dict(p.split(":", 1) for p in name.strip("/").split("/") if ":" in p)
+    device = parts.get("device", name)
+    return device if parts.get("job", "localhost") == "localhost" else f"{parts['job']} {parts.get('task', 0)} {device}"
 
 
 def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepared: dict | None = None) -> dict:
@@ -437,8 +428,11 @@ def run(pre: planning.Preflight, strategy: Any = "auto", verbose: Any = 1, prepa
             run_directory.give_back(pre)
 
 
-def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple, verbose: Any) -> dict:
-    """Compiles, writes ``run.json`` and fits into ``root`` (``where = (out, root, chief)``)."""
+def _fit(
+    cfg: config.Config, p: dict, strat: Any, where: tuple[str, str, bool], execution: tuple[Any, Any, str], verbose: Any
+) -> dict:
+    """Compiles, writes ``run.json`` and fits into ``root`` (``where = (out, root, chief)``;
+    ``execution = (jit_compile, steps_per_execution, placement)``)."""
     out, root, chief = where
     if not chief:
         _say(
@@ -447,7 +441,8 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
             "(removed at the end)",
         )
         verbose = 0
-    sampler, record = _compile(cfg, p, strat, *execution, verbose)
+    jit_compile, steps_per_execution, placement = execution
+    sampler, record = _compile(cfg, p, strat, jit_compile, steps_per_execution, placement, verbose)
     atomic.remove_temporaries(root, {run_json.RUN_JSON, run_json.LOG})  # a killed run's half-written run.json, log.csv
     run = run_record.write_run(root, cfg, p, sampler, strat, record)
     d = cfg.data
@@ -457,7 +452,7 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
     resumed = run_directory.backup_epoch(root) > 0
     _say(
         verbose,
-        f"{'resuming' if resumed else 'training'} {cfg.method} ({cfg.model.name}, {d.dataset} "
+        f"{'resuming' if resumed else 'training'} {cfg.method} ({cfg.num_chains} chain(s), {cfg.model.name}, {d.dataset} "
         f"N={p['train'].size}, {p['values']['epochs']} epochs x {p['values']['steps_per_epoch']} steps, "
         f"{strat.num_replicas_in_sync} replica(s) on {record['workers']} worker(s), "
         f"XLA {'on' if record['xla'] else 'off'}, {record['steps_per_execution']} step(s) per execution)"
@@ -469,12 +464,13 @@ def _fit(cfg: config.Config, p: dict, strat: Any, where: tuple, execution: tuple
         epochs=p["values"]["epochs"],
         verbose=0,
         shuffle=False,
-        callbacks=_callbacks(cfg, p, sampler, root, verbose, mirror),
+        callbacks=run_callbacks.callbacks(cfg, p, sampler, root, verbose, mirror),
     )
     seconds = time.perf_counter() - start
     if chief:
         locks.lock_run(out)  # still this process's run? (a lock file deleted by hand lets another writer in)
     run["status"] = "complete"
+    run["rungs"] = run_record.rungs(sampler, strat)  # the ladder at the end, and where each rung was
     run_json.write_json(os.path.join(root, run_json.RUN_JSON), run)
     # As BackupAndRestore did: a complete run needs no checkpoint (removed after the record, so
     # a kill in between leaves a complete run, whose rerun removes it).

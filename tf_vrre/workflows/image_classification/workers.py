@@ -1,7 +1,7 @@
 """The workers of a run and its directory: under ``MultiWorkerMirroredStrategy`` every worker must
 see the same state of the run directory before any collective step (:func:`agree`, or a worker
 would wait forever), and only the chief writes ``out``; the others write to a temporary directory
-seeded with the chief's backup (:func:`worker_root`), so that all resume alike.  One process, or
+seeded with the chief's backup and ladder tuning record (:func:`worker_root`), so that all resume alike.  One process, or
 a strategy of one worker, is its own chief.
 
 Example:
@@ -22,7 +22,7 @@ from typing import Any
 import tf_vrre.workflows.image_classification.planning as planning
 import tf_vrre.workflows.image_classification.run_directory as run_directory
 import tf_vrre.workflows.image_classification.strategies as strategies
-from tf_vrre.runs import locks, run_json
+from tf_vrre.runs import ladder_file, locks, run_json
 
 __all__ = ["agree", "worker_root", "is_multi_worker", "run_state"]
 
@@ -43,7 +43,7 @@ def agree(strat: Any, out: str, state: int) -> None:
 def worker_root(strat: Any, pre: planning.Preflight) -> tuple[str, bool]:
     """``(directory this process writes, is chief)``: ``out`` on the chief (its lock held: an
     ``overwrite`` clears it now), a temporary directory on the other workers of a multi-worker run,
-    seeded with the chief's backup so they resume alike."""
+    seeded with the chief's backup and ``ladder/ladder.json`` so they resume alike."""
     out = pre.out
     if strategies.is_chief(strat):
         locks.lock_run(out)  # held already (take_run); checks this process still owns it
@@ -55,6 +55,10 @@ def worker_root(strat: Any, pre: planning.Preflight) -> tuple[str, bool]:
     backup = os.path.join(out, run_json.BACKUP)
     if not pre.overwrite and os.path.isdir(backup):
         shutil.copytree(backup, os.path.join(root, run_json.BACKUP))
+        ladder = os.path.join(out, run_json.LADDER, ladder_file.FILE)  # a tuning round's start, to resume it alike
+        if os.path.isfile(ladder):
+            os.makedirs(os.path.join(root, run_json.LADDER))
+            shutil.copyfile(ladder, os.path.join(root, run_json.LADDER, ladder_file.FILE))
     return root, False
 
 
