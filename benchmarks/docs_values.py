@@ -204,7 +204,13 @@ def _placement(res):
     }
 
 
+def _regimes(res):
+    """The regime map's numbers: its own ``values`` (``regimes_report.values``, from its measurements)."""
+    return dict(res["values"])
+
+
 VALUES = {
+    "regimes": _regimes,
     "placement": _placement,
     "ladder_tuning_mixture_k4_seeds": _ladder_seeds,
     "small-run": _small_run,

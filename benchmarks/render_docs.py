@@ -68,6 +68,70 @@ NUMBER = r"([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
 # quoted numbers: (file, sentence template)
 
 CLAIMS = [
+    (
+        "docs/benchmarks/regimes.md",
+        "(mixture error {regimes.mixture_N1e3_tau10_sghmc:.3f} at N = 1e3, the exact weight of the mode it missed;"
+        " sine TV {regimes.sine_N1e3_tau1_sghmc:.3f}), and reSGHMC came closer at both data sizes measured (mixture"
+        " {regimes.mixture_N1e3_tau10_resghmc:.3f} and {regimes.mixture_N1e4_tau10_resghmc:.3f}; sine"
+        " {regimes.sine_N1e3_tau1_resghmc:.3f} and {regimes.sine_N1e4_tau1_resghmc:.3f})",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "N = 1e3 ({regimes.mixture_N1e3_tau10_vr_resghmc:.3f} against reSGHMC's {regimes.mixture_N1e3_tau10_resghmc:.3f},"
+        " within two standard errors)",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "cold-pair penalty {regimes.mixture_N1e4_tau10_penalty_vr:.3g} against {regimes.mixture_N1e4_tau10_penalty_naive:.3g}"
+        " nats on the mixture, {regimes.sine_N1e4_tau1_penalty_vr:.3g} against {regimes.sine_N1e4_tau1_penalty_naive:.3g} on"
+        " the sine",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "the ratio was {regimes.gain_min:.2f}-{regimes.gain_max:.2f}, below 1 on every problem",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "mini-batch energies pay {regimes.check_mixture_main_job_penalty_naive:.3g} nats per swap, which shuts the"
+        " swaps off, and control variates cut that to {regimes.check_mixture_main_job_penalty_vr:.3g}: the ratio is"
+        " {regimes.check_mixture_main_job_gain:.2f}",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "one chain was closest at both sizes ({regimes.linear_N1e3_tau1_closest} at N = 1e3,"
+        " {regimes.linear_N1e4_tau1_closest} at N = 1e4); replica exchange",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "(W1 {regimes.linear_N1e4_tau1_cycsghmc:.3f} against SGHMC's {regimes.linear_N1e4_tau1_sghmc:.3f})",
+    ),
+    (
+        "README.md",
+        "({regimes.problems} problems with exact answers, all methods at equal per-example gradient evaluations)"
+        " VR-reSGHMC was closest on {regimes.closest_vr_resghmc}, reSGHMC on {regimes.closest_resghmc} and a"
+        " single chain on {regimes.closest_one_chain} of them",
+    ),
+    (
+        "README.md",
+        "the pilots expected {regimes.gain_min:.2f}-{regimes.gain_max:.2f}x the round trips per gradient evaluation",
+    ),
+    (
+        "README.md",
+        "or within the seeds' noise of it, on {regimes.agree} of {regimes.problems} problems; it recommends"
+        " {regimes.check_mixture_main_job} for the mixture study's main job ({regimes.check_mixture_main_job_gain:.2f}x"
+        " the round trips per gradient evaluation) and {regimes.check_digits} for digits and"
+        " {regimes.check_diabetes} for diabetes, the two small",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "This run measured **{regimes.problems} problems with {regimes.seeds} chain seeds each**: {regimes.measured}."
+        " The problems were",
+    ),
+    (
+        "docs/benchmarks/regimes.md",
+        "or within the seeds' noise of it, on **{regimes.agree} of {regimes.problems}** problems (exactly the"
+        " closest on {regimes.exact_pick})",
+    ),
     # the main job's time (`tf-vrre mixture`): one measured wall time, wherever a page gives it
     ("README.md", "[about {mixture.minutes:.0f} minutes on 2 CPU cores](docs/benchmarks/mixture.md)"),
     ("docs/getting-started.md", "(about {mixture.minutes:.0f} minutes on a 2-core CPU;"),

@@ -117,6 +117,12 @@ CASES = [
         'run: scikit-learn is not installed (the digits and diabetes data sets come with it); pip install -e ".[benchmarks]"',
     ),
     ("posterior_fidelity.py", ["reference", "--out", "ref"], "reference: scikit-learn is not installed"),
+    ("regimes.py", ["--seeds", "0"], "--seeds: '0': must be >= 1"),
+    ("regimes.py", ["--families", "mixture,nope"], "--families: 'nope': unknown"),
+    ("regimes.py", ["--budget", "10"], "--budget: must be >= 1e4"),
+    ("regimes.py", ["--problems", "sine-N1000-t1", "--families", "mixture"], "--problems: 'sine-N1000-t1' is not of"),
+    ("regimes.py", ["--checks-from", "nofile"], "--checks-from: 'nofile': no such file"),
+    ("regimes.py", ["--report-only", "--results", "r.json"], "--report-only: no results file r.json"),
     ("replica_flow.py", ["--chains", "1"], "--chains: must be >= 2"),
     ("replica_flow.py", ["--steps", "10"], "--steps: must be >= 200"),
     ("replica_flow.py", ["--out", "afile"], "--out: 'afile' is a file"),
@@ -260,6 +266,9 @@ def test_every_benchmark_script_has_refusal_cases():
         "docs_values.py",
         "posterior_fidelity_methods.py",
         "posterior_fidelity_report.py",
+        "regimes_methods.py",
+        "regimes_problems.py",
+        "regimes_report.py",
         "step_cost_report.py",
     }
     assert scripts - helpers == {s for s, _, _ in CASES}

@@ -157,6 +157,12 @@ def test_logs_record_and_fixed_ladder_after_tuning(tmp_path):
         assert np.add(a["start_attempts"], a["attempts"]).tolist() == b["start_attempts"]
         assert np.add(a["start_swaps"], a["swaps"]).tolist() == b["start_swaps"]
     assert np.all(np.add(last["start_attempts"], last["attempts"]) <= s.state.swap.attempt_count.numpy())
+    # the swap noise the rule charged at each round's end, and its penalty delta^2 sigma2 / 2 on that round's ladder
+    noise = last["swap_noise"]
+    t = np.asarray(last["temperatures"])
+    delta = 1.0 / t[:-1] - 1.0 / t[1:]
+    assert noise["energies"] == "mini-batch" and len(noise["sigma2"]) == 3 and min(noise["sigma2"]) > 0
+    assert np.allclose(noise["penalty_nats"], delta**2 * np.asarray(noise["sigma2"]) / 2)
     header = open(tmp_path / "log.csv").readline().strip().split(",")
     assert {"ladder_round", "ladder_barrier", "ladder_rejection_0"} <= set(header)
     assert ladder_report.summary(doc)["finished"] is True

@@ -483,6 +483,16 @@ class LadderTuner(keras.callbacks.Callback):
             if np.float32(new_t[-1]) != np.float32(record["temperatures"][-1]):
                 self._tracks.reset(step)  # a new hot end: its mode changes are counted afresh
         temps_now, lrs_now = self._ladder()
+        # the swap noise the rule charged at the round's end (its sigma2 window): what the advisor
+        # weighs (tf_vrre.diagnostics.advice.from_run) against the barrier
+        sigma2 = np.asarray(s.state.swap.sigma2.numpy(), np.float64)
+        temps = np.asarray(record["temperatures"], np.float64)
+        delta = 1.0 / temps[:-1] - 1.0 / temps[1:]
+        noise = {
+            "energies": "mini-batch" if s.variance_reduction is None else "control variates",
+            "sigma2": sigma2.tolist(),
+            "penalty_nats": (delta**2 * sigma2 / 2.0).tolist(),
+        }
         record.update(
             {
                 "end_step": step,
@@ -494,6 +504,7 @@ class LadderTuner(keras.callbacks.Callback):
                 "correction": float(s.state.swap.correction.numpy()),
                 "mode_changes": counts,
                 "hot_floor": self._floor,
+                "swap_noise": noise,
             }
         )
         self._report(record)

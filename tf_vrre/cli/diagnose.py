@@ -26,7 +26,10 @@ DESCRIPTION = (
     "Writes diagnostics.json, replicas.png and acceptance.png to --out. Several --run give "
     "several chains (e.g. seeds) for R-hat. A run with a ladder tuning record (RUN/ladder.json "
     "or RUN/ladder/ladder.json, LadderTuner) also gets its table (Lambda, recommended chains and "
-    "rejection per pair for each round) and ladder.png; a run with only that record gets only them."
+    "rejection per pair for each round) and ladder.png; a run with only that record gets only them. "
+    "Every run also gets 'where replica exchange pays': the advice of tf_vrre.diagnostics.advise if a "
+    "pilot wrote RUN/advice.json, else a best guess from the swap noise penalty and acceptance in its "
+    "swap log (and the tuning record's barrier)."
 )
 
 
@@ -105,11 +108,35 @@ def _write_json(path, obj):
     atomic.write_json(path, obj, indent=1)
 
 
+def _advice(runs):
+    """Where replica exchange pays, per run (:func:`tf_vrre.diagnostics.advice.from_run`: a pilot's
+    ``advice.json``, else a best guess from the swap log and the tuning record), read before anything
+    is written; ``{run: section}``."""
+    from tf_vrre.diagnostics import advice
+
+    out = {}
+    for run in runs:
+        try:
+            section = advice.from_run(run)
+        except (ValueError, OSError) as err:
+            _args.die(f"--run: {err}")
+        if section is not None:
+            out[run] = section
+    return out
+
+
+def _print_advice(sections):
+    for run, section in sections.items():
+        print(f"\nwhere replica exchange pays ({run}; from the {section['source']}):\n{section['text']}")
+
+
 def run(args):
     """Diagnoses the runs (after :func:`check`); returns the exit status."""
     if args.ladder_only:
+        advice = _advice(args.run)
         os.makedirs(args.out, exist_ok=True)
         _, written = _ladder.report(args.run, args.out, draw=not args.no_figures)
+        _print_advice(advice)
         if written:
             print(f"wrote {', '.join(written)} to {args.out}")
         return 0
@@ -122,15 +149,16 @@ def run(args):
         )
     except (ValueError, OSError) as err:
         _args.die(f"--run: {err}")
+    advice = _advice(args.run)
     os.makedirs(args.out, exist_ok=True)
     print(report.format_verdict(diag["verdict"]) if args.quiet else diagnostics.format_table(diag))
-    _write(args, diag)
+    _write(args, diag, advice)
     return 0
 
 
-def _write(args, diag):
-    """diagnostics.json and the figures into ``--out``; without ``--quiet`` the ladder's tables and
-    the files written are printed (with it, only the verdict is)."""
+def _write(args, diag, advice):
+    """diagnostics.json and the figures into ``--out``; without ``--quiet`` the ladder's tables,
+    the ``advice`` (:func:`_advice`) and the files written are printed (with it, only the verdict is)."""
     from tf_vrre import diagnostics
     from tf_vrre.diagnostics import plots
 
@@ -143,7 +171,13 @@ def _write(args, diag):
         written += ["replicas.png", "acceptance.png"]
     tuning, figures = _ladder.report(args.run, args.out, draw=not args.no_figures, show=not args.quiet)
     written += figures
-    summary = {**diagnostics.to_json(diag), **({"ladder": tuning} if tuning else {})}
+    if not args.quiet:
+        _print_advice(advice)
+    summary = {
+        **diagnostics.to_json(diag),
+        **({"ladder": tuning} if tuning else {}),
+        **({"replica_exchange": advice} if advice else {}),
+    }
     _write_json(os.path.join(args.out, "diagnostics.json"), summary)
     if not args.quiet:
         print(f"wrote {', '.join(written)} to {args.out}")

@@ -16,11 +16,17 @@ Pure functions over arrays and run files (``RUN/swaps/`` from :class:`tf_vrre.Sw
   sampler's predictive against a reference's, e.g. full-batch NUTS (:mod:`tf_vrre.diagnostics.hmc`);
 - :func:`diagnose` / :func:`verdict` / :func:`format_verdict` / :func:`format_table` /
   :func:`to_json` (:mod:`.report`), the figures
-  (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``).
+  (:mod:`.plots`) and :func:`to_inference_data` (ArviZ, optional extra ``[arviz]``);
+- where replica exchange pays: :func:`advise` (:mod:`.advisor`) runs a short pilot and recommends
+  one chain, replica exchange with ``K`` chains, or variance-reduced swaps, from the swap noise with
+  and without control variates, the cost per step and the barrier (the rules: :mod:`.advice`).
 
 ``tf-vrre diagnose --run RUN`` runs all of it.
 """
 
+from typing import Any
+
+from tf_vrre.diagnostics.advice import Advice
 from tf_vrre.diagnostics.arviz import to_inference_data
 from tf_vrre.diagnostics.chains import (
     bulk_ess,
@@ -45,6 +51,8 @@ from tf_vrre.diagnostics.report import diagnose, format_table, format_verdict, t
 from tf_vrre.diagnostics.runs import SwapLog, locate, read_samples, read_swap_log
 
 __all__ = [
+    "advise",
+    "Advice",
     "to_inference_data",
     "chain_summary",
     "effective_sample_size",
@@ -77,3 +85,13 @@ __all__ += [
     "classification_fidelity",
     "regression_fidelity",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``advise`` on first use: its pilot runs a sampler, and the rest of this package reads run
+    files without TensorFlow (the benchmarks refuse bad flags before it is imported)."""
+    if name == "advise":
+        from tf_vrre.diagnostics.advisor import advise
+
+        return advise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,8 @@ Layout::
                  "end_step", "attempts", "swaps", "kept", "rejection", "pair_barrier", "barrier",
                  "rejection_sum", "recommended_chains", "round_trip_rate",
                  "new_temperatures", "new_learning_rates", "correction",
-                 "mode_changes", "hot_floor"},                  # added when it ends
+                 "mode_changes", "hot_floor",                    # added when it ends
+                 "swap_noise": {"energies", "sigma2", "penalty_nats"}},  # optional (older records lack it)
                 ...]}
 
 A round's ``temperatures`` are the ladder in force during it, ``due_step`` where it was due to
@@ -23,12 +24,14 @@ run).  ``mode_changes`` are the moves of each chain's state between two levels o
 since the hot end was last set, up to the round's end (``null``: too few records to count;
 :mod:`tf_vrre.sgmcmc.mode_changes`), ``hot_floor`` the coldest hottest temperature at which the
 chains changed modes so far (``null``: none yet), below which the tuner does not move the hot
-end.  ``kept`` is ``null``, or why the round kept
-its ladder; a round with too few swap attempts per pair
-(:data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS`) measured nothing, and its ``rejection`` ...
-``round_trip_rate`` are ``null``.  Records written before ``due_step`` and ``kept`` existed
-have neither (and a ``round_ends`` list of the ends as scheduled), older ones no
-``correction`` (nor ``mode_changes``, ``hot_floor``) either.  The file is
+end.  ``swap_noise`` is the swap rule's noise estimate ``sigma2`` per pair at the round's end, with
+its penalty ``delta^2 sigma2 / 2`` in nats and the energies it was measured on (``"mini-batch"`` or
+``"control variates"``), which the advisor reads (:func:`tf_vrre.diagnostics.advice.from_run`).
+``kept`` is ``null``, or why the round kept its ladder; a round with too few swap attempts per
+pair (:data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS`) measured nothing, and its ``rejection``
+... ``round_trip_rate`` are ``null``.  Records written before ``due_step`` and ``kept`` existed
+have neither (and a ``round_ends`` list of the ends as scheduled), older ones no ``correction``
+(nor ``mode_changes``, ``hot_floor``, ``swap_noise``) either.  The file is
 rewritten atomically at every round start and end.
 
 :func:`read` checks the whole layout (types, ``K`` or ``K - 1`` entries per list, finite numbers,
@@ -63,9 +66,10 @@ END_FIELDS = (
     "correction",
     "mode_changes",
     "hot_floor",
+    "swap_noise",
 )
 """A round's fields added when it ends."""
-OPTIONAL_END_FIELDS = ("kept", "correction", "mode_changes", "hot_floor")
+OPTIONAL_END_FIELDS = ("kept", "correction", "mode_changes", "hot_floor", "swap_noise")
 """End fields absent from records written before they existed."""
 
 
@@ -169,6 +173,14 @@ class _Checker:
             bound = "> 0" if positive else f"in [{low:g}, {high:g}]"
             self.fail(name, f"must be a finite number {bound}", v)
         return float(v)
+
+    def swap_noise(self, name: str, v: Any) -> None:
+        if not isinstance(v, dict) or v.get("energies") not in ("mini-batch", "control variates"):
+            self.fail(name, 'must be {"energies": "mini-batch" or "control variates", "sigma2", "penalty_nats"}', v)
+        assert self.K is not None
+        for key in ("sigma2", "penalty_nats"):
+            if any(x < 0 for x in self.vector(f"{name}.{key}", v.get(key), self.K - 1)):
+                self.fail(f"{name}.{key}", "must be >= 0", v.get(key))
 
     def vector(self, name: str, v: Any, size: int, kind: str = "number") -> list:
         ok = _is_int if kind == "count" else _is_number
@@ -284,6 +296,8 @@ class _Checker:
             self.vector(where + "mode_changes", r["mode_changes"], self.K, "count")
         if r.get("hot_floor") is not None:
             self.number(where + "hot_floor", r["hot_floor"], positive=True)
+        if "swap_noise" in r:
+            self.swap_noise(where + "swap_noise", r["swap_noise"])
         if all(r[k] is None for k in MEASURED_FIELDS):
             if kept is None:
                 self.fail(where + "barrier", "null in a round that does not say why it kept its ladder (kept)", None)

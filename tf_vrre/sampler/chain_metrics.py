@@ -99,6 +99,12 @@ class ChainMetrics:
             logs.update(_keras_compat.compiled_metrics(self).result())
         return logs
 
+    def example_nlls(self, model, x, y=None, sample_weight=None):
+        """Per-example negative log-likelihoods ``[n]`` of ``model`` (a chain, or a model of the
+        same architecture holding other weights) on ``(x, y)``, exactly as the swap energies and
+        the control variates' full pass compute them (the sampler's NLL and energy mode)."""
+        return self._energy_fn(model, x, y, sample_weight)
+
     def predict_step(self, data):
         """The cold chain's output in inference mode (``predict``)."""
         x, _, _, _ = batch.unpack(data)

@@ -15,6 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 
+import tf_vrre.sampler.cost as cost
 import tf_vrre.sampler.input_checks as input_checks
 from tf_vrre.sampler.batch import INDEX_KEY
 from tf_vrre.sgmcmc import control_variates, seeds
@@ -124,9 +125,12 @@ def from_reference(
         raise TypeError(f"make_dataset: seed must be an integer or None, got {seed!r}")
     parts = list(ref.source) if isinstance(ref.source, (tuple, list)) else [ref.source]
     key = seeds.fold(seeds.base_key(sampler.seed if seed is None else seed), seeds.DATA)
-    return indexed_dataset(
+    ds = indexed_dataset(
         parts, sampler.state.step, batch_size, key, shuffle=shuffle, repeat=repeat, drop_remainder=drop_remainder
     )
+    if not drop_remainder and sampler.data_size % batch_size:  # passes with a smaller last batch: the cost count
+        setattr(ds, cost.LAYOUT_ATTRIBUTE, cost.BatchLayout(int(batch_size), sampler.data_size))
+    return ds
 
 
 class ReferenceData:

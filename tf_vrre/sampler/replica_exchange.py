@@ -44,6 +44,7 @@ import tensorflow as tf
 
 import tf_vrre.sampler.batch as batch
 import tf_vrre.sampler.construction as construction
+import tf_vrre.sampler.cost as cost
 import tf_vrre.sampler.datasets as datasets
 import tf_vrre.sampler.execution as execution
 import tf_vrre.sampler.hyperparameters as hyperparameters
@@ -263,6 +264,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         ]
         self._chain_metrics: list[Any] = []
         self._nll_fn: Callable | None = nll  # the per-example NLL: nll, or compile's loss
+        self._batch_layout = None  # of the data of the last fit: the cost count (tf_vrre.sampler.cost)
         self.built = True
         if nll is not None:
             self.compile()
@@ -331,6 +333,9 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         bound.apply_defaults()
         self._placement_fit_check(bound.arguments["x"])
         self._reference_checked = input_checks.check_fit(self, bound.arguments)
+        layout = cost.layout_of(bound.arguments)
+        if layout != self._batch_layout:  # read when the train step is traced
+            self._batch_layout, self.train_function = layout, None
         hyperparameters.check_setters(bound.arguments["callbacks"])
         args, kwargs = self._placement_fit_arguments(args, kwargs, bound.arguments["x"])
         try:
@@ -569,6 +574,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         )
         self._update_metrics(minibatch, forward)
         logs = self._step_logs(lrs, temps)
+        logs[cost.LOG_KEY] = cost.of_step(self, step, minibatch.size)
         if swapping is not None:
             logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(self.num_chains - 1)})
         # After the batch is consumed (make_dataset reads the counter when its iterator starts;

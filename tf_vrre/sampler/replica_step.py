@@ -24,6 +24,7 @@ from typing import Any
 import tensorflow as tf
 
 import tf_vrre.sampler.batch as batch
+import tf_vrre.sampler.cost as cost
 import tf_vrre.sampler.hyperparameters as hyperparameters
 import tf_vrre.sampler.invariants as invariants
 from tf_vrre.sgmcmc import control_variates, distribute, energy, gradients, seeds
@@ -124,6 +125,7 @@ def train_step(sampler: Any, data: Any) -> dict:
     )
     s._update_rung_metrics(minibatch, forward, rung)
     logs = s._step_logs(lrs, temps, with_metrics=False)
+    logs[cost.LOG_KEY] = cost.of_step(s, step, minibatch.size)
     if s.swap_rule is not None:
         logs.update({f"sigma2_used_{p}": results.sigma2[p] for p in range(s.num_chains - 1)})
     with tf.control_dependencies([rows]):  # after the batch is consumed (see ReplicaExchangeSampler.train_step)

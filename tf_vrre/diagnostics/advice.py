@@ -1,0 +1,705 @@
+"""Where replica exchange pays: from what a pilot measured to a recommendation (NumPy and SciPy only).
+
+The numbers that decide whether replica exchange, and then variance reduction, pays on a model
+(``docs/benchmarks/regimes.md`` maps them against exact answers):
+
+- **the swap noise penalty.**  The swap of the pair ``(tau_lo, tau_hi)`` tests
+  ``delta (U~_lo - U~_hi)`` with ``delta = 1 / tau_lo - 1 / tau_hi``; an estimator whose difference
+  has noise variance ``sigma^2`` pays ``delta^2 sigma^2 / 2`` nats per swap under the unbiased
+  correction (``F = 2``).  With mini-batch energies ``sigma^2 = (N^2 / n)(1 - n / N) Var_i(l_i(beta_lo) -
+  l_i(beta_hi))`` grows like ``N^2 / n``; control variates replace the per-example differences by
+  their change since the snapshot (``m`` steps at most).
+- **the acceptance each estimator gives** with that correction (:func:`unbiased_acceptance`), over the
+  law of the exact differences ``dU`` during the pilot (:func:`acceptance_model`), and from it each pair's
+  rejection, the communication barrier ``Lambda`` and the recommended number of chains
+  (:mod:`tf_vrre.sgmcmc.ladder`), and NRPT's round trips per step;
+- **the cost per step** in per-example gradient evaluations (:mod:`tf_vrre.sampler.cost`: ``K n``,
+  plus ``K N / m`` for the full passes of the control variates) and in measured seconds;
+- **whether the hot chains find modes that matter to the cold chain** (:func:`modes_found`): states
+  of the hot chains, quenched (descended to their nearest mode), whose outputs on probe inputs lie
+  far from the cold chain's own quenched states (in units of the cold chain's local spread) at an
+  energy within a few cold temperatures of them: a mode the cold posterior weighs and predicts
+  differently with.  (The multimodality index, :func:`multimodality_index`, is reported beside it.)
+
+:func:`recommend` turns a :class:`Measurements` (a pilot's, from
+:func:`tf_vrre.diagnostics.advisor.advise`) into an :class:`Advice`: one chain, replica exchange
+with ``K`` chains, or replica exchange with variance-reduced swap energies, with the numbers, the
+expected gain per unit of compute, and whether the evidence is strong enough to decide.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED = "one chain", "replica exchange", "variance-reduced replica exchange"
+RECOMMENDATIONS = (ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED)
+"""What :func:`recommend` may recommend (the methods a user would run: one SGHMC / SGLD chain;
+``K`` chains with mini-batch swap energies; ``K`` chains with control-variate swap energies)."""
+
+MULTIMODAL = 3.0
+"""A multimodality index above ``MULTIMODAL`` (or below its inverse) says the predictions along the
+ladder do not spread like one locally Gaussian mode's (variance proportional to the temperature):
+the hottest chain visits functions the cold chain's mode does not hold (index above), or the cold
+chain's own spread is already the modes' (index below: replica exchange carries them)."""
+
+DECISIVE = 2.0
+"""How far beyond the thresholds (a factor) an index or a ratio of gains must be for the evidence
+to count as strong: an index within ``(MULTIMODAL / DECISIVE, MULTIMODAL * DECISIVE)`` (or a gain
+ratio within ``(1 / DECISIVE, DECISIVE)``) is a best guess."""
+
+SHUT = 1e-3
+"""A cold pair accepting fewer than this fraction of its swaps with the better estimator carries
+(almost) nothing from the hot chains: replica exchange then cannot pay, whatever it would find."""
+
+NOVEL = 6.0
+"""A quenched hot state is another mode when its outputs lie farther than this many local sds of the
+cold chain (:func:`local_spread`) from every quenched state of the cold chain."""
+
+RELEVANT = 5.0
+"""... and matters when its energy exceeds the cold chain's quenched energy by less than this many
+cold temperatures (its weight at the cold temperature is then at least about ``e^-5``)."""
+
+MIN_TRIPS = 1.0
+"""Replica exchange is recommended only if the ladder's round trips within the budget (NRPT's
+ceiling, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`) are at least this many."""
+
+MIN_RECORDS = 16
+"""Fewer prediction records than this (or fewer than 2 energy measurements) is too weak to decide."""
+
+
+def unbiased_acceptance(scaled_diff: Any, extra: Any, penalty: Any) -> np.ndarray:
+    """``E min(1, exp(X))``, ``X ~ N(scaled_diff - penalty, extra)``: the mean acceptance of a swap
+    whose scaled energy difference ``delta dU`` is ``scaled_diff``, tested with noise of variance
+    ``extra`` (in squared nats) and the correction ``penalty`` (nats).
+
+    With an estimator of noise variance ``sigma^2`` and the unbiased correction, ``extra =
+    delta^2 sigma^2`` and ``penalty = delta^2 sigma^2 / 2``; the closed form is
+    ``Phi(mu / s) + exp(mu + s^2 / 2) Phi(-(mu + s^2) / s)`` (``mu = scaled_diff - penalty``,
+    ``s^2 = extra``), in log space.  ``extra = 0``: ``min(1, exp(scaled_diff - penalty))``.
+
+    Example:
+      >>> unbiased_acceptance([0.0, -1.0], 0.0, 0.0).round(4).tolist()           # exact energies
+      [1.0, 0.3679]
+      >>> float(unbiased_acceptance(0.0, 8.0, 4.0).round(4))    # noise of 8 squared nats: 0.16, not 1
+      0.1573
+    """
+    d, v, pen = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in (scaled_diff, extra, penalty)))
+    shape = d.shape
+    d, v, pen = d.reshape(-1), v.reshape(-1), pen.reshape(-1)
+    mu = d - pen
+    out = np.minimum(1.0, np.exp(np.minimum(mu, 0.0)))
+    noisy = v > 0
+    if np.any(noisy):
+        s = np.sqrt(v[noisy])
+        m = mu[noisy]
+        first = special.log_ndtr(m / s)
+        second = m + 0.5 * s * s + special.log_ndtr(-(m + s * s) / s)
+        out[noisy] = np.minimum(1.0, np.exp(np.logaddexp(first, second)))
+    return out.reshape(shape)
+
+
+def multimodality_index(cold: Any, hot: Any, temperature_ratio: float) -> float:
+    """``mean |f_hot(t) - mean_t f_cold|^2 / (tau_hot / tau_cold * mean Var_t f_cold)``, over probe
+    outputs: the hottest chain's spread around the cold chain's mean over what one locally Gaussian
+    mode gives at the hotter temperature (its variance grows like ``tau``).  About 1 for a
+    unimodal posterior; far above 1 when the hottest chain visits other modes; far below 1 when
+    the cold chain's own spread is already between modes.  ``nan`` when the cold chain's outputs
+    do not move.
+
+    Args:
+      cold, hot: records ``[T, ...]`` of the cold and hottest chain's outputs on probe inputs.
+      temperature_ratio: ``tau_hot / tau_cold``.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> cold = rng.normal(0.0, 1.0, (4000, 3))
+      >>> round(multimodality_index(cold, rng.normal(0.0, 2.0, (4000, 3)), 4.0), 1)       # one mode
+      1.0
+      >>> round(multimodality_index(cold, rng.normal(10.0, 2.0, (4000, 3)), 4.0))      # elsewhere
+      26
+    """
+    c = np.asarray(cold, np.float64).reshape(len(cold), -1)
+    h = np.asarray(hot, np.float64).reshape(len(hot), -1)
+    spread = float(np.mean(c.var(0)))
+    if not spread > 0 or not temperature_ratio > 0:
+        return math.nan
+    return float(np.mean((h - c.mean(0)) ** 2) / (temperature_ratio * spread))
+
+
+def local_spread(records: Any, windows: int = 8) -> float:
+    """The chain's spread within a mode: the root mean (over outputs) of the median (over ``windows``
+    consecutive stretches of the records) of the variance within a stretch.  A jump between modes
+    inflates one stretch's variance, which the median ignores.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> x = rng.normal(0.0, 0.5, (800, 1)); x[400:] += 30.0     # one jump between two modes
+      >>> round(local_spread(x), 1), round(float(x.std()), 1)
+      (0.5, 15.0)
+    """
+    r = np.asarray(records, np.float64).reshape(len(records), -1)
+    blocks = [b for b in np.array_split(r, windows) if len(b) > 1]
+    if not blocks:
+        return math.nan
+    return float(np.sqrt(np.mean(np.median(np.stack([b.var(0) for b in blocks]), 0))))
+
+
+def clustered(records: Any, least: float = 0.05) -> bool:
+    """Whether some output of a chain's records falls into two groups apart by a gap wider than
+    :data:`NOVEL` robust sds (1.4826 median absolute deviations) of either group, each holding at
+    least ``least`` of the records: the chain jumped between modes (swaps brought them) rather than
+    drifting or diffusing within one.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> one = rng.normal(0.0, 0.5, (800, 1))
+      >>> drift = one + np.linspace(0.0, 30.0, 800)[:, None]
+      >>> jumps = np.where(np.arange(800)[:, None] % 3, one, one + 30.0)
+      >>> clustered(one), clustered(drift), clustered(jumps)
+      (False, False, True)
+    """
+    r = np.sort(np.asarray(records, np.float64).reshape(len(records), -1), 0)
+    lo = max(1, int(math.ceil(least * len(r))))
+    if len(r) < 2 * lo + 1:
+        return False
+    for col in r.T:
+        gaps = np.diff(col)[lo - 1 : len(col) - lo]
+        at = lo + int(np.argmax(gaps))  # the split: col[:at] and col[at:]
+        left, right = col[:at], col[at:]
+        mad = max(1.4826 * np.median(np.abs(g - np.median(g))) for g in (left, right))
+        if col[at] - col[at - 1] > NOVEL * mad > 0:
+            return True
+    return False
+
+
+def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
+    """The modes the quenched states reach that matter at the cold temperature.
+
+    A quenched state matters when its energy is at most :data:`RELEVANT` cold temperatures above
+    the lowest quenched state of the cold chain (less two standard errors of the paired
+    estimate).  The states that matter are grouped by single linkage on their outputs: two states
+    closer than :data:`NOVEL` local sds of the cold chain (:func:`local_spread`) are in one group.
+    A group is a mode when two quenched states reach it, or one and the cold chain's records sit in
+    it (their median is within the linkage distance): a state quenched only part of the way to
+    its minimum stays alone.  ``found``: the modes besides the one the cold chain's records sit in;
+    ``cold_modes``: whether the cold chain's own records fall into groups (:func:`clustered`:
+    swaps already carry modes to it); ``margin``: whether the distance between two modes, or an
+    energy that decided, lies within a factor :data:`DECISIVE` of its threshold.
+
+    Returns:
+      ``{"local_spread", "distance", "excess", "modes", "found", "cold_modes", "margin"}``:
+      per hot quenched state its distance to the nearest cold quenched state (local sds) and its
+      energy above the lowest (cold temperatures); the modes as lists of quenched states' indices.
+    """
+    spread = local_spread(cold)
+    cold_at = [i for i, q in enumerate(quenches) if q["chain"] == 0]
+    out = {
+        "local_spread": spread,
+        "distance": [],
+        "excess": [],
+        "modes": [],
+        "found": 0,
+        "cold_modes": False,
+        "margin": False,
+    }
+    if not cold_at or len(cold_at) == len(quenches) or not spread > 0:
+        return out
+    out["cold_modes"] = clustered(cold)
+    outputs = np.array([np.asarray(q["outputs"], np.float64).reshape(-1) for q in quenches])
+    excess = np.array(
+        [
+            min(e - 2.0 * math.sqrt(v) for e, v in zip(q["energy_above_cold"], q["energy_above_cold_var"]))
+            for q in quenches
+        ]
+    )
+    excess = (excess - min(0.0, float(excess[cold_at].min()))) / cold_temperature  # above the lowest cold state
+    dist = np.sqrt(np.mean((outputs[:, None, :] - outputs[None, :, :]) ** 2, -1)) / spread
+    for i, q in enumerate(quenches):
+        if q["chain"] != 0:
+            out["distance"].append(float(dist[i, cold_at].min()))
+            out["excess"].append(float(excess[i]))
+    keep = [i for i in range(len(quenches)) if excess[i] < RELEVANT]
+    groups = []  # single linkage of the states that matter
+    for i in keep:
+        near = [g for g in groups if any(dist[i, j] < NOVEL for j in g)]
+        merged = [i] + [j for g in near for j in g]
+        groups = [g for g in groups if g not in near] + [merged]
+    home = np.median(np.asarray(cold, np.float64).reshape(len(cold), -1), 0)
+    at_home = lambda g: any(np.sqrt(np.mean((outputs[j] - home) ** 2)) / spread < NOVEL for j in g)  # noqa: E731
+    modes = [sorted(g) for g in groups if len(g) >= 2 or at_home(g)]
+    out["modes"] = modes
+    out["found"] = sum(1 for g in modes if not at_home(g))
+    if len(modes) >= 2:
+        between = min(
+            float(dist[a][:, b].min()) for x, a in enumerate(modes) for b in modes[x + 1 :] for a in [np.array(a)]
+        )
+        worst = max(float(excess[g].min()) for g in map(np.array, modes))
+        out["margin"] = between < NOVEL * DECISIVE or worst > RELEVANT / DECISIVE
+    return out
+
+
+@dataclasses.dataclass
+class Measurements:
+    """What a pilot measured (:func:`tf_vrre.diagnostics.advisor.advise`); arrays per measurement
+    ``j`` and adjacent pair ``p``.
+
+    Fields:
+      temperatures: the ladder ``[K]``.
+      batch_size, data_size: ``n``, ``N``.
+      period: ``m``, the control variates' refresh period the variance-reduced noise was measured at.
+      diff: ``[J, P]`` energy differences ``U_lo - U_hi`` (prior included) at the measurements.
+      diff_var: ``[J, P]`` the variance of those differences as estimates (0: exact, full data).
+      naive_var: ``[J, P]`` the mini-batch estimator's noise variance at batch ``n``.
+      vr_var: ``[J, P]`` the control-variate estimator's noise variance (``nan`` at a snapshot).
+      offsets: ``[J]`` steps since the snapshot (0 at a snapshot).
+      cold, hot: ``[T, ...]`` outputs of the cold and hottest chain on the probe inputs.
+      step_seconds: seconds of one step of the pilot sampler, without the measurements.
+      pass_seconds: seconds of one chain's forward pass over the ``N`` examples.
+      pilot_vr_period: the pilot sampler's own refresh period (``None`` without control variates).
+      steps: the pilot's steps; attempts, swaps: ``[P]`` its swap counts.
+      exact: whether the differences were computed on all ``N`` examples.
+      batch_energies: ``[T, K]`` every chain's mini-batch energy at the steps of the second half.
+      quenches: quenched states (``{"chain", "temperature", "outputs", "energy_above_cold",
+        "energy_above_cold_var"}``: outputs on the probe inputs; energy above each quenched state of
+        the cold chain, in their order, and the variance of that estimate).
+    """
+
+    temperatures: Any
+    batch_size: int
+    data_size: int
+    period: int
+    diff: Any
+    diff_var: Any
+    naive_var: Any
+    vr_var: Any
+    offsets: Any
+    cold: Any
+    hot: Any
+    step_seconds: float
+    pass_seconds: float
+    pilot_vr_period: int | None
+    steps: int
+    attempts: Any
+    swaps: Any
+    exact: bool
+    quenches: list = dataclasses.field(default_factory=list)
+    batch_energies: Any = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready (arrays as lists)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = np.asarray(v).tolist() if isinstance(v, (np.ndarray, list, tuple)) else v
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Measurements:
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass
+class Advice:
+    """A recommendation and the numbers behind it (:func:`recommend`).
+
+    Fields:
+      recommendation: one of :data:`RECOMMENDATIONS`.
+      chains: the recommended number of chains (1 for one chain).
+      confident: ``False`` when the evidence is too weak to decide (``recommendation`` is then the
+        best guess) or was not measured.
+      reasons: sentences with the numbers that decided.
+      numbers: every number (per pair: ``delta``, noise variances, penalties, acceptances; per
+        estimator: ``Lambda``, recommended chains, round trips per step and per 10^6 gradient
+        evaluations, cost per step; the multimodality index).
+    """
+
+    recommendation: str
+    chains: int
+    confident: bool
+    reasons: list
+    numbers: dict
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def summary(self) -> str:
+        """The advice as text (:func:`format_advice`)."""
+        return format_advice(self)
+
+
+def acceptance_model(delta: Any, estimates: Any, estimate_var: float, noise_var: float) -> np.ndarray:
+    """The mean acceptance, with the unbiased correction, of an estimator of noise variance
+    ``noise_var``, when the exact difference ``dU`` varies over the run as a normal law whose mean
+    and variance are those of the pilot's ``estimates`` (mini-batch differences, every step) less
+    their own noise variance ``estimate_var``: ``X ~ N(delta mu - delta^2 s / 2, delta^2 (V + s))``
+    with ``s = noise_var``, averaged by :func:`unbiased_acceptance`.
+
+    The rare steps where a hot chain's energy comes down to the cold chain's decide a far pair's
+    swaps; the law of ``dU`` over every step of the pilot holds them (a few exact measurements
+    would miss them), and its tail carries them.
+
+    Example:
+      >>> est = np.random.default_rng(0).normal(-20.0, 10.0, 10_000)   # dU ~ N(-20, 6^2) + noise 8^2
+      >>> exact, noisy = acceptance_model(0.5, est, 64.0, 0.0), acceptance_model(0.5, est, 64.0, 64.0)
+      >>> round(float(exact), 3), round(float(noisy), 4)       # 64 squared nats cost a factor 6
+      (0.003, 0.0005)
+    """
+    e = np.asarray(estimates, np.float64)
+    mu, spread = e.mean(0), np.maximum(e.var(0) - estimate_var, 0.0)
+    delta = np.asarray(delta, np.float64)
+    return unbiased_acceptance(delta * mu, delta**2 * (spread + noise_var), delta**2 * noise_var / 2.0)
+
+
+MAX_CHAINS = 64
+"""The most chains the advisor recommends."""
+
+
+def ladder_prediction(temperatures: Any, exact_rejection: Any, noise_var: Any, chains: int) -> dict:
+    """What an estimator would do on the ``chains``-chain ladder that shares the exact barrier
+    equally (the ladder :class:`tf_vrre.LadderTuner` moves towards), from a pilot on ``temperatures``.
+
+    The exact barrier ``Lambda_x`` (:class:`tf_vrre.sgmcmc.ladder.Barrier` of the pilot's exact-energy
+    rejections) gives each new pair ``lambda = Lambda_x / (K - 1)``, an exact swap log-ratio of
+    spread ``s_x = sqrt(2 pi) lambda`` (normal energies: ``r = erf(s_x / (2 sqrt 2))``); the
+    estimator adds noise of variance ``delta'^2 sigma'^2``, so the pair rejects
+    ``erf(sqrt(s_x^2 + delta'^2 sigma'^2) / (2 sqrt 2))``.  ``sigma'^2`` is the noise variance of the
+    pilot pair whose span holds the new pair, times ``(tau'_lo + tau'_hi) / (tau_lo + tau_hi)`` (at most
+    1): two chains in one locally Gaussian mode sit apart by a distance whose square grows with their
+    temperatures, and so do the per-example differences of their losses (a control variate's drift
+    from its snapshot likewise).  The noise penalty falls faster than ``delta'^2``: finer ladders
+    shrink it, while the exact barrier stays.
+
+    Returns:
+      ``{"temperatures", "delta", "rejection", "penalty_nats", "barrier"}`` of the new ladder.
+    """
+    from tf_vrre.sgmcmc import ladder  # here: the package imports Keras, diagnose reads files without it
+
+    t = np.asarray(temperatures, np.float64)
+    bar = ladder.Barrier(t, np.clip(exact_rejection, 0.0, 1.0 - 1e-12))
+    b_hot, b_cold = bar.beta_range
+    total = float(bar.cumulative(b_cold))
+    levels = total * np.arange(chains - 1, -1, -1) / (chains - 1)
+    beta = np.array([b_cold] + [bar.beta_at(v) for v in levels[1:-1]] + [b_hot])
+    delta = beta[:-1] - beta[1:]
+    mid = 0.5 * (beta[:-1] + beta[1:])
+    pilot_b = 1.0 / t  # descending
+    which = np.clip(np.searchsorted(-pilot_b, -mid) - 1, 0, t.size - 2)
+    new_t = 1.0 / beta
+    closer = np.minimum(1.0, (new_t[:-1] + new_t[1:]) / (t[which] + t[which + 1]))
+    sigma2 = np.asarray(noise_var, np.float64)[which] * closer
+    s_x = math.sqrt(2.0 * math.pi) * total / (chains - 1)
+    rejection = special.erf(np.sqrt(s_x**2 + delta**2 * sigma2) / (2.0 * math.sqrt(2.0)))
+    return {
+        "temperatures": (1.0 / beta).tolist(),
+        "delta": delta.tolist(),
+        "rejection": rejection.tolist(),
+        "penalty_nats": (delta**2 * sigma2 / 2.0).tolist(),
+        "barrier": float(np.sum(ladder.pair_barriers(np.minimum(rejection, 1.0 - 1e-12)))),
+    }
+
+
+def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr: bool) -> dict:
+    """One estimator (``noise``: ``[J, P]`` noise variances, ``None`` for exact energies): its
+    acceptance on the pilot's ladder, then on its own ladder (as many chains as its barrier asks,
+    :func:`ladder_prediction`): barrier, chains, round trips per step and per gradient evaluation."""
+    from tf_vrre.sgmcmc import ladder  # here: the package imports Keras, diagnose reads files without it
+
+    keep = np.asarray(m.offsets) > 0  # the same measurements for every estimator: offsets 1..m of a period
+    naive = np.asarray(m.naive_var, np.float64)[keep].mean(0)
+    var = np.zeros_like(naive) if noise is None else np.asarray(noise, np.float64)[keep].mean(0)
+    if m.batch_energies is not None:  # every step's mini-batch differences, with the mini-batch noise
+        u = np.asarray(m.batch_energies, np.float64)
+        estimates, estimate_var = u[:, :-1] - u[:, 1:], naive
+    else:  # a record without them: the measured differences and their own variance
+        estimates, estimate_var = np.asarray(m.diff, np.float64), np.asarray(m.diff_var, np.float64).mean(0)
+    acc = acceptance_model(delta, estimates, estimate_var, var)
+    exact = acceptance_model(delta, estimates, estimate_var, np.zeros_like(var))
+    K = len(m.temperatures)
+    for _ in range(8):  # the number of chains its own barrier asks for, on its own ladder
+        own = ladder_prediction(m.temperatures, 1.0 - exact, var, K)
+        new = min(MAX_CHAINS, ladder.recommended_chains(own["barrier"]))
+        if new == K:
+            break
+        K = new
+    trips = ladder.round_trip_rate(np.minimum(own["rejection"], 1.0 - 1e-12))
+    n, N = m.batch_size, m.data_size
+    cost = K * (n + (N / m.period if vr else 0.0))
+    return {
+        "pilot_acceptance": acc.tolist(),
+        "pilot_penalty_nats": (delta**2 * var / 2.0).tolist(),
+        "noise_var": var.tolist(),
+        "recommended_chains": K,
+        "ladder": own,
+        "acceptance": (1.0 - np.asarray(own["rejection"])).tolist(),
+        "penalty_nats": own["penalty_nats"],
+        "barrier": own["barrier"],
+        "round_trips_per_step": trips,
+        "gradient_evaluations_per_step": cost,
+        "round_trips_per_million": 1e6 * trips / cost,
+    }
+
+
+def recommend(m: Measurements, budget: float | None = None) -> Advice:
+    """The recommendation of a pilot's :class:`Measurements` (rules in the module docstring).
+
+    1. The quenched states decide between one chain and replica exchange (:func:`modes_found`):
+       without a mode that the hot chains reach, the cold chain lacks and the cold posterior weighs,
+       ``K`` chains would cost ``K`` times as much per step for no new mode.  (Records without
+       quenches fall back on the multimodality index: outside ``(1 / MULTIMODAL, MULTIMODAL)``.)
+    2. Otherwise the estimator with more round trips per gradient evaluation wins (mini-batch or
+       control-variate energies), unless even it leaves the cold pair's acceptance under
+       :data:`SHUT`, or completes fewer than :data:`MIN_TRIPS` round trips within ``budget``
+       gradient evaluations (then no estimator carries the hot chains' modes down: one chain).
+    3. The evidence is weak when the one deciding quenched state, or the ratio of the gains, is
+       within a factor :data:`DECISIVE` of its threshold, or there are too few records.
+
+    Args:
+      m: the pilot's measurements.
+      budget: the gradient evaluations of the run being planned (``None``: no round-trip check).
+
+    Example:
+      >>> rng = np.random.default_rng(1)
+      >>> J, T = 24, 200                                   # two chains; U_lo - U_hi seen with noise 40^2
+      >>> u = np.stack([rng.normal(-2.0, 1.0, T) + rng.normal(0.0, 40.0, T), np.zeros(T)], 1)
+      >>> m = Measurements(temperatures=[1.0, 4.0], batch_size=100, data_size=10_000, period=20,
+      ...     diff=np.zeros((J, 1)), diff_var=np.zeros((J, 1)), naive_var=np.full((J, 1), 1600.0),
+      ...     vr_var=np.full((J, 1), 2.0), offsets=np.arange(J) % 4, cold=rng.normal(0.0, 1.0, (T, 2)),
+      ...     hot=rng.normal(8.0, 2.0, (T, 2)), step_seconds=0.01, pass_seconds=0.2, pilot_vr_period=None,
+      ...     steps=400, attempts=[399], swaps=[0], exact=True, batch_energies=u)
+      >>> a = recommend(m)              # no quenched states: the multimodality index decides (8^2 / 4: 16)
+      >>> a.recommendation, a.chains, a.confident
+      ('variance-reduced replica exchange', 4, True)
+    """
+    temps = np.asarray(m.temperatures, np.float64)
+    K, n = temps.size, int(m.batch_size)
+    delta = 1.0 / temps[:-1] - 1.0 / temps[1:]
+    vr = np.asarray(m.vr_var, np.float64)
+    estimators = {
+        "exact": _estimator(delta, m, None, False),
+        "mini-batch": _estimator(delta, m, np.asarray(m.naive_var, np.float64), False),
+        "control variates": _estimator(delta, m, vr, True),
+    }
+    vr_extra = K * m.pass_seconds / m.period
+    plain_seconds = m.step_seconds - (K * m.pass_seconds / m.pilot_vr_period if m.pilot_vr_period else 0.0)
+    estimators["mini-batch"]["seconds_per_step"] = plain_seconds
+    estimators["control variates"]["seconds_per_step"] = plain_seconds + vr_extra
+    index = multimodality_index(m.cold, m.hot, temps[-1] / temps[0])
+    numbers = {
+        "delta": delta.tolist(),
+        "multimodality_index": index,
+        "estimators": estimators,
+        "one_chain_gradient_evaluations_per_step": n,
+        "pilot": {"steps": m.steps, "attempts": list(m.attempts), "swaps": list(m.swaps), "exact_energies": m.exact},
+    }
+    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
+    for e in estimators.values():
+        e["round_trips_in_budget"] = None if budget is None else budget * e["round_trips_per_million"] / 1e6
+    numbers["budget"] = budget
+    numbers["gain_ratio"] = gains["control variates"] / gains["mini-batch"] if gains["mini-batch"] else math.inf
+    reasons, weak = [], len(np.asarray(m.cold)) < MIN_RECORDS or np.asarray(m.diff).shape[0] < 2
+    if weak:
+        reasons.append(f"too few measurements ({len(np.asarray(m.cold))} prediction records)")
+    e_mb, e_cv = estimators["mini-batch"], estimators["control variates"]
+    acc = {k: min(estimators[k]["acceptance"]) for k in ("mini-batch", "control variates")}
+    noise_text = (
+        f"pilot's cold pair (tau {temps[0]:.4g}, {temps[1]:.4g}): noise penalty {e_mb['pilot_penalty_nats'][0]:.3g} "
+        f"nats with mini-batch energies (acceptance {e_mb['pilot_acceptance'][0]:.3g}), "
+        f"{e_cv['pilot_penalty_nats'][0]:.3g} with control variates every {m.period} steps (acceptance "
+        f"{e_cv['pilot_acceptance'][0]:.3g}); on the ladder each asks for, {e_mb['recommended_chains']} chains "
+        f"(barrier {e_mb['barrier']:.3g}, cold-pair penalty {e_mb['penalty_nats'][0]:.3g} nats) and "
+        f"{e_cv['recommended_chains']} chains (barrier {e_cv['barrier']:.3g}, penalty {e_cv['penalty_nats'][0]:.3g})"
+    )
+    modes = modes_found(m.quenches, m.cold, float(temps[0]))
+    numbers["modes"] = modes
+    if modes["distance"]:
+        multimodal = len(modes["modes"]) >= 2 or modes["cold_modes"]
+        weak = weak or (modes["margin"] and not modes["cold_modes"])
+        if multimodal:
+            what = (
+                "the cold chain's outputs fall into groups far apart: it jumps between modes (swaps carry them)"
+                if modes["cold_modes"] and len(modes["modes"]) < 2
+                else f"the quenched states reach {len(modes['modes'])} modes that matter at the cold temperature "
+                f"(farther apart than {NOVEL:g} local sds of the cold chain, within {RELEVANT:g} cold temperatures "
+                f"of its lowest energy), {modes['found']} of them away from the cold chain's records"
+            )
+        else:
+            what = (
+                f"no quenched state of the hot chains is a mode that matters: nearest distances "
+                f"{min(modes['distance']):.3g}-{max(modes['distance']):.3g} local sds of the cold chain, energies "
+                f"{min(modes['excess']):.3g} cold temperatures or more above its own"
+            )
+    else:  # no quenches (an older record): the index alone
+        if not math.isfinite(index):
+            return Advice(ONE_CHAIN, 1, False, reasons + ["the cold chain's predictions did not move"], numbers)
+        multimodal = index > MULTIMODAL or index < 1.0 / MULTIMODAL
+        weak = weak or MULTIMODAL / DECISIVE < index < MULTIMODAL * DECISIVE
+        weak = weak or DECISIVE / MULTIMODAL > index > 1 / (MULTIMODAL * DECISIVE)
+        what = f"multimodality index {index:.3g}"
+    if not multimodal:
+        reasons.append(what + f": {K} chains would cost {K}x a chain's gradient evaluations per step for no mode")
+        return Advice(ONE_CHAIN, 1, not weak, reasons + [noise_text], numbers)
+    reasons.append(what)
+    best = "control variates" if numbers["gain_ratio"] > 1 else "mini-batch"
+    if acc[best] < SHUT:
+        reasons.append(
+            noise_text
+            + f": a pair accepts under {SHUT:g} of its swaps with either, so swaps carry nothing down the ladder"
+        )
+        return Advice(ONE_CHAIN, 1, not weak, reasons, numbers)
+    trips = estimators[best]["round_trips_in_budget"]
+    if trips is not None and trips < MIN_TRIPS:
+        reasons.append(
+            noise_text + f"; the ladder would complete {trips:.2g} round trips in {budget:.3g} gradient "
+            f"evaluations with {best} energies (fewer than {MIN_TRIPS:g}): the hot chains' modes would not reach the cold one"
+        )
+        return Advice(ONE_CHAIN, 1, not weak, reasons, numbers)
+    ratio = numbers["gain_ratio"]
+    weak = weak or 1.0 / DECISIVE < ratio < DECISIVE
+    reasons.append(
+        noise_text + f"; round trips per 10^6 gradient evaluations {gains['mini-batch']:.3g} (mini-batch, "
+        f"{e_mb['gradient_evaluations_per_step']:.4g} per step) and {gains['control variates']:.3g} (control "
+        f"variates, {e_cv['gradient_evaluations_per_step']:.4g} per step, full passes included): {ratio:.3g}x "
+        "with control variates"
+    )
+    chains = estimators[best]["recommended_chains"]
+    return Advice(
+        VARIANCE_REDUCED if best == "control variates" else REPLICA_EXCHANGE, chains, not weak, reasons, numbers
+    )
+
+
+def format_advice(advice: Advice) -> str:
+    """Lines of text: the recommendation (and whether it is a best guess), then the reasons."""
+    what = advice.recommendation + (f" with {advice.chains} chains" if advice.chains > 1 else "")
+    head = f"advice: {what}" + ("" if advice.confident else " (best guess: the evidence is too weak to decide)")
+    return "\n".join([head] + [f"  {r}" for r in advice.reasons])
+
+
+# ---- from a run's files: tf-vrre diagnose -----------------------------------------------------------
+FILE = "advice.json"
+"""Where :func:`tf_vrre.diagnostics.advisor.advise` writes its pilot's measurements and advice."""
+
+FORMAT = "tf_vrre.advice/1"
+
+PENALTY_SHUT = 10.0
+"""A cold-pair penalty (nats) above which swaps with that estimator are shut off (``e^-10``)."""
+
+
+def _from_log(log: Any, sampler: dict | None, tuning: dict | None) -> Advice:
+    """What a run's swap log (and its ladder tuning record) say, when no pilot measured both estimators:
+    the penalty and acceptance of the estimator in force, and a best guess."""
+    sw = log.swaps
+    temps = log.temperatures()
+    P = log.num_chains - 1
+    vr = bool(sampler and sampler.get("variance_reduction"))
+    in_force, other = ("control variates", "mini-batch") if vr else ("mini-batch", "control variates")
+    pairs = []
+    for p in range(P):
+        rows = sw["pair"] == p
+        if not rows.any():
+            continue
+        delta = 1.0 / sw["temperature_lo"][rows] - 1.0 / sw["temperature_hi"][rows]
+        pairs.append(
+            {
+                "pair": p,
+                "temperatures": [float(temps[p]), float(temps[p + 1])],
+                "attempts": int(rows.sum()),
+                "acceptance": float(sw["accepted"][rows].mean()),
+                "noise_var": float(np.mean(sw["sigma2"][rows])),
+                "penalty_nats": float(np.mean(delta**2 * sw["sigma2"][rows]) / 2.0),
+            }
+        )
+    numbers: dict = {"estimator": in_force, "pairs": pairs}
+    if tuning:
+        numbers["ladder"] = tuning
+    if not pairs:
+        return Advice(ONE_CHAIN, 1, False, ["the swap log records no attempted swap"], numbers)
+    cold = pairs[0]
+    chains = log.num_chains if not tuning else int(tuning.get("recommended_chains", log.num_chains))
+    text = (
+        f"cold pair ({cold['temperatures'][0]:.4g}, {cold['temperatures'][1]:.4g}): noise penalty "
+        f"{cold['penalty_nats']:.3g} nats per swap with {in_force} energies, acceptance {cold['acceptance']:.3g} "
+        f"over {cold['attempts']} attempts"
+    )
+    hint = (
+        f"{other} energies and whether the hot chains find other modes were not measured: run "
+        "tf_vrre.diagnostics.advise(sampler, data, steps, batch_size=n, directory=RUN) on a pilot to decide"
+    )
+    worst = max(p["penalty_nats"] for p in pairs)
+    if not vr and worst > PENALTY_SHUT:
+        guess = VARIANCE_REDUCED
+        why = f"mini-batch swap energies pay up to {worst:.3g} nats per swap: swaps are shut off where they should carry modes"
+    elif vr and cold["acceptance"] < SHUT:
+        guess = ONE_CHAIN
+        why = f"even the control variates' swaps are rejected ({cold['acceptance']:.3g} accepted)"
+    else:
+        guess = VARIANCE_REDUCED if vr else REPLICA_EXCHANGE
+        why = f"the {in_force} energies' penalty, {worst:.3g} nats at most, lets swaps through"
+    return Advice(guess, chains if guess != ONE_CHAIN else 1, False, [text, why, hint], numbers)
+
+
+def from_run(run: Any) -> dict | None:
+    """The advice section of ``tf-vrre diagnose`` for a run directory: the pilot's advice when
+    ``RUN/advice.json`` exists (:func:`tf_vrre.diagnostics.advisor.advise` with ``directory``), else
+    a best guess from the swap log and the ladder tuning record (``None`` without either).
+
+    Returns:
+      ``{"source", "advice", "text"}``: where it comes from (``"pilot"`` or ``"swap log"``), the
+      :class:`Advice` as a dict, and its text.
+    """
+    import os
+
+    from tf_vrre.diagnostics import runs as run_files
+    from tf_vrre.runs import ladder_file, ownership
+    from tf_vrre.runs.samples import read_json
+
+    path = os.path.join(os.fspath(run), FILE)
+    if os.path.isfile(path):
+        doc = read_json(path)
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ValueError(
+                f"{path}: not an advice record (format {doc.get('format') if isinstance(doc, dict) else None!r})"
+            )
+        a = Advice(**doc["advice"])
+        return {"source": "pilot", "advice": a.to_dict(), "text": format_advice(a)}
+    run = os.fspath(run)
+    swaps_dir = next(
+        (d for d in (run, os.path.join(run, "swaps")) if os.path.isfile(os.path.join(d, "swaps.csv"))), None
+    )
+    tuning = None
+    record = ladder_file.locate(run)
+    if record is not None:
+        done = ladder_file.measured(ladder_file.read(record))
+        if done:
+            last = done[-1]
+            keys = ("barrier", "recommended_chains", "round_trip_rate", "rejection", "swap_noise")
+            tuning = {k: last.get(k) for k in keys}
+    if swaps_dir is None:
+        if tuning is None:
+            return None
+        K = int(tuning["recommended_chains"])
+        reasons = [
+            f"the ladder tuning record: barrier Lambda {tuning['barrier']:.3g} with the swap rule in force, "
+            f"{K} chains recommended, rejection per pair {np.round(tuning['rejection'], 3).tolist()}"
+        ]
+        noise = tuning["swap_noise"]
+        if noise:  # records written before the tuner kept the swap noise lack it
+            reasons.append(
+                f"swap noise penalty per pair {np.round(noise['penalty_nats'], 3).tolist()} nats with "
+                f"{noise['energies']} energies (delta^2 sigma2 / 2 at the last round's end)"
+            )
+        reasons.append(
+            "whether the hot chains find modes the cold one lacks, and the other energies' noise, were not "
+            "measured: run tf_vrre.diagnostics.advise(sampler, data, steps, batch_size=n, directory=RUN) on a "
+            "pilot to decide"
+        )
+        a = Advice(REPLICA_EXCHANGE, K, False, reasons, {"ladder": tuning})
+        return {"source": "tuning record", "advice": a.to_dict(), "text": format_advice(a)}
+    log = run_files.read_swap_log(swaps_dir)
+    sampler = (ownership.stored_run(os.path.join(swaps_dir, "identity.json"), "SwapLogger") or {}).get("sampler")
+    a = _from_log(log, sampler, tuning)
+    return {"source": "swap log", "advice": a.to_dict(), "text": format_advice(a)}
