@@ -289,8 +289,8 @@ CLAIMS = [
     ),
     (
         "docs/guides/is-it-done.md",
-        "The four runs stopped at {is-it-done.early_steps:,} steps each are *not mixing*: the seeds still"
-        " disagree about the held-out wines ({is-it-done.early_above:.0f}% of them above an R-hat of 1.01)",
+        "The four runs stopped at {is-it-done.early_steps:,} steps each are not done (*not yet established*):"
+        " the seeds still disagree about the held-out wines ({is-it-done.early_above:.0f}% of them above an R-hat of 1.01)",
     ),
     (
         "docs/guides/is-it-done.md",
