@@ -265,6 +265,7 @@ def test_every_benchmark_script_has_refusal_cases():
         "results.py",
         "docs_values.py",
         "posterior_fidelity_methods.py",
+        "posterior_fidelity_reference.py",
         "posterior_fidelity_report.py",
         "regimes_methods.py",
         "regimes_problems.py",
@@ -414,6 +415,13 @@ def posterior_fidelity():
 
 
 @pytest.fixture
+def posterior_fidelity_reference():
+    import posterior_fidelity_reference
+
+    return posterior_fidelity_reference
+
+
+@pytest.fixture
 def reference(tmp_path):
     shutil.copytree(os.path.join(BENCHMARKS, "reference"), tmp_path / "ref")
     return tmp_path / "ref"
@@ -452,11 +460,13 @@ def _resave(path, change):
         ("diabetes", "regression", lambda p: p.write_bytes(b"not an npz"), "not a readable .npz file"),
     ],
 )
-def test_a_damaged_reference_is_refused_in_one_line(posterior_fidelity, reference, capsys, problem, kind, damage, said):
+def test_a_damaged_reference_is_refused_in_one_line(
+    posterior_fidelity_reference, reference, capsys, problem, kind, damage, said
+):
     npz, meta = reference / f"{problem}.npz", reference / f"{problem}.json"
     damage(npz)
     with pytest.raises(SystemExit) as e:
-        posterior_fidelity.read_reference(npz, meta, kind)
+        posterior_fidelity_reference.read_reference(npz, meta, kind)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1, err
     assert f"{npz}: " in err and said in err and "reference --force" in err, err
@@ -470,19 +480,21 @@ def test_a_damaged_reference_is_refused_in_one_line(posterior_fidelity, referenc
         (lambda t: t.replace('"seconds": ', '"seconds": NaN, "x": ', 1), "seconds is nan"),
     ],
 )
-def test_a_damaged_reference_record_is_refused_in_one_line(posterior_fidelity, reference, capsys, damage, said):
+def test_a_damaged_reference_record_is_refused_in_one_line(
+    posterior_fidelity_reference, reference, capsys, damage, said
+):
     meta = reference / "digits.json"
     meta.write_text(damage(meta.read_text()))
     with pytest.raises(SystemExit) as e:
-        posterior_fidelity.read_reference(reference / "digits.npz", meta, "classification")
+        posterior_fidelity_reference.read_reference(reference / "digits.npz", meta, "classification")
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and f"{meta}: " in err and said in err, err
 
 
-def test_the_stored_references_are_accepted(posterior_fidelity):
+def test_the_stored_references_are_accepted(posterior_fidelity_reference):
     for problem, kind in (("digits", "classification"), ("diabetes", "regression")):
         ref = os.path.join(BENCHMARKS, "reference")
-        arrays, info = posterior_fidelity.read_reference(
+        arrays, info = posterior_fidelity_reference.read_reference(
             os.path.join(ref, f"{problem}.npz"), os.path.join(ref, f"{problem}.json"), kind
         )
         assert info["fingerprint"] and np.all(np.isfinite(next(iter(arrays.values()))))

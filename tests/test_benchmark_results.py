@@ -67,6 +67,7 @@ def test_every_benchmark_script_writes_its_results_file():
         "render_docs.py",
         "docs_values.py",
         "posterior_fidelity_methods.py",
+        "posterior_fidelity_reference.py",
         "posterior_fidelity_report.py",
         "regimes_methods.py",
         "regimes_problems.py",
