@@ -270,6 +270,7 @@ def test_every_benchmark_script_has_refusal_cases():
         "regimes_methods.py",
         "regimes_problems.py",
         "regimes_report.py",
+        "step_cost_data.py",
         "step_cost_report.py",
     }
     assert scripts - helpers == {s for s, _, _ in CASES}

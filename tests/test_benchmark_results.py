@@ -72,6 +72,7 @@ def test_every_benchmark_script_writes_its_results_file():
         "regimes_methods.py",
         "regimes_problems.py",
         "regimes_report.py",
+        "step_cost_data.py",
         "step_cost_report.py",
     }
     for name in sorted(os.listdir(BENCHMARKS)):
