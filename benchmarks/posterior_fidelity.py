@@ -228,10 +228,8 @@ def _checked_run_args(args):
 
 def main_run(args):
     problems, methods, seeds = _checked_run_args(args)
-    loaded = {name: (posterior_fidelity_methods.PROBLEMS[name](),) for name in problems}
-    loaded = {
-        name: (p, *posterior_fidelity_reference.load_reference(p, args.reference)) for name, (p,) in loaded.items()
-    }  # all before any run
+    loaded = {name: (posterior_fidelity_methods.PROBLEMS[name](),) for name in problems}  # all before any run
+    loaded = {n: (p, *posterior_fidelity_reference.load_reference(p, args.reference)) for n, (p,) in loaded.items()}
     start, cpu_start, runs, tables, floors = time.time(), time.process_time(), [], {}, {}
     print(
         f"posterior fidelity: problems {problems}, methods {methods}, seeds {seeds}, budget {args.budget:g} "
