@@ -8,7 +8,7 @@ texts are :mod:`tf_vrre.callbacks.ladder_advice`'s; :class:`RoundReports` is a m
 import numpy as np
 
 import tf_vrre._user_warning as user_warning
-from tf_vrre.callbacks import ladder_advice
+import tf_vrre.callbacks.ladder_advice as ladder_advice
 from tf_vrre.runs import ladder_file
 from tf_vrre.sgmcmc import proposal as proposals
 from tf_vrre.sgmcmc import tuning

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 import keras
 import numpy as np
 
+import tf_vrre.callbacks.chain_tracks as chain_tracks
+import tf_vrre.callbacks.ladder_record as ladder_record
+import tf_vrre.callbacks.ladder_reports as ladder_reports
 from tf_vrre import _keras_compat, numerics
-from tf_vrre.callbacks import chain_tracks, ladder_record, ladder_reports
 from tf_vrre.runs import atomic, ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc import ladder, mode_changes, schedules, tuning

@@ -41,7 +41,7 @@ import os
 import socket
 import warnings
 
-from tf_vrre.workflows.image_classification import worker_status
+import tf_vrre.workflows.image_classification.worker_status as worker_status
 
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
 MAX_STEPS_PER_EXECUTION = 1024
