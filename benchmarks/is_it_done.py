@@ -252,38 +252,23 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    target = results.check_target(args.results, args.force)
-    x, y, x_held, y_held = data()
-    args.weights = mlp().count_params()
-    temperatures, ratio = ladder(args.chains, args.weights)
-    root = args.work or tempfile.mkdtemp(prefix="is-it-done-")
-    if args.train_seeds is not None:  # train these seeds' runs into --work and stop (parallel processes)
-        for seed in args.train_seeds:
-            if args.stage in ("full", "both"):
-                train(args, os.path.join(root, "full"), seed, args.epochs, x, y, x_held, y_held)
-            if args.stage in ("early", "both"):
-                train(args, os.path.join(root, "early"), seed, args.short_epochs, x, y, x_held, y_held)
-        return
-    start = time.perf_counter()
-    heat_path = os.path.join(root, "heat.json")  # measured once per --work (a rerun, or --heat-only, reuses it)
+def _heat_once(args, root, x, y):
+    """The excess temperatures of :func:`heat`, measured once per ``--work`` directory (a rerun,
+    or ``--heat-only``, reads them back from ``heat.json``)."""
+    heat_path = os.path.join(root, "heat.json")
     if os.path.exists(heat_path):
         heated = [tuple(case) for case in json.loads(open(heat_path).read())]
     else:
         heated = heat(args, x, y)
         atomic.write_json(heat_path, heated)
-    if args.heat_only:
-        return
+    return heated
+
+
+def _tables(args, full, early, heated, steps_per_epoch):
+    """The results' tables: the heat of the gradient noise, the verdicts of the first run alone,
+    of runs stopped at a tenth and of the full runs, and how the verdict grows with the run's
+    length; and each verdict row's diagnosis."""
     short = args.short_epochs
-    steps_per_epoch = -(-len(x) // args.batch)
-    full, early, seconds = [], [], []
-    for seed in range(args.seeds):
-        run, sec = train(args, os.path.join(root, "full"), seed, args.epochs, x, y, x_held, y_held)
-        full.append(run)
-        seconds.append(sec)
-        early.append(train(args, os.path.join(root, "early"), seed, short, x, y, x_held, y_held)[0])
-        print(f"seed {seed}: {sec['wall']:.0f} s wall, {sec['cpu']:.0f} s CPU", flush=True)
     rows, diags = [], {}
     for label, runs, epochs in (
         ("the first run alone", full[:1], args.epochs),
@@ -341,6 +326,37 @@ def main(argv=None):
         [[name, n, b, lr, e, 1 + e] for name, n, b, lr, e in heated],
         keys=[f"{name}-{b}" for name, _, b, _, _ in heated],
     )
+    return heat_table, verdicts, grow, diags
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    target = results.check_target(args.results, args.force)
+    x, y, x_held, y_held = data()
+    args.weights = mlp().count_params()
+    temperatures, ratio = ladder(args.chains, args.weights)
+    root = args.work or tempfile.mkdtemp(prefix="is-it-done-")
+    if args.train_seeds is not None:  # train these seeds' runs into --work and stop (parallel processes)
+        for seed in args.train_seeds:
+            if args.stage in ("full", "both"):
+                train(args, os.path.join(root, "full"), seed, args.epochs, x, y, x_held, y_held)
+            if args.stage in ("early", "both"):
+                train(args, os.path.join(root, "early"), seed, args.short_epochs, x, y, x_held, y_held)
+        return
+    start = time.perf_counter()
+    heated = _heat_once(args, root, x, y)
+    if args.heat_only:
+        return
+    short = args.short_epochs
+    steps_per_epoch = -(-len(x) // args.batch)
+    full, early, seconds = [], [], []
+    for seed in range(args.seeds):
+        run, sec = train(args, os.path.join(root, "full"), seed, args.epochs, x, y, x_held, y_held)
+        full.append(run)
+        seconds.append(sec)
+        early.append(train(args, os.path.join(root, "early"), seed, short, x, y, x_held, y_held)[0])
+        print(f"seed {seed}: {sec['wall']:.0f} s wall, {sec['cpu']:.0f} s CPU", flush=True)
+    heat_table, verdicts, grow, diags = _tables(args, full, early, heated, steps_per_epoch)
     total = time.perf_counter() - start
     final = diags["four full runs"]["verdict"]
     print(results.markdown(heat_table), results.markdown(verdicts), results.markdown(grow), sep="\n\n")

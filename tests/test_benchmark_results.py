@@ -67,10 +67,12 @@ def test_every_benchmark_script_writes_its_results_file():
         "render_docs.py",
         "docs_values.py",
         "posterior_fidelity_methods.py",
+        "posterior_fidelity_reference.py",
         "posterior_fidelity_report.py",
         "regimes_methods.py",
         "regimes_problems.py",
         "regimes_report.py",
+        "step_cost_data.py",
         "step_cost_report.py",
     }
     for name in sorted(os.listdir(BENCHMARKS)):

@@ -71,15 +71,17 @@ def test_mixture_results_and_figure(tmp_path, where):
 
 @WHERE
 def test_posterior_fidelity_results_and_reference(tmp_path, where):
-    import posterior_fidelity
+    import posterior_fidelity_reference
 
     out = tmp_path / "posterior-fidelity.json"
     victim = _plant(out, where)
-    posterior_fidelity._write_json(out, {"tables": {}, "seconds": 1.0})
+    posterior_fidelity_reference.write_json(out, {"tables": {}, "seconds": 1.0})
     _check(out, victim)
     npz, meta = tmp_path / "digits.npz", tmp_path / "digits.json"
     victims = [_plant(npz, where), _plant(meta, where)]
-    posterior_fidelity.write_reference(npz, meta, {"probs_by_chain": np.full((2, 3, 2), 0.5)}, {"fingerprint": "x"})
+    posterior_fidelity_reference.write_reference(
+        npz, meta, {"probs_by_chain": np.full((2, 3, 2), 0.5)}, {"fingerprint": "x"}
+    )
     _check(npz, victims[0])
     _check(meta, victims[1])
     with np.load(npz) as z:

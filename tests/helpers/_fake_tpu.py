@@ -7,7 +7,7 @@ import contextlib
 import socket
 from concurrent import futures
 
-from tf_vrre.workflows.image_classification import strategies
+from tf_vrre.workflows.image_classification import worker_status
 
 
 @contextlib.contextmanager
@@ -26,7 +26,7 @@ def worker_service(device_types=("CPU", "TPU", "TPU_SYSTEM")):
     ``device_types`` (a TPU node's answer by default); nothing else is implemented."""
     import grpc
 
-    response = strategies.status_response_class()()
+    response = worker_status.status_response_class()()
     for i, kind in enumerate(device_types):
         device = response.device_attributes.add()
         device.name, device.device_type = f"/job:worker/replica:0/task:0/device:{kind}:{i}", kind

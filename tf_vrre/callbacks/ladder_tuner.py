@@ -2,7 +2,9 @@
 phase, reports the communication barrier and how many chains it needs, then fixes the ladder.
 
 The numerics (rejection -> barrier -> equal-share ladder, learning rates, rounds, the number of
-chains) are in :mod:`tf_vrre.sgmcmc.ladder`; the record it writes is :mod:`tf_vrre.runs.ladder_file`.
+chains) are in :mod:`tf_vrre.sgmcmc.ladder`; the record it writes is :mod:`tf_vrre.runs.ladder_file`,
+kept across runs by :mod:`tf_vrre.callbacks.ladder_record`; what a round's end prints and warns
+is :mod:`tf_vrre.callbacks.ladder_reports`.
 """
 
 import math
@@ -12,20 +14,17 @@ from collections.abc import Callable, Sequence
 import keras
 import numpy as np
 
-import tf_vrre._user_warning as user_warning
+import tf_vrre.callbacks.chain_tracks as chain_tracks
+import tf_vrre.callbacks.ladder_record as ladder_record
+import tf_vrre.callbacks.ladder_reports as ladder_reports
 from tf_vrre import _keras_compat, numerics
-from tf_vrre.callbacks import chain_tracks, ladder_advice
 from tf_vrre.runs import atomic, ladder_file, ownership
 from tf_vrre.sampler.replica_exchange import require_sampler
 from tf_vrre.sgmcmc import ladder, mode_changes, schedules, tuning
-from tf_vrre.sgmcmc import proposal as proposals
 
 DEFAULT_EXPONENT = 0.25
 """``eta_h = eta_1 (tau_h / tau_1)^0.25``: the paper's hand-tuned CIFAR ladder (``tau_2 = 5 tau_1``,
 ``eta_2 = 1.5 eta_1``) has ``a = log 1.5 / log 5 = 0.25``."""
-
-WARN_MIN_ATTEMPTS = 20
-"""A round tells whether K is far too small only when every pair was attempted this often."""
 
 SETS = ("temperatures", "learning_rates")
 """The sampler's hyperparameters a tuner sets (learning rates unless ``learning_rates=None``)."""
@@ -36,7 +35,7 @@ def _serialize_rule(rule):
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
-class LadderTuner(keras.callbacks.Callback):
+class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras.callbacks.Callback):
     """Tunes the temperature ladder (and the learning rates with it) during a tuning phase.
 
     Non-reversible parallel tempering's adaptive scheme (Syed et al. 2021, JRSS-B, Algorithm 4,
@@ -280,37 +279,6 @@ class LadderTuner(keras.callbacks.Callback):
         config = self.get_config()
         return {k: config[k] for k in ("tuning_steps", "first_round_steps", "learning_rates", "bounds")}
 
-    def _adopt(self, run):
-        """Refuses (or with ``overwrite`` replaces) a tuning record of another run, or one that does
-        not read as a record (:func:`tf_vrre.runs.ladder_file.read`); loads this run's."""
-        self._path = os.path.join(self.directory, ladder_file.FILE)
-        if not os.path.exists(self._path):
-            self._doc = self._new_doc(run)
-            return
-        try:
-            stored = ladder_file.read(self._path)
-        except ValueError as err:
-            if not self.overwrite:
-                raise ValueError(f"LadderTuner: {err}; move it away or pass overwrite=True") from None
-            stored = None
-        diff = ownership.difference(None if stored is None else stored.get("run"), run)
-        if diff is not None:
-            if not self.overwrite:
-                raise ownership.refuse(self.directory, f"a tuning record ({ladder_file.FILE})", diff)
-            stored = None
-        self._doc = stored if stored is not None else self._new_doc(run)
-
-    def _new_doc(self, run):
-        return {
-            "format": ladder_file.FORMAT,
-            "run": run,
-            "tuner": self._settings(),
-            "target_acceptance": self.model.swap_rule.target_acceptance,
-            "tuning_steps": self.tuning_steps,
-            "initial": None,
-            "rounds": [],
-        }
-
     # --- the rounds ----------------------------------------------------------------------------
     def _counts(self):
         s = self.model
@@ -332,76 +300,6 @@ class LadderTuner(keras.callbacks.Callback):
 
     def _round_end(self, start, index):
         return tuning.round_end(start, index, self.tuning_steps, self.first_round_steps)
-
-    def _start(self):
-        """First epoch of this fit (after every callback's ``on_train_begin``, so after a
-        :class:`tf_vrre.Checkpoint` restore): reconcile the record with the restored step.
-
-        Rounds that started after the restored step are dropped, the end of a round that ended
-        after it is forgotten: the round in progress at the restored step continues as recorded.
-        """
-        step0 = int(self.model.state.step.numpy())
-        self._started = True
-        self._last_counts = self._counts()
-        rounds = [dict(r) for r in self._doc["rounds"] if r["start_step"] <= step0]
-        for r in rounds:
-            if r.get("end_step", -1) > step0:
-                for k in ladder_file.END_FIELDS:
-                    r.pop(k, None)
-        self._doc["rounds"] = rounds
-        last = rounds[-1] if rounds else None
-        ended = [r for r in rounds if "end_step" in r]
-        self._floor = ended[-1].get("hot_floor") if ended else None
-        self._round = None
-        if last is not None and "end_step" not in last:
-            self._round = last["round"]  # a resume inside this round
-            segment = _segment_start(rounds)
-            if self.directory is None or not self._tracks.load(self.directory, segment, step0):
-                self._tracks.reset(segment)
-            if step0 > segment:  # the restored state: recorded as the uninterrupted run did
-                self._tracks.record(step0)
-        elif last is not None and last["end_step"] < self.tuning_steps:
-            self._tracks.reset(step0)
-            self._restart(last["round"] + 1, last["end_step"], step0)  # its successor's start is lost
-        elif last is None and step0 < self.tuning_steps:
-            self._tracks.reset(step0)
-            ends = tuning.round_ends(self.tuning_steps, self.first_round_steps)
-            index = next(i for i, e in enumerate(ends) if step0 < e)
-            self._restart(index, ends[index - 1] if index else 0, step0)
-        self._write()
-
-    def _restart(self, index, due_start, step0):
-        """Opens round ``index`` at the restored step (it should have started at ``due_start``)."""
-        if step0 > due_start:
-            user_warning.warn(
-                f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
-                f"without the tuning record of this run); the round restarts at step {step0}, so the "
-                "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "
-                "resumes"
-            )
-        self._round = index
-        self._open(index, step0)
-
-    def _open(self, index, step):
-        attempts, swaps = self._counts()
-        temps, lrs = self._ladder()
-        if self._doc.get("initial") is None:
-            self._doc["initial"] = {"step": step, "temperatures": temps, "learning_rates": lrs}
-        self._doc["rounds"].append(
-            {
-                "round": index,
-                "start_step": step,
-                "due_step": self._round_end(step, index),
-                "start_attempts": attempts,
-                "start_swaps": swaps,
-                "temperatures": temps,
-                "learning_rates": lrs,
-            }
-        )
-
-    def _write(self):
-        if self._path is not None:
-            ladder_file.write(self._path, self._doc)
 
     def on_epoch_begin(self, epoch, logs=None):
         if not self._started:
@@ -426,12 +324,6 @@ class LadderTuner(keras.callbacks.Callback):
         else:
             self._round = None
         self._write()
-
-    def _save_tracks(self):
-        """A checkpoint was committed: the traces of the round in progress up to its step go to
-        ``directory`` (so a resume from it counts the same mode changes)."""
-        if self._round is not None and self._tracks is not None:
-            self._tracks.save(self.directory, int(self.model.listeners.committed_step))
 
     def _adapt_correction(self, step):
         """``correction="auto"``: one stochastic-approximation step of ``log F`` from this block's swaps."""
@@ -509,25 +401,6 @@ class LadderTuner(keras.callbacks.Callback):
         )
         self._report(record)
 
-    def _report(self, record):
-        """The ended round in one printed line (``verbose``), and its warnings (at the ``fit`` call)."""
-        steps = f"round {record['round']} (steps {record['start_step']}-{record['end_step']})"
-        if self.verbose:
-            found = "no barrier" if record["barrier"] is None else f"Lambda = {record['barrier']:.3g}"
-            found += "" if record["rejection"] is None else f", rejection {np.round(record['rejection'], 3).tolist()}"
-            kept = "" if record["kept"] is None else " (kept)"
-            moves = "" if record["mode_changes"] is None else f", mode changes per state {record['mode_changes']}"
-            print(
-                f"LadderTuner {steps}: {found}{moves}, temperatures "
-                f"{[float(f'{t:.4g}') for t in record['new_temperatures']]}{kept}"
-            )
-        if record["kept"] is not None:
-            hint = "; use longer rounds (first_round_steps)" if record["barrier"] is None else ""
-            user_warning.warn(f"LadderTuner: {steps} keeps its ladder: {record['kept']}{hint}")
-        self._maybe_warn(record, record["attempts"])
-        if record["end_step"] >= self.tuning_steps:
-            self._warn_at_the_end()
-
     def _measure(self, temps, attempts, swaps, narrow):
         """What one round's counts say: the record's measured fields and ``kept``, and the new
         ladder (``None``: the ladder is kept; no round moves it on fewer than
@@ -562,47 +435,6 @@ class LadderTuner(keras.callbacks.Callback):
             measured["kept"] = f"no usable new ladder ({err})"
             new_t = None
         return measured, new_t
-
-    def _warn_once(self, key, message, record):
-        if message is not None and key not in self._warned:
-            self._warned[key] = record
-            user_warning.warn(message)
-
-    def _maybe_warn(self, record, attempts):
-        """The round's warnings (each once per ``fit``): the range kept for its mode changes, too
-        wide, too few chains (these two on rounds that attempted every pair often enough)."""
-        s = self.model
-        K = s.num_chains
-        if self._affordable is not None and tuning.too_cold_to_cross(
-            self._affordable, self._floor, float(record["temperatures"][0])
-        ):  # the round that set the floor: the coldest hot end with mode changes
-            seen = next(r for r in ladder_file.completed(self._doc) if r.get("hot_floor") == self._floor)
-            self._warn_once(
-                "cross", ladder_advice.too_cold_to_cross(record, K, self._affordable, self._floor, seen), record
-            )
-        if record["barrier"] is None or np.min(attempts) < WARN_MIN_ATTEMPTS:
-            return
-        proposal = None
-        if s.proposal is None:
-            try:
-                proposal = proposals.ProposedLadder(cold=record["temperatures"][0]).temperatures(
-                    K, proposals.num_weights(s.chains[0])
-                )
-            except ValueError:  # steps below float32's resolution: no ladder to show
-                proposal = None
-        wide = ladder_advice.too_wide(record, self._bounds is not None, proposal)
-        self._warn_once("chains", ladder_advice.too_few_chains(record, K, wide), record)
-
-    def _warn_at_the_end(self):
-        """At the end of the tuning phase: a revised number of chains, or none measured at all."""
-        measured = ladder_file.measured(self._doc)
-        if not measured:
-            ended = ladder_file.completed(self._doc)
-            self._warn_once("none", ladder_advice.unrecommendable(ended, tuning.MIN_ROUND_ATTEMPTS), None)
-            return
-        first = self._warned.get("chains")
-        if first is not None:
-            self._warn_once("revised", ladder_advice.revised(first, measured[-1]), measured[-1])
 
     # --- reports -------------------------------------------------------------------------------
     def on_epoch_end(self, epoch, logs=None):
@@ -647,12 +479,3 @@ class LadderTuner(keras.callbacks.Callback):
         if isinstance(config.get("learning_rates"), dict):
             config["learning_rates"] = keras.saving.deserialize_keras_object(config["learning_rates"])
         return cls(**config)
-
-
-def _segment_start(rounds: list) -> int:
-    """The step since which the hot end of ``rounds`` has not moved (where its traces began)."""
-    start = rounds[0]["start_step"]
-    for r in rounds:
-        if "end_step" in r and np.float32(r["new_temperatures"][-1]) != np.float32(r["temperatures"][-1]):
-            start = r["end_step"]
-    return start

@@ -75,6 +75,15 @@ def add_arguments(p):
     """Flags of ``tf-vrre train``."""
     p.add_argument("--config", required=True, help="shipped config name (e.g. vr-resghmc) or path to a .toml file")
     p.add_argument("--out", required=True, help="run directory (created; rerun the same command to resume)")
+    _recipe_flags(p)
+    _data_flags(p)
+    _execution_flags(p)
+    p.add_argument("--overwrite", action="store_true", help="replace a different run in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _recipe_flags(p):
+    """The run's recipe: the config's values a flag overrides (data, model, length, sampler)."""
     p.add_argument("--dataset", help="cifar10, cifar100 or svhn (svhn_cropped)")
     p.add_argument("--model", help="cnn, resnet8, resnet20, resnet32 or resnet56")
     p.add_argument("--epochs", type=_args.positive(int), help="epochs (the config's schedule is stretched to them)")
@@ -109,6 +118,10 @@ def add_arguments(p):
         metavar="SECTION.KEY=VALUE",
         help="override any config value (TOML syntax), e.g. --set variance_reduction.period=50",
     )
+
+
+def _data_flags(p):
+    """Where the data come from (tfds or .npz files) and whether they may be downloaded."""
     p.add_argument(
         "--data-dir", help="tfds data directory, or the root of .npz files (DIR/cifar10/cifar10_train.npz, ...)"
     )
@@ -124,6 +137,10 @@ def add_arguments(p):
         help="tfds: use prepared data only (offline). Without it, data not prepared in --data-dir are "
         "downloaded once the download host answers a 5 s connection check (else one-line error)",
     )
+
+
+def _execution_flags(p):
+    """How the run executes: the tf.distribute strategy, the chains' placement, XLA, steps per call."""
     p.add_argument(
         "--strategy",
         choices=STRATEGIES,
@@ -161,8 +178,6 @@ def add_arguments(p):
         metavar="N",
         help="train steps per compiled call (default 1; must divide --thinning); fewer host round trips, the TPU lever",
     )
-    p.add_argument("--overwrite", action="store_true", help="replace a different run in --out")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def resolved_config(args):

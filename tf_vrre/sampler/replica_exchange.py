@@ -24,6 +24,9 @@ are rescaled by ``sqrt(lr_new tau_new / (lr_old tau_old))``, which maps the stat
 law ``N(0, lr tau)`` of one slot onto the other's.
 
 Besides the recipe the model inherits its other parts from mixins, each beside the code it calls:
+the chains and state its constructor builds (:class:`tf_vrre.sampler.building.ChainBuilding`),
+steps 1 and 6 of the recipe (:class:`tf_vrre.sampler.bookkeeping.StepBookkeeping`), the gradient
+noise measurement (:class:`tf_vrre.sampler.noise_measurement.GradientNoiseMeasurement`),
 the setters of the values in force (:class:`tf_vrre.sampler.hyperparameters.LadderSetters`), the
 reference data and indexed batches (:class:`tf_vrre.sampler.datasets.ReferenceData`), Keras' save
 and load hooks (:class:`tf_vrre.sampler.saving.SavingHooks`), the placement of the chains on devices
@@ -33,7 +36,6 @@ and load hooks (:class:`tf_vrre.sampler.saving.SavingHooks`), the placement of t
 
 from __future__ import annotations
 
-import functools
 import inspect
 import warnings
 from collections.abc import Callable
@@ -54,10 +56,13 @@ import tf_vrre.sampler.placements as placements
 import tf_vrre.sampler.replica_step as replica_step
 import tf_vrre.sampler.xla as xla
 from tf_vrre import _keras_compat
+from tf_vrre.sampler.bookkeeping import StepBookkeeping
+from tf_vrre.sampler.building import ChainBuilding
 from tf_vrre.sampler.chain_metrics import ChainMetrics
 from tf_vrre.sampler.datasets import ReferenceData
 from tf_vrre.sampler.hyperparameters import LadderSetters
 from tf_vrre.sampler.listeners import SamplerListeners
+from tf_vrre.sampler.noise_measurement import GradientNoiseMeasurement
 from tf_vrre.sampler.placements import ChainPlacement
 from tf_vrre.sampler.saving import SavingHooks
 from tf_vrre.sgmcmc import (
@@ -66,24 +71,16 @@ from tf_vrre.sgmcmc import (
     energy,
     gradient_noise,
     gradients,
-    schedules,
     seeds,
-    swap_record,
     swaps,
 )
 from tf_vrre.sgmcmc import proposal as proposals
 from tf_vrre.sgmcmc.dynamics import Diffusion
 from tf_vrre.sgmcmc.state import (
-    ChainState,
-    ControlVariateState,
-    Ladder,
-    LossScale,
-    ReplicaChain,
-    SamplerState,
     SwapState,
     exchange_forward,
 )
-from tf_vrre.sgmcmc.swap_energy import SwapEnergies, SwapEnergyEstimator
+from tf_vrre.sgmcmc.swap_energy import SwapEnergyEstimator
 
 _FIT_SIGNATURE = inspect.signature(keras.Model.fit)
 
@@ -96,7 +93,17 @@ def require_sampler(model: Any, who: str) -> ReplicaExchangeSampler:
 
 
 @keras.saving.register_keras_serializable(package="tf_vrre")
-class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, ReferenceData, SavingHooks, keras.Model):
+class ReplicaExchangeSampler(
+    ChainBuilding,
+    ChainPlacement,
+    ChainMetrics,
+    GradientNoiseMeasurement,
+    LadderSetters,
+    ReferenceData,
+    SavingHooks,
+    StepBookkeeping,
+    keras.Model,
+):
     """K chains of SGLD / SGHMC with (variance-reduced) replica exchange, trained by ``fit``.
 
     Each chain ``h`` (temperature ``tau_h``, lr ``eta_h``) follows, for SGHMC::
@@ -238,18 +245,7 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self._window_period: int = (swap_rule.period or (vr.period if vr is not None else 1)) if swap_rule else 1
         self._offsets: int = vr.period if vr is not None else self._window_period
 
-        keras.utils.set_random_seed(self.seed)
-        self.chains = self._new_chains(model_fn, num_chains)  # chain per replica: the host copy
-        input_checks.check_distinct_models(self.chains)
-        construction.tie_initial_weights(self.chains, self.independent_init)
-        if proposal is not None:  # D is known now: the Gaussian rule's ladder
-            self.temperatures = temps = proposal.temperatures(num_chains, proposals.num_weights(self.chains[0]))
-        self.energy_mode = energy.resolve_mode(energy_mode, self.chains[0])
-        self._cache_exact = vr is not None and vr.cache and energy.batch_independent(self.energy_mode, self.chains[0])
-        if vr is not None:
-            self.snapshots = self._new_chains(model_fn, num_chains)
-            input_checks.check_distinct_models(self.chains + self.snapshots)
-        self.state = self._create_state([schedules.value_at(t) for t in temps], [schedules.value_at(v) for v in lrs])
+        self._build_chains(model_fn, proposal, temps, lrs)
         # Plain objects, so Keras neither tracks nor saves them (tests/sampler/test_state.py).
         self._host = None if strategy is None else placements.HostCopy(self, strategy)  # chain per replica
         local = self.state.replica or self.state  # chain per replica: this replica's chain's swap energies
@@ -258,50 +254,13 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         self.listeners = SamplerListeners()  # divergence / checkpoint-commit listeners
         self._reference = None  # a tf_vrre.sgmcmc.control_variates.Reference
         self._chain_loss = [keras.metrics.Mean(name=f"loss_{h}") for h in range(1, num_chains)]
-        self._excess_temperature = [
-            gradient_noise.ExcessTemperature(name=f"excess_temperature_{h}")
-            for h in (range(num_chains) if gradient_noise_every is not None else ())
-        ]
+        self._excess_temperature = self._noise_metrics()
         self._chain_metrics: list[Any] = []
         self._nll_fn: Callable | None = nll  # the per-example NLL: nll, or compile's loss
         self._batch_layout = None  # of the data of the last fit: the cost count (tf_vrre.sampler.cost)
         self.built = True
         if nll is not None:
             self.compile()
-
-    def _create_state(self, temperatures: list[float], learning_rates: list[float]) -> SamplerState:
-        """The :class:`SamplerState`, its variables created eagerly (``fit`` does not build
-        subclassed models) in the order of the fields: that order is the layout of saved files."""
-        K, new, vr = self.num_chains, functools.partial(construction.new_variable, self), self.variance_reduction
-        if self._strategy is not None:  # per-chain variables: the host copy; per-rung ones: mirrored
-            new = placements.variable_factory(new, self._strategy)
-        step = new("step", (), "int64")
-        ladder = Ladder.create(new, temperatures, learning_rates)
-        chains = ChainState.create(self.chains, new, self._diffusion.has_velocity)
-        swap = None
-        if self._swap is not None:
-            log_shape = (swap_record.CAPACITY, len(swap_record.swap_log_columns(K)))
-            swap = SwapState.create(new, K, self._swap, log_shape, self._offsets)
-        batch_energy = new("batch_energy", (K,), "float64")
-        cv_state = None if vr is None else ControlVariateState.create(self.snapshots, new, vr, self.data_size)
-        loss_scale = None
-        if energy.computes_in_float16(self.chains[0]):  # the effective scale on the mean loss is 2^15
-            loss_scale = LossScale.create(new, initial=2.0**15 / self.data_size)
-        replica = None if self._strategy is None else placements.build_replica(self)
-        return SamplerState(step, ladder, chains, swap, batch_energy, cv_state, loss_scale, replica)
-
-    def _swap_energy_estimator(self, local: SamplerState | ReplicaChain) -> SwapEnergyEstimator:
-        """Step 3's estimator of the swap energies of the chains in ``local`` (the sampler's state,
-        or with ``placement="chain_per_replica"`` this replica's chain's)."""
-        return SwapEnergyEstimator(
-            local.chains.models,
-            local.control_variates,
-            self._per_example_nll,
-            self.energy_mode,
-            self._cache_exact,
-            self.data_size,
-            self.num_chains,
-        )
 
     @property
     def swap_penalty(self) -> str | None:
@@ -429,80 +388,6 @@ class ReplicaExchangeSampler(ChainPlacement, ChainMetrics, LadderSetters, Refere
         if self._swap is None or self._swap_energy is None or self.state.swap is None:
             return None
         return self._swap, self._swap_energy, self.state.swap
-
-    def _bookkeeping(
-        self,
-        rule: swaps.CorrectedSwap,
-        swap_state: SwapState,
-        step: tf.Tensor,
-        possible: tf.Tensor,
-        results: swaps.SwapResults,
-        energies: SwapEnergies,
-        refreshed: tf.Tensor,
-    ) -> None:
-        """Step 6: sigma2 and adaptive-c windows (steps where a swap was possible count), then
-        the per-step record."""
-        weight = tf.cast(possible, tf.float64)
-        vr, cv = self.variance_reduction, self.state.control_variates  # both None without VR
-        updated = rule.update_sigma2(swap_state, energies.variance, weight, step, self._window_period)
-        if rule.penalty == "offset":
-            rule.update_offsets(swap_state, energies.variance, weight, step)
-        if energies.cross_moments is not None and vr is not None and cv is not None:
-            control_variates.update_coefficient(cv, energies.cross_moments, weight, step, vr)
-        coefs = tf.convert_to_tensor(cv.coefficient) if cv is not None else tf.zeros([self.num_chains], tf.float64)
-        swap_record.write(
-            swap_state.log,
-            swap_record.StepRecord(
-                step, updated, refreshed, results, energies.energy, tf.convert_to_tensor(swap_state.sigma2), coefs
-            ),
-        )
-
-    def _refresh(self, step: tf.Tensor) -> tf.Tensor:
-        """Step 1 (VR only): the snapshots and ``U_hat`` refreshed when ``step % m == 0``; whether they were."""
-        if self.variance_reduction is None:
-            return tf.constant(False)
-        if self._reference is None:
-            raise ValueError(
-                "variance_reduction needs the full training data: call "
-                "sampler.set_reference_data((x_train, y_train)) before fit"
-            )
-        return control_variates.refresh(
-            self.state.control_variates,
-            self.chains,
-            self._reference,
-            self._energy_fn,
-            step,
-            self.variance_reduction.period,
-        )
-
-    def _measures_noise(self, step: tf.Tensor) -> tf.Tensor | None:
-        """Whether this step measures the gradient noise (``None``: the sampler never does)."""
-        if self.gradient_noise_every is None:
-            return None
-        return gradient_noise.measure_at(step, self.gradient_noise_every)
-
-    def _update_excess_temperature(
-        self, statistic: tf.Tensor, batch_size: tf.Tensor, learning_rates: tf.Tensor, slots: Any = None
-    ) -> None:
-        """Adds this step's measurement (cross-replica sums ``[chains, 2]``) to the
-        ``excess_temperature_h`` metric of each chain's slot (``slots``: the rung of each chain,
-        default ``0..K-1``)."""
-        friction = 1.0 if self.dynamics == "sgld" else 1.0 - self.momentum
-        lrs = learning_rates if slots is None else tf.gather(learning_rates, slots)
-        excess, measured = gradient_noise.excess_temperature(statistic, self.data_size, batch_size, lrs, friction)
-        if slots is None:
-            for h, metric in enumerate(self._excess_temperature):
-                metric.update_state(excess[h], measured[h])
-            return
-
-        def branch(k: int) -> Callable[[], tf.Tensor]:
-            def update() -> tf.Tensor:
-                self._excess_temperature[k].update_state(excess[0], measured[0])
-                return tf.constant(True)
-
-            return update
-
-        tf.switch_case(tf.cast(slots[0], tf.int32), [branch(k) for k in range(self.num_chains)])
 
     def train_step(self, data: Any) -> dict:
         """One step of every chain on the batch ``data`` (the recipe in the module docstring)."""

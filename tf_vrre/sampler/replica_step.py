@@ -48,6 +48,29 @@ def _rows(sampler: Any, minibatch: Any, forward: Any, step: tf.Tensor, rung: tf.
     return possible, distribute.all_gather(row)
 
 
+def _refresh(sampler: Any, step: tf.Tensor) -> tf.Tensor:
+    """Step 1 (VR only, ``step % m == 0``): this replica's chain's snapshot and its full-data pass
+    over the replica's copy of the reference data; whether they were refreshed."""
+    s = sampler
+    if s.variance_reduction is None:
+        return tf.constant(False)
+    if s._reference is None:
+        raise ValueError(
+            "variance_reduction needs the full training data: call "
+            "sampler.set_reference_data((x_train, y_train)) before fit"
+        )
+    reference = s._host.reference(s._reference)  # this replica's copy of the data
+    return control_variates.refresh(
+        s.state.replica.control_variates,
+        s.state.replica.chains.models,
+        reference,
+        s._energy_fn,
+        step,
+        s.variance_reduction.period,
+        sharded=False,
+    )
+
+
 def train_step(sampler: Any, data: Any) -> dict:
     """One step of the chain this replica holds (the recipe in the module docstring); the logs
     are the same on every replica (metrics are added on the host after the step)."""
@@ -61,23 +84,7 @@ def train_step(sampler: Any, data: Any) -> dict:
     temps = hyperparameters.current(s.temperatures, state.ladder.temperature, step)
     _, rid = distribute.replicas()
     rung = tf.gather(tf.convert_to_tensor(rep.rung), rid)  # the rung this replica's chain holds
-    refreshed = tf.constant(False)
-    if s.variance_reduction is not None:  # 1. refresh
-        if s._reference is None:
-            raise ValueError(
-                "variance_reduction needs the full training data: call "
-                "sampler.set_reference_data((x_train, y_train)) before fit"
-            )
-        reference = s._host.reference(s._reference)  # this replica's copy of the data
-        refreshed = control_variates.refresh(
-            rep.control_variates,
-            rep.chains.models,
-            reference,
-            s._energy_fn,
-            step,
-            s.variance_reduction.period,
-            sharded=False,
-        )
+    refreshed = _refresh(s, step)  # 1. refresh
     scale = None if state.loss_scale is None else tf.convert_to_tensor(state.loss_scale.scale)
     forward = gradients.forward_and_gradients(
         rep.chains.models,

@@ -17,7 +17,7 @@ from _image_runs import cli_flags, tiny_config
 from _paths import ROOT
 
 from tf_vrre.callbacks.sample_collector import load_samples
-from tf_vrre.workflows.image_classification import strategies, train
+from tf_vrre.workflows.image_classification import strategies, train, worker_status
 
 
 # ---- TF_CONFIG and TPU detection (no TensorFlow) ----------------------------------------------
@@ -111,7 +111,7 @@ def test_tpu_detection(monkeypatch):
 def test_an_address_that_accepts_tcp_is_no_tpu_unless_its_worker_service_lists_one(monkeypatch):
     """TCP alone is no TPU: TensorFlow's connection to such an address has no deadline (it waited
     for ever); the worker service must list a TPU device, asked in a child process with deadlines."""
-    monkeypatch.setattr(strategies, "TPU_STATUS_SECONDS", 0.5)
+    monkeypatch.setattr(worker_status, "TPU_STATUS_SECONDS", 0.5)
     with _fake_tpu.tcp_only() as address:
         assert strategies.tpu_reachable(address) == (
             "accepts TCP, but no TensorFlow server answered within 0.5 s (DEADLINE_EXCEEDED: Deadline Exceeded)"
@@ -128,7 +128,7 @@ def test_an_address_that_accepts_tcp_is_no_tpu_unless_its_worker_service_lists_o
                 strategies.check("tpu")
     with _fake_tpu.worker_service(("CPU",)) as address:  # a TensorFlow server, but no TPU
         assert strategies.tpu_reachable(address) == "a TensorFlow server without a TPU device (devices: CPU)"
-    monkeypatch.setattr(strategies, "STATUS_PROCESS_SECONDS", 0.01)  # the child is killed, whatever it does
+    monkeypatch.setattr(worker_status, "STATUS_PROCESS_SECONDS", 0.01)  # the child is killed, whatever it does
     with _fake_tpu.worker_service() as address:
         assert strategies.tpu_reachable(address) == "accepts TCP, but asking its devices did not end within 0.01 s"
 

@@ -285,16 +285,9 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
             at_initial,
         )
     i = int(np.argmin(values))  # the first of equal values: the lowest T
-    low = values <= values.min() + 1e-12 * max(1.0, abs(values.min()))
-    last = i
-    while last + 1 < GRID and low[last + 1]:
-        last += 1
-    if last > i and grid[i] <= np.log(initial) <= grid[last] and at_initial <= values[i]:
+    if _plateau_holds(grid, values, i, np.log(initial)) and at_initial <= values[i]:
         return float(initial), at_initial  # a plateau of the lowest NLL (saturated predictions) that holds T = initial
-    res = scipy.optimize.minimize_scalar(
-        loss, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, GRID - 1)]), method="bounded", options={"xatol": 1e-10}
-    )
-    t, value = (float(np.exp(res.x)), float(res.fun)) if res.fun < values[i] else (float(np.exp(grid[i])), values[i])
+    res, t, value = _refine(loss, grid, values, i)
     bound = "lower" if i == 0 and values[0] <= value else "upper" if i == GRID - 1 and values[-1] <= value else None
     if bound is not None:  # the optimum, if any, lies beyond the bound: reported at the bound
         t, value = (lo, float(values[0])) if bound == "lower" else (hi, float(values[-1]))
@@ -314,6 +307,26 @@ def fit_temperature(logits, labels, initial=1.0, bounds=TEMPERATURE_BOUNDS):
             value,
         )
     return t, float(value)
+
+
+def _plateau_holds(grid, values, i, log_initial):
+    """Whether the lowest NLL on the grid (first at ``grid[i]``) is a plateau of more than one
+    point that holds ``log_initial``."""
+    low = values <= values.min() + 1e-12 * max(1.0, abs(values.min()))
+    last = i
+    while last + 1 < GRID and low[last + 1]:
+        last += 1
+    return last > i and grid[i] <= log_initial <= grid[last]
+
+
+def _refine(loss, grid, values, i):
+    """Bounded Brent over ``log T`` between the grid's best point's neighbours: the search's
+    result, and ``(T, NLL)``, the better of its optimum and the grid's best point."""
+    res = scipy.optimize.minimize_scalar(
+        loss, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, GRID - 1)]), method="bounded", options={"xatol": 1e-10}
+    )
+    t, value = (float(np.exp(res.x)), float(res.fun)) if res.fun < values[i] else (float(np.exp(grid[i])), values[i])
+    return res, t, value
 
 
 def _temperature_fit_inputs(logits, labels, initial, bounds):

@@ -12,7 +12,8 @@ Names (:data:`STRATEGIES`):
   ``experimental_connect_to_cluster``, ``initialize_tpu_system`` and ``TPUStrategy``.  An address
   is first asked, in bounded time, whether it is a TPU node (:func:`tpu_reachable`: a TCP
   connection within :data:`TPU_PROBE_SECONDS`, then TensorFlow's worker service there must list a
-  TPU device within :data:`TPU_STATUS_SECONDS`, asked by a child process).  TensorFlow's own
+  TPU device within :data:`.worker_status.TPU_STATUS_SECONDS`, asked by a child process:
+  :mod:`tf_vrre.workflows.image_classification.worker_status`).  TensorFlow's own
   connection has no deadline: to an address that accepts TCP but is no TPU it would wait for
   ever; here such an address is a ``ValueError`` within seconds;
 - ``"auto"``: ``"tpu"`` when :func:`tpu_present` (or ``tpu_address`` answers as a TPU node), falling
@@ -38,9 +39,9 @@ import glob
 import json
 import os
 import socket
-import subprocess
-import sys
 import warnings
+
+import tf_vrre.workflows.image_classification.worker_status as worker_status
 
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
 MAX_STEPS_PER_EXECUTION = 1024
@@ -49,22 +50,12 @@ the per-step swap record ring buffer that ``SwapLogger`` drains after every exec
 TASK_TYPES = ("chief", "worker")
 TPU_PROBE_SECONDS = 3.0
 """Timeout of the TCP probe of a TPU node's address (:func:`tpu_reachable`)."""
-TPU_STATUS_SECONDS = 5.0
-"""Deadline of the second question :func:`tpu_reachable` asks an address that accepts TCP: which
-devices TensorFlow's worker service there serves (its ``GetStatus`` call, answered in
-milliseconds by a TPU node)."""
-STATUS_PROCESS_SECONDS = 60.0
-"""The child process that asks ``GetStatus`` is killed after this many seconds (its interpreter
-start-up included), whatever the network does."""
 GOOGLE_PCI_VENDOR = "0x1ae0"
-_MODULE = "tf_vrre.workflows.image_classification.strategies"  # run as the child process of _device_types
 
 __all__ = [
     "STRATEGIES",
     "MAX_STEPS_PER_EXECUTION",
     "TPU_PROBE_SECONDS",
-    "TPU_STATUS_SECONDS",
-    "STATUS_PROCESS_SECONDS",
     "tpu_present",
     "tpu_reachable",
     "tf_config",
@@ -87,7 +78,7 @@ def tpu_present():
     ``/dev/accel*`` (v2-v4); ``/dev/vfio/<n>`` (v5e and later) together with a Google PCI device
     (vendor ``0x1ae0``: ``/dev/vfio`` alone is any passed-through PCI device); or ``$COLAB_TPU_ADDR``
     (a TPU node) that answers as a TPU node (:func:`tpu_reachable`, at most
-    :data:`TPU_PROBE_SECONDS` + :data:`STATUS_PROCESS_SECONDS`).  A stale ``$COLAB_TPU_ADDR``, or
+    :data:`TPU_PROBE_SECONDS` + :data:`.worker_status.STATUS_PROCESS_SECONDS`).  A stale ``$COLAB_TPU_ADDR``, or
     one that accepts TCP but is no TPU, therefore does not count."""
     if glob.glob("/dev/accel*") or _vfio_tpu():
         return True
@@ -102,7 +93,8 @@ def tpu_reachable(address, timeout=None):
     1. does it accept a TCP connection within ``timeout`` seconds (default :data:`TPU_PROBE_SECONDS`)?
     2. does TensorFlow's worker service there list a TPU device within :data:`TPU_STATUS_SECONDS`?
        (``tensorflow.WorkerService/GetStatus``, asked by a child process killed after
-       :data:`STATUS_PROCESS_SECONDS`: no TensorFlow is loaded or connected in this process.)
+       :data:`tf_vrre.workflows.image_classification.worker_status.STATUS_PROCESS_SECONDS`: no
+       TensorFlow is loaded or connected in this process; :mod:`.worker_status`.)
 
     TensorFlow's ``experimental_connect_to_cluster`` has no deadline: an address that accepts TCP
     but never answers it (a proxy, another service on the port) would block it for ever.
@@ -115,91 +107,7 @@ def tpu_reachable(address, timeout=None):
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or TPU_PROBE_SECONDS).close()
     except OSError as err:
         return f"no TCP connection within {timeout or TPU_PROBE_SECONDS:g} s: {type(err).__name__}"
-    return _no_tpu_devices(text)
-
-
-def _no_tpu_devices(target):
-    """``None`` if TensorFlow's worker service at ``target`` lists a TPU device, else why not (asked
-    by a child process, :func:`_device_types`, killed after :data:`STATUS_PROCESS_SECONDS`)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["tf_vrre"].__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", _MODULE, target, repr(TPU_STATUS_SECONDS)],
-            capture_output=True,
-            text=True,
-            timeout=STATUS_PROCESS_SECONDS,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"accepts TCP, but asking its devices did not end within {STATUS_PROCESS_SECONDS:g} s"
-    lines = proc.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        err = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        return f"accepts TCP, but its devices could not be asked: {err[:200]}"
-    if "error" in answer:
-        return (
-            f"accepts TCP, but no TensorFlow server answered within {TPU_STATUS_SECONDS:g} s ({answer['error'][:200]})"
-        )
-    if not any(kind.startswith("TPU") for kind in answer["devices"]):
-        return f"a TensorFlow server without a TPU device (devices: {', '.join(answer['devices']) or 'none'})"
-    return None
-
-
-def _device_types(target, seconds):
-    """The device types (``"CPU"``, ``"TPU"``, ...) TensorFlow's worker service at ``target``
-    (``host:port``) serves: its ``GetStatus`` call, with a deadline of ``seconds``; a
-    ``grpc.RpcError`` if it does not answer.  Uses grpcio and protobuf (TensorFlow's own
-    dependencies), not TensorFlow."""
-    import grpc
-
-    with grpc.insecure_channel(target) as channel:  # an empty GetStatusRequest is b""
-        reply = channel.unary_unary("/tensorflow.WorkerService/GetStatus")(b"", timeout=seconds)
-    return sorted({d.device_type for d in status_response_class().FromString(reply).device_attributes})
-
-
-def status_response_class():
-    """TensorFlow's ``GetStatusResponse`` message, with the two fields tf_vrre reads (other fields
-    are skipped when parsed): ``worker.proto``'s ``repeated DeviceAttributes device_attributes = 1``
-    and ``device_attributes.proto``'s ``string name = 1``, ``string device_type = 2``.  Built with
-    protobuf's descriptor pool, so that no TensorFlow is imported to read a worker's answer."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    field = descriptor_pb2.FieldDescriptorProto
-    proto = descriptor_pb2.FileDescriptorProto(name="tf_vrre_worker_status.proto", package="tf_vrre_worker_status")
-    device = proto.message_type.add(name="DeviceAttributes")
-    device.field.add(name="name", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    device.field.add(name="device_type", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    status = proto.message_type.add(name="GetStatusResponse")
-    status.field.add(
-        name="device_attributes",
-        number=1,
-        type=field.TYPE_MESSAGE,
-        label=field.LABEL_REPEATED,
-        type_name=".tf_vrre_worker_status.DeviceAttributes",
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    descriptor = pool.FindMessageTypeByName("tf_vrre_worker_status.GetStatusResponse")
-    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22 (GetPrototype is gone in 5.x)
-        return message_factory.GetMessageClass(descriptor)
-    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
-
-
-def _ask_devices(argv):
-    """The child process of :func:`_no_tpu_devices`: prints ``{"devices": [...]}`` or ``{"error": "..."}``."""
-    import grpc
-
-    target, seconds = argv
-    try:
-        answer = {"devices": _device_types(target, float(seconds))}
-    except grpc.RpcError as err:
-        answer = {"error": f"{err.code().name}: {err.details()}"}
-    print(json.dumps(answer), flush=True)
+    return worker_status.no_tpu_devices(text)
 
 
 def _vfio_tpu():
@@ -511,7 +419,3 @@ def _num_workers(strategy):
         return 1
     spec = strategy.cluster_resolver.cluster_spec().as_dict()
     return sum(len(tasks) for job, tasks in spec.items() if job in TASK_TYPES)
-
-
-if __name__ == "__main__":  # the child process of tpu_reachable (no TensorFlow)
-    _ask_devices(sys.argv[1:])
