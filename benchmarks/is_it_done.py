@@ -23,7 +23,6 @@ Usage::
 ``python benchmarks/render_docs.py`` puts its numbers into the page.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -35,16 +34,27 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import keras
-import numpy as np
+import arguments  # benchmarks/arguments.py
 import results  # benchmarks/results.py
-import tensorflow as tf
 
-import tf_vrre
-from tf_vrre import diagnostics
-from tf_vrre.diagnostics import function_space
-from tf_vrre.runs import atomic
-from tf_vrre.sgmcmc import gradient_noise
+
+def _load():
+    """TensorFlow, Keras and tf_vrre, imported once the flags are checked (a refused command starts
+    no TensorFlow)."""
+    global keras, np, tf, tf_vrre, diagnostics, function_space, atomic, gradient_noise
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import tf_vrre
+    from tf_vrre import diagnostics
+    from tf_vrre.diagnostics import function_space
+    from tf_vrre.runs import atomic
+    from tf_vrre.sgmcmc import gradient_noise
+
+    for builder in (mlp, digits_mlp):  # the samplers save their model builders by name
+        keras.saving.register_keras_serializable(package="is_it_done")(builder)
+
 
 NAME = "is-it-done"
 BURN_IN = 0.2
@@ -71,14 +81,12 @@ def data():
     return _split(datasets.load_wine())
 
 
-@keras.saving.register_keras_serializable(package="is_it_done")
 def mlp():
     """13 -> 16 (tanh) -> 3: 275 weights."""
     inp = keras.Input((13,))
     return keras.Model(inp, keras.layers.Dense(3)(keras.layers.Dense(16, activation="tanh")(inp)))
 
 
-@keras.saving.register_keras_serializable(package="is_it_done")
 def digits_mlp():
     """scikit-learn's 8x8 digits: 64 -> 32 (tanh) -> 10, 2,410 weights (the posterior-fidelity network)."""
     inp = keras.Input((64,))
@@ -91,7 +99,7 @@ def ladder(num_chains, weights, rejection=0.5):
     return [ratio**h for h in range(num_chains)], ratio
 
 
-def sampler(args, seed, num_chains, x, y, every=gradient_noise.PERIOD, model_fn=mlp, lr=None):
+def sampler(args, seed, num_chains, x, y, every=None, model_fn=mlp, lr=None):
     temperatures, _ = ladder(num_chains, args.weights)
     s = tf_vrre.ReplicaExchangeSampler(
         model_fn,
@@ -104,7 +112,7 @@ def sampler(args, seed, num_chains, x, y, every=gradient_noise.PERIOD, model_fn=
         variance_reduction=tf_vrre.ControlVariates(period=args.period) if num_chains > 1 else None,
         seed=seed,
         independent_init=True,
-        gradient_noise_every=every,
+        gradient_noise_every=gradient_noise.PERIOD if every is None else every,
     )
     if num_chains > 1:
         s.set_reference_data((x, y))
@@ -212,23 +220,50 @@ def progress(runs, shares):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--seeds", type=int, default=4, help="runs compared as chains (default 4)")
-    p.add_argument("--chains", type=int, default=2, help="temperatures of the ladder, K (default 2)")
-    p.add_argument("--epochs", type=int, default=1600, help="epochs of the full runs (default 1600)")
-    p.add_argument("--short-epochs", type=int, default=160, help="epochs of the runs stopped early (default 160)")
-    p.add_argument("--batch", type=int, default=16, help="mini-batch size (default 16)")
-    p.add_argument("--lr", type=float, default=1e-3, help="SGHMC step eta (default 1e-3)")
-    p.add_argument("--every", type=int, default=16, help="SampleCollector thinning (default 16 steps)")
-    p.add_argument("--spe", type=int, default=8, help="steps per execution, dividing --every (default 8)")
-    p.add_argument("--period", type=int, default=20, help="control-variate refresh period m (default 20 steps)")
-    p.add_argument("--heat-epochs", type=int, default=40, help="epochs of the heat measurements (default 40)")
+    """The command line, checked before TensorFlow starts (exit 2 and one line for a bad value)."""
+    p = arguments.parser(__file__, __doc__.split("\n", 1)[0])
+    p.add_argument("--seeds", type=arguments.at_least(2, 64), default=4, help="runs compared as chains (default 4)")
     p.add_argument(
-        "--work", default=None, help="directory of the runs (default: a temporary one); a rerun continues its runs"
+        "--chains", type=arguments.at_least(2, 64), default=2, help="temperatures of the ladder, K (default 2)"
+    )
+    p.add_argument(
+        "--epochs", type=arguments.at_least(2, 10**6), default=1600, help="epochs of the full runs (default 1600)"
+    )
+    p.add_argument(
+        "--short-epochs",
+        type=arguments.at_least(1, 10**6),
+        default=160,
+        help="epochs of the runs stopped early, fewer than --epochs (default 160)",
+    )
+    p.add_argument("--batch", type=arguments.at_least(1, 10**6), default=16, help="mini-batch size (default 16)")
+    p.add_argument("--lr", type=arguments.positive_float(), default=1e-3, help="SGHMC step eta (default 1e-3)")
+    p.add_argument(
+        "--every", type=arguments.at_least(1, 10**6), default=16, help="SampleCollector thinning (default 16 steps)"
+    )
+    p.add_argument(
+        "--spe", type=arguments.at_least(1, 10**6), default=8, help="steps per execution, dividing --every (default 8)"
+    )
+    p.add_argument(
+        "--period",
+        type=arguments.at_least(1, 10**6),
+        default=20,
+        help="control-variate refresh period m (default 20 steps)",
+    )
+    p.add_argument(
+        "--heat-epochs",
+        type=arguments.at_least(1, 10**6),
+        default=40,
+        help="epochs of the heat measurements (default 40)",
+    )
+    p.add_argument(
+        "--work",
+        type=arguments.output_directory,
+        default=None,
+        help="directory of the runs (default: a temporary one); a rerun continues its runs",
     )
     p.add_argument(
         "--train-seeds",
-        type=lambda text: [int(v) for v in text.split(",")],
+        type=arguments.int_list(0, 63, "seeds"),
         default=None,
         help="only train these seeds' runs into --work (e.g. 0,2), for several processes at once; "
         "then run without it: finished runs are not trained again",
@@ -248,7 +283,14 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     for flag, given in (("--train-seeds", args.train_seeds is not None), ("--heat-only", args.heat_only)):
         if given and args.work is None:
-            p.error(f"{flag}: needs --work, the directory the final run reads")
+            arguments.die(f"{flag}: needs --work, the directory the final run reads")
+    if args.short_epochs >= args.epochs:
+        arguments.die(f"--short-epochs: must be < --epochs ({args.epochs}), got {args.short_epochs}")
+    if args.every % args.spe:
+        arguments.die(f"--spe: must divide --every ({args.every}), got {args.spe}")
+    if args.train_seeds is not None and max(args.train_seeds) >= args.seeds:
+        arguments.die(f"--train-seeds: seeds in [0, {args.seeds - 1}] (--seeds), got {max(args.train_seeds)}")
+    arguments.requires("sklearn", "scikit-learn", "is_it_done.py", "the wine and digits data")
     return args
 
 
@@ -332,6 +374,7 @@ def _tables(args, full, early, heated, steps_per_epoch):
 def main(argv=None):
     args = parse_args(argv)
     target = results.check_target(args.results, args.force)
+    _load()
     x, y, x_held, y_held = data()
     args.weights = mlp().count_params()
     temperatures, ratio = ladder(args.chains, args.weights)

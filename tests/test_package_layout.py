@@ -25,6 +25,7 @@ ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH
 STUB = os.path.join(ROOT, "tf_vrre", "__init__.pyi")
 
 PUBLIC = {
+    "ProposedLadder",
     "ReplicaExchangeSampler",
     "CorrectedSwap",
     "ControlVariates",

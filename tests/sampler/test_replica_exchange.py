@@ -51,6 +51,7 @@ def test_config_round_trip():
         "seed",
         "independent_init",
         "placement",
+        "gradient_noise_every",
     }
     back = tf_vrre.ReplicaExchangeSampler.from_config(cfg)
     assert back.get_config() == cfg

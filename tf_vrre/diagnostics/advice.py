@@ -653,7 +653,7 @@ def from_run(run: Any) -> dict | None:
     """
     import os
 
-    from tf_vrre.diagnostics import runs as run_files
+    import tf_vrre.diagnostics.runs as run_files
     from tf_vrre.runs import ladder_file, ownership
     from tf_vrre.runs.samples import read_json
 

@@ -36,8 +36,9 @@ import keras
 import numpy as np
 from scipy import optimize
 
+import tf_vrre.sgmcmc.tempered_gaussian as tempered_gaussian
+import tf_vrre.sgmcmc.tuning as tuning
 from tf_vrre import numerics
-from tf_vrre.sgmcmc import tempered_gaussian, tuning
 
 DEFAULT_TARGET = 0.5
 """Default rejection rate per pair: the one at ``K ~ 2 Lambda`` chains, where round trips per

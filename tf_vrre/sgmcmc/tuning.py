@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+import tf_vrre.sgmcmc.ladder as ladder
 from tf_vrre import numerics
-from tf_vrre.sgmcmc import ladder
 
 EVIDENCE_LEVEL = 0.05
 """Significance level of :data:`MIN_ROUND_ATTEMPTS`."""

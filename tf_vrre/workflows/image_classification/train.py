@@ -342,7 +342,7 @@ def train(
 @contextlib.contextmanager
 def _train_checks(cfg: config.Config, out: str | os.PathLike, strategy: Any, placement: str) -> Iterator[None]:
     """:func:`train`'s checks around its preflight: the ``placement`` first
-    (:func:`tf_vrre.workflows.image_classification.planning.check_placement`); a refused run
+    (:func:`tf_vrre.workflows.image_classification.placement_checks.check_placement`); a refused run
     directory is shown to every worker of a multi-worker run (or the others would wait forever).
     The preflight runs in :func:`train`'s own frame, so its warnings point at train's caller."""
     if isinstance(cfg, config.Config):  # else the preflight names it
