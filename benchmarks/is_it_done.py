@@ -185,7 +185,7 @@ def verdict_row(label, runs, steps):
         [rhat["median"], rhat["q90"]] if rhat else None,
         rhat["above_1.01"] * 100 if rhat else None,
         ess["q10"] if ess else None,
-        d["summaries"]["weight_norm"]["rhat"],
+        d["summaries"].get("weight_norm", {}).get("rhat"),
         [min(acceptance), max(acceptance)],
         1 + float(np.median(heat_ratio)) if heat_ratio else None,
         v["status"],
