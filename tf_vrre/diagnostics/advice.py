@@ -336,6 +336,38 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
     temps = np.asarray(m.temperatures, np.float64)
     K, n = temps.size, int(m.batch_size)
     delta = 1.0 / temps[:-1] - 1.0 / temps[1:]
+    estimators = _estimators(m, delta, budget)
+    index = multimodality_index(m.cold, m.hot, temps[-1] / temps[0])
+    numbers = {
+        "delta": delta.tolist(),
+        "multimodality_index": index,
+        "estimators": estimators,
+        "one_chain_gradient_evaluations_per_step": n,
+        "pilot": {"steps": m.steps, "attempts": list(m.attempts), "swaps": list(m.swaps), "exact_energies": m.exact},
+    }
+    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
+    numbers["budget"] = budget
+    numbers["gain_ratio"] = gains["control variates"] / gains["mini-batch"] if gains["mini-batch"] else math.inf
+    reasons, weak = [], len(np.asarray(m.cold)) < MIN_RECORDS or np.asarray(m.diff).shape[0] < 2
+    if weak:
+        reasons.append(f"too few measurements ({len(np.asarray(m.cold))} prediction records)")
+    noise_text = _noise_text(m, temps, estimators)
+    evidence = _mode_evidence(m, temps, index, numbers)
+    if evidence is None:  # no quenches (an older record) and an index that is not a number
+        return Advice(ONE_CHAIN, 1, False, reasons + ["the cold chain's predictions did not move"], numbers)
+    multimodal, close, what = evidence
+    weak = weak or close
+    if not multimodal:
+        reasons.append(what + f": {K} chains would cost {K}x a chain's gradient evaluations per step for no mode")
+        return Advice(ONE_CHAIN, 1, not weak, reasons + [noise_text], numbers)
+    reasons.append(what)
+    return _with_swaps(numbers, noise_text, budget, weak, reasons)
+
+
+def _estimators(m: Measurements, delta: np.ndarray, budget: float | None) -> dict:
+    """Exact, mini-batch and control-variate energies (:func:`_estimator`), with the seconds per step
+    the pilot measured and the round trips within ``budget`` gradient evaluations (``None``: no budget)."""
+    K = len(m.temperatures)
     vr = np.asarray(m.vr_var, np.float64)
     estimators = {
         "exact": _estimator(delta, m, None, False),
@@ -346,25 +378,15 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
     plain_seconds = m.step_seconds - (K * m.pass_seconds / m.pilot_vr_period if m.pilot_vr_period else 0.0)
     estimators["mini-batch"]["seconds_per_step"] = plain_seconds
     estimators["control variates"]["seconds_per_step"] = plain_seconds + vr_extra
-    index = multimodality_index(m.cold, m.hot, temps[-1] / temps[0])
-    numbers = {
-        "delta": delta.tolist(),
-        "multimodality_index": index,
-        "estimators": estimators,
-        "one_chain_gradient_evaluations_per_step": n,
-        "pilot": {"steps": m.steps, "attempts": list(m.attempts), "swaps": list(m.swaps), "exact_energies": m.exact},
-    }
-    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
     for e in estimators.values():
         e["round_trips_in_budget"] = None if budget is None else budget * e["round_trips_per_million"] / 1e6
-    numbers["budget"] = budget
-    numbers["gain_ratio"] = gains["control variates"] / gains["mini-batch"] if gains["mini-batch"] else math.inf
-    reasons, weak = [], len(np.asarray(m.cold)) < MIN_RECORDS or np.asarray(m.diff).shape[0] < 2
-    if weak:
-        reasons.append(f"too few measurements ({len(np.asarray(m.cold))} prediction records)")
+    return estimators
+
+
+def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
+    """The sentence on the swap noise: the pilot's cold pair with either estimator, and the ladder each asks for."""
     e_mb, e_cv = estimators["mini-batch"], estimators["control variates"]
-    acc = {k: min(estimators[k]["acceptance"]) for k in ("mini-batch", "control variates")}
-    noise_text = (
+    return (
         f"pilot's cold pair (tau {temps[0]:.4g}, {temps[1]:.4g}): noise penalty {e_mb['pilot_penalty_nats'][0]:.3g} "
         f"nats with mini-batch energies (acceptance {e_mb['pilot_acceptance'][0]:.3g}), "
         f"{e_cv['pilot_penalty_nats'][0]:.3g} with control variates every {m.period} steps (acceptance "
@@ -372,11 +394,17 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
         f"(barrier {e_mb['barrier']:.3g}, cold-pair penalty {e_mb['penalty_nats'][0]:.3g} nats) and "
         f"{e_cv['recommended_chains']} chains (barrier {e_cv['barrier']:.3g}, penalty {e_cv['penalty_nats'][0]:.3g})"
     )
+
+
+def _mode_evidence(m: Measurements, temps: np.ndarray, index: float, numbers: dict) -> tuple[bool, bool, str] | None:
+    """Rule 1 of :func:`recommend`: whether the hot chains reach modes that matter to the cold chain,
+    whether that is a close call (rule 3), and the sentence that says so; the modes go into
+    ``numbers``.  ``None`` when there are no quenched states and the index is not a number."""
     modes = modes_found(m.quenches, m.cold, float(temps[0]))
     numbers["modes"] = modes
     if modes["distance"]:
         multimodal = len(modes["modes"]) >= 2 or modes["cold_modes"]
-        weak = weak or (modes["margin"] and not modes["cold_modes"])
+        close = modes["margin"] and not modes["cold_modes"]
         if multimodal:
             what = (
                 "the cold chain's outputs fall into groups far apart: it jumps between modes (swaps carry them)"
@@ -391,17 +419,23 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
                 f"{min(modes['distance']):.3g}-{max(modes['distance']):.3g} local sds of the cold chain, energies "
                 f"{min(modes['excess']):.3g} cold temperatures or more above its own"
             )
-    else:  # no quenches (an older record): the index alone
-        if not math.isfinite(index):
-            return Advice(ONE_CHAIN, 1, False, reasons + ["the cold chain's predictions did not move"], numbers)
-        multimodal = index > MULTIMODAL or index < 1.0 / MULTIMODAL
-        weak = weak or MULTIMODAL / DECISIVE < index < MULTIMODAL * DECISIVE
-        weak = weak or DECISIVE / MULTIMODAL > index > 1 / (MULTIMODAL * DECISIVE)
-        what = f"multimodality index {index:.3g}"
-    if not multimodal:
-        reasons.append(what + f": {K} chains would cost {K}x a chain's gradient evaluations per step for no mode")
-        return Advice(ONE_CHAIN, 1, not weak, reasons + [noise_text], numbers)
-    reasons.append(what)
+        return multimodal, close, what
+    # no quenches (an older record): the index alone
+    if not math.isfinite(index):
+        return None
+    multimodal = index > MULTIMODAL or index < 1.0 / MULTIMODAL
+    close = MULTIMODAL / DECISIVE < index < MULTIMODAL * DECISIVE
+    close = close or DECISIVE / MULTIMODAL > index > 1 / (MULTIMODAL * DECISIVE)
+    return multimodal, close, f"multimodality index {index:.3g}"
+
+
+def _with_swaps(numbers: dict, noise_text: str, budget: float | None, weak: bool, reasons: list) -> Advice:
+    """Rule 2 of :func:`recommend`, once the hot chains reach modes: the estimator with more round trips
+    per gradient evaluation, unless its swaps are shut or too few round trips fit in ``budget``."""
+    estimators = numbers["estimators"]
+    e_mb, e_cv = estimators["mini-batch"], estimators["control variates"]
+    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
+    acc = {k: min(estimators[k]["acceptance"]) for k in ("mini-batch", "control variates")}
     best = "control variates" if numbers["gain_ratio"] > 1 else "mini-batch"
     if acc[best] < SHUT:
         reasons.append(
