@@ -14,7 +14,7 @@ when ``N`` is at most ``measure_examples``):
 - at every step, every chain's mini-batch energy on the step's batch (the sampler's
   ``batch_energy``): their differences are the mini-batch estimates of the pairs' energy
   differences, whose spread over the pilot, less the measured noise, is the spread of the exact
-  differences (:func:`tf_vrre.diagnostics.advice.acceptance_model`);
+  differences (:func:`tf_vrre.diagnostics.swap_acceptance.acceptance_model`);
 - states of the hottest chain quenched to their nearest mode (and two of the cold chain's), the
   outputs of the cold and the hottest chain on probe inputs at every step, the seconds of a step
   and of a forward pass over the data.
