@@ -196,6 +196,71 @@ def report_only(args):
     return out
 
 
+def _select(args):
+    """The problems ``--families``, ``--anchors`` and ``--problems`` select."""
+    import regimes_problems
+
+    problems = regimes_problems.problems(args.families)
+    if args.anchors:
+        problems = [p for p in problems if (p.data_size, p.temperature) == regimes_problems.AXES[p.family]["anchor"]]
+    if args.problems is not None:
+        wanted = list(args.problems)
+        unknown = sorted(set(wanted) - {p.key for p in problems})
+        if unknown:
+            arguments.die(f"--problems: {unknown[0]!r} is not among {', '.join(p.key for p in problems)}")
+        problems = [p for p in problems if p.key in wanted]
+    return problems
+
+
+def _run_problem(problem, args, start):
+    """One problem: the pilot's advice, every method at every seed, and the row that compares them."""
+    import regimes_methods
+
+    t0, cpu0 = time.time(), time.process_time()
+    advice, pilot_info = regimes_methods.pilot(problem, args.budget)
+    est = advice.numbers["estimators"]
+    chains = {
+        "resghmc": min(regimes_methods.MAX_CHAINS, est["mini-batch"]["recommended_chains"]),
+        "vr-resghmc": min(regimes_methods.MAX_CHAINS, est["control variates"]["recommended_chains"]),
+    }
+    print(
+        f"[{time.time() - start:6.0f} s] {problem.name}: {advice.summary().splitlines()[0]} "
+        f"(pilot {pilot_info['seconds']:.0f} s)",
+        flush=True,
+    )
+    runs = {}
+    for name in METHOD_NAMES:
+        for seed in args.seeds:
+            r = regimes_methods.run(regimes_methods.METHODS[name], problem, args.budget, seed, chains.get(name, 1))
+            runs.setdefault(name, []).append(r)
+    row = evaluate(problem, (advice, pilot_info), runs, args.seeds)
+    print(
+        f"[{time.time() - start:6.0f} s] {problem.name}: "
+        + ", ".join(f"{m} {s[0]:.3g} +- {s[1]:.2g}" for m, s in row["stats"].items())
+        + f"; closest {row['closest']}, advised {row['advised']} ({'agrees' if row['agrees'] else 'DISAGREES'}); "
+        f"{time.time() - t0:.0f} s",
+        flush=True,
+    )
+    return {
+        "family": problem.family,
+        "name": problem.name,
+        "data_size": problem.data_size,
+        "temperature": problem.temperature,
+        "hot": problem.hot,
+        "period": problem.period,
+        "learning_rate": problem.learning_rate,
+        "headline": problem.headline,
+        "exact": problem.exact,
+        "chains": chains,
+        "advice": advice.to_dict(),
+        "pilot": pilot_info,
+        "runs": runs,
+        **row,
+        "seconds": time.time() - t0,
+        "cpu_seconds": time.process_time() - cpu0,
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -209,15 +274,7 @@ def main(argv=None):
 
     from tf_vrre.runs import atomic
 
-    problems = regimes_problems.problems(args.families)
-    if args.anchors:
-        problems = [p for p in problems if (p.data_size, p.temperature) == regimes_problems.AXES[p.family]["anchor"]]
-    if args.problems is not None:
-        wanted = list(args.problems)
-        unknown = sorted(set(wanted) - {p.key for p in problems})
-        if unknown:
-            arguments.die(f"--problems: {unknown[0]!r} is not among {', '.join(p.key for p in problems)}")
-        problems = [p for p in problems if p.key in wanted]
+    problems = _select(args)
     start = time.time()
     settings = {
         "budget": args.budget,
@@ -250,49 +307,7 @@ def main(argv=None):
     for problem in problems:
         if problem.key in out["problems"]:
             continue
-        t0, cpu0 = time.time(), time.process_time()
-        advice, pilot_info = regimes_methods.pilot(problem, args.budget)
-        est = advice.numbers["estimators"]
-        chains = {
-            "resghmc": min(regimes_methods.MAX_CHAINS, est["mini-batch"]["recommended_chains"]),
-            "vr-resghmc": min(regimes_methods.MAX_CHAINS, est["control variates"]["recommended_chains"]),
-        }
-        print(
-            f"[{time.time() - start:6.0f} s] {problem.name}: {advice.summary().splitlines()[0]} "
-            f"(pilot {pilot_info['seconds']:.0f} s)",
-            flush=True,
-        )
-        runs = {}
-        for name in METHOD_NAMES:
-            for seed in args.seeds:
-                r = regimes_methods.run(regimes_methods.METHODS[name], problem, args.budget, seed, chains.get(name, 1))
-                runs.setdefault(name, []).append(r)
-        row = evaluate(problem, (advice, pilot_info), runs, args.seeds)
-        print(
-            f"[{time.time() - start:6.0f} s] {problem.name}: "
-            + ", ".join(f"{m} {s[0]:.3g} +- {s[1]:.2g}" for m, s in row["stats"].items())
-            + f"; closest {row['closest']}, advised {row['advised']} ({'agrees' if row['agrees'] else 'DISAGREES'}); "
-            f"{time.time() - t0:.0f} s",
-            flush=True,
-        )
-        out["problems"][problem.key] = {
-            "family": problem.family,
-            "name": problem.name,
-            "data_size": problem.data_size,
-            "temperature": problem.temperature,
-            "hot": problem.hot,
-            "period": problem.period,
-            "learning_rate": problem.learning_rate,
-            "headline": problem.headline,
-            "exact": problem.exact,
-            "chains": chains,
-            "advice": advice.to_dict(),
-            "pilot": pilot_info,
-            "runs": runs,
-            **row,
-            "seconds": time.time() - t0,
-            "cpu_seconds": time.process_time() - cpu0,
-        }
+        out["problems"][problem.key] = _run_problem(problem, args, start)
         out = json.loads(json.dumps(out, default=_plain))
         partial.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_json(partial, out)

@@ -9,17 +9,20 @@ The numbers that decide whether replica exchange, and then variance reduction, p
   correction (``F = 2``).  With mini-batch energies ``sigma^2 = (N^2 / n)(1 - n / N) Var_i(l_i(beta_lo) -
   l_i(beta_hi))`` grows like ``N^2 / n``; control variates replace the per-example differences by
   their change since the snapshot (``m`` steps at most).
-- **the acceptance each estimator gives** with that correction (:func:`unbiased_acceptance`), over the
-  law of the exact differences ``dU`` during the pilot (:func:`acceptance_model`), and from it each pair's
-  rejection, the communication barrier ``Lambda`` and the recommended number of chains
-  (:mod:`tf_vrre.sgmcmc.ladder`), and NRPT's round trips per step;
+- **the acceptance each estimator gives** with that correction
+  (:func:`tf_vrre.diagnostics.swap_acceptance.unbiased_acceptance`), over the law of the exact
+  differences ``dU`` during the pilot (:func:`tf_vrre.diagnostics.swap_acceptance.acceptance_model`),
+  and from it each pair's rejection, the communication barrier ``Lambda`` and the recommended number
+  of chains (:mod:`tf_vrre.sgmcmc.ladder`), and NRPT's round trips per step;
 - **the cost per step** in per-example gradient evaluations (:mod:`tf_vrre.sampler.cost`: ``K n``,
   plus ``K N / m`` for the full passes of the control variates) and in measured seconds;
-- **whether the hot chains find modes that matter to the cold chain** (:func:`modes_found`): states
+- **whether the hot chains find modes that matter to the cold chain**
+  (:func:`tf_vrre.diagnostics.modes.modes_found`): states
   of the hot chains, quenched (descended to their nearest mode), whose outputs on probe inputs lie
   far from the cold chain's own quenched states (in units of the cold chain's local spread) at an
   energy within a few cold temperatures of them: a mode the cold posterior weighs and predicts
-  differently with.  (The multimodality index, :func:`multimodality_index`, is reported beside it.)
+  differently with.  (The multimodality index,
+  :func:`tf_vrre.diagnostics.modes.multimodality_index`, is reported beside it.)
 
 :func:`recommend` turns a :class:`Measurements` (a pilot's, from
 :func:`tf_vrre.diagnostics.advisor.advise`) into an :class:`Advice`: one chain, replica exchange
@@ -34,7 +37,10 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import special
+
+from tf_vrre.diagnostics.modes import DECISIVE, NOVEL, RELEVANT, modes_found, multimodality_index
+from tf_vrre.diagnostics.swap_acceptance import acceptance_model, ladder_prediction
+from tf_vrre.diagnostics.swap_acceptance import unbiased_acceptance as unbiased_acceptance
 
 ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED = "one chain", "replica exchange", "variance-reduced replica exchange"
 RECOMMENDATIONS = (ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED)
@@ -47,22 +53,9 @@ ladder do not spread like one locally Gaussian mode's (variance proportional to 
 the hottest chain visits functions the cold chain's mode does not hold (index above), or the cold
 chain's own spread is already the modes' (index below: replica exchange carries them)."""
 
-DECISIVE = 2.0
-"""How far beyond the thresholds (a factor) an index or a ratio of gains must be for the evidence
-to count as strong: an index within ``(MULTIMODAL / DECISIVE, MULTIMODAL * DECISIVE)`` (or a gain
-ratio within ``(1 / DECISIVE, DECISIVE)``) is a best guess."""
-
 SHUT = 1e-3
 """A cold pair accepting fewer than this fraction of its swaps with the better estimator carries
 (almost) nothing from the hot chains: replica exchange then cannot pay, whatever it would find."""
-
-NOVEL = 6.0
-"""A quenched hot state is another mode when its outputs lie farther than this many local sds of the
-cold chain (:func:`local_spread`) from every quenched state of the cold chain."""
-
-RELEVANT = 5.0
-"""... and matters when its energy exceeds the cold chain's quenched energy by less than this many
-cold temperatures (its weight at the cold temperature is then at least about ``e^-5``)."""
 
 MIN_TRIPS = 1.0
 """Replica exchange is recommended only if the ladder's round trips within the budget (NRPT's
@@ -70,177 +63,6 @@ ceiling, :func:`tf_vrre.sgmcmc.ladder.round_trip_rate`) are at least this many."
 
 MIN_RECORDS = 16
 """Fewer prediction records than this (or fewer than 2 energy measurements) is too weak to decide."""
-
-
-def unbiased_acceptance(scaled_diff: Any, extra: Any, penalty: Any) -> np.ndarray:
-    """``E min(1, exp(X))``, ``X ~ N(scaled_diff - penalty, extra)``: the mean acceptance of a swap
-    whose scaled energy difference ``delta dU`` is ``scaled_diff``, tested with noise of variance
-    ``extra`` (in squared nats) and the correction ``penalty`` (nats).
-
-    With an estimator of noise variance ``sigma^2`` and the unbiased correction, ``extra =
-    delta^2 sigma^2`` and ``penalty = delta^2 sigma^2 / 2``; the closed form is
-    ``Phi(mu / s) + exp(mu + s^2 / 2) Phi(-(mu + s^2) / s)`` (``mu = scaled_diff - penalty``,
-    ``s^2 = extra``), in log space.  ``extra = 0``: ``min(1, exp(scaled_diff - penalty))``.
-
-    Example:
-      >>> unbiased_acceptance([0.0, -1.0], 0.0, 0.0).round(4).tolist()           # exact energies
-      [1.0, 0.3679]
-      >>> float(unbiased_acceptance(0.0, 8.0, 4.0).round(4))    # noise of 8 squared nats: 0.16, not 1
-      0.1573
-    """
-    d, v, pen = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in (scaled_diff, extra, penalty)))
-    shape = d.shape
-    d, v, pen = d.reshape(-1), v.reshape(-1), pen.reshape(-1)
-    mu = d - pen
-    out = np.minimum(1.0, np.exp(np.minimum(mu, 0.0)))
-    noisy = v > 0
-    if np.any(noisy):
-        s = np.sqrt(v[noisy])
-        m = mu[noisy]
-        first = special.log_ndtr(m / s)
-        second = m + 0.5 * s * s + special.log_ndtr(-(m + s * s) / s)
-        out[noisy] = np.minimum(1.0, np.exp(np.logaddexp(first, second)))
-    return out.reshape(shape)
-
-
-def multimodality_index(cold: Any, hot: Any, temperature_ratio: float) -> float:
-    """``mean |f_hot(t) - mean_t f_cold|^2 / (tau_hot / tau_cold * mean Var_t f_cold)``, over probe
-    outputs: the hottest chain's spread around the cold chain's mean over what one locally Gaussian
-    mode gives at the hotter temperature (its variance grows like ``tau``).  About 1 for a
-    unimodal posterior; far above 1 when the hottest chain visits other modes; far below 1 when
-    the cold chain's own spread is already between modes.  ``nan`` when the cold chain's outputs
-    do not move.
-
-    Args:
-      cold, hot: records ``[T, ...]`` of the cold and hottest chain's outputs on probe inputs.
-      temperature_ratio: ``tau_hot / tau_cold``.
-
-    Example:
-      >>> rng = np.random.default_rng(0)
-      >>> cold = rng.normal(0.0, 1.0, (4000, 3))
-      >>> round(multimodality_index(cold, rng.normal(0.0, 2.0, (4000, 3)), 4.0), 1)       # one mode
-      1.0
-      >>> round(multimodality_index(cold, rng.normal(10.0, 2.0, (4000, 3)), 4.0))      # elsewhere
-      26
-    """
-    c = np.asarray(cold, np.float64).reshape(len(cold), -1)
-    h = np.asarray(hot, np.float64).reshape(len(hot), -1)
-    spread = float(np.mean(c.var(0)))
-    if not spread > 0 or not temperature_ratio > 0:
-        return math.nan
-    return float(np.mean((h - c.mean(0)) ** 2) / (temperature_ratio * spread))
-
-
-def local_spread(records: Any, windows: int = 8) -> float:
-    """The chain's spread within a mode: the root mean (over outputs) of the median (over ``windows``
-    consecutive stretches of the records) of the variance within a stretch.  A jump between modes
-    inflates one stretch's variance, which the median ignores.
-
-    Example:
-      >>> rng = np.random.default_rng(0)
-      >>> x = rng.normal(0.0, 0.5, (800, 1)); x[400:] += 30.0     # one jump between two modes
-      >>> round(local_spread(x), 1), round(float(x.std()), 1)
-      (0.5, 15.0)
-    """
-    r = np.asarray(records, np.float64).reshape(len(records), -1)
-    blocks = [b for b in np.array_split(r, windows) if len(b) > 1]
-    if not blocks:
-        return math.nan
-    return float(np.sqrt(np.mean(np.median(np.stack([b.var(0) for b in blocks]), 0))))
-
-
-def clustered(records: Any, least: float = 0.05) -> bool:
-    """Whether some output of a chain's records falls into two groups apart by a gap wider than
-    :data:`NOVEL` robust sds (1.4826 median absolute deviations) of either group, each holding at
-    least ``least`` of the records: the chain jumped between modes (swaps brought them) rather than
-    drifting or diffusing within one.
-
-    Example:
-      >>> rng = np.random.default_rng(0)
-      >>> one = rng.normal(0.0, 0.5, (800, 1))
-      >>> drift = one + np.linspace(0.0, 30.0, 800)[:, None]
-      >>> jumps = np.where(np.arange(800)[:, None] % 3, one, one + 30.0)
-      >>> clustered(one), clustered(drift), clustered(jumps)
-      (False, False, True)
-    """
-    r = np.sort(np.asarray(records, np.float64).reshape(len(records), -1), 0)
-    lo = max(1, int(math.ceil(least * len(r))))
-    if len(r) < 2 * lo + 1:
-        return False
-    for col in r.T:
-        gaps = np.diff(col)[lo - 1 : len(col) - lo]
-        at = lo + int(np.argmax(gaps))  # the split: col[:at] and col[at:]
-        left, right = col[:at], col[at:]
-        mad = max(1.4826 * np.median(np.abs(g - np.median(g))) for g in (left, right))
-        if col[at] - col[at - 1] > NOVEL * mad > 0:
-            return True
-    return False
-
-
-def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
-    """The modes the quenched states reach that matter at the cold temperature.
-
-    A quenched state matters when its energy is at most :data:`RELEVANT` cold temperatures above
-    the lowest quenched state of the cold chain (less two standard errors of the paired
-    estimate).  The states that matter are grouped by single linkage on their outputs: two states
-    closer than :data:`NOVEL` local sds of the cold chain (:func:`local_spread`) are in one group.
-    A group is a mode when two quenched states reach it, or one and the cold chain's records sit in
-    it (their median is within the linkage distance): a state quenched only part of the way to
-    its minimum stays alone.  ``found``: the modes besides the one the cold chain's records sit in;
-    ``cold_modes``: whether the cold chain's own records fall into groups (:func:`clustered`:
-    swaps already carry modes to it); ``margin``: whether the distance between two modes, or an
-    energy that decided, lies within a factor :data:`DECISIVE` of its threshold.
-
-    Returns:
-      ``{"local_spread", "distance", "excess", "modes", "found", "cold_modes", "margin"}``:
-      per hot quenched state its distance to the nearest cold quenched state (local sds) and its
-      energy above the lowest (cold temperatures); the modes as lists of quenched states' indices.
-    """
-    spread = local_spread(cold)
-    cold_at = [i for i, q in enumerate(quenches) if q["chain"] == 0]
-    out = {
-        "local_spread": spread,
-        "distance": [],
-        "excess": [],
-        "modes": [],
-        "found": 0,
-        "cold_modes": False,
-        "margin": False,
-    }
-    if not cold_at or len(cold_at) == len(quenches) or not spread > 0:
-        return out
-    out["cold_modes"] = clustered(cold)
-    outputs = np.array([np.asarray(q["outputs"], np.float64).reshape(-1) for q in quenches])
-    excess = np.array(
-        [
-            min(e - 2.0 * math.sqrt(v) for e, v in zip(q["energy_above_cold"], q["energy_above_cold_var"]))
-            for q in quenches
-        ]
-    )
-    excess = (excess - min(0.0, float(excess[cold_at].min()))) / cold_temperature  # above the lowest cold state
-    dist = np.sqrt(np.mean((outputs[:, None, :] - outputs[None, :, :]) ** 2, -1)) / spread
-    for i, q in enumerate(quenches):
-        if q["chain"] != 0:
-            out["distance"].append(float(dist[i, cold_at].min()))
-            out["excess"].append(float(excess[i]))
-    keep = [i for i in range(len(quenches)) if excess[i] < RELEVANT]
-    groups = []  # single linkage of the states that matter
-    for i in keep:
-        near = [g for g in groups if any(dist[i, j] < NOVEL for j in g)]
-        merged = [i] + [j for g in near for j in g]
-        groups = [g for g in groups if g not in near] + [merged]
-    home = np.median(np.asarray(cold, np.float64).reshape(len(cold), -1), 0)
-    at_home = lambda g: any(np.sqrt(np.mean((outputs[j] - home) ** 2)) / spread < NOVEL for j in g)  # noqa: E731
-    modes = [sorted(g) for g in groups if len(g) >= 2 or at_home(g)]
-    out["modes"] = modes
-    out["found"] = sum(1 for g in modes if not at_home(g))
-    if len(modes) >= 2:
-        between = min(
-            float(dist[a][:, b].min()) for x, a in enumerate(modes) for b in modes[x + 1 :] for a in [np.array(a)]
-        )
-        worst = max(float(excess[g].min()) for g in map(np.array, modes))
-        out["margin"] = between < NOVEL * DECISIVE or worst > RELEVANT / DECISIVE
-    return out
 
 
 @dataclasses.dataclass
@@ -332,81 +154,15 @@ class Advice:
         return format_advice(self)
 
 
-def acceptance_model(delta: Any, estimates: Any, estimate_var: float, noise_var: float) -> np.ndarray:
-    """The mean acceptance, with the unbiased correction, of an estimator of noise variance
-    ``noise_var``, when the exact difference ``dU`` varies over the run as a normal law whose mean
-    and variance are those of the pilot's ``estimates`` (mini-batch differences, every step) less
-    their own noise variance ``estimate_var``: ``X ~ N(delta mu - delta^2 s / 2, delta^2 (V + s))``
-    with ``s = noise_var``, averaged by :func:`unbiased_acceptance`.
-
-    The rare steps where a hot chain's energy comes down to the cold chain's decide a far pair's
-    swaps; the law of ``dU`` over every step of the pilot holds them (a few exact measurements
-    would miss them), and its tail carries them.
-
-    Example:
-      >>> est = np.random.default_rng(0).normal(-20.0, 10.0, 10_000)   # dU ~ N(-20, 6^2) + noise 8^2
-      >>> exact, noisy = acceptance_model(0.5, est, 64.0, 0.0), acceptance_model(0.5, est, 64.0, 64.0)
-      >>> round(float(exact), 3), round(float(noisy), 4)       # 64 squared nats cost a factor 6
-      (0.003, 0.0005)
-    """
-    e = np.asarray(estimates, np.float64)
-    mu, spread = e.mean(0), np.maximum(e.var(0) - estimate_var, 0.0)
-    delta = np.asarray(delta, np.float64)
-    return unbiased_acceptance(delta * mu, delta**2 * (spread + noise_var), delta**2 * noise_var / 2.0)
-
-
 MAX_CHAINS = 64
 """The most chains the advisor recommends."""
-
-
-def ladder_prediction(temperatures: Any, exact_rejection: Any, noise_var: Any, chains: int) -> dict:
-    """What an estimator would do on the ``chains``-chain ladder that shares the exact barrier
-    equally (the ladder :class:`tf_vrre.LadderTuner` moves towards), from a pilot on ``temperatures``.
-
-    The exact barrier ``Lambda_x`` (:class:`tf_vrre.sgmcmc.ladder.Barrier` of the pilot's exact-energy
-    rejections) gives each new pair ``lambda = Lambda_x / (K - 1)``, an exact swap log-ratio of
-    spread ``s_x = sqrt(2 pi) lambda`` (normal energies: ``r = erf(s_x / (2 sqrt 2))``); the
-    estimator adds noise of variance ``delta'^2 sigma'^2``, so the pair rejects
-    ``erf(sqrt(s_x^2 + delta'^2 sigma'^2) / (2 sqrt 2))``.  ``sigma'^2`` is the noise variance of the
-    pilot pair whose span holds the new pair, times ``(tau'_lo + tau'_hi) / (tau_lo + tau_hi)`` (at most
-    1): two chains in one locally Gaussian mode sit apart by a distance whose square grows with their
-    temperatures, and so do the per-example differences of their losses (a control variate's drift
-    from its snapshot likewise).  The noise penalty falls faster than ``delta'^2``: finer ladders
-    shrink it, while the exact barrier stays.
-
-    Returns:
-      ``{"temperatures", "delta", "rejection", "penalty_nats", "barrier"}`` of the new ladder.
-    """
-    from tf_vrre.sgmcmc import ladder  # here: the package imports Keras, diagnose reads files without it
-
-    t = np.asarray(temperatures, np.float64)
-    bar = ladder.Barrier(t, np.clip(exact_rejection, 0.0, 1.0 - 1e-12))
-    b_hot, b_cold = bar.beta_range
-    total = float(bar.cumulative(b_cold))
-    levels = total * np.arange(chains - 1, -1, -1) / (chains - 1)
-    beta = np.array([b_cold] + [bar.beta_at(v) for v in levels[1:-1]] + [b_hot])
-    delta = beta[:-1] - beta[1:]
-    mid = 0.5 * (beta[:-1] + beta[1:])
-    pilot_b = 1.0 / t  # descending
-    which = np.clip(np.searchsorted(-pilot_b, -mid) - 1, 0, t.size - 2)
-    new_t = 1.0 / beta
-    closer = np.minimum(1.0, (new_t[:-1] + new_t[1:]) / (t[which] + t[which + 1]))
-    sigma2 = np.asarray(noise_var, np.float64)[which] * closer
-    s_x = math.sqrt(2.0 * math.pi) * total / (chains - 1)
-    rejection = special.erf(np.sqrt(s_x**2 + delta**2 * sigma2) / (2.0 * math.sqrt(2.0)))
-    return {
-        "temperatures": (1.0 / beta).tolist(),
-        "delta": delta.tolist(),
-        "rejection": rejection.tolist(),
-        "penalty_nats": (delta**2 * sigma2 / 2.0).tolist(),
-        "barrier": float(np.sum(ladder.pair_barriers(np.minimum(rejection, 1.0 - 1e-12)))),
-    }
 
 
 def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr: bool) -> dict:
     """One estimator (``noise``: ``[J, P]`` noise variances, ``None`` for exact energies): its
     acceptance on the pilot's ladder, then on its own ladder (as many chains as its barrier asks,
-    :func:`ladder_prediction`): barrier, chains, round trips per step and per gradient evaluation."""
+    :func:`tf_vrre.diagnostics.swap_acceptance.ladder_prediction`): barrier, chains, round trips per step
+    and per gradient evaluation."""
     from tf_vrre.sgmcmc import ladder  # here: the package imports Keras, diagnose reads files without it
 
     keep = np.asarray(m.offsets) > 0  # the same measurements for every estimator: offsets 1..m of a period
@@ -447,7 +203,8 @@ def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr:
 def recommend(m: Measurements, budget: float | None = None) -> Advice:
     """The recommendation of a pilot's :class:`Measurements` (rules in the module docstring).
 
-    1. The quenched states decide between one chain and replica exchange (:func:`modes_found`):
+    1. The quenched states decide between one chain and replica exchange
+       (:func:`tf_vrre.diagnostics.modes.modes_found`):
        without a mode that the hot chains reach, the cold chain lacks and the cold posterior weighs,
        ``K`` chains would cost ``K`` times as much per step for no new mode.  (Records without
        quenches fall back on the multimodality index: outside ``(1 / MULTIMODAL, MULTIMODAL)``.)
@@ -478,6 +235,38 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
     temps = np.asarray(m.temperatures, np.float64)
     K, n = temps.size, int(m.batch_size)
     delta = 1.0 / temps[:-1] - 1.0 / temps[1:]
+    estimators = _estimators(m, delta, budget)
+    index = multimodality_index(m.cold, m.hot, temps[-1] / temps[0])
+    numbers = {
+        "delta": delta.tolist(),
+        "multimodality_index": index,
+        "estimators": estimators,
+        "one_chain_gradient_evaluations_per_step": n,
+        "pilot": {"steps": m.steps, "attempts": list(m.attempts), "swaps": list(m.swaps), "exact_energies": m.exact},
+    }
+    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
+    numbers["budget"] = budget
+    numbers["gain_ratio"] = gains["control variates"] / gains["mini-batch"] if gains["mini-batch"] else math.inf
+    reasons, weak = [], len(np.asarray(m.cold)) < MIN_RECORDS or np.asarray(m.diff).shape[0] < 2
+    if weak:
+        reasons.append(f"too few measurements ({len(np.asarray(m.cold))} prediction records)")
+    noise_text = _noise_text(m, temps, estimators)
+    evidence = _mode_evidence(m, temps, index, numbers)
+    if evidence is None:  # no quenches (an older record) and an index that is not a number
+        return Advice(ONE_CHAIN, 1, False, reasons + ["the cold chain's predictions did not move"], numbers)
+    multimodal, close, what = evidence
+    weak = weak or close
+    if not multimodal:
+        reasons.append(what + f": {K} chains would cost {K}x a chain's gradient evaluations per step for no mode")
+        return Advice(ONE_CHAIN, 1, not weak, reasons + [noise_text], numbers)
+    reasons.append(what)
+    return _with_swaps(numbers, noise_text, budget, weak, reasons)
+
+
+def _estimators(m: Measurements, delta: np.ndarray, budget: float | None) -> dict:
+    """Exact, mini-batch and control-variate energies (:func:`_estimator`), with the seconds per step
+    the pilot measured and the round trips within ``budget`` gradient evaluations (``None``: no budget)."""
+    K = len(m.temperatures)
     vr = np.asarray(m.vr_var, np.float64)
     estimators = {
         "exact": _estimator(delta, m, None, False),
@@ -488,25 +277,15 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
     plain_seconds = m.step_seconds - (K * m.pass_seconds / m.pilot_vr_period if m.pilot_vr_period else 0.0)
     estimators["mini-batch"]["seconds_per_step"] = plain_seconds
     estimators["control variates"]["seconds_per_step"] = plain_seconds + vr_extra
-    index = multimodality_index(m.cold, m.hot, temps[-1] / temps[0])
-    numbers = {
-        "delta": delta.tolist(),
-        "multimodality_index": index,
-        "estimators": estimators,
-        "one_chain_gradient_evaluations_per_step": n,
-        "pilot": {"steps": m.steps, "attempts": list(m.attempts), "swaps": list(m.swaps), "exact_energies": m.exact},
-    }
-    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
     for e in estimators.values():
         e["round_trips_in_budget"] = None if budget is None else budget * e["round_trips_per_million"] / 1e6
-    numbers["budget"] = budget
-    numbers["gain_ratio"] = gains["control variates"] / gains["mini-batch"] if gains["mini-batch"] else math.inf
-    reasons, weak = [], len(np.asarray(m.cold)) < MIN_RECORDS or np.asarray(m.diff).shape[0] < 2
-    if weak:
-        reasons.append(f"too few measurements ({len(np.asarray(m.cold))} prediction records)")
+    return estimators
+
+
+def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
+    """The sentence on the swap noise: the pilot's cold pair with either estimator, and the ladder each asks for."""
     e_mb, e_cv = estimators["mini-batch"], estimators["control variates"]
-    acc = {k: min(estimators[k]["acceptance"]) for k in ("mini-batch", "control variates")}
-    noise_text = (
+    return (
         f"pilot's cold pair (tau {temps[0]:.4g}, {temps[1]:.4g}): noise penalty {e_mb['pilot_penalty_nats'][0]:.3g} "
         f"nats with mini-batch energies (acceptance {e_mb['pilot_acceptance'][0]:.3g}), "
         f"{e_cv['pilot_penalty_nats'][0]:.3g} with control variates every {m.period} steps (acceptance "
@@ -514,11 +293,17 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
         f"(barrier {e_mb['barrier']:.3g}, cold-pair penalty {e_mb['penalty_nats'][0]:.3g} nats) and "
         f"{e_cv['recommended_chains']} chains (barrier {e_cv['barrier']:.3g}, penalty {e_cv['penalty_nats'][0]:.3g})"
     )
+
+
+def _mode_evidence(m: Measurements, temps: np.ndarray, index: float, numbers: dict) -> tuple[bool, bool, str] | None:
+    """Rule 1 of :func:`recommend`: whether the hot chains reach modes that matter to the cold chain,
+    whether that is a close call (rule 3), and the sentence that says so; the modes go into
+    ``numbers``.  ``None`` when there are no quenched states and the index is not a number."""
     modes = modes_found(m.quenches, m.cold, float(temps[0]))
     numbers["modes"] = modes
     if modes["distance"]:
         multimodal = len(modes["modes"]) >= 2 or modes["cold_modes"]
-        weak = weak or (modes["margin"] and not modes["cold_modes"])
+        close = modes["margin"] and not modes["cold_modes"]
         if multimodal:
             what = (
                 "the cold chain's outputs fall into groups far apart: it jumps between modes (swaps carry them)"
@@ -533,17 +318,23 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
                 f"{min(modes['distance']):.3g}-{max(modes['distance']):.3g} local sds of the cold chain, energies "
                 f"{min(modes['excess']):.3g} cold temperatures or more above its own"
             )
-    else:  # no quenches (an older record): the index alone
-        if not math.isfinite(index):
-            return Advice(ONE_CHAIN, 1, False, reasons + ["the cold chain's predictions did not move"], numbers)
-        multimodal = index > MULTIMODAL or index < 1.0 / MULTIMODAL
-        weak = weak or MULTIMODAL / DECISIVE < index < MULTIMODAL * DECISIVE
-        weak = weak or DECISIVE / MULTIMODAL > index > 1 / (MULTIMODAL * DECISIVE)
-        what = f"multimodality index {index:.3g}"
-    if not multimodal:
-        reasons.append(what + f": {K} chains would cost {K}x a chain's gradient evaluations per step for no mode")
-        return Advice(ONE_CHAIN, 1, not weak, reasons + [noise_text], numbers)
-    reasons.append(what)
+        return multimodal, close, what
+    # no quenches (an older record): the index alone
+    if not math.isfinite(index):
+        return None
+    multimodal = index > MULTIMODAL or index < 1.0 / MULTIMODAL
+    close = MULTIMODAL / DECISIVE < index < MULTIMODAL * DECISIVE
+    close = close or DECISIVE / MULTIMODAL > index > 1 / (MULTIMODAL * DECISIVE)
+    return multimodal, close, f"multimodality index {index:.3g}"
+
+
+def _with_swaps(numbers: dict, noise_text: str, budget: float | None, weak: bool, reasons: list) -> Advice:
+    """Rule 2 of :func:`recommend`, once the hot chains reach modes: the estimator with more round trips
+    per gradient evaluation, unless its swaps are shut or too few round trips fit in ``budget``."""
+    estimators = numbers["estimators"]
+    e_mb, e_cv = estimators["mini-batch"], estimators["control variates"]
+    gains = {k: estimators[k]["round_trips_per_million"] for k in ("mini-batch", "control variates")}
+    acc = {k: min(estimators[k]["acceptance"]) for k in ("mini-batch", "control variates")}
     best = "control variates" if numbers["gain_ratio"] > 1 else "mini-batch"
     if acc[best] < SHUT:
         reasons.append(

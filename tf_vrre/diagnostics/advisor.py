@@ -14,7 +14,7 @@ when ``N`` is at most ``measure_examples``):
 - at every step, every chain's mini-batch energy on the step's batch (the sampler's
   ``batch_energy``): their differences are the mini-batch estimates of the pairs' energy
   differences, whose spread over the pilot, less the measured noise, is the spread of the exact
-  differences (:func:`tf_vrre.diagnostics.advice.acceptance_model`);
+  differences (:func:`tf_vrre.diagnostics.swap_acceptance.acceptance_model`);
 - states of the hottest chain quenched to their nearest mode (and two of the cold chain's), the
   outputs of the cold and the hottest chain on probe inputs at every step, the seconds of a step
   and of a forward pass over the data.
@@ -380,51 +380,10 @@ def advise(
       ['control variates', 'exact', 'mini-batch']
     """
     m, _ = _check(sampler, data, steps, batch_size, period)
-    arrays = [np.asarray(a) for a in (data if isinstance(data, (tuple, list)) else (data,))]
-    size = sampler.data_size
-    rng = np.random.default_rng(seed)
-    pick = np.arange(size) if size <= measure_examples else np.sort(rng.choice(size, measure_examples, replace=False))
-    x = tf.constant(arrays[0][pick])
-    y = tf.constant(arrays[1][pick]) if len(arrays) > 1 else None
-    probe = arrays[0][pick[:64]] if probe_inputs is None else np.asarray(probe_inputs)
-    if probe_inputs is None and len(probe) < 2:
-        probe = arrays[0][:2]
-    pilot = _Pilot(sampler, (x, y), probe, int(steps), m, int(blocks), arrays, int(batch_size), seed, int(quenches))
-    attempts0 = sampler.state.swap.attempt_count.numpy().copy()
-    swaps0 = sampler.state.swap.swap_count.numpy().copy()
-    spe = int(getattr(sampler, "steps_per_execution", 1) or 1)
-    sampler.fit(
-        _dataset(sampler, data, int(batch_size), seed),
-        steps_per_epoch=int(steps),
-        epochs=1,
-        verbose=0,
-        callbacks=[pilot],
-    )
-    pilot.finish()
-    rows = pilot.rows
-    vr = sampler.variance_reduction
-    measured = advice.Measurements(
-        temperatures=[float(t) for t in sampler.state.ladder.temperature.numpy()],
-        batch_size=int(batch_size),
-        data_size=size,
-        period=m,
-        diff=np.array([r["diff"] for r in rows]),
-        diff_var=np.array([r["diff_var"] for r in rows]),
-        naive_var=np.array([r["naive_var"] for r in rows]),
-        vr_var=np.array([r["vr_var"] for r in rows]),
-        offsets=np.array([r["offset"] for r in rows]),
-        cold=np.array(pilot.cold),
-        hot=np.array(pilot.hot),
-        step_seconds=pilot.step_seconds(spe),
-        pass_seconds=float(np.median(pilot.pass_seconds)) if pilot.pass_seconds else math.nan,
-        pilot_vr_period=None if vr is None else vr.period,
-        steps=int(steps),
-        attempts=(sampler.state.swap.attempt_count.numpy() - attempts0).tolist(),
-        swaps=(sampler.state.swap.swap_count.numpy() - swaps0).tolist(),
-        exact=len(pick) == size,
-        quenches=pilot.quenched,
-        batch_energies=np.array(pilot.energies),
-    )
+    arrays, pick, xy, probe = _pilot_inputs(sampler, data, measure_examples, probe_inputs, seed)
+    pilot = _Pilot(sampler, xy, probe, int(steps), m, int(blocks), arrays, int(batch_size), seed, int(quenches))
+    counts = _run_pilot(sampler, data, int(steps), int(batch_size), seed, pilot)
+    measured = _measurements(sampler, pilot, m, int(batch_size), int(steps), counts, len(pick) == sampler.data_size)
     spent = int(steps) * sampler.num_chains * int(batch_size) + pilot.evaluations
     result = advice.recommend(measured, budget=10.0 * spent if budget is None else float(budget))
     result.numbers["pilot"]["measurement_evaluations"] = pilot.evaluations
@@ -436,3 +395,72 @@ def advise(
             indent=1,
         )
     return result
+
+
+def _pilot_inputs(
+    sampler: ReplicaExchangeSampler, data: Any, measure_examples: int, probe_inputs: Any, seed: int
+) -> tuple[list, np.ndarray, tuple, np.ndarray]:
+    """The data as arrays, the subset the noise is measured on (its indices and tensors) and the probe
+    inputs (default the subset's first 64)."""
+    arrays = [np.asarray(a) for a in (data if isinstance(data, (tuple, list)) else (data,))]
+    size = sampler.data_size
+    rng = np.random.default_rng(seed)
+    pick = np.arange(size) if size <= measure_examples else np.sort(rng.choice(size, measure_examples, replace=False))
+    x = tf.constant(arrays[0][pick])
+    y = tf.constant(arrays[1][pick]) if len(arrays) > 1 else None
+    probe = arrays[0][pick[:64]] if probe_inputs is None else np.asarray(probe_inputs)
+    if probe_inputs is None and len(probe) < 2:
+        probe = arrays[0][:2]
+    return arrays, pick, (x, y), probe
+
+
+def _run_pilot(
+    sampler: ReplicaExchangeSampler, data: Any, steps: int, batch_size: int, seed: int, pilot: _Pilot
+) -> tuple[list, list]:
+    """``steps`` steps of ``sampler.fit`` with the pilot's callback; the swaps attempted and made per pair."""
+    attempts0 = sampler.state.swap.attempt_count.numpy().copy()
+    swaps0 = sampler.state.swap.swap_count.numpy().copy()
+    sampler.fit(
+        _dataset(sampler, data, batch_size, seed),
+        steps_per_epoch=steps,
+        epochs=1,
+        verbose=0,
+        callbacks=[pilot],
+    )
+    pilot.finish()
+    return (
+        (sampler.state.swap.attempt_count.numpy() - attempts0).tolist(),
+        (sampler.state.swap.swap_count.numpy() - swaps0).tolist(),
+    )
+
+
+def _measurements(
+    sampler: ReplicaExchangeSampler, pilot: _Pilot, m: int, batch_size: int, steps: int, counts: tuple, exact: bool
+) -> advice.Measurements:
+    """What the pilot measured, as :class:`tf_vrre.diagnostics.advice.Measurements`."""
+    rows = pilot.rows
+    vr = sampler.variance_reduction
+    spe = int(getattr(sampler, "steps_per_execution", 1) or 1)
+    attempts, swaps = counts
+    return advice.Measurements(
+        temperatures=[float(t) for t in sampler.state.ladder.temperature.numpy()],
+        batch_size=batch_size,
+        data_size=sampler.data_size,
+        period=m,
+        diff=np.array([r["diff"] for r in rows]),
+        diff_var=np.array([r["diff_var"] for r in rows]),
+        naive_var=np.array([r["naive_var"] for r in rows]),
+        vr_var=np.array([r["vr_var"] for r in rows]),
+        offsets=np.array([r["offset"] for r in rows]),
+        cold=np.array(pilot.cold),
+        hot=np.array(pilot.hot),
+        step_seconds=pilot.step_seconds(spe),
+        pass_seconds=float(np.median(pilot.pass_seconds)) if pilot.pass_seconds else math.nan,
+        pilot_vr_period=None if vr is None else vr.period,
+        steps=steps,
+        attempts=attempts,
+        swaps=swaps,
+        exact=exact,
+        quenches=pilot.quenched,
+        batch_energies=np.array(pilot.energies),
+    )
