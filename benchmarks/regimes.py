@@ -118,7 +118,12 @@ def parse_args(argv=None):
         help="rewrite the tables, numbers and figures of an existing results file from its measurements (no runs)",
     )
     results.add_arguments(p, "regimes")
-    args = p.parse_args(argv)
+    return _checked(p.parse_args(argv))
+
+
+def _checked(args):
+    """The flags that depend on each other, checked (exit 2, one line), and the settings of
+    ``--quick`` / ``--report-only`` applied."""
     args.families = list(args.families)
     args.seeds = list(args.seeds)
     if args.problems is not None:
