@@ -272,21 +272,7 @@ def main_run(args):
             "learning_rates": p.learning_rates,
             "batch_size": p.batch_size,
             "ladder_ratio": p.pair_ratio,
-            "reference": {
-                k: info[k]
-                for k in (
-                    "settings",
-                    "seconds",
-                    "dimension",
-                    "convergence",
-                    "divergences",
-                    "step_size",
-                    "leapfrogs_per_iteration",
-                    "gradient_evaluations_per_chain",
-                    "command",
-                    "date",
-                )
-            },
+            "reference": {k: info[k] for k in posterior_fidelity_reference.REFERENCE_KEYS if k != "fingerprint"},
         }
         for name, (p, _, info) in loaded.items()
     }

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-import tf_vrre._user_warning as user_warning
+import tf_vrre._user_warning as _user_warning
 from tf_vrre.runs import ladder_file, ownership
 from tf_vrre.sgmcmc import tuning
 
@@ -92,7 +92,7 @@ class TuningRecord:
     def _restart(self, index, due_start, step0):
         """Opens round ``index`` at the restored step (it should have started at ``due_start``)."""
         if step0 > due_start:
-            user_warning.warn(
+            _user_warning.warn(
                 f"LadderTuner: no record of the start of tuning round {index} (resumed at step {step0} "
                 f"without the tuning record of this run); the round restarts at step {step0}, so the "
                 "ladders may differ from an uninterrupted run's. Give the tuner a directory for exact "

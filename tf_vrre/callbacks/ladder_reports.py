@@ -7,7 +7,7 @@ texts are :mod:`tf_vrre.callbacks.ladder_advice`'s; :class:`RoundReports` is a m
 
 import numpy as np
 
-import tf_vrre._user_warning as user_warning
+import tf_vrre._user_warning as _user_warning
 import tf_vrre.callbacks.ladder_advice as ladder_advice
 from tf_vrre.runs import ladder_file
 from tf_vrre.sgmcmc import proposal as proposals
@@ -34,7 +34,7 @@ class RoundReports:
             )
         if record["kept"] is not None:
             hint = "; use longer rounds (first_round_steps)" if record["barrier"] is None else ""
-            user_warning.warn(f"LadderTuner: {steps} keeps its ladder: {record['kept']}{hint}")
+            _user_warning.warn(f"LadderTuner: {steps} keeps its ladder: {record['kept']}{hint}")
         self._maybe_warn(record, record["attempts"])
         if record["end_step"] >= self.tuning_steps:
             self._warn_at_the_end()
@@ -42,7 +42,7 @@ class RoundReports:
     def _warn_once(self, key, message, record):
         if message is not None and key not in self._warned:
             self._warned[key] = record
-            user_warning.warn(message)
+            _user_warning.warn(message)
 
     def _maybe_warn(self, record, attempts):
         """The round's warnings (each once per ``fit``): the range kept for its mode changes, too
