@@ -63,6 +63,19 @@ def test_a_lone_state_stepping_between_levels_is_a_drift_not_a_mode():
     assert mode_changes.mode_changes(traces) == [0, 0, 0]
 
 
+def test_states_that_all_move_one_way_are_relaxing_not_changing_modes():
+    """Two states each settle from the lower level to the upper once (weights of a network finding
+    their place after a swap or a change of temperature), a third stays: a one-way flow counts
+    nothing; a state that moves the other way makes the flow two-way, and the moves count."""
+    rng = np.random.default_rng(3)
+    up = [np.concatenate([np.full(k, -5.0), np.full(60 - k, 5.0)]) + rng.normal(size=60) for k in (20, 35)]
+    stay = rng.normal(size=60) - 5.0
+    assert mode_changes.mode_changes(np.stack([*up, stay])[:, :, None]) == [0, 0, 0]
+    down = np.concatenate([np.full(40, 5.0), np.full(20, -5.0)]) + rng.normal(size=60)
+    counts = mode_changes.mode_changes(np.stack([*up, down])[:, :, None])
+    assert counts == [1, 1, 1] and mode_changes.changes_modes(counts)
+
+
 def test_too_few_records_count_nothing_and_bad_shapes_are_refused():
     assert mode_changes.mode_changes(np.zeros((4, mode_changes.MIN_RECORDS - 1, 3))) is None
     assert not mode_changes.changes_modes(None)

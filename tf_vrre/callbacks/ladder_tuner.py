@@ -80,7 +80,10 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
     since the hot end was last set count together, and a colder hot end waits for the last two
     rounds, the longest, about three quarters of the tuning phase
     (:func:`tf_vrre.sgmcmc.tuning.next_hot_temperature`), unless every pair rejects nearly all
-    swaps: mode changes of the range it started with have that long to show.
+    swaps: mode changes of the range it started with have that long to show.  Moves of states
+    that all go the same way (:func:`tf_vrre.sgmcmc.mode_changes.relaxing`: the network's
+    weights settling, or first crossings whose returns have not been seen yet) are no mode
+    change, but while they show, only the last round may move the hot end colder.
 
     After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
     sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
@@ -349,13 +352,17 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
         attempts, swaps = self._counts()
         n = np.subtract(attempts, record["start_attempts"])
         k = np.subtract(swaps, record["start_swaps"])
-        counts = mode_changes.mode_changes(self._tracks.traces())  # since the hot end was last set
+        traces = self._tracks.traces()  # since the hot end was last set
+        counts = mode_changes.mode_changes(traces)
         hot = float(record["temperatures"][-1])
         if mode_changes.changes_modes(counts, self._tracks.energy()):  # this hot end crosses: never go colder
             hot = min(hot, float(self._doc["initial"]["temperatures"][-1]))  # than it, or the initial one
             self._floor = hot if self._floor is None else min(self._floor, hot)
         planned = len(tuning.round_ends(self.tuning_steps, self.first_round_steps))
-        narrow = record["round"] >= planned - 2 or self._due(record) >= self.tuning_steps
+        last = self._due(record) >= self.tuning_steps
+        narrow = record["round"] >= planned - 2 or last
+        if narrow and not last and mode_changes.relaxing(traces):  # one-way moves: wait for their returns
+            narrow = False
         measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, narrow)
         new_lr = None
         if new_t is not None and self.learning_rates is not None:

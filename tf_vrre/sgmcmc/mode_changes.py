@@ -24,7 +24,10 @@ one weight and the round's traces ``x_h(t)`` of every state ``h``:
    not count).  A state counts only when the levels are at least :data:`MIN_SLOT_SEPARATION` of
    its own spread about them apart (a state whose fluctuations fill the band says nothing).
 4. The weight's moves count only when at least two states moved between its levels (a lone
-   state's step is more often the end of a drift).
+   state's step is more often the end of a drift) and the moves go **both ways** (at least one
+   up and one down, by one state or several): at equilibrium as many states cross a barrier
+   one way as the other, while states that all move the same way are relaxing (the weights of
+   a network settling after a swap or a change of temperature), not changing modes.
 5. A state's mode changes are the most any counted weight made; the chains **change modes**
    when some weight's moves count, and the energy has settled (:func:`settled`): while it
    still falls (burn-in) weights move between levels as they settle, which is no mode change.
@@ -122,25 +125,15 @@ def _counted(trace: np.ndarray, low: float, high: float) -> tuple[int, int]:
     return moves(trace, low, high)
 
 
-def mode_changes(traces: ArrayLike) -> list[int] | None:
-    """Mode changes per state in one round (the module's procedure), or ``None`` with fewer than
-    :data:`MIN_RECORDS` records.
-
-    Args:
-      traces: ``[K, n, M]``: per state, ``n`` records of ``M`` weights.
-
-    Returns:
-      ``K`` counts: per state, the most moves between two levels any weight made.
-    """
+def _flows(traces: ArrayLike):
+    """Per weight with two levels (steps 1-3 of the module's procedure): the ``[K, 2]`` counted
+    moves (up, down) of every state; nothing with fewer than :data:`MIN_RECORDS` records."""
     t = np.asarray(traces, np.float64)
     if t.ndim != 3:
         raise ValueError(f"traces must have shape [K, n, M], got {t.shape}")
     K, n, M = t.shape
-    if n < MIN_RECORDS:
-        return None
-    counts = np.zeros(K, np.int64)
     smallest = max(3, int(np.ceil(MIN_LEVEL_SHARE * n)))
-    for m in range(M):
+    for m in range(M if n >= MIN_RECORDS else 0):
         best = None
         for h in range(K):
             lo, hi, s, small = two_levels(t[h, :, m])
@@ -149,16 +142,48 @@ def mode_changes(traces: ArrayLike) -> list[int] | None:
             sep = float("inf") if s == 0 else (hi - lo) / s
             if sep >= MIN_SEPARATION and (best is None or sep > best[0]):
                 best = (sep, lo, hi)
-        if best is None:
-            continue
-        per_state = np.array([sum(_counted(t[h, :, m], best[1], best[2])) for h in range(K)])
-        if np.count_nonzero(per_state) >= 2:
+        if best is not None:
+            yield np.array([_counted(t[h, :, m], best[1], best[2]) for h in range(K)])
+
+
+def mode_changes(traces: ArrayLike) -> list[int] | None:
+    """Mode changes per state in one round (the module's procedure), or ``None`` with fewer than
+    :data:`MIN_RECORDS` records.
+
+    Args:
+      traces: ``[K, n, M]``: per state, ``n`` records of ``M`` weights.
+
+    Returns:
+      ``K`` counts: per state, the most moves between two levels any counted weight made.
+    """
+    t = np.asarray(traces, np.float64)
+    counts = np.zeros(t.shape[0], np.int64)
+    for up_down in _flows(t):
+        per_state = up_down.sum(1)
+        if np.count_nonzero(per_state) >= 2 and np.all(up_down.sum(0) > 0):  # two states, both ways
             counts = np.maximum(counts, per_state)
-    return counts.tolist()
+    return None if t.shape[1] < MIN_RECORDS else counts.tolist()
+
+
+def relaxing(traces: ArrayLike) -> bool:
+    """Whether at least two states moved between the levels of some weight, all the same way (a
+    one-way flow: relaxation, or the first crossings of a barrier whose returns have not been
+    seen yet; :class:`tf_vrre.LadderTuner` then waits before it narrows the range).
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> up = [np.repeat([-5.0, 5.0], [k, 60 - k]) + rng.normal(size=60) for k in (20, 35)]
+      >>> relaxing(np.stack(up)[:, :, None]), mode_changes(np.stack(up)[:, :, None])
+      (True, [0, 0])
+    """
+    return any(
+        np.count_nonzero(up_down.sum(1)) >= 2 and np.count_nonzero(up_down.sum(0)) == 1
+        for up_down in _flows(traces)
+    )
 
 
 def changes_modes(counts: list[int] | None, energy: ArrayLike | None = None) -> bool:
-    """Whether the moves of some weight counted (at least two states moved between its levels)
+    """Whether the moves of some weight counted (at least two states moved between its levels, both ways)
     while the ``energy`` (a trace of the chains' energies over the same records) had
     :func:`settled`."""
     moved = counts is not None and int(np.count_nonzero(counts)) >= 2
