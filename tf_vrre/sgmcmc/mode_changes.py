@@ -43,6 +43,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -125,7 +127,7 @@ def _counted(trace: np.ndarray, low: float, high: float) -> tuple[int, int]:
     return moves(trace, low, high)
 
 
-def _flows(traces: ArrayLike):
+def _flows(traces: ArrayLike) -> Iterator[np.ndarray]:
     """Per weight with two levels (steps 1-3 of the module's procedure): the ``[K, 2]`` counted
     moves (up, down) of every state; nothing with fewer than :data:`MIN_RECORDS` records."""
     t = np.asarray(traces, np.float64)
@@ -177,8 +179,7 @@ def relaxing(traces: ArrayLike) -> bool:
       (True, [0, 0])
     """
     return any(
-        np.count_nonzero(up_down.sum(1)) >= 2 and np.count_nonzero(up_down.sum(0)) == 1
-        for up_down in _flows(traces)
+        np.count_nonzero(up_down.sum(1)) >= 2 and np.count_nonzero(up_down.sum(0)) == 1 for up_down in _flows(traces)
     )
 
 
