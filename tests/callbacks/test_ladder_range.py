@@ -4,8 +4,10 @@
   0.3 / 0.7, barrier about 12 at cold temperature 1) whose hand ladder, hot end 4 (a third of
   the barrier), lets the cold chain change modes: with bounds the tuner must not shrink that
   range silently (before: it moved the hot end to 2.5, where the swaps of 4 chains reach equal
-  rejection, without a word); it keeps it, warns at the fit call, and the cold chain's left-mode
-  weight after tuning is the exact one within 3.5 batch-means standard errors.
+  rejection, without a word); it keeps the hot end where the chains changed modes (at most half
+  way in, in log temperature, while the first crossings were one-way), warns at the fit call,
+  and the cold chain's left-mode weight after tuning is the exact one within 3.5 batch-means
+  standard errors.
 - The proposed ladder on a tempered Gaussian with exact energies: its pairs reject the target
   (the Gaussian rule is exact there) within the Monte Carlo error.
 - The proposed ladder on a Gaussian with mini-batch energies (the noise penalty widens every
@@ -49,9 +51,12 @@ def test_a_range_in_which_the_chains_change_modes_is_not_shrunk_silently():
         s.fit(ds, steps_per_epoch=1000, epochs=(tune + fixed) // 1000, verbose=0, callbacks=[tuner, trace])
     crossing = [w for w in caught if "too cold to cross" in str(w.message)]
     assert [w.filename for w in crossing] == [__file__]  # at the fit call
-    assert float(s.state.ladder.temperature.numpy()[-1]) == 4.0  # the range kept, not shrunk
+    hot = float(s.state.ladder.temperature.numpy()[-1])
     rounds = tuner.record["rounds"]
-    assert rounds[-1]["hot_floor"] == 4.0 and any(sum(r["mode_changes"] or [0]) > 0 for r in rounds)
+    # kept at the hot end where the chains changed modes (at most half way in while the first
+    # crossings were one-way), far from the 2.5 at which the swaps of 4 chains reject half
+    assert hot == np.float32(rounds[-1]["hot_floor"]) and hot >= 3.0, (hot, rounds[-1]["hot_floor"])
+    assert any(sum(r["mode_changes"] or [0]) > 0 for r in rounds)
     post = np.asarray(trace.values)[np.asarray(trace.steps) > tune]
     left, se = _ladder_targets.batch_means(post < 0)
     assert abs(left - exact) < 3.5 * se, (left, se, exact)

@@ -83,7 +83,8 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
     swaps: mode changes of the range it started with have that long to show.  Moves of states
     that all go the same way (:func:`tf_vrre.sgmcmc.mode_changes.relaxing`: the network's
     weights settling, or first crossings whose returns have not been seen yet) are no mode
-    change, but while they show, only the last round may move the hot end colder.
+    change, but while they show, a round before the last moves the hot end colder only half way
+    (in log temperature), so first crossings of a barrier have a round to show their returns.
 
     After the last round the ladder (and ``F``) stays fixed: from step ``tuning_steps`` on the
     sampler is a fixed-ladder sampler, and the cold chain's law is that of a sampler built with the final
@@ -361,9 +362,8 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
         planned = len(tuning.round_ends(self.tuning_steps, self.first_round_steps))
         last = self._due(record) >= self.tuning_steps
         narrow = record["round"] >= planned - 2 or last
-        if narrow and not last and mode_changes.relaxing(traces):  # one-way moves: wait for their returns
-            narrow = False
-        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, narrow)
+        cautious = not last and mode_changes.relaxing(traces)  # one-way moves: half way, their returns may show
+        measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, narrow, cautious)
         new_lr = None
         if new_t is not None and self.learning_rates is not None:
             try:
@@ -408,7 +408,7 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
         )
         self._report(record)
 
-    def _measure(self, temps, attempts, swaps, narrow):
+    def _measure(self, temps, attempts, swaps, narrow, cautious):
         """What one round's counts say: the record's measured fields and ``kept``, and the new
         ladder (``None``: the ladder is kept; no round moves it on fewer than
         :data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS` attempts of some pair)."""
@@ -434,7 +434,7 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
             hot = None
             if self._bounds is not None:
                 hot, self._affordable = tuning.next_hot_temperature(
-                    barrier, self._bounds, self._target, self._floor, narrow
+                    barrier, self._bounds, self._target, self._floor, narrow, cautious
                 )
             new_t = ladder.equal_share_ladder(barrier, hot)
             numerics.check_hyperparameter("temperatures", new_t.tolist(), num_chains=temps.size)  # as the setter does

@@ -121,6 +121,7 @@ def next_hot_temperature(
     target_rejection: float | None,
     floor: float | None,
     narrow: bool,
+    cautious: bool = False,
 ) -> tuple[float, float | None]:
     """The hottest temperature a round sets, and the colder one the swaps alone would have
     chosen when ``floor`` overrides it (else ``None``).
@@ -131,8 +132,12 @@ def next_hot_temperature(
     ``narrow`` the ladder (:class:`tf_vrre.LadderTuner`: the last two, the longest; the earlier,
     shorter ones may not yet have seen the chains change modes at the range they started with),
     unless every pair rejects at least :data:`NEARLY_ALL` of its swaps (then no state moves
-    along the ladder, and a narrower range loses nothing the swaps deliver).  It never goes below ``floor``, the coldest hot end at
-    which the chains were seen to change modes, nor outside ``bounds``.
+    along the ladder, and a narrower range loses nothing the swaps deliver).  A ``cautious``
+    round (states were seen moving between two levels of a weight, all the same way: relaxation,
+    or first crossings whose returns have not shown yet) moves it colder only half way, to the
+    geometric mean of the current hot end and the swaps' choice, unless every pair rejects nearly
+    all swaps.  It never goes below ``floor``, the coldest hot end at which the chains were seen
+    to change modes, nor outside ``bounds``.
 
     Args:
       barrier: the round's :class:`tf_vrre.sgmcmc.ladder.Barrier`.
@@ -140,6 +145,7 @@ def next_hot_temperature(
       target_rejection: the rejection per pair in ``(0, 1)``, or ``None``.
       floor: the coldest hot end with mode changes so far, or ``None``.
       narrow: the round may move the hot end colder.
+      cautious: a colder hot end moves half way (in log temperature).
 
     Example:
       >>> b = ladder.Barrier([1.0, 2.0, 4.0, 8.0], [0.9, 0.9, 0.9])       # too hard for 4 chains
@@ -147,14 +153,19 @@ def next_hot_temperature(
       (8.0, None)
       >>> round(next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=True)[0], 3)
       2.352
+      >>> round(next_hot_temperature(b, (1.0, 8.0), 0.5, None, narrow=True, cautious=True)[0], 3)
+      4.338
       >>> next_hot_temperature(b, (1.0, 8.0), 0.5, floor=8.0, narrow=True)[0]   # mode changes at 8
       8.0
     """
     low, high = bounds
     current = min(float(barrier.temperatures[-1]), float(high))
     want = ladder.hot_temperature(barrier, bounds, target_rejection=target_rejection)
-    if want < current and not narrow and float(np.min(barrier.rejection)) < NEARLY_ALL:
+    open_ladder = float(np.min(barrier.rejection)) < NEARLY_ALL  # some pair still exchanges states
+    if want < current and not narrow and open_ladder:
         want = current
+    elif want < current and cautious and open_ladder:
+        want = math.sqrt(want * current)
     if floor is not None and want < min(float(floor), float(high)):
         return min(float(floor), float(high)), want
     return want, None
