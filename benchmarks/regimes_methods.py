@@ -167,17 +167,21 @@ def run(method, problem, budget, seed, chains=1):
 def pilot(problem, budget, seed=0):
     """The advisor's pilot on ``problem`` within ``PILOT_FRACTION`` of ``budget``: a replica-exchange
     sampler with mini-batch energies on the problem's ladder (as many chains, up to 4, as leave the
-    pilot two refresh periods), measured by :func:`tf_vrre.diagnostics.advise`."""
+    pilot the advisor's minimum, :func:`tf_vrre.diagnostics.advisor.minimum_steps`: the first quarter
+    of a refresh period after its snapshot; shorter than two periods, it measures the control
+    variates' noise over part of one, a lower bound), measured by :func:`tf_vrre.diagnostics.advise`."""
     n, N, m = cost_batch(), problem.data_size, problem.period
     examples = min(N, PILOT_EXAMPLES)
     share = PILOT_FRACTION * budget
+    need = advisor.minimum_steps(m)  # window 1: mini-batch energies, CorrectedSwap's default period
     for K0 in (4, 3, 2):
         steps = advisor.steps_within(share, K0, n, examples, len(problem.probe), PILOT_BLOCKS, m)
-        if steps >= 2 * (m + 1) + 2:
+        if steps >= need:
             break
     else:
         raise SystemExit(
-            f"{problem.name}: a pilot within {PILOT_FRACTION:.0%} of the budget cannot hold two refresh periods"
+            f"{problem.name}: a pilot within {PILOT_FRACTION:.0%} of the budget holds {steps} steps with 2 chains, "
+            f"fewer than the {need} the advisor needs at m = {m}"
         )
     keras.utils.clear_session()
     sampler = build(problem, K0, seed)

@@ -44,7 +44,7 @@ def test_multimodality_index():
     assert np.isnan(advice.multimodality_index(np.ones((10, 2)), other[:10], 9.0))
 
 
-def _measurements(naive=400.0, vr=2.0, hot_shift=8.0, diff=-2.0, J=24, T=300, seed=3, N=10_000, m=20):
+def _measurements(naive=400.0, vr=2.0, hot_shift=8.0, diff=-2.0, J=24, T=300, seed=3, N=10_000, m=20, covered=1.0):
     rng = np.random.default_rng(seed)
     energies = np.zeros((T, 2))
     energies[:, 0] = rng.normal(diff, 1.0, T) + rng.normal(0.0, np.sqrt(naive), T)  # U_lo - U_hi, with U_hi = 0
@@ -68,6 +68,7 @@ def _measurements(naive=400.0, vr=2.0, hot_shift=8.0, diff=-2.0, J=24, T=300, se
         swaps=[0],
         exact=True,
         batch_energies=energies,
+        period_covered=covered,
     )
 
 
@@ -94,6 +95,29 @@ def test_recommendations():
     # near the thresholds, or too few records: a best guess
     assert not advice.recommend(_measurements(naive=100.0)).confident  # gains within a factor 2
     assert not advice.recommend(_measurements(T=8)).confident
+
+
+def test_a_variance_reduction_win_on_a_lower_bound_is_a_best_guess_and_a_loss_stands():
+    # the control variates' noise measured over the first half of the period only: a lower bound
+    for naive, pick in ((400.0, advice.VARIANCE_REDUCED), (2.5, advice.REPLICA_EXCHANGE)):
+        whole, half = advice.recommend(_measurements(naive=naive)), advice.recommend(_measurements(naive, covered=0.5))
+        assert whole.confident and (whole.recommendation, half.recommendation) == (pick, pick)
+        assert whole.chains == half.chains and whole.numbers["gain_ratio"] == half.numbers["gain_ratio"]
+        cv = half.numbers["estimators"]["control variates"]
+        assert (cv["offsets"], cv["period_covered"], cv["noise_lower_bound"]) == ([1, 2, 3, 4], 0.5, True)
+        assert not whole.numbers["estimators"]["control variates"]["noise_lower_bound"]
+        assert "lower bound" in half.summary() and "lower bound" not in whole.summary()
+        # a win that rests on it may vanish once the late offsets' noise is in: a best guess; a loss stands
+        assert half.confident == (pick == advice.REPLICA_EXCHANGE)
+    assert "evidence is too weak" in advice.recommend(_measurements(covered=0.5)).summary().splitlines()[0]
+    # a record written before the field: a whole period (the pilots then held two)
+    stored = _measurements(covered=0.5).to_dict()
+    assert advice.Measurements.from_dict(stored).period_covered == 0.5
+    del stored["period_covered"]
+    assert advice.Measurements.from_dict(stored).period_covered == 1.0
+    del stored["offsets"]
+    with pytest.raises(KeyError, match="offsets"):
+        advice.Measurements.from_dict(stored)
 
 
 def test_advice_text_and_round_trip_of_measurements():

@@ -45,9 +45,23 @@ def test_refuses_what_it_cannot_use_in_one_line(data):
         tf_vrre.diagnostics.advise(one, data, 100, batch_size=BATCH)
     assert "\n" not in str(err.value)
     two = _mixture_sampler(2, [10.0, 100.0])
-    with pytest.raises(ValueError, match=r"steps=9 is too short.*give steps >= 10") as err:
-        tf_vrre.diagnostics.advise(two, data, 9, batch_size=BATCH, period=4)
+    # the first offset, m / 4 = 10, after a snapshot at step steps // 2: 19 steps
+    with pytest.raises(ValueError, match=r"steps=18 is too short.*at least 10 steps.*m=40.*give steps >= 19") as err:
+        tf_vrre.diagnostics.advise(two, data, 18, batch_size=BATCH, period=40)
     assert "\n" not in str(err.value)
+    windowed = tf_vrre.ReplicaExchangeSampler(
+        target.build_default_model,
+        data_size=N,
+        num_chains=2,
+        temperatures=[10.0, 100.0],
+        learning_rates=2.5e-4,
+        nll=target.nll,
+        swap=tf_vrre.CorrectedSwap(correction=2.0, period=30),
+    )
+    windowed.compile(steps_per_execution=1, jit_compile=False)
+    with pytest.raises(ValueError, match=r"steps=30 is too short.*window of 30 steps.*give steps >= 31") as err:
+        tf_vrre.diagnostics.advise(windowed, data, 30, batch_size=BATCH, period=4)
+    assert "\n" not in str(err.value) and int(windowed.state.step.numpy()) == 0
     with pytest.raises(ValueError, match="data must be the training arrays"):
         tf_vrre.diagnostics.advise(two, data[:10], 40, batch_size=BATCH, period=4)
     with pytest.raises(ValueError, match="batch_size"):
@@ -86,6 +100,31 @@ def test_pilot_measures_the_exact_noise_and_writes_its_record(data, tmp_path, mo
     assert est["control variates"]["gradient_evaluations_per_step"] == cost.per_step(k_cv, BATCH, N, 4)
     section = advice.from_run(tmp_path)
     assert section["source"] == "pilot" and section["text"] == a.summary()
+
+
+def test_a_short_pilot_measures_the_offsets_that_fit_and_marks_a_lower_bound(data, tmp_path):
+    # m = 40, offsets 10, 20, 30, 40 after a snapshot at steps // 2: 19 steps hold the first
+    # (advise refuses 18), 40 steps the first two; the measured noise is then a lower bound
+    m = 40
+    assert advisor.minimum_steps(m) == 19
+    for steps, offsets in ((19, [10]), (40, [10, 20])):
+        keras.utils.clear_session()
+        s = _mixture_sampler(2, [10.0, 60.0])
+        a = tf_vrre.diagnostics.advise(
+            s, data, steps, batch_size=BATCH, period=m, blocks=2, quenches=2, probe_inputs=data[:1], directory=tmp_path
+        )
+        assert int(s.state.step.numpy()) == steps
+        cv = a.numbers["estimators"]["control variates"]
+        assert (cv["offsets"], cv["period_covered"], cv["noise_lower_bound"]) == (offsets, offsets[-1] / m, True)
+        stored = json.loads((tmp_path / advice.FILE).read_text())["measurements"]
+        assert stored["offsets"] == [0] + offsets and stored["period_covered"] == offsets[-1] / m
+        assert np.isfinite(np.array(stored["vr_var"])[1:]).all()
+        assert f"lower bound, measured at offsets {offsets} only" in a.summary()
+        if a.recommendation == advice.VARIANCE_REDUCED:
+            assert not a.confident
+        # the measurements within the bound that steps_within budgets for (one block, all offsets)
+        bound = advisor.measurement_cost(2, BATCH, N, 1, 2, m, steps, quenches=2)
+        assert 0 < a.numbers["pilot"]["measurement_evaluations"] <= bound
 
 
 def _run(sampler, steps, data, every=20):

@@ -8,7 +8,9 @@ The numbers that decide whether replica exchange, and then variance reduction, p
   has noise variance ``sigma^2`` pays ``delta^2 sigma^2 / 2`` nats per swap under the unbiased
   correction (``F = 2``).  With mini-batch energies ``sigma^2 = (N^2 / n)(1 - n / N) Var_i(l_i(beta_lo) -
   l_i(beta_hi))`` grows like ``N^2 / n``; control variates replace the per-example differences by
-  their change since the snapshot (``m`` steps at most).
+  their change since the snapshot (``m`` steps at most).  Measured over the early offsets of a
+  period only (a pilot shorter than two periods), their noise is a lower bound: a win of variance
+  reduction that rests on it is a best guess, a loss stands.
 - **the acceptance each estimator gives** with that correction
   (:func:`tf_vrre.diagnostics.swap_acceptance.unbiased_acceptance`), over the law of the exact
   differences ``dU`` during the pilot (:func:`tf_vrre.diagnostics.swap_acceptance.acceptance_model`),
@@ -89,6 +91,10 @@ class Measurements:
       quenches: quenched states (``{"chain", "temperature", "outputs", "energy_above_cold",
         "energy_above_cold_var"}``: outputs on the probe inputs; energy above each quenched state of
         the cold chain, in their order, and the variance of that estimate).
+      period_covered: the largest offset at which ``vr_var`` was measured, as a fraction of
+        ``period`` (1: a whole refresh period).  Below 1 (a pilot shorter than two periods) the mean
+        of ``vr_var`` is a lower bound of its mean over a period: the noise grows as a chain moves
+        away from its snapshot.
     """
 
     temperatures: Any
@@ -111,6 +117,7 @@ class Measurements:
     exact: bool
     quenches: list = dataclasses.field(default_factory=list)
     batch_energies: Any = None
+    period_covered: float = 1.0
 
     def to_dict(self) -> dict:
         """JSON-ready (arrays as lists)."""
@@ -122,7 +129,15 @@ class Measurements:
 
     @classmethod
     def from_dict(cls, d: dict) -> Measurements:
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls)})
+        """From :meth:`to_dict`; a field with a default may be missing (a record written before it)."""
+        required = (dataclasses.MISSING, dataclasses.MISSING)
+        return cls(
+            **{
+                f.name: d[f.name]
+                for f in dataclasses.fields(cls)
+                if f.name in d or (f.default, f.default_factory) == required
+            }
+        )
 
 
 @dataclasses.dataclass
@@ -213,7 +228,9 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
        :data:`SHUT`, or completes fewer than :data:`MIN_TRIPS` round trips within ``budget``
        gradient evaluations (then no estimator carries the hot chains' modes down: one chain).
     3. The evidence is weak when the one deciding quenched state, or the ratio of the gains, is
-       within a factor :data:`DECISIVE` of its threshold, or there are too few records.
+       within a factor :data:`DECISIVE` of its threshold, or there are too few records, or variance
+       reduction wins on a lower bound of its noise (``m.period_covered < 1``: the pilot measured the
+       early offsets of the period only).  A loss on a lower bound is as decisive as the rest allows.
 
     Args:
       m: the pilot's measurements.
@@ -277,6 +294,14 @@ def _estimators(m: Measurements, delta: np.ndarray, budget: float | None) -> dic
     plain_seconds = m.step_seconds - (K * m.pass_seconds / m.pilot_vr_period if m.pilot_vr_period else 0.0)
     estimators["mini-batch"]["seconds_per_step"] = plain_seconds
     estimators["control variates"]["seconds_per_step"] = plain_seconds + vr_extra
+    offsets = np.asarray(m.offsets)
+    measured = offsets[(offsets > 0) & np.isfinite(vr).all(axis=1)] if vr.size else offsets[:0]
+    estimators["control variates"] |= {
+        "period": int(m.period),
+        "offsets": sorted({int(o) for o in measured}),
+        "period_covered": float(m.period_covered),
+        "noise_lower_bound": bool(m.period_covered < 1.0),
+    }
     for e in estimators.values():
         e["round_trips_in_budget"] = None if budget is None else budget * e["round_trips_per_million"] / 1e6
     return estimators
@@ -285,6 +310,12 @@ def _estimators(m: Measurements, delta: np.ndarray, budget: float | None) -> dic
 def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
     """The sentence on the swap noise: the pilot's cold pair with either estimator, and the ladder each asks for."""
     e_mb, e_cv = estimators["mini-batch"], estimators["control variates"]
+    bound = (
+        f"; the control variates' noise is a lower bound, measured at offsets {e_cv['offsets']} only, "
+        f"{e_cv['period_covered']:.0%} of the period (it grows as a chain moves away from its snapshot)"
+        if e_cv["noise_lower_bound"]
+        else ""
+    )
     return (
         f"pilot's cold pair (tau {temps[0]:.4g}, {temps[1]:.4g}): noise penalty {e_mb['pilot_penalty_nats'][0]:.3g} "
         f"nats with mini-batch energies (acceptance {e_mb['pilot_acceptance'][0]:.3g}), "
@@ -292,6 +323,7 @@ def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
         f"{e_cv['pilot_acceptance'][0]:.3g}); on the ladder each asks for, {e_mb['recommended_chains']} chains "
         f"(barrier {e_mb['barrier']:.3g}, cold-pair penalty {e_mb['penalty_nats'][0]:.3g} nats) and "
         f"{e_cv['recommended_chains']} chains (barrier {e_cv['barrier']:.3g}, penalty {e_cv['penalty_nats'][0]:.3g})"
+        + bound
     )
 
 
@@ -357,6 +389,12 @@ def _with_swaps(numbers: dict, noise_text: str, budget: float | None, weak: bool
         f"variates, {e_cv['gradient_evaluations_per_step']:.4g} per step, full passes included): {ratio:.3g}x "
         "with control variates"
     )
+    if best == "control variates" and e_cv["noise_lower_bound"]:  # a loss on a lower bound stands; a win may not
+        weak = True
+        reasons.append(
+            f"variance reduction wins on a lower bound of its noise ({e_cv['period_covered']:.0%} of the refresh "
+            f"period measured): a pilot of {2 * e_cv['period']} steps or more measures all of it"
+        )
     chains = estimators[best]["recommended_chains"]
     return Advice(
         VARIANCE_REDUCED if best == "control variates" else REPLICA_EXCHANGE, chains, not weak, reasons, numbers

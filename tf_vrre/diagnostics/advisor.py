@@ -10,7 +10,11 @@ when ``N`` is at most ``measure_examples``):
   with ``d_i = l_i(beta_lo) - l_i(beta_hi)``, and the noise variance of the control-variate
   estimator, the same with ``d_i`` replaced by its change since a snapshot taken ``o`` steps
   earlier, at offsets ``o`` across one refresh period ``m``: snapshots the advisor takes for the
-  measurement alone (the sampler needs no control variates);
+  measurement alone (the sampler needs no control variates).  A pilot whose second half is
+  shorter than a period measures the offsets that fit (at least the first, ``m / 4``;
+  :func:`minimum_steps`): as a chain moves away from its snapshot the noise grows with the offset,
+  so the mean over the early offsets is a lower bound of the mean over a period, and the advice
+  says so (a recommendation of variance reduction that rests on it is a best guess);
 - at every step, every chain's mini-batch energy on the step's batch (the sampler's
   ``batch_energy``): their differences are the mini-batch estimates of the pairs' energy
   differences, whose spread over the pilot, less the measured noise, is the spread of the exact
@@ -54,6 +58,45 @@ QUENCH_STEPS = 25
 def _blocks(steps: int, period: int, blocks: int) -> int:
     """Snapshot blocks that fit in the second half of a pilot of ``steps`` steps."""
     return max(1, min(blocks, (steps - steps // 2) // (period + 1)))
+
+
+def _offsets(period: int) -> list[int]:
+    """The offsets (steps after a snapshot) at which the control variates' noise is measured."""
+    return sorted({max(1, round(period * q)) for q in OFFSETS})
+
+
+def minimum_steps(period: int, window: int = 1, steps_per_execution: int = 1) -> int:
+    """The shortest pilot :func:`advise` accepts, at refresh period ``m = period``.
+
+    The pilot attempts its first swap after the sigma^2 window of ``window`` steps, and takes its
+    first snapshot at step ``steps // 2``; the control variates' noise is measured at the offsets
+    :data:`OFFSETS` of ``m`` that follow within the pilot, at least the first,
+    ``o_1 = max(1, round(m / 4))``: ``ceil(steps / 2) >= o_1``.  So::
+
+        steps >= max(window + 1, 2 o_1 - 1)
+
+    A pilot of ``2 m - 1`` steps or more measures the whole period.  With ``steps_per_execution =
+    e > 1`` the pilot sees every ``e``-th step, and the snapshot and the measurement each come up to
+    ``e - 1`` steps late: ``o_1 + 2 (e - 1)`` in place of ``o_1`` (never more than ``2 (m + 1)``).
+
+    Args:
+      period: the control variates' refresh period ``m``, an integer >= 1.
+      window: the swap rule's sigma^2 window (its ``period``, or the control variates').
+      steps_per_execution: the sampler's train steps per compiled call.
+
+    Example:
+      >>> minimum_steps(400)                      # o_1 = 100: a snapshot at step 99, measured at 199
+      199
+      >>> minimum_steps(4, window=10)
+      11
+    """
+    for name, v, low in (("period", period, 1), ("window", window, 0), ("steps_per_execution", steps_per_execution, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ValueError(f"minimum_steps: {name} must be an integer >= {low}, got {v!r}")
+    first = _offsets(period)[0] + 2 * (steps_per_execution - 1)
+    if steps_per_execution > 1:
+        return max(window + 1, min(2 * (period + 1), 2 * first - 1))
+    return max(window + 1, 2 * first - 1)
 
 
 def measurement_cost(
@@ -129,12 +172,14 @@ def _check(sampler: Any, data: Any, steps: Any, batch_size: Any, period: Any) ->
     if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 1:
         raise ValueError(f"advise: period (the control variates' m) must be an integer >= 1, got {period!r}")
     window = sampler.swap_rule.period or (vr.period if vr is not None else 1)
-    need = max(2 * (int(period) + 1), window + 1)
+    spe = int(getattr(sampler, "steps_per_execution", 1) or 1)
+    need = minimum_steps(int(period), window, spe)
     if steps < need:
         raise ValueError(
             f"advise: steps={steps} is too short: a pilot attempts its first swap after the sigma^2 window of "
-            f"{window} steps and measures the control variates over a refresh period of m={period} steps in its "
-            f"second half; give steps >= {need}"
+            f"{window} steps and measures the control variates' noise in its second half, at least "
+            f"{_offsets(int(period))[0]} steps after a snapshot (the first offset, m / 4, of the refresh period m={period}); "
+            f"give steps >= {need}"
         )
     arrays = tf.nest.flatten(data)
     if not arrays or any(len(a) != sampler.data_size for a in arrays):
@@ -157,7 +202,7 @@ class _Pilot(keras.callbacks.Callback):
         self.M = len(tf.nest.flatten(self.x)[0])
         half = steps // 2
         count = _blocks(steps, period, blocks)
-        self.offsets = sorted({max(1, round(period * q)) for q in OFFSETS})
+        self.offsets = _offsets(period)
         self.starts = [half + j * ((steps - half) // count) for j in range(count)]
         self.pending, self.snap_step = [], None
         self.half = half
@@ -353,7 +398,12 @@ def advise(
     Args:
       sampler: a compiled :class:`tf_vrre.ReplicaExchangeSampler` with ``num_chains >= 2`` and swaps.
       data: the training data, ``(x, y)`` or ``x``, ``data_size`` examples.
-      steps: the pilot's length; at least two refresh periods and longer than the sigma^2 window.
+      steps: the pilot's length, longer than the sigma^2 window and with room in its second half
+        for at least the first quarter of a refresh period (:func:`minimum_steps`); ``2 m`` steps or
+        more measure the control variates' noise over a whole period.  A shorter pilot measures the
+        offsets that fit (``numbers["estimators"]["control variates"]["offsets"]``, ``"period_covered"``):
+        their noise is a lower bound of the period's, and a recommendation of variance reduction
+        that rests on it is a best guess (``confident=False``).
       batch_size: ``n``, the batch of the pilot and of the run it advises on.
       period: the control variates' refresh period ``m`` to measure at (default the sampler's, or one
         epoch ``ceil(N / n)`` without control variates).
@@ -440,6 +490,7 @@ def _measurements(
     """What the pilot measured, as :class:`tf_vrre.diagnostics.advice.Measurements`."""
     rows = pilot.rows
     vr = sampler.variance_reduction
+    measured = [r["offset"] for r in rows if r["offset"] > 0]
     spe = int(getattr(sampler, "steps_per_execution", 1) or 1)
     attempts, swaps = counts
     return advice.Measurements(
@@ -463,4 +514,5 @@ def _measurements(
         exact=exact,
         quenches=pilot.quenched,
         batch_energies=np.array(pilot.energies),
+        period_covered=min(1.0, max(measured) / m) if measured else 0.0,
     )
