@@ -24,27 +24,38 @@ LIBRARIES = ("tf_vrre", "keras", "tensorflow", "tf_keras")
 """Packages whose frames a warning walks out of (imported ones only)."""
 
 
-def _library_roots() -> tuple[str, ...]:
+def _library_roots(names: tuple[str, ...] = LIBRARIES) -> tuple[str, ...]:
     roots = []
-    for name in LIBRARIES:
+    for name in names:
         module = sys.modules.get(name)
         for path in getattr(module, "__path__", None) or []:
             roots.append(os.path.join(os.path.realpath(path), ""))
     return tuple(roots)
 
 
+def _frozen(frame: types.FrameType) -> bool:
+    """Python's own bootstrap frames (``<frozen runpy>`` of ``python -m``, importlib)."""
+    return frame.f_code.co_filename.startswith("<frozen ")
+
+
 def stacklevel(skip: int = 1) -> int:
     """The ``stacklevel`` that points ``warnings.warn`` at the first frame outside
     :data:`LIBRARIES`, for a ``warnings.warn`` called from the function ``skip`` frames above
-    this one (``1``: this function's caller); ``2`` (that function's caller) if every frame is
-    inside them."""
+    this one (``1``: this function's caller).  When there is none but Python's bootstrap (the
+    library's own command line, ``python -m tf_vrre.cli``), the caller of the outermost Keras or
+    TensorFlow frame (the command's ``fit`` call); ``2`` (that function's caller) without one."""
     roots = _library_roots()
+    frameworks = _library_roots(LIBRARIES[1:])  # Keras and TensorFlow
     frame: types.FrameType | None = sys._getframe(skip)  # the frame that calls warnings.warn: stacklevel 1
-    level = 1
-    while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(roots):
+    level, outermost_framework = 1, None
+    while frame is not None and (_frozen(frame) or os.path.realpath(frame.f_code.co_filename).startswith(roots)):
+        if os.path.realpath(frame.f_code.co_filename).startswith(frameworks):
+            outermost_framework = level
         frame = frame.f_back
         level += 1
-    return level if frame is not None else 2
+    if frame is not None:
+        return level
+    return outermost_framework + 1 if outermost_framework is not None else 2
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
