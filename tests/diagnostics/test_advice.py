@@ -149,7 +149,8 @@ def test_modes_found_by_quenching():
     out = advice.modes_found(cold_q + [near, far_low, far_noisy], cold, 1.0)
     assert out["found"] == 1 and out["modes"] == [[0, 1, 2], [3, 4]] and out["distance"][1] > advice.NOVEL
     alone = advice.modes_found(cold_q + [near, far_low], cold, 1.0)  # one state there: maybe a quench cut short
-    assert alone["found"] == 0 and len(alone["modes"]) == 1
+    assert alone["found"] == 0 and len(alone["modes"]) == 1 and alone["lone"] == 1 and alone["margin"]
+    assert advice.modes_found(cold_q + [near, far_high], cold, 1.0)["lone"] == 0  # its energy rules it out
     assert advice.modes_found(cold_q + [near, far_high], cold, 0.01)["found"] == 0  # colder: even further out
     # the cold chain's records in two groups far apart: swaps already carry the modes to it
     hopping = np.where(np.arange(400)[:, None] % 4 == 0, cold + 3.0, cold)
@@ -167,6 +168,14 @@ def test_recommendation_from_quenched_modes():
     a = advice.recommend(m)
     assert a.recommendation == advice.VARIANCE_REDUCED and a.confident
     assert "reach 2 modes" in a.reasons[0] and "1 of them away" in a.reasons[0]
+    # one quench alone far out, at an energy the pilot cannot resolve (2 +- 10 sd): a possible mode,
+    # a best guess for replica exchange; resolved far above (50 +- 1): no mode, one chain
+    m.quenches = cold_q + [_quench(1, [30.0] * 3, 2.0, var=100.0)]
+    a = advice.recommend(m)
+    assert a.recommendation == advice.VARIANCE_REDUCED and not a.confident and "sit alone" in a.reasons[0]
+    m.quenches = cold_q + [_quench(1, [30.0] * 3, 50.0, var=1.0)]
+    a = advice.recommend(m)
+    assert a.recommendation == advice.ONE_CHAIN and a.confident
 
 
 def test_from_run_with_only_a_tuning_record(tmp_path):

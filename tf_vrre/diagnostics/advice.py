@@ -221,8 +221,11 @@ def recommend(m: Measurements, budget: float | None = None) -> Advice:
     1. The quenched states decide between one chain and replica exchange
        (:func:`tf_vrre.diagnostics.modes.modes_found`):
        without a mode that the hot chains reach, the cold chain lacks and the cold posterior weighs,
-       ``K`` chains would cost ``K`` times as much per step for no new mode.  (Records without
-       quenches fall back on the multimodality index: outside ``(1 / MULTIMODAL, MULTIMODAL)``.)
+       ``K`` chains would cost ``K`` times as much per step for no new mode.  A quenched state that
+       sits alone far from every other, at an energy the pilot cannot rule out, is a possible mode:
+       missing a mode biases every answer while ``K`` chains cost a constant factor, so it counts
+       as one, and the evidence is weak.  (Records without quenches fall back on the
+       multimodality index: outside ``(1 / MULTIMODAL, MULTIMODAL)``.)
     2. Otherwise the estimator with more round trips per gradient evaluation wins (mini-batch or
        control-variate energies), unless even it leaves the cold pair's acceptance under
        :data:`SHUT`, or completes fewer than :data:`MIN_TRIPS` round trips within ``budget``
@@ -336,6 +339,15 @@ def _mode_evidence(m: Measurements, temps: np.ndarray, index: float, numbers: di
     if modes["distance"]:
         multimodal = len(modes["modes"]) >= 2 or modes["cold_modes"]
         close = modes["margin"] and not modes["cold_modes"]
+        if not multimodal and modes["lone"]:  # a possible mode: missing one costs more than K chains do
+            return (
+                True,
+                True,
+                f"{modes['lone']} quenched state(s) of the hot chains sit alone, farther than {NOVEL:g} local sds "
+                f"from every other, within {RELEVANT:g} cold temperatures of the cold chain's lowest energy as far "
+                "as the pilot resolves it: a mode only one quench reached, or a quench that stopped short; a missed "
+                "mode biases every answer while K chains cost a constant factor, so the best guess is that it is one",
+            )
         if multimodal:
             what = (
                 "the cold chain's outputs fall into groups far apart: it jumps between modes (swaps carry them)"
@@ -350,6 +362,7 @@ def _mode_evidence(m: Measurements, temps: np.ndarray, index: float, numbers: di
                 f"{min(modes['distance']):.3g}-{max(modes['distance']):.3g} local sds of the cold chain, energies "
                 f"{min(modes['excess']):.3g} cold temperatures or more above its own"
             )
+
         return multimodal, close, what
     # no quenches (an older record): the index alone
     if not math.isfinite(index):

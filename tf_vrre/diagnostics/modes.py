@@ -115,11 +115,14 @@ def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
     it (their median is within the linkage distance): a state quenched only part of the way to
     its minimum stays alone.  ``found``: the modes besides the one the cold chain's records sit in;
     ``cold_modes``: whether the cold chain's own records fall into groups (:func:`clustered`:
-    swaps already carry modes to it); ``margin``: whether the distance between two modes, or an
-    energy that decided, lies within a factor :data:`DECISIVE` of its threshold.
+    swaps already carry modes to it); ``lone``: the states that matter but reach no mode alone,
+    farther than :data:`NOVEL` local sds from every other quenched state (a mode only one quench
+    reached, or a quench that stopped short: the pilot cannot tell); ``margin``: whether the
+    distance between two modes, or an energy that decided, lies within a factor :data:`DECISIVE`
+    of its threshold, or a lone state leaves the verdict open.
 
     Returns:
-      ``{"local_spread", "distance", "excess", "modes", "found", "cold_modes", "margin"}``:
+      ``{"local_spread", "distance", "excess", "modes", "found", "cold_modes", "lone", "margin"}``:
       per hot quenched state its distance to the nearest cold quenched state (local sds) and its
       energy above the lowest (cold temperatures); the modes as lists of quenched states' indices.
     """
@@ -132,6 +135,7 @@ def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
         "modes": [],
         "found": 0,
         "cold_modes": False,
+        "lone": 0,
         "margin": False,
     }
     if not cold_at or len(cold_at) == len(quenches) or not spread > 0:
@@ -161,10 +165,12 @@ def modes_found(quenches: list, cold: Any, cold_temperature: float) -> dict:
     modes = [sorted(g) for g in groups if len(g) >= 2 or at_home(g)]
     out["modes"] = modes
     out["found"] = sum(1 for g in modes if not at_home(g))
+    out["lone"] = sum(1 for g in groups if len(g) == 1 and not at_home(g))
+    out["margin"] = out["lone"] > 0
     if len(modes) >= 2:
         between = min(
             float(dist[a][:, b].min()) for x, a in enumerate(modes) for b in modes[x + 1 :] for a in [np.array(a)]
         )
         worst = max(float(excess[g].min()) for g in map(np.array, modes))
-        out["margin"] = between < NOVEL * DECISIVE or worst > RELEVANT / DECISIVE
+        out["margin"] = out["margin"] or between < NOVEL * DECISIVE or worst > RELEVANT / DECISIVE
     return out
