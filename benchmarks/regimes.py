@@ -7,13 +7,17 @@ of the budget on every problem (``tf_vrre.diagnostics.advise``), checked against
     python benchmarks/regimes.py --force --anchors --seeds 1,2   # each family's anchor problem only
     python benchmarks/regimes.py --quick          # the anchors, one seed, half the budget (minutes)
     python benchmarks/regimes.py --force --resume # continue an interrupted run from runs/regimes-partial.json
+    python benchmarks/regimes.py --report-only --readvise runs/regimes-pilots   # advice by today's rules
 
 Writes ``benchmarks/results/regimes.json`` (``--quick``: ``runs/regimes-quick.json``) and one figure
 per family (``docs/benchmarks/regimes-<family>.png``; ``--quick``: next to its results);
 ``python benchmarks/render_docs.py`` puts the tables and numbers into
 ``docs/benchmarks/regimes.md`` and the README.  A run with ``--checks`` (on by default, off with
 ``--no-checks``) also asks the advisor about the mixture study's main job and the two networks of
-the posterior-fidelity benchmark.
+the posterior-fidelity benchmark.  Every pilot keeps its measurements in
+``runs/regimes-pilots/<problem>/advice.json``: ``--report-only --readvise`` re-derives each
+problem's advice from them by the advisor's rules as they are now (no run), and the results file
+says which problems and by which commit (``readvised``).
 """
 
 import argparse
@@ -113,6 +117,13 @@ def parse_args(argv=None):
         "files can be merged into one and finished with --resume",
     )
     p.add_argument(
+        "--readvise",
+        type=arguments.input_directory,
+        default=None,
+        help="with --report-only: re-derive each problem's advice by the advisor's current rules from the "
+        "pilot measurements kept in this directory (<key>/advice.json; the runs write runs/regimes-pilots)",
+    )
+    p.add_argument(
         "--report-only",
         action="store_true",
         help="rewrite the tables, numbers and figures of an existing results file from its measurements (no runs)",
@@ -139,6 +150,8 @@ def _checked(args):
     args.figures = Path(
         args.figures or (Path(args.results).parent if args.quick else results.ROOT / "docs" / "benchmarks")
     )
+    if args.readvise is not None and not args.report_only:
+        arguments.die("--readvise: re-derives the advice of an existing results file; pass --report-only")
     if args.report_only:
         if not Path(args.results).is_file():
             arguments.die(f"--report-only: no results file {args.results}; run the benchmark first")
@@ -170,16 +183,23 @@ def evaluate(problem, pilot, runs, seeds):
     """One problem's row: each method's mean +- se of the headline distance, the closest method,
     and whether the advisor's recommendation is it or within the seeds' noise of it (two standard
     errors of the difference)."""
-    import regimes_methods
-
     key = problem.headline
     stats = {m: _mean_se([r[key] for r in runs[m]]) for m in METHOD_NAMES if m in runs}
-    best = min(stats, key=lambda m: stats[m][0])
     advice, _ = pilot
-    pick = regimes_methods.ADVICE_METHOD[advice.recommendation]
+    return {"stats": stats, **_verdict(stats, advice.recommendation)}
+
+
+def _verdict(stats, recommendation):
+    """The method a recommendation stands for on a problem (the closer of the single-chain methods
+    for "one chain"), the closest method, and whether the pick is it or within two standard
+    errors of the difference."""
+    import regimes_methods
+
+    best = min(stats, key=lambda m: stats[m][0])
+    pick = min((m for m in regimes_methods.ADVICE_METHOD[recommendation] if m in stats), key=lambda m: stats[m][0])
     gap = stats[pick][0] - stats[best][0]
     noise = 2.0 * (stats[pick][1] ** 2 + stats[best][1] ** 2) ** 0.5
-    return {"stats": stats, "closest": best, "advised": pick, "gap": gap, "noise": noise, "agrees": gap <= noise}
+    return {"closest": best, "advised": pick, "gap": gap, "noise": noise, "agrees": gap <= noise}
 
 
 def report_only(args):
@@ -193,12 +213,40 @@ def report_only(args):
 
     res = json.loads(args.target.read_text())
     out = res["measured"]
+    if args.readvise is not None:
+        res["readvised"] = _readvise(out, args.readvise)
     res["tables"] = regimes_report.tables(out)
     res["figures"] = regimes_report.figures(out, args.figures)
     res["values"] = regimes_report.values(out)
     atomic.write_json(args.target, res, newline=True)
     print(regimes_report.text(out, res["tables"]))
     return out
+
+
+def _readvise(out, directory):
+    """Every problem's advice re-derived by the advisor's rules as they are now from the pilot's
+    measurements kept in ``directory/<key>/advice.json`` (a problem without one keeps its advice);
+    what was re-derived, by which commit."""
+    import json
+
+    from tf_vrre.diagnostics import advice as advice_rules
+
+    done = []
+    for key, p in out["problems"].items():
+        path = Path(directory) / key / "advice.json"
+        if not path.is_file():
+            continue
+        try:
+            kept = json.loads(path.read_text())
+            m = advice_rules.Measurements.from_dict(kept["measurements"])
+        except (ValueError, KeyError, TypeError) as err:
+            arguments.die(f"--readvise: {path} is not a pilot's measurements ({type(err).__name__}: {err})")
+        a = advice_rules.recommend(m, budget=out["settings"]["budget"])
+        p["advice"] = json.loads(json.dumps(a.to_dict(), default=_plain))
+        p.update(_verdict({k: tuple(v) for k, v in p["stats"].items()}, a.recommendation))
+        done.append(key)
+    env = results.environment()
+    return {"problems": done, **{k: env[k] for k in ("command", "date", "git_commit", "git_dirty")}}
 
 
 def _select(args):

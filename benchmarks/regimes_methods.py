@@ -53,7 +53,14 @@ METHODS = {
     "resghmc": Method("reSGHMC", replica=True),
     "vr-resghmc": Method("VR-reSGHMC", replica=True, vr=True),
 }
-ADVICE_METHOD = {"one chain": "sghmc", "replica exchange": "resghmc", "variance-reduced replica exchange": "vr-resghmc"}
+ADVICE_METHOD = {
+    "one chain": ("sghmc", "cycsghmc"),
+    "replica exchange": ("resghmc",),
+    "variance-reduced replica exchange": ("vr-resghmc",),
+}
+"""The methods of the map each recommendation stands for: "one chain" is either single-chain
+method (the advisor recommends one chain, replica exchange or variance reduction, not a
+step-size schedule), the closer of them on each problem."""
 
 
 def _learning_rates(problem, temps):

@@ -7,7 +7,7 @@ import numpy as np
 import results
 
 LABELS = {"sghmc": "SGHMC", "cycsghmc": "cycSGHMC", "resghmc": "reSGHMC", "vr-resghmc": "VR-reSGHMC"}
-ADVICE_LABEL = {"sghmc": "one chain", "resghmc": "replica exchange", "vr-resghmc": "VR"}
+ADVICE_LABEL = {"sghmc": "one chain", "cycsghmc": "one chain", "resghmc": "replica exchange", "vr-resghmc": "VR"}
 METRIC = {
     "mode_weight_error": "error of the left mode's weight",
     "predictive_tv": "TV of the posterior predictive at held-out inputs",
@@ -179,6 +179,15 @@ def values(out):
         "measured": ", ".join(p["name"] for p in probs),
         "gain_min": min(p["advice"]["numbers"]["gain_ratio"] for p in probs),
         "gain_max": max(p["advice"]["numbers"]["gain_ratio"] for p in probs),
+        "gain_above_one": sum(p["advice"]["numbers"]["gain_ratio"] > 1 for p in probs),
+        "gain_above_one_where": ", ".join(p["name"] for p in probs if p["advice"]["numbers"]["gain_ratio"] > 1)
+        or "none",
+        "vr_closest_where_gain": sum(
+            p["advice"]["numbers"]["gain_ratio"] > 1 and p["closest"] == "vr-resghmc" for p in probs
+        ),
+        "coldest_gain_above_one": max(
+            (p["temperature"] for p in probs if p["advice"]["numbers"]["gain_ratio"] > 1), default=float("nan")
+        ),
     }
     for m in ("resghmc", "vr-resghmc"):  # the pilot's mini-batch cold-pair penalty where each was closest
         pens = [p["advice"]["numbers"]["estimators"]["mini-batch"]["pilot_penalty_nats"][0] for p in probs]
@@ -200,7 +209,7 @@ def values(out):
         v[f"{k}_penalty_vr"] = est["control variates"]["pilot_penalty_nats"][0]
         v[f"{k}_advised"] = LABELS[p["advised"]]
         for m, s in p["stats"].items():
-            v[f"{k}_{m.replace('-', '_')}"] = s[0]
+            v[f"{k}_{m.replace('-', '_')}"], v[f"{k}_{m.replace('-', '_')}_se"] = s[0], s[1]
     return v
 
 

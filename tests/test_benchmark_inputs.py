@@ -125,6 +125,8 @@ CASES = [
     ("regimes.py", ["--problems", "sine-N1000-t1", "--families", "mixture"], "--problems: 'sine-N1000-t1' is not of"),
     ("regimes.py", ["--checks-from", "nofile"], "--checks-from: 'nofile': no such file"),
     ("regimes.py", ["--report-only", "--results", "r.json"], "--report-only: no results file r.json"),
+    ("regimes.py", ["--readvise", "."], "--readvise: re-derives the advice of an existing results file"),
+    ("regimes.py", ["--report-only", "--readvise", "nodir"], "--readvise: 'nodir'"),
     ("replica_flow.py", ["--chains", "1"], "--chains: must be >= 2"),
     ("replica_flow.py", ["--steps", "10"], "--steps: must be >= 200"),
     ("replica_flow.py", ["--out", "afile"], "--out: 'afile' is a file"),
