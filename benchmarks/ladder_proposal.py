@@ -250,7 +250,7 @@ def parse_args(argv):
     p.add_argument(
         "--band", type=arguments.positive_float(), default=0.15, help="allowed |rejection - target| per pair"
     )
-    p.add_argument("--tune", type=arguments.positive(int, 10**7), default=2000, help="tuning steps")
+    p.add_argument("--tune", type=arguments.positive(int, 10**7), default=4000, help="tuning steps")
     p.add_argument("--first-round", type=arguments.positive(int, 10**7), default=100, help="first round's steps")
     p.add_argument(
         "--measure", type=arguments.at_least(20 * BLOCKS, 10**7), default=1000, help="steps measured after tuning"
