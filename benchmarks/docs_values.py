@@ -1,6 +1,6 @@
 """The numbers the README and docs quote in prose, computed from the results files' tables:
 ``VALUES[name](results) -> {key: value}``, one function per results file (used by
-``benchmarks/render_docs.py``'s ``CLAIMS``)."""
+``benchmarks/docs_claims.py``'s ``CLAIMS``, rendered by ``benchmarks/render_docs.py``)."""
 
 import results
 

@@ -60,7 +60,7 @@ CASES = [
     ("ladder_proposal.py", ["--target", "1.5"], "--target: a rejection rate in (0, 1), got 1.5"),
     ("ladder_proposal.py", ["--hand", "1,2,3"], "--hand: 4 increasing temperatures (--chains), got 1.0,2.0,3.0"),
     ("ladder_proposal.py", ["--networks", "mlp,nope"], "--networks: 'nope': unknown"),
-    ("ladder_proposal.py", ["--spe", "7", "--results", "r.json"], "--spe: must divide --tune (2000)"),
+    ("ladder_proposal.py", ["--spe", "7", "--results", "r.json"], "--spe: must divide --tune (4000)"),
     ("ladder_proposal.py", ["--data-dir", "nowhere", "--results", "r.json"], "--data-dir: 'nowhere': no such"),
     ("ladder_proposal.py", [], "benchmarks/results/ladder_proposal.json exists; pass --force"),
     ("ladder_exact.py", ["--steps", "100"], "--steps: must be >= 500"),
@@ -267,6 +267,7 @@ def test_every_benchmark_script_has_refusal_cases():
     helpers = {
         "arguments.py",
         "results.py",
+        "docs_claims.py",
         "docs_values.py",
         "posterior_fidelity_methods.py",
         "posterior_fidelity_reference.py",

@@ -5,7 +5,7 @@ index, and the recommendation in each regime."""
 import numpy as np
 import pytest
 
-from tf_vrre.diagnostics import advice
+from tf_vrre.diagnostics import advice, run_advice
 
 
 @pytest.mark.parametrize("scaled_diff, noise", [(0.0, 1.0), (-2.0, 4.0), (1.5, 9.0), (-6.0, 0.25)])
@@ -185,10 +185,10 @@ def test_from_run_with_only_a_tuning_record(tmp_path):
 
     from tf_vrre.runs import ladder_file
 
-    assert advice.from_run(tmp_path) is None  # nothing to read
+    assert run_advice.from_run(tmp_path) is None  # nothing to read
     doc = record()  # round 0 kept its ladder (no barrier); round 1 measured Lambda 1.62, 4 chains
     (tmp_path / "ladder.json").write_text(json.dumps(doc))
-    section = advice.from_run(tmp_path)
+    section = run_advice.from_run(tmp_path)
     assert section["source"] == "tuning record" and "barrier Lambda 1.62" in section["text"]
     assert section["advice"]["chains"] == 4 and not section["advice"]["confident"]
     assert "swap noise" not in section["text"]  # a record written before the tuner kept it
@@ -199,9 +199,9 @@ def test_from_run_with_only_a_tuning_record(tmp_path):
     }
     (tmp_path / "ladder.json").write_text(json.dumps(doc))
     assert ladder_file.read(tmp_path / "ladder.json") == doc
-    text = advice.from_run(tmp_path)["text"]
+    text = run_advice.from_run(tmp_path)["text"]
     assert "swap noise penalty per pair [5.0, 0.3, 0.04] nats with mini-batch energies" in text
     doc["rounds"][1]["swap_noise"]["sigma2"] = [40.0, -1.0, 5.0]
     (tmp_path / "ladder.json").write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=r"rounds\[1\]\.swap_noise\.sigma2: must be >= 0"):
-        advice.from_run(tmp_path)
+        run_advice.from_run(tmp_path)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre.diagnostics import advice, advisor
+from tf_vrre.diagnostics import advice, advisor, run_advice
 from tf_vrre.sampler import cost
 from tf_vrre.workflows.gaussian_mixture import target
 
@@ -98,7 +98,7 @@ def test_pilot_measures_the_exact_noise_and_writes_its_record(data, tmp_path, mo
     k_mb, k_cv = est["mini-batch"]["recommended_chains"], est["control variates"]["recommended_chains"]
     assert est["mini-batch"]["gradient_evaluations_per_step"] == cost.per_step(k_mb, BATCH, N)
     assert est["control variates"]["gradient_evaluations_per_step"] == cost.per_step(k_cv, BATCH, N, 4)
-    section = advice.from_run(tmp_path)
+    section = run_advice.from_run(tmp_path)
     assert section["source"] == "pilot" and section["text"] == a.summary()
 
 

@@ -383,7 +383,7 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
                 self._tracks.reset(step)  # a new hot end: its mode changes are counted afresh
         temps_now, lrs_now = self._ladder()
         # the swap noise the rule charged at the round's end (its sigma2 window): what the advisor
-        # weighs (tf_vrre.diagnostics.advice.from_run) against the barrier
+        # weighs (tf_vrre.diagnostics.run_advice.from_run) against the barrier
         sigma2 = np.asarray(s.state.swap.sigma2.numpy(), np.float64)
         temps = np.asarray(record["temperatures"], np.float64)
         delta = 1.0 / temps[:-1] - 1.0 / temps[1:]

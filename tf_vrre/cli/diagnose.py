@@ -109,15 +109,15 @@ def _write_json(path, obj):
 
 
 def _advice(runs):
-    """Where replica exchange pays, per run (:func:`tf_vrre.diagnostics.advice.from_run`: a pilot's
+    """Where replica exchange pays, per run (:func:`tf_vrre.diagnostics.run_advice.from_run`: a pilot's
     ``advice.json``, else a best guess from the swap log and the tuning record), read before anything
     is written; ``{run: section}``."""
-    from tf_vrre.diagnostics import advice
+    from tf_vrre.diagnostics import run_advice
 
     out = {}
     for run in runs:
         try:
-            section = advice.from_run(run)
+            section = run_advice.from_run(run)
         except (ValueError, OSError) as err:
             _args.die(f"--run: {err}")
         if section is not None:

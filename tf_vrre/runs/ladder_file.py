@@ -26,7 +26,7 @@ since the hot end was last set, up to the round's end (``null``: too few records
 chains changed modes so far (``null``: none yet), below which the tuner does not move the hot
 end.  ``swap_noise`` is the swap rule's noise estimate ``sigma2`` per pair at the round's end, with
 its penalty ``delta^2 sigma2 / 2`` in nats and the energies it was measured on (``"mini-batch"`` or
-``"control variates"``), which the advisor reads (:func:`tf_vrre.diagnostics.advice.from_run`).
+``"control variates"``), which the advisor reads (:func:`tf_vrre.diagnostics.run_advice.from_run`).
 ``kept`` is ``null``, or why the round kept its ladder; a round with too few swap attempts per
 pair (:data:`tf_vrre.sgmcmc.tuning.MIN_ROUND_ATTEMPTS`) measured nothing, and its ``rejection``
 ... ``round_trip_rate`` are ``null``.  Records written before ``due_step`` and ``kept`` existed
