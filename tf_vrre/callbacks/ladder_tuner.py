@@ -353,8 +353,7 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
         attempts, swaps = self._counts()
         n = np.subtract(attempts, record["start_attempts"])
         k = np.subtract(swaps, record["start_swaps"])
-        traces = self._tracks.traces()  # since the hot end was last set
-        counts = mode_changes.mode_changes(traces)
+        counts, one_way = mode_changes.assess(self._tracks.traces())  # since the hot end was last set
         hot = float(record["temperatures"][-1])
         if mode_changes.changes_modes(counts, self._tracks.energy()):  # this hot end crosses: never go colder
             hot = min(hot, float(self._doc["initial"]["temperatures"][-1]))  # than it, or the initial one
@@ -362,7 +361,7 @@ class LadderTuner(ladder_record.TuningRecord, ladder_reports.RoundReports, keras
         planned = len(tuning.round_ends(self.tuning_steps, self.first_round_steps))
         last = self._due(record) >= self.tuning_steps
         narrow = record["round"] >= planned - 2 or last
-        cautious = not last and mode_changes.relaxing(traces)  # one-way moves: half way, their returns may show
+        cautious = not last and one_way  # one-way moves: half way, their returns may show
         measured, new_t = self._measure(np.asarray(record["temperatures"], np.float64), n, k, narrow, cautious)
         new_lr = None
         if new_t is not None and self.learning_rates is not None:

@@ -148,6 +148,20 @@ def _flows(traces: ArrayLike) -> Iterator[np.ndarray]:
             yield np.array([_counted(t[h, :, m], best[1], best[2]) for h in range(K)])
 
 
+def assess(traces: ArrayLike) -> tuple[list[int] | None, bool]:
+    """:func:`mode_changes` and :func:`relaxing` of the same traces, in one pass over the weights."""
+    t = np.asarray(traces, np.float64)
+    counts, one_way = np.zeros(t.shape[0], np.int64), False
+    for up_down in _flows(t):
+        per_state, ways = up_down.sum(1), np.count_nonzero(up_down.sum(0))
+        if np.count_nonzero(per_state) >= 2:
+            if ways == 2:  # two states, both ways
+                counts = np.maximum(counts, per_state)
+            else:
+                one_way = True
+    return (None if t.shape[1] < MIN_RECORDS else counts.tolist()), one_way
+
+
 def mode_changes(traces: ArrayLike) -> list[int] | None:
     """Mode changes per state in one round (the module's procedure), or ``None`` with fewer than
     :data:`MIN_RECORDS` records.
@@ -158,13 +172,7 @@ def mode_changes(traces: ArrayLike) -> list[int] | None:
     Returns:
       ``K`` counts: per state, the most moves between two levels any counted weight made.
     """
-    t = np.asarray(traces, np.float64)
-    counts = np.zeros(t.shape[0], np.int64)
-    for up_down in _flows(t):
-        per_state = up_down.sum(1)
-        if np.count_nonzero(per_state) >= 2 and np.all(up_down.sum(0) > 0):  # two states, both ways
-            counts = np.maximum(counts, per_state)
-    return None if t.shape[1] < MIN_RECORDS else counts.tolist()
+    return assess(traces)[0]
 
 
 def relaxing(traces: ArrayLike) -> bool:
@@ -178,9 +186,7 @@ def relaxing(traces: ArrayLike) -> bool:
       >>> relaxing(np.stack(up)[:, :, None]), mode_changes(np.stack(up)[:, :, None])
       (True, [0, 0])
     """
-    return any(
-        np.count_nonzero(up_down.sum(1)) >= 2 and np.count_nonzero(up_down.sum(0)) == 1 for up_down in _flows(traces)
-    )
+    return assess(traces)[1]
 
 
 def changes_modes(counts: list[int] | None, energy: ArrayLike | None = None) -> bool:
