@@ -5,7 +5,7 @@ index, and the recommendation in each regime."""
 import numpy as np
 import pytest
 
-from tf_vrre.diagnostics import advice, run_advice
+from tf_vrre.diagnostics import advice, run_advice, swap_acceptance
 
 
 @pytest.mark.parametrize("scaled_diff, noise", [(0.0, 1.0), (-2.0, 4.0), (1.5, 9.0), (-6.0, 0.25)])
@@ -30,6 +30,56 @@ def test_acceptance_model_against_monte_carlo():
         draws = np.minimum(1.0, np.exp(delta * (du + rng.normal(0.0, np.sqrt(s), T)) - delta**2 * s / 2))
         got = float(advice.acceptance_model(delta, estimates, 64.0, s))
         assert abs(got - draws.mean()) < 4 * draws.std() / np.sqrt(T) + 0.02 * draws.mean(), (s, got, draws.mean())
+
+
+@pytest.mark.parametrize("dof", [1, 3, 20])
+def test_noise_that_follows_the_pairs_distance_against_monte_carlo(dof):
+    # two states of a D-weight Gaussian mode, apart by d ~ N(0, s I): the mini-batch noise variance is
+    # c |d|^2 (mean c D s), the unbiased penalty follows it; the exact difference varies as N(-20, 6^2)
+    rng = np.random.default_rng(2)
+    delta, T, mean_noise = 0.5, 200_000, 64.0
+    d2 = (rng.normal(0.0, 1.0, (T, dof)) ** 2).sum(1) / dof  # |d|^2 / E|d|^2: chi^2_D / D
+    noise = mean_noise * d2
+    du = rng.normal(-20.0, 6.0, T)
+    draws = np.minimum(1.0, np.exp(delta * (du + rng.normal(0.0, 1.0, T) * np.sqrt(noise)) - delta**2 * noise / 2))
+    got = float(swap_acceptance.acceptance_model(delta, du, 0.0, mean_noise, dof=dof))
+    assert abs(got - draws.mean()) < 4 * draws.std() / np.sqrt(T) + 0.03 * draws.mean(), (dof, got, draws.mean())
+    constant = float(swap_acceptance.acceptance_model(delta, du, 0.0, mean_noise))  # the mean noise at every step
+    assert constant < got  # the acceptance is convex in the noise: close states swap more than the mean says
+    # unequal directions (one weight dominating) spread |d|^2 more than chi^2_D / D: D bounds it from below
+    w = np.linspace(1.0, 10.0, dof) / np.linspace(1.0, 10.0, dof).mean()
+    uneven = mean_noise * (w * rng.normal(0.0, 1.0, (T, dof)) ** 2).sum(1) / dof
+    draws = np.minimum(1.0, np.exp(delta * (du + rng.normal(0.0, 1.0, T) * np.sqrt(uneven)) - delta**2 * uneven / 2))
+    assert got < draws.mean() + 4 * draws.std() / np.sqrt(T)
+
+
+def test_the_noise_laws_degrees_of_freedom_from_the_records():
+    # records of a pair's noise variance, c |d|^2 with d ~ N(mu, 1) in one dimension: two states of one
+    # mode (mu = 0) spread as chi^2_1; a hot chain 3 sds away gives a narrower, non-central law whose
+    # relative variance 2 (1 + 2 mu^2) / (1 + mu^2)^2 says nu = 100 / 19; a network's D stands
+    rng = np.random.default_rng(4)
+    central = (rng.normal(0.0, 1.0, (4000, 2)) ** 2) * [5.0, 50.0]
+    apart = (rng.normal(3.0, 1.0, (4000, 2)) ** 2) * [5.0, 50.0]
+    assert swap_acceptance.noise_dof(central, 1) == pytest.approx(1.0, abs=0.15)
+    assert swap_acceptance.noise_dof(apart, 1) == pytest.approx(100 / 19, rel=0.1)
+    assert swap_acceptance.noise_dof(apart, 5000) == 5000.0
+    assert swap_acceptance.noise_dof(central[:1], 3) == 3.0  # one record says nothing of the spread
+    assert swap_acceptance.noise_dof(central, None) is None
+
+
+def test_a_finer_ladders_noise_law():
+    # the ladder prediction averages each new pair's rejection over the noise law: a one-weight model's
+    # pairs swap where a constant noise says they cannot; a network's (D large) barely move
+    args = ([10.0, 267.0], [0.6], [2.0e6], 6)
+    constant = swap_acceptance.ladder_prediction(*args)
+    one = swap_acceptance.ladder_prediction(*args, dof=1)
+    wide = swap_acceptance.ladder_prediction(*args, dof=50_000)
+    assert constant["temperatures"] == one["temperatures"] == wide["temperatures"]
+    assert constant["penalty_nats"][0] > 10 and constant["rejection"][0] > 0.999
+    assert one["rejection"][0] < 0.9 and one["barrier"] < constant["barrier"]
+    assert np.allclose(wide["rejection"], constant["rejection"], atol=0.01)
+    with pytest.raises(ValueError, match="dof"):
+        swap_acceptance.ladder_prediction(*args, dof=0)
 
 
 def test_multimodality_index():

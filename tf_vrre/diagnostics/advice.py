@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from tf_vrre.diagnostics.modes import DECISIVE, NOVEL, RELEVANT, modes_found, multimodality_index
-from tf_vrre.diagnostics.swap_acceptance import acceptance_model, ladder_prediction
+from tf_vrre.diagnostics.swap_acceptance import acceptance_model, ladder_prediction, noise_dof
 from tf_vrre.diagnostics.swap_acceptance import unbiased_acceptance as unbiased_acceptance
 
 ONE_CHAIN, REPLICA_EXCHANGE, VARIANCE_REDUCED = "one chain", "replica exchange", "variance-reduced replica exchange"
@@ -95,6 +95,9 @@ class Measurements:
         ``period`` (1: a whole refresh period).  Below 1 (a pilot shorter than two periods) the mean
         of ``vr_var`` is a lower bound of its mean over a period: the noise grows as a chain moves
         away from its snapshot.
+      num_weights: a chain's trainable weights ``D``: the degrees of freedom of the law a pair's
+        noise variance follows over a run (:func:`tf_vrre.diagnostics.swap_acceptance.noise_law`);
+        ``None`` (a record written before the field): the noise variance taken as constant.
     """
 
     temperatures: Any
@@ -118,6 +121,7 @@ class Measurements:
     quenches: list = dataclasses.field(default_factory=list)
     batch_energies: Any = None
     period_covered: float = 1.0
+    num_weights: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready (arrays as lists)."""
@@ -188,11 +192,12 @@ def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr:
         estimates, estimate_var = u[:, :-1] - u[:, 1:], naive
     else:  # a record without them: the measured differences and their own variance
         estimates, estimate_var = np.asarray(m.diff, np.float64), np.asarray(m.diff_var, np.float64).mean(0)
-    acc = acceptance_model(delta, estimates, estimate_var, var)
+    dof = noise_dof(m.naive_var, m.num_weights)  # the law of the pairs' distance, also the control variates'
+    acc = acceptance_model(delta, estimates, estimate_var, var, dof=dof)
     exact = acceptance_model(delta, estimates, estimate_var, np.zeros_like(var))
     K = len(m.temperatures)
     for _ in range(8):  # the number of chains its own barrier asks for, on its own ladder
-        own = ladder_prediction(m.temperatures, 1.0 - exact, var, K)
+        own = ladder_prediction(m.temperatures, 1.0 - exact, var, K, dof=dof)
         new = min(MAX_CHAINS, ladder.recommended_chains(own["barrier"]))
         if new == K:
             break
@@ -204,6 +209,7 @@ def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr:
         "pilot_acceptance": acc.tolist(),
         "pilot_penalty_nats": (delta**2 * var / 2.0).tolist(),
         "noise_var": var.tolist(),
+        "noise_dof": dof,
         "recommended_chains": K,
         "ladder": own,
         "acceptance": (1.0 - np.asarray(own["rejection"])).tolist(),
@@ -319,6 +325,12 @@ def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
         if e_cv["noise_lower_bound"]
         else ""
     )
+    dof = e_mb["noise_dof"]
+    law = (
+        ""
+        if dof is None or dof == math.inf
+        else f"; averaged over the noise's law as the pairs' states move (chi^2 with {dof:.3g} degrees of freedom)"
+    )
     return (
         f"pilot's cold pair (tau {temps[0]:.4g}, {temps[1]:.4g}): noise penalty {e_mb['pilot_penalty_nats'][0]:.3g} "
         f"nats with mini-batch energies (acceptance {e_mb['pilot_acceptance'][0]:.3g}), "
@@ -326,6 +338,7 @@ def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
         f"{e_cv['pilot_acceptance'][0]:.3g}); on the ladder each asks for, {e_mb['recommended_chains']} chains "
         f"(barrier {e_mb['barrier']:.3g}, cold-pair penalty {e_mb['penalty_nats'][0]:.3g} nats) and "
         f"{e_cv['recommended_chains']} chains (barrier {e_cv['barrier']:.3g}, penalty {e_cv['penalty_nats'][0]:.3g})"
+        + law
         + bound
     )
 

@@ -515,4 +515,5 @@ def _measurements(
         quenches=pilot.quenched,
         batch_energies=np.array(pilot.energies),
         period_covered=min(1.0, max(measured) / m) if measured else 0.0,
+        num_weights=int(sum(np.prod(w.shape) for w in sampler.chains[0].trainable_weights)),
     )
