@@ -95,7 +95,8 @@ def parse_args(argv=None):
         type=arguments.input_file,
         default=None,
         help="take the advisor's checks from this file ({checks, checks_seconds, checks_cpu_seconds}: "
-        "the checks measured by a separate process) instead of running them",
+        "the checks measured by a separate process) instead of running them; with --report-only, "
+        "replace the results file's checks with them",
     )
     p.add_argument(
         "--figures",
@@ -143,6 +144,7 @@ def _checked(args):
             arguments.die(f"--problems: {outside[0]!r} is not of --families {','.join(args.families)}")
     if args.checks_from is not None and args.no_checks:
         arguments.die("--checks-from: takes the checks from a file; --no-checks skips them: pass one")
+    args.kept_checks = None if args.checks_from is None else _kept_checks(args.checks_from)
     if args.quick:
         args.anchors, args.seeds, args.budget = True, args.seeds[:1], args.budget / 2
         if args.results == str(results.path_of("regimes")):
@@ -213,6 +215,10 @@ def report_only(args):
 
     res = json.loads(args.target.read_text())
     out = res["measured"]
+    if args.kept_checks is not None:  # checks measured again by a separate process
+        out.update(args.kept_checks)
+        env = results.environment()
+        res["checks_replaced"] = {k: env[k] for k in ("command", "date", "git_commit", "git_dirty")}
     if args.readvise is not None:
         res["readvised"] = _readvise(out, args.readvise)
     res["tables"] = regimes_report.tables(out)
@@ -223,28 +229,54 @@ def report_only(args):
     return out
 
 
+def _kept_checks(path):
+    """The advisor's checks a separate process measured (``--checks-from``)."""
+    import json
+
+    try:
+        kept = json.loads(Path(path).read_text())
+        return {k: kept[k] for k in ("checks", "checks_seconds", "checks_cpu_seconds")}
+    except (ValueError, KeyError, TypeError) as err:
+        arguments.die(f"--checks-from: {path} holds no advisor's checks ({type(err).__name__}: {err})")
+
+
+def _kept_measurements(path):
+    """A pilot's measurements kept at ``path`` (``None``: no such file)."""
+    import json
+
+    from tf_vrre.diagnostics import advice as advice_rules
+
+    if not path.is_file():
+        return None
+    try:
+        return advice_rules.Measurements.from_dict(json.loads(path.read_text())["measurements"])
+    except (ValueError, KeyError, TypeError) as err:
+        arguments.die(f"--readvise: {path} is not a pilot's measurements ({type(err).__name__}: {err})")
+
+
 def _readvise(out, directory):
-    """Every problem's advice re-derived by the advisor's rules as they are now from the pilot's
-    measurements kept in ``directory/<key>/advice.json`` (a problem without one keeps its advice);
-    what was re-derived, by which commit."""
+    """Every problem's advice, and the checks' on the other benchmarks, re-derived by the advisor's
+    rules as they are now from the pilots' measurements kept in ``directory/<key>/advice.json`` (one
+    without them keeps its advice); what was re-derived, by which commit."""
     import json
 
     from tf_vrre.diagnostics import advice as advice_rules
 
     done = []
     for key, p in out["problems"].items():
-        path = Path(directory) / key / "advice.json"
-        if not path.is_file():
+        m = _kept_measurements(Path(directory) / key / "advice.json")
+        if m is None:
             continue
-        try:
-            kept = json.loads(path.read_text())
-            m = advice_rules.Measurements.from_dict(kept["measurements"])
-        except (ValueError, KeyError, TypeError) as err:
-            arguments.die(f"--readvise: {path} is not a pilot's measurements ({type(err).__name__}: {err})")
         a = advice_rules.recommend(m, budget=out["settings"]["budget"])
         p["advice"] = json.loads(json.dumps(a.to_dict(), default=_plain))
         p.update(_verdict({k: tuple(v) for k, v in p["stats"].items()}, a.recommendation))
         done.append(key)
+    for key, c in out.get("checks", {}).items():  # the other benchmarks' pilots, at their own budgets
+        m = _kept_measurements(Path(directory) / key / "advice.json")
+        if m is not None:
+            a = advice_rules.recommend(m, budget=c["advice"]["numbers"]["budget"])
+            c["advice"] = json.loads(json.dumps(a.to_dict(), default=_plain))
+            done.append(key)
     env = results.environment()
     return {"problems": done, **{k: env[k] for k in ("command", "date", "git_commit", "git_dirty")}}
 
@@ -364,9 +396,8 @@ def main(argv=None):
         out = json.loads(json.dumps(out, default=_plain))
         partial.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_json(partial, out)
-    if args.checks_from is not None:
-        kept = json.loads(Path(args.checks_from).read_text())
-        out.update({k: kept[k] for k in ("checks", "checks_seconds", "checks_cpu_seconds")})
+    if args.kept_checks is not None:
+        out.update(args.kept_checks)
     elif not args.no_checks:
         t0, cpu0 = time.time(), time.process_time()
         out["checks"] = regimes_methods.checks(quick=args.quick)

@@ -215,6 +215,7 @@ def pilot(problem, budget, seed=0):
 
 
 def _check_pilot(
+    key,
     sampler,
     data,
     budget,
@@ -244,6 +245,7 @@ def _check_pilot(
         blocks=PILOT_BLOCKS,
         budget=budget,
         quenches=quenches,
+        directory=Path("runs") / "regimes-pilots" / key,  # its measurements, to re-derive the advice
     )
     spent = K * batch_size * steps + a.numbers["pilot"]["measurement_evaluations"]
     if spent > share:
@@ -285,6 +287,7 @@ def checks(quick=False):
     )
     iterations = 3e4 / (10 if quick else 1)
     out["mixture-main-job"] = _check_pilot(
+        "mixture-main-job",
         main,
         (x,),
         2 * 100 * iterations,
@@ -306,6 +309,7 @@ def checks(quick=False):
         period = pf.VR_PERIOD_EPOCHS * -(-problem.data_size // problem.batch_size)
         data = (problem.x_train, problem.y_train) + ((nll,) if isinstance(nll, keras.losses.Loss) else ())
         out[name] = _check_pilot(
+            name,
             sampler,
             data,
             budget,

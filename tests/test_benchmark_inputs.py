@@ -124,6 +124,8 @@ CASES = [
     ("regimes.py", ["--budget", "10"], "--budget: must be >= 1e4"),
     ("regimes.py", ["--problems", "sine-N1000-t1", "--families", "mixture"], "--problems: 'sine-N1000-t1' is not of"),
     ("regimes.py", ["--checks-from", "nofile"], "--checks-from: 'nofile': no such file"),
+    ("regimes.py", ["--checks-from", "bad.json"], "--checks-from: bad.json holds no advisor's checks (JSONDecodeE"),
+    ("regimes.py", ["--checks-from", "afile"], "--checks-from: afile holds no advisor's checks"),
     ("regimes.py", ["--report-only", "--results", "r.json"], "--report-only: no results file r.json"),
     ("regimes.py", ["--readvise", "."], "--readvise: re-derives the advice of an existing results file"),
     ("regimes.py", ["--report-only", "--readvise", "nodir"], "--readvise: 'nodir'"),
