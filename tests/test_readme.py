@@ -7,6 +7,7 @@ live in docs/ and run in tests/test_docs.py.
 
 import os
 import re
+import warnings
 
 import _examples
 
@@ -20,7 +21,11 @@ def test_readme_python_blocks_run_and_print_what_they_show(capsys):
     text = open(README).read()
     blocks = _examples.examples(text)
     assert len(blocks) >= 2 and all(shown for _, shown in blocks), "every README example shows its output"
-    wrong = _examples.run_page(text, "README.md", {"__name__": "__readme__"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wrong = _examples.run_page(text, "README.md", {"__name__": "__readme__"})
+    ours = {w.category.__name__ for w in caught if w.category.__module__.startswith("tf_vrre")}
+    assert all(f"`{name}`" in text for name in ours), f"README examples raise {ours}: say why beside them"
     assert not wrong, "README output differs from what it shows:\n" + "\n".join(
         f"shown:   {shown.strip()}\nprinted: {printed.strip()}" for shown, printed in wrong
     )

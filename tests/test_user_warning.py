@@ -4,6 +4,7 @@ frames outside the libraries), at the command's call into Keras, not at ``<froze
 
 import _thread
 import os
+import sys
 import threading
 import warnings
 
@@ -42,3 +43,35 @@ def test_a_warning_points_at_the_users_frame():
 def test_under_python_m_a_warning_points_at_the_commands_fit_call():
     caught = _chain("<frozen runpy>")
     assert (caught.filename, caught.lineno) == (LIBRARY, 3)  # command(): the line that calls fit
+
+
+def test_the_warnings_of_a_fit_point_at_the_fit_call(tmp_path):
+    """The library's warnings during ``fit`` (the sampler's input check, and callbacks warning from
+    inside Keras' callback list) name the line of the user's ``fit`` call."""
+    import numpy as np
+
+    class Late(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                logs["late"] = 1.0  # a key CSVLogger's columns do not have
+
+    class Unregistered(keras.layers.Layer):  # the cold model's JSON does not load back
+        def call(self, x):
+            return x
+
+    def net():
+        inp = keras.Input((4,))
+        return keras.Model(inp, keras.layers.Dense(2)(Unregistered()(inp)))
+
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+    s = tf_vrre.ReplicaExchangeSampler(net, data_size=64, num_chains=1, learning_rates=1e-3, seed=0)
+    s.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    callbacks = [Late(), tf_vrre.CSVLogger(str(tmp_path / "log.csv")), tf_vrre.SampleCollector(str(tmp_path / "s"))]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        s.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=callbacks)
+    where = {str(w.message).split(":")[0]: (w.filename, w.lineno) for w in caught}
+    for source in ("fit", "CSVLogger", "SampleCollector"):
+        assert where.get(source) == (__file__, line), (source, where)

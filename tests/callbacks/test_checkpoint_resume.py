@@ -251,6 +251,8 @@ def test_a_missing_newest_checkpoint_falls_back_to_the_previous_with_a_warning(t
         match=re.escape(
             f"damaged checkpoint skipped ({tmp_path}/ckpt-2: its files are missing); resuming from {tmp_path}/ckpt-1"
         ),
-    ):
+    ) as caught:
         ckpt, _ = _fit(again, tmp_path, epochs=2)
     assert ckpt.restored_epoch == 1
+    skipped = [w for w in caught if "damaged checkpoint skipped" in str(w.message)]
+    assert [w.filename for w in skipped] == [__file__]  # at the fit call (in _fit), not inside Keras

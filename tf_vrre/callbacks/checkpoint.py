@@ -17,12 +17,12 @@ the step counter).
 from __future__ import annotations
 
 import os
-import warnings
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+import tf_vrre._user_warning as _user_warning
 from tf_vrre import _keras_compat, errors
 from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.run_json import RunDirError
@@ -232,9 +232,7 @@ class Checkpoint(keras.callbacks.Callback):
                 "are then written again)"
             )
         if failures:
-            warnings.warn(
-                f"Checkpoint: damaged checkpoint skipped ({'; '.join(failures)}); resuming from {path}", stacklevel=2
-            )
+            _user_warning.warn(f"Checkpoint: damaged checkpoint skipped ({'; '.join(failures)}); resuming from {path}")
         epoch = int(self._epoch.numpy())
         if epoch > 0:
             _keras_compat.set_initial_epoch(self.model, epoch)  # as keras.callbacks.BackupAndRestore does

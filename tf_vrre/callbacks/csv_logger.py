@@ -12,10 +12,10 @@ from __future__ import annotations
 import csv
 import math
 import os
-import warnings
 
 import keras
 
+import tf_vrre._user_warning as _user_warning
 from tf_vrre.runs import atomic, fault_points, ownership
 from tf_vrre.runs.samples import RunFileError, write_json
 from tf_vrre.sampler.replica_exchange import require_sampler
@@ -146,10 +146,9 @@ class CSVLogger(keras.callbacks.Callback):
             self._writer.writerow(self._columns)
         extra = sorted(set(logs) - set(self._columns))
         if extra and not getattr(self, "_warned", False):
-            warnings.warn(
+            _user_warning.warn(  # at the user's fit call, not inside Keras' callback list
                 f"CSVLogger: {extra} appeared after the columns of {self.filename} were fixed; not "
-                "logged (put every key into logs from the first epoch)",
-                stacklevel=2,
+                "logged (put every key into logs from the first epoch)"
             )
             self._warned = True
         self._writer.writerow([epoch] + [_value(logs.get(k, math.nan)) for k in self._columns[1:]])

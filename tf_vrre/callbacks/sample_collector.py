@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from typing import Any
 
 import keras
 import numpy as np
 
+import tf_vrre._user_warning as _user_warning
 import tf_vrre.callbacks.running_bma as running_bma
 import tf_vrre.callbacks.sample_identity as sample_identity
 import tf_vrre.callbacks.sample_reservoir as sample_reservoir
@@ -264,11 +264,10 @@ class SampleCollector(keras.callbacks.Callback):
             text = self.model.cold_model.to_json()
             keras.models.model_from_json(text)
         except Exception as err:  # noqa: BLE001  (any failure means: not rebuildable from JSON)
-            warnings.warn(
+            _user_warning.warn(
                 f"SampleCollector: the cold model does not serialize to JSON ({type(err).__name__}: "
                 f"{err}); {path} not written. Export its samples with "
-                "tf_vrre.export_ensemble(..., model=<built model or model_fn>).",
-                stacklevel=2,
+                "tf_vrre.export_ensemble(..., model=<built model or model_fn>)."
             )
             return
         atomic_write(path, lambda f: f.write(text.encode()))

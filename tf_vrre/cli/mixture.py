@@ -274,13 +274,14 @@ def _lock_out(args):
     another process (a study, ``tf-vrre train``) holds it."""
     from tf_vrre.runs import locks, run_json
 
+    created = locks.make_run_directory(args.out)
     try:
         locks.lock_run(args.out, mark=False)  # the pid is written when the study starts (run)
     except run_json.RunDirError as err:  # RunLockedError
         _args.die(f"--out: {err}")
     except OSError as err:  # a link or a special file at --out/.lock
         _args.die(f"--out: cannot lock {args.out!r}: {err}")
-    atexit.register(locks.unlock_run, args.out)
+    atexit.register(locks.give_back_run, args.out, created)  # a study refused after this leaves no directory
 
 
 def _validate(args):

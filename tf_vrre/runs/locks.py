@@ -64,6 +64,8 @@ __all__ = [
     "share_run",
     "reading",
     "unlock_run",
+    "make_run_directory",
+    "give_back_run",
     "holds_run_lock",
     "run_lock",
     "busy_message",
@@ -343,6 +345,36 @@ def unlock_run(run_dir: str | os.PathLike, remove: bool = False) -> None:
     lock = _runs.pop(_key(run_dir), None)
     if lock is not None:
         lock.release(remove=remove)
+
+
+def make_run_directory(run_dir: str | os.PathLike) -> tuple[int, int] | None:
+    """Creates ``run_dir`` if absent, before :func:`lock_run`; returns the identity of the directory
+    it made (``(st_dev, st_ino)``, for :func:`give_back_run`) or ``None`` if it was there."""
+    if os.path.isdir(run_dir):
+        return None
+    os.makedirs(run_dir, exist_ok=True)
+    st = os.stat(run_dir)
+    return (st.st_dev, st.st_ino)
+
+
+def give_back_run(run_dir: str | os.PathLike, created: tuple[int, int] | None) -> None:
+    """Releases this process's lock of ``run_dir`` (no-op if it holds none); a directory
+    :func:`make_run_directory` made (``created``) that holds nothing but the lock file is removed,
+    if the lock file is still this process's and the directory still the one made (never a
+    directory another process now owns): a command refused after taking the lock leaves nothing."""
+    lock = run_lock(run_dir)
+    if lock is None:
+        return
+    try:
+        st = os.lstat(run_dir)
+        same_dir = created is not None and (st.st_dev, st.st_ino) == created
+        empty = same_dir and lock.owned() and os.listdir(run_dir) == [LOCK]
+    except OSError:
+        empty = False
+    unlock_run(run_dir, remove=empty)
+    if empty:
+        with contextlib.suppress(OSError):  # something appeared meanwhile: keep it
+            os.rmdir(run_dir)
 
 
 def share_run(run_dir: str | os.PathLike) -> Lock | None:

@@ -14,10 +14,11 @@ chain has its own weights.
 """
 
 import numbers
-import warnings
 
 import keras
 import numpy as np
+
+import tf_vrre._user_warning as _user_warning
 
 
 def check_batch_size(where, batch_size, data_size=None, allow_none=False):
@@ -235,11 +236,10 @@ def check_batched(where, name, dataset, model):
 def check_training_count(where, count, data_size):
     """Warns when the training arrays hold another number of examples than ``data_size``."""
     if count is not None and count != data_size:
-        warnings.warn(
+        _user_warning.warn(
             f"{where}: the training arrays hold {count} examples but data_size={data_size}; the energy "
             f"scales each mini-batch by data_size / n, so the posterior is that of {data_size} examples "
-            "(set data_size to the number of training examples unless this is intended)",
-            stacklevel=3,
+            "(set data_size to the number of training examples unless this is intended)"
         )
 
 

@@ -313,6 +313,13 @@ def test_tpu_unavailable_is_a_clear_value_error(monkeypatch):
     ):
         assert strategies.name_of(strategies.make_strategy("auto")) == "default"
     assert err.value.__cause__ is None and err.value.__suppress_context__  # not a raw TensorFlow traceback
+    # made inside the library (as train() makes it): the warning is at the user's line, not train's
+    inside = compile("def train():\n    return strategies.make_strategy('auto')\n", train.__file__, "exec")
+    scope = {"strategies": strategies}
+    exec(inside, scope)
+    with pytest.warns(UserWarning, match="strategy 'auto': no TPU at") as caught:
+        scope["train"]()
+    assert [w.filename for w in caught if "strategy 'auto'" in str(w.message)] == [__file__]
 
 
 # ---- training.train: jit_compile and steps_per_execution -----------------------------------------

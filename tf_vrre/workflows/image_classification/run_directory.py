@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import re
@@ -44,12 +43,7 @@ def take_run(pre: planning.Preflight) -> planning.Preflight:
     """
     if pre.complete and not os.path.isdir(os.path.join(pre.out, run_json.BACKUP)):
         return pre
-    created = None
-    if not os.path.isdir(pre.out):
-        os.makedirs(pre.out, exist_ok=True)
-        st = os.stat(pre.out)
-        created = (st.st_dev, st.st_ino)
-    pre = dataclasses.replace(pre, created=created)
+    pre = dataclasses.replace(pre, created=locks.make_run_directory(pre.out))
     try:
         locks.lock_run(pre.out, mark=False)  # its pid is written when it starts writing (train.run)
         return dataclasses.replace(pre, existing=planning.check_run_dir(pre.out, pre.config, pre.overwrite))
@@ -62,19 +56,7 @@ def give_back(pre: planning.Preflight) -> None:
     """Releases this process's lock of ``pre.out``; a directory :func:`take_run` created that holds
     nothing but the lock file is removed, if the lock file is still this process's and the
     directory still the one created (never a directory another process now owns)."""
-    lock = locks.run_lock(pre.out)
-    if lock is None:
-        return
-    try:
-        st = os.lstat(pre.out)
-        same_dir = pre.created is not None and (st.st_dev, st.st_ino) == pre.created
-        empty = same_dir and lock.owned() and os.listdir(pre.out) == [locks.LOCK]
-    except OSError:
-        empty = False
-    locks.unlock_run(pre.out, remove=empty)
-    if empty:
-        with contextlib.suppress(OSError):  # something appeared meanwhile: keep it
-            os.rmdir(pre.out)
+    locks.give_back_run(pre.out, pre.created)
 
 
 def clear(out: str) -> None:

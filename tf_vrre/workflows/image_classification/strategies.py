@@ -39,8 +39,8 @@ import glob
 import json
 import os
 import socket
-import warnings
 
+import tf_vrre._user_warning as _user_warning
 import tf_vrre.workflows.image_classification.worker_status as worker_status
 
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "tpu")
@@ -251,9 +251,9 @@ def make_strategy(name="auto", tpu_address=None, cpu_devices=None):
         except ValueError as err:
             if name == "tpu":
                 raise
-            warnings.warn(f"strategy 'auto': {err}; using the GPUs / CPU", stacklevel=2)
+            _user_warning.warn(f"strategy 'auto': {err}; using the GPUs / CPU")
     elif name == "auto" and address:
-        warnings.warn(f"strategy 'auto': no TPU at {address!r} ({where}): {reason}; using the GPUs / CPU", stacklevel=2)
+        _user_warning.warn(f"strategy 'auto': no TPU at {address!r} ({where}): {reason}; using the GPUs / CPU")
     if name == "multiworker":
         cfg = tf_config()
         try:
