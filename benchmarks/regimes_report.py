@@ -197,7 +197,7 @@ def values(out):
     for name, c in out.get("checks", {}).items():
         k = name.replace("-", "_")
         est = c["advice"]["numbers"]["estimators"]
-        v[f"check_{k}"] = c["advice"]["recommendation"]
+        v[f"check_{k}"] = c["advice"]["recommendation"] + ("" if c["advice"]["confident"] else " (a best guess)")
         v[f"check_{k}_gain"] = c["advice"]["numbers"]["gain_ratio"]
         v[f"check_{k}_penalty_naive"] = est["mini-batch"]["pilot_penalty_nats"][0]
         v[f"check_{k}_penalty_vr"] = est["control variates"]["pilot_penalty_nats"][0]
