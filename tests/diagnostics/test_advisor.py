@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tf_vrre
-from tf_vrre.diagnostics import advice, advisor, run_advice
+from tf_vrre.diagnostics import advice, advisor, pilot_callback, run_advice
 from tf_vrre.sampler import cost
 from tf_vrre.workflows.gaussian_mixture import target
 
@@ -71,13 +71,13 @@ def test_refuses_what_it_cannot_use_in_one_line(data):
 
 def test_pilot_measures_the_exact_noise_and_writes_its_record(data, tmp_path, monkeypatch):
     seen = []  # the chains' beta at every measurement
-    measure = advisor._Pilot._measure
+    measure = pilot_callback.PilotCallback._measure
 
     def spy(self, offset):
         seen.append([float(c.trainable_weights[0].numpy()) for c in self.s.chains])
         return measure(self, offset)
 
-    monkeypatch.setattr(advisor._Pilot, "_measure", spy)
+    monkeypatch.setattr(pilot_callback.PilotCallback, "_measure", spy)
     s = _mixture_sampler(2, [10.0, 60.0])
     a = tf_vrre.diagnostics.advise(s, data, 60, batch_size=BATCH, period=4, blocks=2, directory=tmp_path)
     n = a.numbers
