@@ -124,6 +124,39 @@ def test_committed_notebook_shows_its_outputs(name):
     assert os.path.getsize(os.path.join(COLAB, name)) < 2_000_000, "lower the figures' dpi"
 
 
+def test_cifar10_notebook_takes_one_chain_per_device_on_a_tpu_or_gpus():
+    """Notebook 02's ladder run without ``CHAINS``: K = the cores of a TPU (8 on a v2-8) or the GPUs
+    of a machine with 3 or more (a tuned ladder needs K >= 3), else the config's own K; its training
+    cell then places one chain per device (``placement_of``)."""
+    import ast
+    import types
+
+    cells = [c.source for c in _read("02_cifar10_vr_resghmc.ipynb").cells if c.cell_type == "code"]
+    wanted = {"ladder_chains", "placement_of"}
+    defs = [
+        node
+        for tree in map(ast.parse, cells)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name in wanted
+    ]
+    assert sorted(d.name for d in defs) == sorted(wanted)
+
+    def run(kind, replicas, chains=None):
+        space = {"CHAINS": chains, "KIND": kind, "LADDER": "vr-resghmc-ladder"}
+        space["STRATEGY"] = types.SimpleNamespace(num_replicas_in_sync=replicas)
+        exec(compile(ast.Module(body=defs, type_ignores=[]), "notebook 02", "exec"), space)
+        k = space["ladder_chains"]()
+        space["CONFIGS"] = {"vr-resghmc-ladder": types.SimpleNamespace(num_chains=k or 4)}
+        return k, space["placement_of"]("vr-resghmc-ladder")
+
+    assert run("TPU", 8) == (8, "chain_per_replica")
+    assert run("4 GPUs", 4) == (4, "chain_per_replica") and run("8 GPUs", 8) == (8, "chain_per_replica")
+    assert run("3 GPUs", 3) == (3, "chain_per_replica")
+    assert run("2 GPUs", 2) == (None, "replicated")  # two chains cannot be tuned: the config's 4, data parallel
+    assert run("GPU", 1) == (None, "replicated") and run("CPU", 1) == (None, "replicated")
+    assert run("8 GPUs", 8, chains=5) == (5, "replicated")  # CHAINS wins
+
+
 _FIND_SPEC, _DISTRIBUTION = importlib.util.find_spec, importlib.metadata.distribution
 
 

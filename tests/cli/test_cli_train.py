@@ -7,7 +7,7 @@ from _image_runs import cli_flags
 
 from tf_vrre import cli
 
-# refused before TensorFlow starts (see test_placement_refusals_come_before_tensorflow)
+# refused before TensorFlow starts (see test_placement_and_ladder_refusals_come_before_tensorflow)
 PLACEMENT_REFUSALS = [
     (
         {"--placement": "chain-per-replica"},  # --strategy auto
@@ -29,6 +29,24 @@ PLACEMENT_REFUSALS = [
 ]
 
 
+# a bad [ladder] (K, tuning with K < 3, a ladder not increasing, a DEO window < 1): refused before
+# TensorFlow starts too, naming the key
+LADDER_REFUSALS = [
+    ({"--chains": "1"}, "--chains: config key ladder.chains must be an integer in [2, 1024], got 1 (override)"),
+    (
+        {"--config": "vr-resghmc-ladder", "--chains": "2"},
+        "--chains: config key ladder.chains must be >= 3 to tune the ladder (ladder.tune_epochs = 100",
+    ),
+    ({"--set": "ladder.tune_epochs=100"}, "--set: config key ladder.tune_epochs must be 0 with ladder.chains = 2"),
+    (
+        {"--set": "ladder.temperatures=[1, 3, 2]"},
+        "--set: config key ladder.temperatures must be a list of at least 2 numbers > 0 (float32), the first 1, "
+        "strictly increasing, got [1, 3, 2] (override)",
+    ),
+    ({"--set": "ladder.deo_window=0"}, "--set: config key ladder.deo_window must be an integer in [1, 2147483647]"),
+]
+
+
 @pytest.mark.parametrize(
     "change,message",
     [
@@ -47,11 +65,7 @@ PLACEMENT_REFUSALS = [
             "--placement: chain-per-replica runs one chain per replica: --chains 2 needs 2 replicas, --strategy "
             "mirrored has 1 (CPU:0); use a strategy over 2 devices (--cpu-devices 2 to try it on a CPU)",
         ),
-        *[(change, message) for change, message in PLACEMENT_REFUSALS],
-        ({"--chains": "1"}, "--chains: config key ladder.chains must be an integer in [2, 1024], got 1 (override)"),
-        ({"--set": "ladder.tune_epochs=100"}, "--set: config key ladder.tune_epochs must be 0 with ladder.chains = 2"),
-        ({"--set": "ladder.temperatures=[1, 3, 2]"}, "--set: config key ladder.temperatures must be a list of at"),
-        ({"--set": "ladder.deo_window=0"}, "--set: config key ladder.deo_window must be an integer in [1, 2147483647]"),
+        *[(change, message) for change, message in PLACEMENT_REFUSALS + LADDER_REFUSALS],
         ({"--placement": "per-device"}, "--placement: invalid choice"),
         ({"--jit-compile": "yes"}, "--jit-compile: invalid choice: 'yes' (choose from 'auto', 'on', 'off')"),
         ({"--steps-per-execution": "0"}, "--steps-per-execution: must be > 0"),
@@ -127,27 +141,38 @@ def test_one_preflight_checks_the_config_and_the_numbers_once(image_data_dir, tm
     assert (out / ".lock").read_text() == ""
 
 
-def test_placement_refusals_come_before_tensorflow(tmp_path):
-    """One chain per replica refused from the flags alone: exit 2, no TensorFlow imported."""
+def test_placement_and_ladder_refusals_come_before_tensorflow(tmp_path):
+    """One chain per replica and a bad ladder refused from the flags alone: exit 2, one line naming
+    the flag and the key, no TensorFlow imported."""
     import json
     import subprocess
     import sys
 
     from _paths import HELPERS, ROOT
 
+    cases = PLACEMENT_REFUSALS + LADDER_REFUSALS
     runs = []
-    for change, _ in PLACEMENT_REFUSALS:
+    for change, _ in cases:
         flags = cli_flags("vr-resghmc", tmp_path / "run", str(tmp_path / "no-data"))
         for flag, value in change.items():
-            flags += [flag, value]
+            if flag in flags and flag != "--set":
+                flags[flags.index(flag) + 1] = value
+            else:
+                flags += [flag, value]
         runs.append(flags)
     probe = (
-        "import json, sys\nfrom tf_vrre import cli\ncodes = []\n"
+        "import contextlib, io, json, sys\nfrom tf_vrre import cli\nresults = []\n"
         f"for argv in json.loads({json.dumps(json.dumps(runs))}):\n"
-        "    try:\n        cli.main(argv)\n    except SystemExit as e:\n        codes.append(e.code)\n"
-        "print(codes, 'tensorflow' in sys.modules)"
+        "    err = io.StringIO()\n"
+        "    try:\n        with contextlib.redirect_stderr(err):\n            cli.main(argv)\n"
+        "    except SystemExit as e:\n        results.append([e.code, err.getvalue().strip().splitlines()])\n"
+        "print(json.dumps([results, 'tensorflow' in sys.modules]))"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, HELPERS]))
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.stdout.strip() == f"{[2] * len(runs)} False", proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results, tensorflow = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert tensorflow is False and len(results) == len(cases)
+    for (code, lines), (_, message) in zip(results, cases):
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("tf-vrre: error:") and message in lines[0], lines
     assert not os.path.exists(tmp_path / "run")

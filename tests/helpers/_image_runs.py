@@ -70,20 +70,21 @@ def cli_flags(method, out, data_dir, epochs=2, subset=64):
     return flags
 
 
-# A K = 4 tuned-ladder run at toy scale (vr-resghmc-ladder): 7 epochs of 8 steps on 64 images, the
+# A K = 4 tuned-ladder run at toy scale (vr-resghmc-ladder): 6 epochs of 8 steps on 64 images, the
 # ladder tuned over the first 5 epochs in rounds ending at steps 12 and 40 (DEO pairs: at least 6
-# attempts per pair and round, what the tuner needs to measure a pair), samples at steps 48 and 56.
+# attempts per pair and round, what the tuner needs to measure a pair; two rounds need a phase of at
+# least 3 x 12 steps), samples at steps 44 and 48, in the epoch after the tuning phase.
 LADDER_RUN = {
     "data.subset": 64,
     "data.batch_size": 8,
     "data.holdout": 32,
     "data.augment": False,
-    "training.epochs": 7,
-    "training.schedule_epochs": 7,
+    "training.epochs": 6,
+    "training.schedule_epochs": 6,
     "model.name": "cnn",
     "model.kwargs.width": 4,
-    "sampler.lr_constant_epochs": 7,
-    "samples.thinning": 8,
+    "sampler.lr_constant_epochs": 6,
+    "samples.thinning": 4,
     "samples.validation": 16,
     "samples.burn_in_epochs": 5,
     "ladder.tune_epochs": 5,

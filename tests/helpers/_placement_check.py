@@ -14,9 +14,10 @@ chain-per-replica for K chains.
 SwapLogger and Checkpoint into ``OUT`` (resuming from its checkpoint); ``KILL_AT``: SIGKILL after
 that step.  Writes ``OUT/final.npz`` (every sampler variable) at the end.
 
-``_placement_check.py 2 cli DATA OUT``: ``tf-vrre train --strategy mirrored --cpu-devices 2 --placement
-chain-per-replica`` of a tiny VR-reSGHMC run on ``DATA`` (the command line splits the CPU itself:
-this process has not split it); prints the exit status and ``run.json``'s execution record.
+``_placement_check.py 2 cli DATA OUT [METHOD]``: ``tf-vrre train --strategy mirrored --cpu-devices 2
+--placement chain-per-replica`` of a tiny run of the shipped config ``METHOD`` (default
+``vr-resghmc``) on ``DATA`` (the command line splits the CPU itself: this process has not split it);
+prints the exit status and ``run.json``'s execution record.
 """
 
 import json
@@ -181,12 +182,12 @@ def job(out, kill_at=None):
     print(json.dumps({"step": int(s.state.step.numpy())}))
 
 
-def command_line(data_dir, out):
+def command_line(data_dir, out, method="vr-resghmc"):
     from _image_runs import cli_flags
 
     from tf_vrre import cli
 
-    flags = cli_flags("vr-resghmc", out, data_dir)
+    flags = cli_flags(method, out, data_dir)
     flags += ["--strategy", "mirrored", "--cpu-devices", str(K), "--placement", "chain-per-replica"]
     code = cli.main(flags)
     with open(os.path.join(out, "run.json")) as f:
@@ -212,6 +213,6 @@ if sys.argv[2] == "invariance":
 elif sys.argv[2] == "traffic":
     print(json.dumps(measure_traffic()))
 elif sys.argv[2] == "cli":
-    command_line(sys.argv[3], sys.argv[4])
+    command_line(*sys.argv[3:6])
 else:
     job(sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)

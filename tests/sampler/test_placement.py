@@ -194,11 +194,40 @@ def test_killed_run_resumes_exactly(tmp_path):
 
 
 def test_command_line_trains_with_one_chain_per_replica(image_data_dir, tmp_path):
-    """``tf-vrre train --strategy mirrored --cpu-devices 2 --placement chain-per-replica``: one chain
-    on each of 2 logical CPUs; run.json records the replicas, and which device held each rung at the end."""
-    r = report(2, "cli", image_data_dir, tmp_path / "run")
+    """``tf-vrre train --config resghmc --strategy mirrored --cpu-devices 2 --placement
+    chain-per-replica``: one chain on each of 2 logical CPUs draws the one-device run's swaps and
+    samples for the replica method without control variates (sigma^2 estimated over windows of
+    steps; the variance-reduced configs are compared from the command line in
+    test_ladder_runs.py and test_multiworker_chains.py); run.json records the replicas, and which
+    device held each rung at the end."""
+    from _image_runs import cli_flags
+
+    from tf_vrre import cli
+
+    two = subprocess.Popen(
+        [sys.executable, os.path.join(HELPERS, "_placement_check.py"), "2", "cli", image_data_dir, tmp_path / "run"]
+        + ["resghmc"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert cli.main(cli_flags("resghmc", tmp_path / "one", image_data_dir)) == 0  # meanwhile, on one device
+    out, err = two.communicate(timeout=600)
+    assert two.returncode == 0, err[-3000:]
+    r = json.loads(out.strip().splitlines()[-1])
     assert r["code"] == 0 and r["status"] == "complete", r
     assert r["execution"]["placement"] == "chain_per_replica" and r["execution"]["strategy"] == "mirrored", r
     assert r["execution"]["replicas"] == 2 and len(set(r["execution"]["devices"])) == 2, r
     assert sorted(x["device"] for x in r["rungs"]) == sorted(r["execution"]["devices"]), r
     assert r["samples"] > 0 and r["log_rows"] > 1, r
+    a, b = (np.genfromtxt(tmp_path / d / "swaps" / "swaps.csv", delimiter=",", names=True) for d in ("one", "run"))
+    assert a.size >= 2
+    for column in ("step", "pair", "accepted"):
+        np.testing.assert_array_equal(a[column], b[column])
+    np.testing.assert_allclose(a["log_ratio"], b["log_ratio"], rtol=1e-5, atol=1e-3)
+    sa, sb = tf_vrre.load_samples(tmp_path / "one" / "samples"), tf_vrre.load_samples(tmp_path / "run" / "samples")
+    assert sa.steps == sb.steps != []
+    for i in range(len(sa)):
+        for x, y in zip(sa.weights(i), sb.weights(i)):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
