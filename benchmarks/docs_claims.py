@@ -192,7 +192,7 @@ CLAIMS = [
         "docs/benchmarks/posterior-fidelity.md",
         "On digits the tuner measured Lambda = {posterior-fidelity-tuned.digits_re_barrier:.2f} +- {posterior-fidelity-tuned.digits_re_barrier_sd:.2f} (reSGHMC; VR"
         " {posterior-fidelity-tuned.digits_vr_barrier:.2f} +- {posterior-fidelity-tuned.digits_vr_barrier_sd:.2f}) over {posterior-fidelity-tuned.seeds} seeds, and it narrowed the"
-        " ladder (hottest {posterior-fidelity-tuned.digits_re_hot_min:.3f}-{posterior-fidelity-tuned.digits_re_hot_max:.3f} instead of 1.061)",
+        " ladder (hottest {posterior-fidelity-tuned.digits_re_hot_min:.3f}-{posterior-fidelity-tuned.digits_re_hot_max:.3f} instead of 1.061,",
     ),
     (
         "docs/benchmarks/posterior-fidelity.md",
