@@ -65,6 +65,7 @@ def test_the_noise_laws_degrees_of_freedom_from_the_records():
     assert swap_acceptance.noise_dof(apart, 5000) == 5000.0
     assert swap_acceptance.noise_dof(central[:1], 3) == 3.0  # one record says nothing of the spread
     assert swap_acceptance.noise_dof(central, None) is None
+    assert swap_acceptance.noise_dof(np.ones((5, 2)), 3) is None  # records that never vary: a constant noise
 
 
 def test_a_finer_ladders_noise_law():

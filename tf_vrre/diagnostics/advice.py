@@ -177,8 +177,9 @@ MAX_CHAINS = 64
 """The most chains the advisor recommends."""
 
 
-def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr: bool) -> dict:
-    """One estimator (``noise``: ``[J, P]`` noise variances, ``None`` for exact energies): its
+def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr: bool, dof: float | None) -> dict:
+    """One estimator (``noise``: ``[J, P]`` noise variances, ``None`` for exact energies; ``dof``: the
+    degrees of freedom of its law, :func:`tf_vrre.diagnostics.swap_acceptance.noise_dof`): its
     acceptance on the pilot's ladder, then on its own ladder (as many chains as its barrier asks,
     :func:`tf_vrre.diagnostics.swap_acceptance.ladder_prediction`): barrier, chains, round trips per step
     and per gradient evaluation."""
@@ -192,7 +193,6 @@ def _estimator(delta: np.ndarray, m: Measurements, noise: np.ndarray | None, vr:
         estimates, estimate_var = u[:, :-1] - u[:, 1:], naive
     else:  # a record without them: the measured differences and their own variance
         estimates, estimate_var = np.asarray(m.diff, np.float64), np.asarray(m.diff_var, np.float64).mean(0)
-    dof = noise_dof(m.naive_var, m.num_weights)  # the law of the pairs' distance, also the control variates'
     acc = acceptance_model(delta, estimates, estimate_var, var, dof=dof)
     exact = acceptance_model(delta, estimates, estimate_var, np.zeros_like(var))
     K = len(m.temperatures)
@@ -294,10 +294,11 @@ def _estimators(m: Measurements, delta: np.ndarray, budget: float | None) -> dic
     the pilot measured and the round trips within ``budget`` gradient evaluations (``None``: no budget)."""
     K = len(m.temperatures)
     vr = np.asarray(m.vr_var, np.float64)
+    dof = noise_dof(m.naive_var, m.num_weights)  # the law of the pairs' distance, also the control variates'
     estimators = {
-        "exact": _estimator(delta, m, None, False),
-        "mini-batch": _estimator(delta, m, np.asarray(m.naive_var, np.float64), False),
-        "control variates": _estimator(delta, m, vr, True),
+        "exact": _estimator(delta, m, None, False, None),
+        "mini-batch": _estimator(delta, m, np.asarray(m.naive_var, np.float64), False, dof),
+        "control variates": _estimator(delta, m, vr, True, dof),
     }
     vr_extra = K * m.pass_seconds / m.period
     plain_seconds = m.step_seconds - (K * m.pass_seconds / m.pilot_vr_period if m.pilot_vr_period else 0.0)
@@ -328,7 +329,7 @@ def _noise_text(m: Measurements, temps: np.ndarray, estimators: dict) -> str:
     dof = e_mb["noise_dof"]
     law = (
         ""
-        if dof is None or dof == math.inf
+        if dof is None
         else f"; averaged over the noise's law as the pairs' states move (chi^2 with {dof:.3g} degrees of freedom)"
     )
     return (

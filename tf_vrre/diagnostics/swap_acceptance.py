@@ -69,8 +69,8 @@ NOISE_POINTS = 64
 
 def noise_law(dof: float | None) -> np.ndarray:
     """Multipliers ``g`` of a pair's mean noise variance: the midpoint quantiles of ``chi^2_nu / nu``
-    rescaled to mean 1, ``nu = dof``; ``[1.0]`` for ``None`` or ``inf`` (the noise variance taken
-    as constant).
+    rescaled to mean 1, ``nu = dof``; ``[1.0]`` for ``None`` (the noise variance taken as
+    constant).
 
     Example:
       >>> g = noise_law(1)
@@ -79,7 +79,7 @@ def noise_law(dof: float | None) -> np.ndarray:
       >>> noise_law(None).tolist()
       [1.0]
     """
-    if dof is None or dof == math.inf:
+    if dof is None:
         return np.ones(1)
     if not dof > 0:
         raise ValueError(f"dof: the noise law's degrees of freedom must be > 0, got {dof!r}")
@@ -94,7 +94,8 @@ def noise_dof(noise_records: Any, num_weights: int | None) -> float | None:
     pairs) spread less than ``chi^2_D / D`` (``2 / nu`` is the relative variance of the law; two
     chains whose states sit apart by more than their spread, a hot chain far from the cold one,
     give a narrower, non-central law).  The larger ``nu`` is the cautious one: it credits close
-    states less.  ``None`` without ``num_weights`` (the noise variance taken as constant).
+    states less.  ``None`` (the noise variance taken as constant) without ``num_weights``, or
+    when the records do not vary at all.
 
     Example:
       >>> records = np.array([[1.0, 10.0], [3.0, 30.0], [2.0, 20.0]])  # relative variance 1/4
@@ -108,7 +109,7 @@ def noise_dof(noise_records: Any, num_weights: int | None) -> float | None:
     if r.shape[0] < 2 or r.shape[1] == 0:
         return float(num_weights)
     relative = float(np.sum((r / r.mean(0) - 1.0) ** 2) / (r.shape[1] * (r.shape[0] - 1)))
-    return max(float(num_weights), 2.0 / relative if relative > 0 else math.inf)
+    return max(float(num_weights), 2.0 / relative) if relative > 0 else None
 
 
 def acceptance_model(
